@@ -1,0 +1,23 @@
+# Everything a fresh machine needs is installed from here: `make demo`, `make test`.
+VENV ?= .venv
+PYTHON ?= python3
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test bench clean-venv
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	# torch==2.14.1 / torchvision==0.29.1 come from local disk; constraints.txt pins the rest.
+	$(VENV)/bin/pip install -q -c constraints.txt -e ".[test]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/crsbench demo --out demo-out
+
+test: $(STAMP)
+	bash scripts/test-deps.sh
+	$(VENV)/bin/python -m pytest -q
+
+bench: $(STAMP)
+	$(VENV)/bin/python benchmarks/run_all.py

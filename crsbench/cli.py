@@ -1,0 +1,102 @@
+"""The `crsbench` command line: a thin layer over the stages.
+
+Exit codes: 0 ok, 1 user error (one-line message), 2 internal error. Each command
+family lives in its own `cli_*.py` module that registers onto `app`.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from crsbench.ingest.types import CrsbenchError
+from crsbench.output import console, emit
+from crsbench.warehouse.connection import Warehouse, default_db_path
+
+app = typer.Typer(
+    name="crsbench",
+    help="Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+warehouse_app = typer.Typer(help="Create and inspect the DuckDB warehouse.", no_args_is_help=True)
+app.add_typer(warehouse_app, name="warehouse")
+
+DbOption = Annotated[
+    Path,
+    typer.Option("--db", envvar="CRSBENCH_DB", help="Warehouse DuckDB file (default crsbench.duckdb or $CRSBENCH_DB)."),
+]
+
+
+@warehouse_app.command("init")
+def warehouse_init(db: DbOption = default_db_path()) -> None:
+    """Create an empty warehouse with every table and view (idempotent)."""
+    with Warehouse.open(db) as wh:
+        version = wh.schema_version()
+    emit({"db": str(db), "schema_version": version}, f"warehouse ready: {db} (schema v{version})")
+
+
+@app.command("sql")
+def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"select * from crs_encoder\".")],
+        db: DbOption = default_db_path()) -> None:
+    """Run a read-only SQL query on the warehouse and print the result as a table."""
+    from crsbench.output import print_frame
+
+    with Warehouse.open(db, read_only=True) as wh:
+        try:
+            frame = wh.sql(query)
+        except Exception as exc:  # duckdb raises many error types; all are the user's query
+            raise CrsbenchError(f"query failed: {str(exc).splitlines()[0]}") from exc
+    print_frame(frame, title=None)
+
+
+def _register_command_modules() -> None:
+    # Imported for their side effect of adding commands to `app`.
+    from crsbench import cli_ingest  # noqa: F401
+    for name in ("cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report"):
+        try:
+            __import__(f"crsbench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"crsbench.{name}":
+                raise
+
+
+_register_command_modules()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the exit status (0 ok, 1 user error, 2 internal)."""
+    import click
+
+    try:
+        app(args=argv, standalone_mode=False)
+    except CrsbenchError as exc:
+        console.err(f"error: {exc}")
+        return 1
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        console.err("aborted")
+        return 1
+    except click.exceptions.ClickException as exc:
+        exc.show()
+        return 1
+    except Exception as exc:  # noqa: BLE001 - last-resort handler for the CLI
+        if os.environ.get("CRSBENCH_DEBUG"):
+            raise
+        console.err(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)")
+        return 2
+    return 0
+
+
+@app.callback()
+def _global_options(
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
+) -> None:
+    """Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench)."""
+    console.configure(quiet=quiet, json_mode=json_out)

@@ -1,0 +1,1 @@
+"""CLI: `crsbench make-suite`, `crsbench ingest`, `crsbench shift` (owned by the ingest stage)."""

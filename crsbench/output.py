@@ -1,0 +1,108 @@
+"""Console output for the CLI: rich tables and progress bars, or JSON, or nothing (--quiet)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                           TimeElapsedColumn, TimeRemainingColumn)
+from rich.table import Table
+
+from crsbench.ingest.types import ProgressFn
+
+
+class _Output:
+    def __init__(self) -> None:
+        self.quiet = False
+        self.json_mode = False
+        self.out = Console()
+        self.error_console = Console(stderr=True)
+
+    def configure(self, quiet: bool = False, json_mode: bool = False) -> None:
+        self.quiet, self.json_mode = quiet, json_mode
+
+    @property
+    def chatty(self) -> bool:
+        return not (self.quiet or self.json_mode)
+
+    def print(self, *objects: Any) -> None:
+        if self.chatty:
+            self.out.print(*objects)
+
+    def err(self, message: str) -> None:
+        self.error_console.print(message, markup=False, highlight=False)
+
+
+console = _Output()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, pd.DataFrame):
+        return json.loads(value.to_json(orient="records", date_format="iso"))
+    return value
+
+
+def emit(payload: dict[str, Any], human: str | None = None) -> None:
+    """Report a command's result: JSON with --json, a line of text otherwise."""
+    if console.json_mode:
+        sys.stdout.write(json.dumps({k: _jsonable(v) for k, v in payload.items()}, default=str) + "\n")
+    elif human is not None:
+        console.print(human)
+
+
+def frame_table(frame: pd.DataFrame, title: str | None = None, max_rows: int = 60) -> Table:
+    table = Table(title=title, show_lines=False)
+    for col in frame.columns:
+        table.add_column(str(col), justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
+    for _, row in frame.head(max_rows).iterrows():
+        table.add_row(*[_fmt(v) for v in row.tolist()])
+    if len(frame) > max_rows:
+        table.caption = f"{len(frame) - max_rows} more rows not shown"
+    return table
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return "" if value != value else f"{value:.4f}"
+    return "" if value is None else str(value)
+
+
+def print_frame(frame: pd.DataFrame, title: str | None = None, key: str = "rows") -> None:
+    if console.json_mode:
+        emit({key: frame})
+    else:
+        console.print(frame_table(frame, title))
+
+
+@contextmanager
+def progress() -> Iterator[ProgressFn]:
+    """A progress callback that draws one rich bar per step description (with count and ETA)."""
+    if not console.chatty or not sys.stderr.isatty() and not console.out.is_terminal:
+        # Non-interactive runs still say what they did, one line per finished step.
+        finished: set[str] = set()
+
+        def report_plain(description: str, done: int, total: int | None) -> None:
+            if console.chatty and total is not None and done >= total and description not in finished:
+                finished.add(description)
+                console.print(f"[green]done[/] {description} ({done}/{total})")
+
+        yield report_plain
+        return
+    bars = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console.out,
+                    transient=False)
+    tasks: dict[str, int] = {}
+
+    def report(description: str, done: int, total: int | None) -> None:
+        if description not in tasks:
+            tasks[description] = bars.add_task(description, total=total)
+        bars.update(tasks[description], completed=done, total=total)
+
+    with bars:
+        yield report

@@ -1,0 +1,125 @@
+"""The Zarr v3 feature store layout (SPEC 3).
+
+    {root}/{dataset}/image_ids                               order of rows
+    {root}/{dataset}/{encoder_key}/d{025|050|075|100}/{condition}   [n_images, dim]
+
+`encoder_key` is the encoder id for the frozen regime and `{encoder_id}@{regime}` for
+adapted variants (e.g. `vit_tiny@lora-s0`). Every array has one row per image of the
+dataset, in the dataset's store order; perturbed conditions are written for test rows
+only (other rows keep the NaN fill value and are never read). The root may be any
+fsspec URL (a local path, `memory://...`, `s3://...`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+import zarr
+
+from crsbench.ingest.types import CrsbenchError
+
+DEPTHS: tuple[float, ...] = (0.25, 0.50, 0.75, 1.0)
+PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
+SEVERITIES: tuple[int, ...] = (1, 2, 3)
+CLEAN = "clean"
+PERTURBED_CONDITIONS: tuple[str, ...] = tuple(
+    f"{p}-s{s}" for p in PERTURBATIONS for s in SEVERITIES
+)
+CONDITIONS: tuple[str, ...] = (CLEAN, *PERTURBED_CONDITIONS)
+FROZEN = "frozen"
+
+
+def depth_key(depth: float) -> str:
+    """0.25 -> 'd025', 1.0 -> 'd100'."""
+    if not any(np.isclose(depth, d) for d in DEPTHS):
+        raise CrsbenchError(f"unknown depth {depth!r}; expected one of {DEPTHS}")
+    return f"d{round(depth * 100):03d}"
+
+
+def encoder_key(encoder_id: str, regime: str = FROZEN) -> str:
+    return encoder_id if regime == FROZEN else f"{encoder_id}@{regime}"
+
+
+@dataclasses.dataclass(frozen=True)
+class FeatureSetRef:
+    dataset: str
+    encoder_id: str
+    regime: str = FROZEN
+
+    @property
+    def key(self) -> str:
+        return encoder_key(self.encoder_id, self.regime)
+
+    @property
+    def path(self) -> str:
+        return f"{self.dataset}/{self.key}"
+
+
+class FeatureStore:
+    """Access to one feature store root (any fsspec URL)."""
+
+    def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
+        self.url = str(url)
+        self.storage_options = storage_options
+
+    def _open_root(self, mode: str) -> zarr.Group:
+        kwargs: dict[str, Any] = {}
+        if self.storage_options and "://" in self.url:
+            kwargs["storage_options"] = self.storage_options
+        try:
+            return zarr.open_group(self.url, mode=mode, zarr_format=3, **kwargs)
+        except FileNotFoundError as exc:
+            raise CrsbenchError(f"feature store {self.url} does not exist") from exc
+
+    def root(self, writable: bool = False) -> zarr.Group:
+        return self._open_root("a" if writable else "r")
+
+    # -- reading ------------------------------------------------------------------
+
+    def image_ids(self, dataset: str) -> np.ndarray:
+        try:
+            return np.asarray(self.root()[f"{dataset}/image_ids"][:]).astype(str)
+        except KeyError:
+            raise CrsbenchError(f"feature store {self.url} has no dataset {dataset!r}") from None
+
+    def attrs(self, ref: FeatureSetRef) -> dict[str, Any]:
+        try:
+            return dict(self.root()[ref.path].attrs)
+        except KeyError:
+            raise CrsbenchError(
+                f"feature set {ref.path} is missing from {self.url}; run "
+                f"'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'"
+            ) from None
+
+    def is_complete(self, ref: FeatureSetRef) -> bool:
+        try:
+            return bool(self.attrs(ref).get("complete", False))
+        except CrsbenchError:
+            return False
+
+    def array(self, ref: FeatureSetRef, depth: float, condition: str) -> zarr.Array:
+        """The zarr array of one depth and condition (for `dask.array.from_zarr`)."""
+        if condition not in CONDITIONS:
+            raise CrsbenchError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")
+        path = f"{ref.path}/{depth_key(depth)}/{condition}"
+        try:
+            node = self.root()[path]
+        except KeyError:
+            raise CrsbenchError(f"feature array {path} is missing from {self.url}") from None
+        assert isinstance(node, zarr.Array)
+        return node
+
+    def feature_sets(self) -> list[FeatureSetRef]:
+        """Every (dataset, encoder key) group present in the store."""
+        refs: list[FeatureSetRef] = []
+        try:
+            root = self.root()
+        except CrsbenchError:
+            return refs
+        for dataset, group in root.groups():
+            for key, _ in group.groups():
+                encoder_id, _, regime = key.partition("@")
+                refs.append(FeatureSetRef(dataset, encoder_id, regime or FROZEN))
+        return sorted(refs, key=lambda r: (r.dataset, r.key))

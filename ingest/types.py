@@ -1,0 +1,112 @@
+"""Types shared by every stage: the task kinds, the dataset handle and the user-facing errors.
+
+This module sits at the start of the one-way flow (ingest -> features -> probes ->
+warehouse -> sql -> analyses), so every later stage may import it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from enum import StrEnum
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+SPLITS: tuple[str, ...] = ("train", "calib", "test")
+LABEL_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
+FRACTION_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+
+
+class CrsbenchError(Exception):
+    """An error caused by the user's input or request.
+
+    The CLI prints its message as one line and exits with status 1; anything else
+    that escapes is an internal error (status 2).
+    """
+
+
+class InputError(CrsbenchError):
+    """Bad input data: names the file, row or value at fault."""
+
+
+class Task(StrEnum):
+    MULTICLASS = "multiclass"
+    ORDINAL = "ordinal"
+    MULTILABEL = "multilabel"
+
+    @classmethod
+    def parse(cls, value: str) -> "Task":
+        try:
+            return cls(value)
+        except ValueError:
+            known = ", ".join(t.value for t in cls)
+            raise InputError(f"unknown task type {value!r}; expected one of: {known}") from None
+
+
+IMAGE_COLUMNS: tuple[str, ...] = ("image_id", "rel_path", "sha256", "group_id", "split")
+
+
+@dataclasses.dataclass
+class Dataset:
+    """One ingested dataset, as every stage sees it.
+
+    `images` has one row per image in store order (its index is the row number used
+    by the feature store) with the columns in IMAGE_COLUMNS. `labels` is aligned with
+    those rows: int class indices of shape (n,) for multiclass/ordinal tasks, 0/1 int8
+    of shape (n, L) for multilabel. `fractions` lists the nested label-fraction subsets
+    of the train split as rows (seed, fraction, image_id); fraction 1.0 is all of train.
+    """
+
+    name: str
+    adapter: str
+    root: Path
+    task: Task
+    label_names: list[str]
+    images: pd.DataFrame
+    labels: np.ndarray
+    fractions: pd.DataFrame
+    errors: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: pd.DataFrame(columns=["row", "file", "message"])
+    )
+
+    @property
+    def n_images(self) -> int:
+        return len(self.images)
+
+    def split_rows(self, split: str) -> np.ndarray:
+        """Row numbers (store order) of one split."""
+        return np.flatnonzero(self.images["split"].to_numpy() == split)
+
+    def fraction_rows(self, fraction: float, seed: int) -> np.ndarray:
+        """Row numbers of the train subset for a label fraction and seed, in store order."""
+        if fraction >= 1.0:
+            return self.split_rows("train")
+        chosen = self.fractions[
+            (self.fractions["seed"] == seed) & np.isclose(self.fractions["fraction"], fraction)
+        ]["image_id"]
+        if chosen.empty:
+            raise InputError(
+                f"dataset {self.name!r} has no label-fraction subset {fraction:g} for seed {seed}"
+            )
+        mask = self.images["image_id"].isin(set(chosen)).to_numpy()
+        return np.flatnonzero(mask)
+
+    def image_digest(self) -> str:
+        """SHA-256 over the ordered image ids and content hashes: changes if any image changes."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for image_id, sha in zip(self.images["image_id"], self.images["sha256"]):
+            h.update(f"{image_id}\t{sha}\n".encode())
+        return h.hexdigest()
+
+
+# A stage reports progress through this callback: (step description, done, total or None).
+# The CLI turns it into rich progress bars; library callers may pass None.
+ProgressFn = Callable[[str, int, int | None], None]
+
+
+def no_progress(description: str, done: int, total: int | None) -> None:
+    """The progress callback that reports nothing."""
