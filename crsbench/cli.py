@@ -70,25 +70,32 @@ _register_command_modules()
 
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status (0 ok, 1 user error, 2 internal)."""
-    import click
+    # typer >= 0.24 vendors click: its exceptions are typer.Exit / typer.Abort /
+    # typer.exceptions.TyperException (usage errors), not click's.
+    from typer.exceptions import TyperException
 
     try:
-        app(args=argv, standalone_mode=False)
+        app(args=argv, prog_name="crsbench", standalone_mode=False)
     except CrsbenchError as exc:
-        console.err(f"error: {exc}")
+        console.fail(f"error: {exc}", 1)
         return 1
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click.exceptions.Abort:
-        console.err("aborted")
+    except typer.Abort:
+        console.fail("aborted", 1)
         return 1
-    except click.exceptions.ClickException as exc:
-        exc.show()
+    except TyperException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            console.err(exc.format_message())  # the help text itself
+            return 1
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        console.fail(f"error: {exc.format_message()}{hint}", 1)
         return 1
     except Exception as exc:  # noqa: BLE001 - last-resort handler for the CLI
         if os.environ.get("CRSBENCH_DEBUG"):
             raise
-        console.err(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)")
+        console.fail(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)", 2)
         return 2
     return 0
 

@@ -1,1 +1,126 @@
-"""CLI: `crsbench make-suite`, `crsbench ingest`, `crsbench shift` (owned by the ingest stage)."""
+"""CLI: `crsbench make-suite`, `ingest`, `shift`, `datasets`, `adapters` (owned by the ingest stage)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import pandas as pd
+import typer
+
+from crsbench.cli import DbOption, app
+from crsbench.ingest import ADAPTERS, ingest, make_suite
+from crsbench.ingest.types import CrsbenchError
+from crsbench.output import emit, print_frame, progress
+from crsbench.warehouse import datasets as wh_datasets
+from crsbench.warehouse.connection import Warehouse, default_db_path
+
+
+def _adapter_help() -> str:
+    lines = ["Adapters (use --option KEY=VALUE for their options; every adapter also takes domain=derm|eye|rad|none):"]
+    for entry in ADAPTERS.values():
+        opts = ", ".join(f"{k}={o.default if o.default is not None else '(required)'}" for k, o in entry.options.items())
+        lines.append(f"  {entry.name}: {entry.description}" + (f" [options: {opts}]" if opts else ""))
+    return "\n\n".join(lines)
+
+
+@app.command("make-suite")
+def make_suite_command(
+    out_dir: Annotated[Path, typer.Argument(help="Folder to write the four toy datasets into.")],
+    scale: Annotated[float, typer.Option(help="Multiply the number of images per class (floors keep every "
+                                              "class in every split).")] = 1.0,
+    image_size: Annotated[int, typer.Option(help="Side of the square images, in pixels.")] = 128,
+    seed: Annotated[int, typer.Option(help="Random seed; the same arguments give byte-identical files.")] = 0,
+) -> None:
+    """Generate the embedded demo suite: toy ISIC 2019, APTOS 2019, CheXpert and MIMIC-CXR-JPG stand-ins in their real published layouts, ready for `crsbench ingest`."""  # noqa: E501
+    with progress() as bar:
+        paths = make_suite(out_dir, scale=scale, image_size=image_size, seed=seed, progress=bar)
+    lines = [f"wrote the demo suite to {out_dir}:"]
+    lines += [f"  crsbench ingest {name} {path} --name {name}" for name, path in paths.items()]
+    emit({"out_dir": str(out_dir), "datasets": {k: str(v) for k, v in paths.items()}}, "\n".join(lines))
+
+
+def _parse_options(pairs: list[str]) -> dict[str, str]:
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise CrsbenchError(f"--option expects KEY=VALUE, got {pair!r}")
+        options[key.strip()] = value.strip()
+    return options
+
+
+@app.command("ingest", epilog=_adapter_help())
+def ingest_command(
+    adapter: Annotated[str, typer.Argument(help=f"Source layout: {', '.join(ADAPTERS)}.")],
+    path: Annotated[Path, typer.Argument(help="The dataset folder (or its label CSV / .npz file).")],
+    name: Annotated[str, typer.Option("--name", help="Name of the dataset in the warehouse.")],
+    db: DbOption = default_db_path(),
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a dataset of the same name.")] = False,
+    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Record bad rows in ingest_errors and ingest "
+                                                               "the rest, instead of stopping at the first.")] = False,
+    shift_target: Annotated[list[str] | None, typer.Option("--shift-target", help="Declare a shift pair "
+                            "NAME -> TARGET (an ingested dataset with the same labels). Repeatable.")] = None,
+    shift_source: Annotated[list[str] | None, typer.Option("--shift-source", help="Declare a shift pair "
+                            "SOURCE -> NAME. Repeatable.")] = None,
+    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Adapter option KEY=VALUE, e.g. "
+                      "uncertainty=ones. Repeatable.")] = None,
+) -> None:
+    """Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, splits, label fractions.
+
+    Everything is validated first and written in one transaction, so a bad input leaves the warehouse unchanged.
+    """
+    options = _parse_options(option or [])
+    if not replace and db.exists():  # fail before the slow image checks; load_dataset checks again
+        with Warehouse.open(db, read_only=True) as wh:
+            if name in wh_datasets.list_datasets(wh):
+                raise CrsbenchError(f"dataset {name!r} already exists in {db}; use --replace to overwrite it")
+    with progress() as bar:
+        ds = ingest(adapter, path, name, skip_bad=skip_bad, progress=bar, **options)
+    with Warehouse.open(db) as wh:
+        wh_datasets.load_dataset(wh, ds, replace=replace, shift_targets=shift_target or [],
+                                 shift_sources=shift_source or [])
+    counts = ds.images["split"].value_counts()
+    split_text = ", ".join(f"{s} {int(counts.get(s, 0))}" for s in ("train", "calib", "test"))
+    human = (f"ingested {ds.name} ({ds.adapter}, {ds.task.value}, {len(ds.label_names)} labels): "
+             f"{ds.n_images} images ({split_text}) into {db}")
+    if len(ds.errors):
+        human += f"; skipped {len(ds.errors)} bad rows (see table ingest_errors)"
+    for target in shift_target or []:
+        human += f"; shift {ds.name} -> {target}"
+    for source in shift_source or []:
+        human += f"; shift {source} -> {ds.name}"
+    emit({"dataset": ds.name, "adapter": ds.adapter, "task": ds.task.value, "n_images": ds.n_images,
+          "splits": {k: int(v) for k, v in counts.items()}, "skipped": int(len(ds.errors)), "db": str(db)}, human)
+
+
+@app.command("shift")
+def shift_command(
+    source: Annotated[str, typer.Argument(help="Dataset the probes are fitted on (e.g. chexpert).")],
+    target: Annotated[str, typer.Argument(help="Dataset they are also evaluated on, unretrained (e.g. mimic-cxr).")],
+    db: DbOption = default_db_path(),
+) -> None:
+    """Declare a distribution-shift pair SOURCE -> TARGET (both ingested, same label names)."""
+    with Warehouse.open(db) as wh:
+        wh_datasets.declare_shift(wh, source, target)
+    emit({"source": source, "target": target}, f"declared shift {source} -> {target}")
+
+
+@app.command("datasets")
+def datasets_command(db: DbOption = default_db_path()) -> None:
+    """List the ingested datasets with their task, split sizes and shift targets."""
+    with Warehouse.open(db, read_only=True) as wh:
+        frame = wh_datasets.dataset_summary(wh)
+    print_frame(frame, title=f"datasets in {db}", key="datasets")
+
+
+@app.command("adapters")
+def adapters_command() -> None:
+    """List the dataset adapters and their options."""
+    frame = pd.DataFrame([
+        {"adapter": e.name, "task": e.task.value if e.task else "declared", "domain": e.domain,
+         "options": ", ".join(f"{k}={o.default if o.default is not None else '?'}" for k, o in e.options.items()),
+         "layout": e.description}
+        for e in ADAPTERS.values()
+    ])
+    print_frame(frame, title="dataset adapters", key="adapters")

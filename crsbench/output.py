@@ -33,10 +33,19 @@ class _Output:
 
     def print(self, *objects: Any) -> None:
         if self.chatty:
-            self.out.print(*objects)
+            # Lines of text are never re-wrapped at the terminal width (grep- and log-friendly).
+            self.out.print(*objects, soft_wrap=all(isinstance(o, str) for o in objects))
 
     def err(self, message: str) -> None:
-        self.error_console.print(message, markup=False, highlight=False)
+        # One line, however long: errors are read by scripts as well as people.
+        self.error_console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+    def fail(self, message: str, exit_code: int) -> None:
+        """Report a failed command: the message on stderr; with --json also a JSON document on stdout."""
+        message = " | ".join(line.strip() for line in message.splitlines() if line.strip())
+        self.err(message)
+        if self.json_mode:
+            sys.stdout.write(json.dumps({"error": message, "exit_code": exit_code}) + "\n")
 
 
 console = _Output()

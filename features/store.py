@@ -80,7 +80,9 @@ class FeatureStore:
 
     def image_ids(self, dataset: str) -> np.ndarray:
         try:
-            return np.asarray(self.root()[f"{dataset}/image_ids"][:]).astype(str)
+            values = self.root()[f"{dataset}/image_ids"][:]
+            # zarr returns variable-length strings as numpy StringDType; go via object.
+            return np.asarray(values, dtype=object).astype(str)
         except KeyError:
             raise CrsbenchError(f"feature store {self.url} has no dataset {dataset!r}") from None
 

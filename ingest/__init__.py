@@ -1,0 +1,21 @@
+"""crsbench.ingest: dataset adapters, splits and label fractions (SPEC 2).
+
+    from crsbench.ingest import ingest, make_suite
+    paths = make_suite(Path("suite"))
+    ds = ingest("chexpert", paths["chexpert"], "chexpert", uncertainty="ones")
+
+Adapters are registry entries (`ADAPTERS`); importing this package registers the
+built-in ones. `open_image(ds.root, rel_path)` reads any ingested image.
+"""
+
+from crsbench.ingest import adapter_cxr, adapter_generic, adapter_isic  # noqa: F401  (register adapters)
+from crsbench.ingest.core import check_name, ingest
+from crsbench.ingest.images import open_image
+from crsbench.ingest.registry import ADAPTERS, AdapterEntry, AdapterOption, get_adapter, register_adapter
+from crsbench.ingest.suite import make_suite
+from crsbench.ingest.types import CrsbenchError, Dataset, InputError, Task
+
+__all__ = [
+    "ADAPTERS", "AdapterEntry", "AdapterOption", "CrsbenchError", "Dataset", "InputError", "Task",
+    "check_name", "get_adapter", "ingest", "make_suite", "open_image", "register_adapter",
+]

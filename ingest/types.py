@@ -70,6 +70,10 @@ class Dataset:
     errors: pd.DataFrame = dataclasses.field(
         default_factory=lambda: pd.DataFrame(columns=["row", "file", "message"])
     )
+    # Imaging domain ('derm' | 'eye' | 'rad' | 'none'), matched against encoders.domain (E1),
+    # and the adapter options the labels were derived with (e.g. uncertainty='zeros').
+    domain: str = "none"
+    options: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def n_images(self) -> int:

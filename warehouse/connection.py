@@ -8,6 +8,7 @@ retry briefly while another command holds the file's write lock.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -136,6 +137,7 @@ class Warehouse:
             empty = folder / _EMPTY_PART
             if not empty.exists():
                 _atomic_write_parquet(schema.empty_table(), empty)
+        self._finish_compactions()
         self._drop_orphan_predictions()
 
     def apply_views(self) -> None:
@@ -209,6 +211,44 @@ class Warehouse:
         rows = self.con.execute("select distinct fit_id from runs").fetchall()
         return {r[0] for r in rows}
 
+    def compact_parts(self) -> int:
+        """Merge every run part (and its predictions part) into one pair; returns parts merged.
+
+        A sweep writes one part per batch, and scanning hundreds of small Parquet files costs more
+        than the views' own work. Needs the read-write open: DuckDB's file lock keeps every reader
+        out meanwhile, so no query sees the merged part next to its sources. Parts that land during
+        the merge are left alone. A manifest makes a crash recoverable: the next read-write open
+        finishes (merged runs part present) or rolls back (absent) the compaction.
+        """
+        if self.read_only:
+            raise CrsbenchError(f"compacting {self.path} needs a read-write open")
+        runs_dir, pred_dir = self.parts_dir / "runs", self.parts_dir / "predictions"
+        sources = sorted(p for p in runs_dir.glob("part-*.parquet") if p.name != _EMPTY_PART)
+        if len(sources) < 2:
+            return len(sources)
+        pred_sources = [pred_dir / p.name for p in sources if (pred_dir / p.name).exists()]
+        name = f"part-{time.time_ns():020d}-compact-{uuid.uuid4().hex[:8]}.parquet"
+        if pred_sources:
+            _merge_parquet(pred_sources, PART_SCHEMAS["predictions"], pred_dir / name)
+        manifest = self.parts_dir / f"compact-{name}.json"
+        _atomic_write_text(manifest, json.dumps([p.name for p in sources]))
+        _merge_parquet(sources, PART_SCHEMAS["runs"], runs_dir / name)
+        for part in [*sources, *pred_sources]:
+            part.unlink(missing_ok=True)
+        manifest.unlink()
+        return len(sources)
+
+    def _finish_compactions(self) -> None:
+        for manifest in self.parts_dir.glob("compact-part-*.json"):
+            name = manifest.name.removeprefix("compact-").removesuffix(".json")
+            if (self.parts_dir / "runs" / name).exists():
+                for source in json.loads(manifest.read_text()):
+                    for kind in PART_SCHEMAS:
+                        (self.parts_dir / kind / source).unlink(missing_ok=True)
+            else:
+                (self.parts_dir / "predictions" / name).unlink(missing_ok=True)
+            manifest.unlink()
+
     def _drop_orphan_predictions(self) -> None:
         runs = {p.name for p in (self.parts_dir / "runs").glob("part-*.parquet")}
         for part in (self.parts_dir / "predictions").glob("part-*.parquet"):
@@ -228,6 +268,35 @@ def _conform(data: pd.DataFrame | pa.Table, schema: pa.Schema, kind: str) -> pa.
     if missing:
         raise ValueError(f"{kind} batch is missing columns: {', '.join(missing)}")
     return table.select(schema.names).cast(schema)
+
+
+def _merge_parquet(sources: list[Path], schema: pa.Schema, target: Path,
+                   row_group_rows: int = 1 << 18) -> None:
+    # Sources are buffered into large row groups (scans pay per row group) and written as they
+    # fill, so memory stays bounded; older parts missing a newer column get nulls.
+    tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
+    buffered: list[pa.Table] = []
+    with pq.ParquetWriter(tmp, schema) as writer:
+        for source in sources:
+            table = pq.read_table(source)
+            for field in schema:
+                if field.name not in table.column_names:
+                    table = table.append_column(field.name, pa.nulls(len(table), field.type))
+            buffered.append(table.select(schema.names).cast(schema))
+            if sum(len(t) for t in buffered) >= row_group_rows:
+                writer.write_table(pa.concat_tables(buffered), row_group_size=row_group_rows)
+                buffered = []
+        if buffered:
+            writer.write_table(pa.concat_tables(buffered), row_group_size=row_group_rows)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+
+
+def _atomic_write_text(target: Path, text: str) -> None:
+    tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)
 
 
 def _atomic_write_parquet(table: pa.Table, target: Path) -> None:

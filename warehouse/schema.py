@@ -20,7 +20,7 @@ MIGRATIONS: list[list[str]] = [
         """create table if not exists datasets(
             dataset_id varchar primary key, adapter varchar, root varchar, task varchar,
             label_names varchar[], n_images integer, image_digest varchar,
-            created_at timestamp)""",
+            domain varchar, created_at timestamp, options varchar)""",
         """create table if not exists images(
             dataset_id varchar, row_index integer, image_id varchar, rel_path varchar,
             sha256 varchar, group_id varchar, split varchar)""",

@@ -1,0 +1,19 @@
+"""Analyses over the warehouse (SPEC 6 and 7), each registered by name.
+
+Add one by writing a module in this package:
+
+    @register_analysis("e3", params={"probe": "logreg"})
+    def depth_sweep(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult: ...
+
+Every module here is imported when the registry is first asked for its contents, so
+`crsbench analyze NAME` finds it with no other edit.
+"""
+
+from crsbench.analyses.registry import (AnalysisFn, AnalysisResult, AnalysisSpec, analyses,
+                                        get_analysis, register_analysis, resolve_params,
+                                        run_analysis, store_result, table_name)
+
+__all__ = [
+    "AnalysisFn", "AnalysisResult", "AnalysisSpec", "analyses", "get_analysis",
+    "register_analysis", "resolve_params", "run_analysis", "store_result", "table_name",
+]

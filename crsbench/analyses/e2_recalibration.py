@@ -1,0 +1,157 @@
+"""E2: post-hoc recalibration fitted on the calib split, applied to test (SPEC 7).
+
+For each primary fit (logreg, frozen, full depth, full labels, one seed) every method in
+`crsbench.analyses.recalibration` is fitted on that fit's stored `calib` predictions and
+applied to the same fit's test predictions under every stored condition: clean, the 15
+corruptions and, where present, the shift target. ECE, Brier and AUROC are recomputed
+before and after with `crsbench.probes.metrics`. Cell results average each metric over
+seeds first; the AUROC change and the (relative) ECE reduction are taken between those
+seed means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crsbench.analyses.common import (CALIB, CLEAN, SHIFT, dataset_task, fit_predictions, load_runs,
+                                      true_labels)
+from crsbench.analyses.recalibration import CALIBRATORS, make_calibrator
+from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.probes import metrics
+from crsbench.warehouse.connection import Warehouse
+
+SCORES = {"ece": metrics.ece, "brier": metrics.brier, "auroc": metrics.macro_auroc}
+DEFAULT_METHODS = ",".join(CALIBRATORS)
+
+
+def condition_kind(condition: str) -> str:
+    if condition == CLEAN:
+        return "clean"
+    return "shift" if condition == SHIFT else "corruption"
+
+
+def parse_methods(value: str | list[str]) -> list[str]:
+    methods = [m.strip() for m in value.split(",")] if isinstance(value, str) else list(value)
+    unknown = [m for m in methods if m not in CALIBRATORS]
+    if unknown or not methods:
+        raise CrsbenchError(f"unknown recalibration method(s) {', '.join(unknown) or '(none)'}; "
+                            f"expected some of: {', '.join(CALIBRATORS)}")
+    return methods
+
+
+Evaluation = tuple[np.ndarray, np.ndarray]  # (y, p)
+FIT_COLUMNS = ["fit_id", "encoder_id", "dataset_id", "seed", "eval_dataset_id", "condition",
+               "method", *(f"{s}_{w}" for s in SCORES for w in ("before", "after")),
+               "top_label_changed"]
+
+
+def recalibrate_fit(calib: Evaluation, evaluations: Mapping[tuple[str, str], Evaluation],
+                    task: Task, methods: list[str]) -> pd.DataFrame:
+    """Fit each method on calib (y, p); score each (condition, eval_dataset_id) before and after."""
+    rows = []
+    before = {cond: {name: fn(y, p, task) for name, fn in SCORES.items()}
+              for cond, (y, p) in evaluations.items()}
+    for method in methods:
+        calibrator = make_calibrator(method, task).fit(calib[1], calib[0])
+        for cond, (y, p) in evaluations.items():
+            q = np.clip(calibrator.transform(p), 0.0, 1.0)
+            row = {"eval_dataset_id": cond[1], "condition": cond[0], "method": method}
+            for name, fn in SCORES.items():
+                row[f"{name}_before"] = before[cond][name]
+                row[f"{name}_after"] = fn(y, q, task)
+            row["top_label_changed"] = (float(np.mean(p.argmax(axis=1) != q.argmax(axis=1)))
+                                        if task is not Task.MULTILABEL else np.nan)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+class _Labels:
+    """Label lookups per dataset, loaded once."""
+
+    def __init__(self, wh: Warehouse) -> None:
+        self.wh, self.tasks = wh, {}
+
+    def task(self, dataset_id: str) -> tuple[Task, int]:
+        if dataset_id not in self.tasks:
+            self.tasks[dataset_id] = dataset_task(self.wh, dataset_id)
+        return self.tasks[dataset_id]
+
+    def of(self, dataset_id: str, image_ids: list[str]) -> np.ndarray:
+        task, n_labels = self.task(dataset_id)
+        return true_labels(self.wh, dataset_id, image_ids, task, n_labels)
+
+
+def fit_rows(wh: Warehouse, methods: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """Per (fit, condition, method) before/after scores for every primary fit with calib predictions."""
+    runs = load_runs(wh, depth=1.0, fraction=1.0)
+    fits = (runs[runs["condition"] == CALIB][["fit_id", "encoder_id", "dataset_id", "seed"]]
+            .drop_duplicates("fit_id").sort_values(["encoder_id", "dataset_id", "seed"]))
+    missing = runs.loc[~runs["fit_id"].isin(fits["fit_id"]), "fit_id"].nunique()
+    notes = [f"{missing} primary fit(s) have no calib predictions and were skipped"] if missing else []
+    labels, frames = _Labels(wh), []
+    for fit in fits.itertuples(index=False):
+        preds = fit_predictions(wh, fit.fit_id)
+        if (CALIB, fit.dataset_id) not in preds:
+            notes.append(f"fit {fit.fit_id}: calib run without stored predictions, skipped")
+            continue
+        task, _ = labels.task(fit.dataset_id)
+        ids, p = preds.pop((CALIB, fit.dataset_id))
+        calib = (labels.of(fit.dataset_id, ids), np.clip(p, 0.0, 1.0))
+        evaluations = {key: (labels.of(key[1], ids), np.clip(p, 0.0, 1.0))
+                       for key, (ids, p) in preds.items()}
+        if not evaluations:
+            continue
+        frame = recalibrate_fit(calib, evaluations, task, methods)
+        frame.insert(0, "seed", fit.seed)
+        frame.insert(0, "dataset_id", fit.dataset_id)
+        frame.insert(0, "encoder_id", fit.encoder_id)
+        frame.insert(0, "fit_id", fit.fit_id)
+        frames.append(frame)
+    per_fit = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=FIT_COLUMNS)
+    return per_fit[FIT_COLUMNS], notes
+
+
+def cell_means(per_fit: pd.DataFrame) -> pd.DataFrame:
+    """Seed means per (encoder, dataset, condition, method), then the before/after contrasts."""
+    keys = ["encoder_id", "dataset_id", "eval_dataset_id", "condition", "method"]
+    values = [f"{s}_{w}" for s in SCORES for w in ("before", "after")] + ["top_label_changed"]
+    grouped = per_fit.groupby(keys, sort=True)
+    cells = grouped[values].mean()
+    cells["n_seeds"] = grouped["seed"].nunique()
+    cells = cells.reset_index()
+    cells.insert(3, "kind", cells["condition"].map(condition_kind))
+    cells["ece_reduction"] = cells["ece_before"] - cells["ece_after"]
+    cells["relative_ece_reduction"] = cells["ece_reduction"] / cells["ece_before"]
+    cells["brier_change"] = cells["brier_after"] - cells["brier_before"]
+    cells["auroc_change"] = cells["auroc_after"] - cells["auroc_before"]
+    return cells
+
+
+def method_summary(cells: pd.DataFrame) -> pd.DataFrame:
+    grouped = cells.groupby(["method", "kind"], sort=True)
+    out = grouped.agg(n_cells=("encoder_id", "size"), ece_before=("ece_before", "mean"),
+                      ece_after=("ece_after", "mean"),
+                      relative_ece_reduction=("relative_ece_reduction", "mean"),
+                      brier_change=("brier_change", "mean"), auroc_change=("auroc_change", "mean"),
+                      max_abs_auroc_change=("auroc_change", lambda s: s.abs().max()))
+    return out.reset_index()
+
+
+@register_analysis("e2", params={"methods": DEFAULT_METHODS})
+def run_e2(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
+    """Recalibration (temperature, vector, isotonic, Dirichlet) fitted on calib, scored on test."""
+    methods = parse_methods(params["methods"])
+    per_fit, notes = fit_rows(wh, methods)
+    if per_fit.empty:
+        notes.append("no primary fit with calib predictions: nothing to recalibrate")
+        empty = pd.DataFrame({"method": pd.Series(dtype=str), "kind": pd.Series(dtype=str),
+                              "n_cells": pd.Series(dtype="int64")})
+        return AnalysisResult(tables={"fits": per_fit, "cells": empty}, summary=empty, notes=notes)
+    cells = cell_means(per_fit)
+    return AnalysisResult(tables={"fits": per_fit, "cells": cells}, summary=method_summary(cells),
+                          notes=notes)

@@ -1,0 +1,91 @@
+"""E4: corruption vs confidence (SPEC 7).
+
+Per cell (encoder x dataset; primary probe, full depth, full labels, frozen, seed means)
+and condition (the 15 corruptions, plus the shift target where one exists):
+
+* AUROC drop = AUROC_clean - AUROC_condition,
+* ECE rise = ECE_condition - ECE_clean,
+* confidence shift = mean confidence_condition - mean confidence_clean,
+* overconfidence = mean confidence_condition - accuracy_condition.
+
+Pearson r between AUROC drop and ECE rise is reported at two levels: across cells
+(each cell's mean drop and mean rise over the corruptions) and across all
+cell x corruption rows. The shift rows are listed but left out of both correlations,
+which are about acquisition corruptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from crsbench.analyses.common import CLEAN, PERTURBED_CONDITIONS, SHIFT, seed_metrics
+from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.warehouse.connection import Warehouse
+
+MEASURES = ("auroc", "ece", "mean_confidence", "accuracy")
+EFFECTS = ("auroc_drop", "ece_rise", "confidence_shift", "overconfidence")
+
+
+def condition_effects(wh: Warehouse) -> pd.DataFrame:
+    """One row per cell x non-clean condition with the four effects."""
+    means = seed_metrics(wh, MEASURES, depth=1.0, fraction=1.0,
+                         conditions=[CLEAN, SHIFT, *PERTURBED_CONDITIONS])
+    clean = means[(means["condition"] == CLEAN) & (means["eval_dataset_id"] == means["dataset_id"])]
+    clean = clean[["encoder_id", "dataset_id", *MEASURES]].add_suffix("_clean").rename(
+        columns={"encoder_id_clean": "encoder_id", "dataset_id_clean": "dataset_id"})
+    rows = means[means["condition"] != CLEAN].merge(clean, on=["encoder_id", "dataset_id"])
+    rows["kind"] = np.where(rows["condition"] == SHIFT, "shift", "corruption")
+    rows["auroc_drop"] = rows["auroc_clean"] - rows["auroc"]
+    rows["ece_rise"] = rows["ece"] - rows["ece_clean"]
+    rows["confidence_shift"] = rows["mean_confidence"] - rows["mean_confidence_clean"]
+    rows["overconfidence"] = rows["mean_confidence"] - rows["accuracy"]
+    rows["overconfidence_clean"] = rows["mean_confidence_clean"] - rows["accuracy_clean"]
+    cols = ["encoder_id", "dataset_id", "eval_dataset_id", "condition", "kind", "n_seeds",
+            "auroc_clean", "auroc", "ece_clean", "ece", *EFFECTS, "overconfidence_clean"]
+    return rows[cols].sort_values(["encoder_id", "dataset_id", "condition"]).reset_index(drop=True)
+
+
+def pearson(x: pd.Series, y: pd.Series, level: str) -> dict[str, Any]:
+    ok = x.notna() & y.notna()
+    n = int(ok.sum())
+    if n < 3 or x[ok].nunique() < 2 or y[ok].nunique() < 2:
+        r, p = np.nan, np.nan
+    else:
+        result = stats.pearsonr(x[ok], y[ok])
+        r, p = float(result.statistic), float(result.pvalue)
+    return {"level": level, "x": "auroc_drop", "y": "ece_rise", "n": n, "pearson_r": r, "p_value": p}
+
+
+def correlations(effects: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    corr = effects[effects["kind"] == "corruption"]
+    cells = (corr.groupby(["encoder_id", "dataset_id"], sort=True)[list(EFFECTS)].mean()
+             .add_prefix("mean_").reset_index())
+    cells = cells.merge(corr.groupby(["encoder_id", "dataset_id"])["ece_rise"].max()
+                        .rename("max_ece_rise").reset_index(), on=["encoder_id", "dataset_id"])
+    table = pd.DataFrame([
+        pearson(cells["mean_auroc_drop"], cells["mean_ece_rise"], "cells"),
+        pearson(corr["auroc_drop"], corr["ece_rise"], "cell_conditions"),
+    ])
+    return cells, table
+
+
+@register_analysis("e4", params={})
+def run_e4(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
+    """Corruption vs confidence: AUROC drop, ECE rise, confidence shift, overconfidence."""
+    effects = condition_effects(wh)
+    cells, corr = correlations(effects)
+    by_condition = (effects.groupby(["condition", "kind"], sort=True)
+                    .agg(n_cells=("encoder_id", "size"),
+                         **{e: (e, "mean") for e in EFFECTS}).reset_index())
+    notes = [f"Pearson r(AUROC drop, ECE rise) across {row.level} (n={row.n}): "
+             f"{row.pearson_r:.3f} (p = {row.p_value:.3g})" for row in corr.itertuples()]
+    return AnalysisResult(
+        tables={"conditions": effects, "cells": cells, "by_condition": by_condition,
+                "correlation": corr},
+        summary=by_condition, notes=notes,
+    )

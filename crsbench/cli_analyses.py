@@ -1,0 +1,63 @@
+"""`crsbench analyze NAME`: run a registered analysis and store its tables in the warehouse."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import pandas as pd
+import typer
+from rich.markup import escape
+
+from crsbench.analyses import analyses, get_analysis, run_analysis, table_name
+from crsbench.cli import DbOption, app
+from crsbench.ingest.types import CrsbenchError
+from crsbench.output import console, emit, print_frame
+from crsbench.warehouse.connection import Warehouse, default_db_path
+
+
+def parse_settings(settings: list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs; VALUE is read as JSON when it parses (numbers, lists), else as text."""
+    out: dict[str, Any] = {}
+    for item in settings:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CrsbenchError(f"--set expects KEY=VALUE, got {item!r}")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out
+
+
+def _registry_frame() -> pd.DataFrame:
+    return pd.DataFrame(
+        [{"analysis": s.name, "params": ", ".join(f"{k}={v}" for k, v in s.params.items()),
+          "description": s.description} for s in analyses().values()],
+        columns=["analysis", "params", "description"],
+    )
+
+
+@app.command("analyze")
+def analyze(
+    name: Annotated[str, typer.Argument(help="Analysis to run (e1, e2, ...), or 'list' to show them all.")],
+    panel: Annotated[str | None, typer.Option("--panel", help="Reference panel whose CRS to use.")] = None,
+    reference: Annotated[str | None, typer.Option("--reference", help="Reference encoder id (e6).")] = None,
+    settings: Annotated[list[str] | None, typer.Option(
+        "--set", help="Other analysis params as KEY=VALUE (repeatable), e.g. --set methods=temperature,isotonic."
+    )] = None,
+    db: DbOption = default_db_path(),
+) -> None:
+    """Run an analysis on the warehouse; its outputs become tables analysis_NAME_*."""
+    if name == "list":
+        print_frame(_registry_frame(), title="analyses", key="analyses")
+        return
+    spec = get_analysis(name)
+    params = {"panel": panel, "reference": reference, **parse_settings(settings or [])}
+    with Warehouse.open(db) as wh:
+        result = run_analysis(wh, name, params)
+    tables = [table_name(name, part) for part in [*result.tables, "summary"]]
+    if not console.json_mode:
+        print_frame(result.summary, title=f"{name}: {spec.description}")
+    human = "\n".join([*(escape(n) for n in result.notes), f"stored: {', '.join(tables)}"])
+    emit({"analysis": name, "tables": tables, "notes": result.notes, "summary": result.summary}, human)

@@ -1,0 +1,62 @@
+"""CLI: `crsbench report` (the HTML report) and `crsbench status` (what the warehouse holds)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from crsbench.cli import DbOption, app
+from crsbench.output import console, emit, print_frame, progress
+from crsbench.warehouse.connection import Warehouse, default_db_path
+
+
+@app.command("report")
+def report(
+    panel: Annotated[str | None, typer.Option("--panel", help="Frozen panel to report (default: the latest).")] = None,
+    out: Annotated[Path, typer.Option("--out", help="HTML file to write (self-contained).")] = Path("report.html"),
+    figures: Annotated[Path | None, typer.Option("--figures", help="Also write every figure as PNG here.")] = None,
+    db: DbOption = default_db_path(),
+) -> None:
+    """Write the HTML report: CRS vs AUROC, profiles, rank reordering, per-dataset tables, analyses."""
+    from crsbench.report import build_report  # matplotlib loads only for this command
+
+    with Warehouse.open(db, read_only=True) as wh, progress() as bar:
+        result = build_report(wh, out, panel=panel, figures_dir=figures, progress=bar)
+    gaps = {k: v for k, v in result.sections.items() if v != "ok"}
+    lines = [f"wrote {out} ({len(result.figures)} figures"
+             + (f", PNGs in {figures}" if figures else "") + ")"]
+    if result.random_init:
+        lines.append(f"random-init encoders (labelled in the report): {', '.join(result.random_init)}")
+    lines += [f"  section {k}: no data yet; run: {v}" for k, v in gaps.items()]
+    emit({"out": str(out), "panel": result.panel, "sections": result.sections,
+          "figures": {k: (str(v) if v else None) for k, v in result.figures.items()},
+          "random_init": result.random_init}, "\n".join(lines))
+
+
+@app.command("status")
+def status(db: DbOption = default_db_path()) -> None:
+    """Summarise the warehouse: datasets, encoders, feature sets, runs, panels, analyses."""
+    from crsbench.report.status import warehouse_status
+
+    with Warehouse.open(db, read_only=True) as wh:
+        state = warehouse_status(wh)
+    counts = state.counts()
+    if console.json_mode:
+        emit({"db": str(db), "schema_version": state.schema_version, "counts": counts,
+              "datasets": state.datasets, "encoders": state.encoders, "feature_sets": state.feature_sets,
+              "runs": state.runs, "panels": state.panels, "analyses": state.analyses})
+        return
+    console.print(f"warehouse {db} (schema v{state.schema_version}): {counts['datasets']} datasets, "
+                  f"{counts['encoders']} encoders, feature sets {counts['feature_sets_complete']} complete / "
+                  f"{counts['feature_sets_incomplete']} incomplete, {counts['runs']:,} runs, "
+                  f"{counts['panels']} panels, {counts['analyses']} analyses")
+    for title, frame in (("datasets", state.datasets), ("encoders", state.encoders),
+                         ("runs by regime and probe", state.runs), ("panels", state.panels),
+                         ("analyses", state.analyses)):
+        if len(frame):
+            print_frame(frame, title=title)
+    incomplete = state.feature_sets[~state.feature_sets["complete"].fillna(False).astype(bool)]
+    if len(incomplete):
+        print_frame(incomplete, title="incomplete feature sets (rerun extraction to finish them)")

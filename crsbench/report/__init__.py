@@ -1,0 +1,86 @@
+"""The HTML report: figures and tables from the warehouse in one self-contained file.
+
+    with Warehouse.open(db, read_only=True) as wh:
+        result = build_report(wh, out=Path("report.html"), panel=None, figures_dir=None)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from crsbench import __version__
+from crsbench.ingest.types import ProgressFn, no_progress
+from crsbench.report import sections, sections_curves  # noqa: F401  (registers the sections, in order)
+from crsbench.report.data import ReportData, gather
+from crsbench.report.html import FigureSink, badge_random, esc, missing, page
+from crsbench.warehouse.connection import Warehouse
+
+__all__ = ["ReportResult", "build_report", "render_html", "SECTION_IDS"]
+
+SECTION_IDS: tuple[str, ...] = tuple(s.id for s in sections.SECTIONS)
+
+
+@dataclasses.dataclass
+class ReportResult:
+    out: Path
+    panel: str | None
+    sections: dict[str, str]          # section id -> "ok" or the command that fills it
+    figures: dict[str, Path | None]   # figure id -> PNG path (None without --figures)
+    random_init: list[str]
+
+
+def _banner(data: ReportData) -> str:
+    if not data.random_init:
+        return ""
+    names = ", ".join(sorted(data.random_init))
+    return (f'<div class="banner" role="alert">{badge_random()} <strong>{len(data.random_init)} '
+            f"encoder(s) come from random-init checkpoints</strong> (pretrained = false): {esc(names)}. "
+            "Their scores test the pipeline, not pretrained representations; do not read them as "
+            "evidence about any published model.</div>")
+
+
+def render_html(data: ReportData, sink: FigureSink,
+                progress: ProgressFn = no_progress) -> tuple[str, dict[str, str]]:
+    """The page and each section's state ("ok" or the command that fills it)."""
+    rendered, states = [], {}
+    for done, sec in enumerate(sections.SECTIONS):
+        progress("report sections", done, len(sections.SECTIONS))
+        body = sec.render(data, sink)
+        if isinstance(body, sections.Missing):
+            rendered.append((sec.id, sec.title, missing(body.reason, body.command), True))
+            states[sec.id] = body.command
+        else:
+            rendered.append((sec.id, sec.title, body, False))
+            states[sec.id] = "ok"
+    meta = (f"warehouse <code>{esc(data.db)}</code> &middot; generated {esc(data.generated_at)} "
+            f"&middot; crsbench {esc(__version__)}"
+            + (f" &middot; panel <code>{esc(data.panel)}</code>" if data.panel else " &middot; no frozen panel"))
+    progress("report sections", len(sections.SECTIONS), len(sections.SECTIONS))
+    return page("CRS-Bench report", meta, _banner(data), rendered), states
+
+
+def build_report(wh: Warehouse, out: Path, panel: str | None = None,
+                 figures_dir: Path | None = None, dpi: int = 110,
+                 progress: ProgressFn = no_progress) -> ReportResult:
+    """Write the report to `out` (atomically) and, with `figures_dir`, every figure as PNG."""
+    data = gather(wh, panel)
+    sink = FigureSink(dpi)
+    text, states = render_html(data, sink, progress)
+    _atomic_write(out, text.encode("utf-8"))
+    written: dict[str, Path | None] = {name: None for name in sink.pngs}
+    if figures_dir is not None:
+        figures_dir.mkdir(parents=True, exist_ok=True)
+        for name, png in sink.pngs.items():
+            written[name] = figures_dir / f"{name}.png"
+            _atomic_write(written[name], png)
+    return ReportResult(out=out, panel=data.panel, sections=states, figures=written,
+                        random_init=sorted(data.random_init))
+
+
+def _atomic_write(path: Path, payload: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
+    tmp.write_bytes(payload)
+    os.replace(tmp, path)

@@ -1,0 +1,177 @@
+"""What the report shows, read from the warehouse; anything not there yet reads as None.
+
+Every query names a view or table from `sql/` or the schema; a relation that does not
+exist (an older warehouse, an analysis not run yet) gives None rather than an error, so
+the report can say which command fills the gap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from crsbench.ingest.types import CrsbenchError
+from crsbench.warehouse.connection import Warehouse
+
+AXES: tuple[str, ...] = ("discrimination", "calibration", "label_efficiency", "robustness")
+AXIS_LABELS: dict[str, str] = {"discrimination": "Discrimination", "calibration": "Calibration",
+                               "label_efficiency": "Label efficiency", "robustness": "Robustness"}
+PRIMARY_PROBE = "logreg"
+FROZEN = "frozen"
+GLOBAL_SCOPE = "global"
+
+
+@dataclasses.dataclass
+class ReportData:
+    """Everything the sections read. Frames are None when their relation is missing."""
+
+    wh: Warehouse
+    generated_at: str
+    relations: set[str]
+    panel: str | None
+    panels: pd.DataFrame
+    encoders: pd.DataFrame
+    datasets: pd.DataFrame
+    n_runs: int
+    members: list[str]
+    random_init: set[str]
+    crs_encoder: pd.DataFrame | None
+    crs_cell: pd.DataFrame | None
+    axes_encoder: pd.DataFrame | None
+    axes_cell: pd.DataFrame | None
+    anchors: pd.DataFrame | None
+    axes_norm: pd.DataFrame | None
+    rank_agreement: pd.DataFrame | None
+    curves: pd.DataFrame | None
+    analysis_tables: dict[str, list[str]]
+
+    @property
+    def db(self) -> Path:
+        return self.wh.path
+
+    def has(self, relation: str) -> bool:
+        return relation in self.relations
+
+    def analysis(self, analysis: str, *parts: str) -> pd.DataFrame | None:
+        """The first existing table `analysis_<analysis>_<part>` among `parts`, else None."""
+        for part in parts:
+            name = f"analysis_{analysis}_{part}"
+            if name in self.relations:
+                # The name passed this existence check against the catalog and is quoted.
+                return self.wh.sql(f'select * from "{name}"')
+        return None
+
+    def label(self, encoder_id: str, regime: str | None = None) -> str:
+        """How an encoder is named in figures: random-init ones carry the mark in their name."""
+        name = encoder_id if regime in (None, FROZEN) else f"{encoder_id} [{regime}]"
+        return f"{name} (random-init)" if encoder_id in self.random_init else name
+
+
+def relations(wh: Warehouse) -> set[str]:
+    rows = wh.con.execute("select table_name from information_schema.tables").fetchall()
+    return {r[0] for r in rows}
+
+
+def _if_present(wh: Warehouse, present: set[str], relation: str, query: str,
+                params: list | None = None) -> pd.DataFrame | None:
+    if relation not in present:
+        return None
+    return wh.sql(query, params or [])
+
+
+def resolve_panel(wh: Warehouse, present: set[str], requested: str | None) -> tuple[str | None, pd.DataFrame]:
+    """The panel to show (the requested one, else the latest frozen) and every panel's summary."""
+    if "panels" not in present:
+        return None, pd.DataFrame(columns=["panel", "mode", "frozen_at", "n_members"])
+    panels = wh.sql(
+        "select p.panel, p.mode, p.frozen_at, count(r.encoder_id) as n_members "
+        "from panels p left join reference_panels r using (panel) "
+        "group by p.panel, p.mode, p.frozen_at order by p.frozen_at desc nulls last, p.panel"
+    )
+    if requested is not None:
+        if requested not in set(panels["panel"]):
+            known = ", ".join(panels["panel"]) or "none frozen yet"
+            raise CrsbenchError(f"panel {requested!r} not found in the warehouse (known: {known})")
+        return requested, panels
+    return (str(panels["panel"].iloc[0]) if len(panels) else None), panels
+
+
+def _random_init(wh: Warehouse, present: set[str]) -> set[str]:
+    """Encoders from a random-init checkpoint according to any table that records it."""
+    found: set[str] = set()
+    sources = [("encoders", "select encoder_id from encoders where pretrained = false"),
+               ("feature_sets", "select distinct encoder_id from feature_sets where pretrained = false"),
+               ("runs", "select distinct encoder_id from runs where pretrained = false")]
+    for relation, query in sources:
+        if relation in present:
+            found |= {r[0] for r in wh.con.execute(query).fetchall()}
+    return found
+
+
+def _frozen_only(frame: pd.DataFrame | None) -> pd.DataFrame | None:
+    # Views may grow a `regime` column; the headline numbers are the frozen regime's.
+    if frame is None or "regime" not in frame.columns:
+        return frame
+    return frame[frame["regime"].fillna(FROZEN) == FROZEN].reset_index(drop=True)
+
+
+def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
+    """Read everything the report needs from an open warehouse."""
+    present = relations(wh)
+    chosen, panels = resolve_panel(wh, present, panel)
+    by_panel = [chosen] if chosen is not None else None
+
+    def for_panel(relation: str, query: str) -> pd.DataFrame | None:
+        return _if_present(wh, present, relation, query, by_panel) if chosen is not None else None
+
+    encoders = _if_present(wh, present, "encoders",
+                           "select encoder_id, family, scope, domain, pretrained from encoders "
+                           "order by encoder_id")
+    datasets = _if_present(wh, present, "datasets",
+                           "select dataset_id, task, n_images from datasets order by dataset_id")
+    n_runs = int(wh.con.execute("select count(*) from runs").fetchone()[0]) if "runs" in present else 0
+    members = []
+    if chosen is not None and "reference_panels" in present:
+        members = [r[0] for r in wh.con.execute(
+            "select encoder_id from reference_panels where panel = ? order by encoder_id", [chosen]
+        ).fetchall()]
+    crs_encoder = for_panel("crs_encoder", "select * from crs_encoder where panel = ? "
+                                           "order by crs desc nulls last, encoder_id")
+    crs_cell = for_panel("crs_cell", "select * from crs_cell where panel = ? "
+                                     "order by dataset_id, crs desc, encoder_id")
+    anchors = for_panel("reference_anchors", "select scope, axis, lo, hi from reference_anchors "
+                                             "where panel = ? order by scope, axis")
+    rank_agreement = for_panel("rank_agreement", "select * from rank_agreement where panel = ?")
+    curves = _if_present(
+        wh, present, "metrics_seed",
+        "select encoder_id, dataset_id, depth, label_fraction, auroc_mean as auroc, ece_mean as ece, "
+        "n_seeds from metrics_seed where probe = ? and regime = ? and condition = 'clean' "
+        "and eval_dataset_id = dataset_id order by encoder_id, dataset_id, depth, label_fraction",
+        [PRIMARY_PROBE, FROZEN],
+    )
+    axes_norm = for_panel("axes_normalised", "select * from axes_normalised where panel = ? "
+                                             "and scope = 'global' order by encoder_id")
+    analysis_tables: dict[str, list[str]] = {}
+    if "analyses" in present:
+        for name, table in wh.con.execute(
+                "select analysis, table_name from analyses order by analysis, table_name").fetchall():
+            analysis_tables.setdefault(name, []).append(table)
+    return ReportData(
+        wh=wh,
+        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        relations=present, panel=chosen, panels=panels,
+        encoders=encoders if encoders is not None else pd.DataFrame(columns=["encoder_id", "pretrained"]),
+        datasets=datasets if datasets is not None else pd.DataFrame(columns=["dataset_id", "task"]),
+        n_runs=n_runs, members=members, random_init=_random_init(wh, present),
+        crs_encoder=_frozen_only(crs_encoder), crs_cell=_frozen_only(crs_cell),
+        axes_encoder=_frozen_only(_if_present(wh, present, "axes_encoder",
+                                              "select * from axes_encoder order by encoder_id")),
+        axes_cell=_frozen_only(_if_present(wh, present, "axes_cell",
+                                           "select * from axes_cell order by dataset_id, encoder_id")),
+        anchors=anchors, axes_norm=_frozen_only(axes_norm), rank_agreement=rank_agreement,
+        curves=curves if curves is not None and len(curves) else None,
+        analysis_tables=analysis_tables,
+    )

@@ -1,0 +1,271 @@
+"""The report's sections, in page order. Each is a function registered with `@section`.
+
+A section returns its body HTML, or a `Missing` saying what is absent and which
+command fills it; the page shows that message in the section's place.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+
+import numpy as np
+import pandas as pd
+
+from crsbench.report import figures as figs
+from crsbench.report.data import AXES, AXIS_LABELS, ReportData
+from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
+
+# Which command fills each kind of gap; one place, so the messages stay in step with the CLI.
+FILL: dict[str, str] = {
+    "runs": "crsbench demo (or: crsbench ingest, crsbench extract, crsbench probe)",
+    "panel": "crsbench panel freeze NAME --encoders a,b,c",
+    "bootstrap": "crsbench analyze bootstrap",
+    "e2": "crsbench analyze e2",
+    "e3": "crsbench analyze e3",
+    "e6": "crsbench analyze e6",
+    "depths": "crsbench probe (at depths 0.25, 0.5, 0.75 and 1.0)",
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Missing:
+    reason: str
+    command: str
+
+
+SectionFn = Callable[[ReportData, FigureSink], "str | Missing"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Section:
+    id: str
+    title: str
+    render: SectionFn
+
+
+SECTIONS: list[Section] = []
+
+
+def section(section_id: str, title: str) -> Callable[[SectionFn], SectionFn]:
+    def register(fn: SectionFn) -> SectionFn:
+        SECTIONS.append(Section(section_id, title, fn))
+        return fn
+    return register
+
+
+def pick(frame: pd.DataFrame, *names: str) -> str | None:
+    """The first of `names` that is a column of `frame` (analysis tables name things variously)."""
+    return next((n for n in names if n in frame.columns), None)
+
+
+def _bootstrap(data: ReportData) -> tuple[pd.DataFrame | None, dict[str, str]]:
+    """Per-encoder bootstrap results for the shown panel and the columns that hold each quantity."""
+    frame = data.analysis("bootstrap", "encoders", "ranks", "encoder", "crs", "intervals")
+    if frame is None or "encoder_id" not in frame.columns:
+        return None, {}
+    if "panel" in frame.columns and data.panel is not None:
+        frame = frame[frame["panel"] == data.panel]
+    if "regime" in frame.columns:
+        frame = frame[frame["regime"].fillna("frozen") == "frozen"]
+    cols = {
+        "p_rank1": pick(frame, "p_rank1", "p_rank_1", "p_first", "prob_rank1"),
+        "p_top3": pick(frame, "p_top3", "p_top_3", "prob_top3"),
+        "lo": pick(frame, "crs_lo", "crs_ci_lo", "ci_lo", "lo", "crs_q025", "q025"),
+        "hi": pick(frame, "crs_hi", "crs_ci_hi", "ci_hi", "hi", "crs_q975", "q975"),
+        "auroc_lo": pick(frame, "auroc_lo", "auroc_ci_lo"),
+        "auroc_hi": pick(frame, "auroc_hi", "auroc_ci_hi"),
+    }
+    return frame.reset_index(drop=True), {k: v for k, v in cols.items() if v is not None}
+
+
+def _need_scores(data: ReportData) -> Missing | None:
+    if data.n_runs == 0:
+        return Missing("The warehouse holds no run records.", FILL["runs"])
+    if data.panel is None:
+        return Missing("No reference panel has been frozen, so there is no CRS.", FILL["panel"])
+    if data.crs_encoder is None or data.crs_encoder.empty:
+        return Missing(f"Panel {data.panel!r} scores no encoder yet (no complete axes).", FILL["runs"])
+    return None
+
+
+@section("overview", "What this warehouse holds")
+def overview(data: ReportData, sink: FigureSink) -> str | Missing:
+    n_enc, n_ds = len(data.encoders), len(data.datasets)
+    items = [f"<li>{n_ds} datasets: {esc(', '.join(data.datasets['dataset_id'].astype(str)))}</li>",
+             f"<li>{n_enc} encoders registered, {len(data.random_init)} from random-init checkpoints</li>",
+             f"<li>{data.n_runs:,} run records</li>"]
+    if data.panel is not None:
+        others = [p for p in data.panels["panel"] if p != data.panel]
+        items.append(f"<li>reference panel <code>{esc(data.panel)}</code> "
+                     f"({len(data.members)} members: {esc(', '.join(data.members))})"
+                     + (f"; other panels: {esc(', '.join(others))}" if others else "") + "</li>")
+    done = ", ".join(sorted(data.analysis_tables)) or "none yet"
+    items.append(f"<li>analyses stored: {esc(done)}</li>")
+    return f"<ul>{''.join(items)}</ul>"
+
+
+@section("leaderboard", "CRS leaderboard next to AUROC")
+def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
+    gap = _need_scores(data)
+    if gap:
+        return gap
+    board = data.crs_encoder.copy()
+    boot, cols = _bootstrap(data)
+    if boot is not None:
+        keep = ["encoder_id", *cols.values()]
+        board = board.merge(boot[keep], on="encoder_id", how="left")
+    members = set(data.members)
+
+    def crs_cell(row: pd.Series) -> str:
+        text = fmt_number(row["crs"])
+        if "lo" in cols and "hi" in cols:
+            text += f' <span class="note">[{fmt_number(row[cols["lo"]])}, {fmt_number(row[cols["hi"]])}]</span>'
+        return text
+
+    def shift(row: pd.Series) -> str:
+        moved = int(row["auroc_rank"]) - int(row["crs_rank"])
+        if moved == 0:
+            return "0"
+        return f'<span class="{"up" if moved > 0 else "down"}">{"+" if moved > 0 else ""}{moved}</span>'
+
+    columns = {
+        "CRS rank": lambda r: fmt_number(r["crs_rank"], 0),
+        "Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"),
+                                          r["encoder_id"] in members),
+        "CRS" + (" [95% interval]" if "lo" in cols else ""): crs_cell,
+    }
+    if "p_rank1" in cols:
+        columns["P(rank 1)"] = lambda r: fmt_number(r[cols["p_rank1"]], 2)
+    if "p_top3" in cols:
+        columns["P(top 3)"] = lambda r: fmt_number(r[cols["p_top3"]], 2)
+    columns |= {
+        "AUROC": lambda r: fmt_number(r["auroc"]),
+        "AUROC rank": lambda r: fmt_number(r["auroc_rank"], 0),
+        "rank change": shift,
+        "Dominance": lambda r: fmt_number(r["dominance"]),
+        "Ideal point": lambda r: fmt_number(r["ideal"]),
+        "Worst axis": lambda r: fmt_number(r["worst"]),
+    }
+    note = ("" if boot is not None else
+            f'<p class="note">No bootstrap intervals yet: run <code>{esc(FILL["bootstrap"])}</code>.</p>')
+    return (f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
+            f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
+            f"(positive: the encoder rises under CRS).</p>"
+            + table(board, columns, text_columns=["Encoder"],
+                    row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "")
+            + note)
+
+
+@section("profiles", "Reliability profiles: the four normalised axes")
+def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
+    gap = _need_scores(data)
+    if gap:
+        return gap
+    if data.axes_norm is None or data.axes_norm.empty:
+        return Missing("The panel has no global anchors to normalise the axes with.", FILL["panel"])
+    order = data.crs_encoder["encoder_id"].tolist()
+    norm = data.axes_norm.set_index("encoder_id")
+    norm = norm.loc[[e for e in order if e in norm.index]].reset_index()
+    norm.insert(0, "label", [data.label(e) for e in norm["encoder_id"]])
+    colors = figs.palette(norm["label"].tolist())
+    fig = figs.profile_chart(norm, AXES, AXIS_LABELS, colors)
+    raw = (data.axes_encoder[data.axes_encoder["encoder_id"].isin(order)]
+           if data.axes_encoder is not None else norm.iloc[0:0])
+    columns = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"))}
+    columns |= {AXIS_LABELS[a]: (lambda r, a=a: fmt_number(r[a])) for a in AXES}
+    if "n_datasets" in raw.columns:
+        columns["datasets"] = lambda r: fmt_number(r["n_datasets"], 0)
+    return (sink.embed("profiles", fig, "Normalised axes per encoder, ordered by CRS rank")
+            + "<h3>Raw aggregate axes (mean over the encoder's datasets)</h3>"
+            + table(raw, columns, text_columns=["Encoder"]))
+
+
+@section("reordering", "From AUROC rank to CRS rank")
+def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
+    gap = _need_scores(data)
+    if gap:
+        return gap
+    ranks = data.crs_encoder[["encoder_id", "auroc_rank", "crs_rank"]].copy()
+    ranks.insert(0, "label", [data.label(e) for e in ranks["encoder_id"]])
+    agreement = data.rank_agreement
+    subtitle = f"panel {data.panel}"
+    body = ""
+    if agreement is not None and len(agreement):
+        headline = agreement
+        if "population" in agreement.columns:
+            # The chart shows every scored encoder, so its caption quotes the 'all' population.
+            headline = agreement[agreement["population"] == "all"] if (agreement["population"] == "all").any() \
+                else agreement
+        row = headline.iloc[0]
+        if pd.notna(row.get("kendall_tau")):
+            subtitle += (f"; Kendall tau = {row['kendall_tau']:.2f}, {int(row['reversals'])} of "
+                         f"{int(row['pairs'])} pairs reversed")
+        stats = {"population": "population", "encoders": "n", "Kendall tau-b": "kendall_tau",
+                 "Spearman rho": "spearman_rho", "pairwise reversals": "reversals", "pairs": "pairs",
+                 "mean |rank displacement|": "mean_abs_displacement",
+                 "Top-3 overlap": "top3_overlap", "Top-5 overlap": "top5_overlap"}
+        counts = {"n", "reversals", "pairs"}
+        stats = {h: c for h, c in stats.items() if c in agreement.columns}
+        body = table(agreement, {h: (lambda r, c=c: esc(r[c]) if c == "population"
+                                     else fmt_number(r[c], 0 if c in counts else 3))
+                                 for h, c in stats.items()}, text_columns=["population"])
+        body += ('<p class="note">population <code>panel</code>: the frozen members only; '
+                 '<code>all</code>: every encoder scored against the panel.</p>')
+    else:
+        body = '<p class="note">No rank_agreement row for this panel.</p>'
+    fig = figs.slope_chart(ranks, subtitle)
+    return sink.embed("reordering", fig, "AUROC rank to CRS rank; coloured lines are encoders that move") + body
+
+
+@section("datasets", "Per-dataset results")
+def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
+    if data.axes_cell is None or data.axes_cell.empty:
+        return Missing("No complete axes per dataset yet.", FILL["runs"])
+    cells = data.axes_cell
+    if data.crs_cell is not None:
+        keep = [c for c in ("encoder_id", "dataset_id", "dominance", "ideal", "worst", "crs", "in_panel")
+                if c in data.crs_cell.columns]
+        cells = cells.merge(data.crs_cell[keep], on=["encoder_id", "dataset_id"], how="left")
+    parts = []
+    for dataset, frame in cells.groupby("dataset_id", sort=True):
+        if "crs" in frame.columns:
+            frame = frame.sort_values(["crs", "discrimination"], ascending=False, na_position="last")
+        columns = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"),
+                                                     bool(r.get("in_panel", False) is True))}
+        if "crs" in frame.columns:
+            columns["CRS"] = lambda r: fmt_number(r["crs"])
+        columns |= {AXIS_LABELS[a]: (lambda r, a=a: fmt_number(r[a])) for a in AXES}
+        if "aulc" in frame.columns:
+            columns["AULC"] = lambda r: fmt_number(r["aulc"])
+        parts.append(f"<h3>{esc(dataset)}</h3>" + table(
+            frame, columns, text_columns=["Encoder"],
+            row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else ""))
+    if data.crs_cell is None:
+        parts.insert(0, f'<p class="note">No per-dataset CRS: run <code>{esc(FILL["panel"])}</code>.</p>')
+    return "".join(parts)
+
+
+@section("bootstrap", "Bootstrap: how sure is the ranking?")
+def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
+    boot, cols = _bootstrap(data)
+    if boot is None or boot.empty:
+        return Missing("No paired-seed bootstrap results for this panel.", FILL["bootstrap"])
+    boot = boot.copy()
+    boot["label"] = [data.label(e) for e in boot["encoder_id"]]
+    colors = figs.palette(boot["label"].tolist())
+    out = []
+    if "p_rank1" in cols and "p_top3" in cols:
+        out.append(sink.embed("bootstrap_ranks", figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"]),
+                              "P(rank 1) and P(top 3) over bootstrap replicates"))
+    crs_col = pick(boot, "crs", "crs_mean", "crs_point", "crs_median")
+    if crs_col and "lo" in cols and "hi" in cols:
+        out.append(sink.embed("bootstrap_intervals",
+                              figs.interval_chart(boot, crs_col, cols["lo"], cols["hi"],
+                                                  "CRS with 95% bootstrap interval", colors),
+                              "CRS point estimate with its 95% paired-seed bootstrap interval"))
+    if not out:
+        return Missing(f"The bootstrap table has none of the expected columns ({', '.join(boot.columns)}).",
+                       FILL["bootstrap"])
+    return "".join(out)
+

@@ -1,0 +1,115 @@
+"""Depth hooks: pooled features at 25 / 50 / 75 / 100 % depth from one forward pass (SPEC 3).
+
+Where the hooks go (`EncoderEntry.depth_blocks`):
+* a block container (transformers): the block at index round(f * N) - 1 for each depth f,
+  e.g. blocks 3, 6, 9, 12 of a 12-block ViT;
+* several stage modules (CNNs): the stage nearest each depth, e.g. ResNet layer1..layer4.
+
+How a captured output is pooled:
+* tokens [B, N, D]: the entry's `final_norm` is applied to the tokens of every depth (so
+  all depths share the scale of the model's own output; at 100 % this is exactly the
+  model's final representation), then the CLS token (index 0) or the mean over the
+  non-prefix tokens (CLS and register tokens excluded);
+* feature maps [B, C, H, W]: global average pooling;
+* `pooling="projection"`: the 100 % feature is the model's forward output (its projected
+  or head-pooled embedding); shallower depths pool tokens by `entry.token_pool`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from crsbench.features.loaders import submodule
+from crsbench.features.registry import EncoderEntry
+from crsbench.features.store import DEPTHS
+from crsbench.ingest.types import CrsbenchError
+
+
+def depth_modules(root: nn.Module, blocks: str | tuple[str, ...]) -> dict[float, tuple[str, nn.Module]]:
+    """{depth: (module path, module)} for the four depths."""
+    if isinstance(blocks, str):
+        container = submodule(root, blocks)
+        children = list(container.children())
+        paths = [f"{blocks}.{i}" for i in range(len(children))]
+    else:
+        paths = list(blocks)
+        children = [submodule(root, p) for p in paths]
+    if not children:
+        raise CrsbenchError(f"no blocks found at {blocks!r} in {type(root).__name__}")
+    chosen: dict[float, tuple[str, nn.Module]] = {}
+    for depth in DEPTHS:
+        index = max(0, math.floor(depth * len(children) + 0.5) - 1)
+        chosen[depth] = (paths[index], children[index])
+    return chosen
+
+
+class DepthTap:
+    """Wraps a model: `tap(x)` runs one forward and returns {depth: [B, dim] float32}."""
+
+    def __init__(self, model: nn.Module, entry: EncoderEntry) -> None:
+        self.model = model
+        self.entry = entry
+        root = getattr(model, "hook_root", model)
+        self.modules = depth_modules(root, entry.depth_blocks)
+        self.norm = submodule(root, entry.final_norm) if entry.final_norm else None
+        self.prefix_tokens = (entry.prefix_tokens if entry.prefix_tokens is not None
+                              else int(getattr(root, "num_prefix_tokens", 1)))
+        self._captured: dict[float, torch.Tensor] = {}
+        self._handles = []
+        for depth, (_, module) in self.modules.items():
+            if depth == 1.0 and entry.pooling == "projection":
+                continue
+            self._handles.append(module.register_forward_hook(self._hook(depth)))
+
+    @property
+    def layers(self) -> dict[str, str]:
+        """{depth key: module path} as recorded in the store attrs."""
+        from crsbench.features.store import depth_key
+
+        out = {depth_key(d): path for d, (path, _) in self.modules.items()}
+        if self.entry.pooling == "projection":
+            out[depth_key(1.0)] = "forward output (projection)"
+        return out
+
+    def _hook(self, depth: float):
+        def capture(module: nn.Module, args: object, output: object) -> None:
+            if isinstance(output, (tuple, list)):
+                output = output[0]
+            elif not isinstance(output, torch.Tensor):  # transformers ModelOutput
+                output = output[0]  # type: ignore[index]
+            self._captured[depth] = output
+
+        return capture
+
+    def _pool(self, depth: float, x: torch.Tensor) -> torch.Tensor:
+        if x.ndim == 4:
+            return x.float().mean(dim=(2, 3))
+        if x.ndim != 3:
+            raise CrsbenchError(f"depth {depth}: cannot pool an output of shape {tuple(x.shape)}")
+        if self.norm is not None:
+            x = self.norm(x)
+        how = self.entry.pooling if self.entry.pooling in ("cls", "mean") else self.entry.token_pool
+        if how == "cls":
+            return x[:, 0].float()
+        return x[:, self.prefix_tokens:].float().mean(dim=1)
+
+    @torch.no_grad()
+    def __call__(self, x: torch.Tensor) -> dict[float, torch.Tensor]:
+        self._captured.clear()
+        out = self.model(x)
+        feats: dict[float, torch.Tensor] = {}
+        for depth in DEPTHS:
+            if depth == 1.0 and self.entry.pooling == "projection":
+                feats[depth] = out.float().flatten(1)
+            else:
+                feats[depth] = self._pool(depth, self._captured[depth])
+        self._captured.clear()
+        return feats
+
+    def close(self) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()

@@ -1,0 +1,354 @@
+"""Seeded image perturbations (SPEC 3 table): a reference and a batched torch path.
+
+`perturb(image, image_id, perturbation, severity)` is the reference: plain numpy / PIL on
+one uint8 HxWxC image. `perturb_batch` is the accelerated path used during extraction
+(torch, any device, a whole batch at once). They agree exactly, by construction:
+
+* gaussian_blur, contrast, fov_crop run the same float32 element-wise operations in the
+  same order (shared kernel weights and interpolation plans), and IEEE-754 makes each of
+  +, -, *, /, sqrt correctly rounded on every backend; no fused ops are used;
+* jpeg is the same PIL codec call in both paths;
+* rician draws its noise from a counter-based hash (`_uniforms`) computed with int64
+  operations that numpy and torch evaluate identically; only the float64 Box-Muller
+  transform (log, cos, sin) may differ by one float64 ulp between libraries.
+
+Stated tolerance (tested): identical bytes for every perturbation except rician, where a
+pixel may differ by at most 1 grey level and in practice none does. Randomness is keyed
+by SHA-256(`image_id|perturbation|severity`), so the same call gives the same bytes in
+any process on any machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import io
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import torch
+from PIL import Image
+
+from crsbench.features.store import CLEAN, PERTURBATIONS, SEVERITIES
+from crsbench.ingest.types import CrsbenchError
+
+REFERENCE_SIZE = 224  # blur sigmas are given at 224 px and scale with the image's short side
+RICIAN_TOLERANCE = 1  # grey levels; every other perturbation is exact
+
+
+@dataclasses.dataclass(frozen=True)
+class Perturbation:
+    name: str
+    levels: dict[int, float]  # severity -> the table's parameter
+    reference: Callable[[np.ndarray, float, bytes], np.ndarray]  # HxWxC uint8 -> same
+    batched: Callable[[torch.Tensor, float, list[bytes]], torch.Tensor]  # BxHxWxC uint8
+    on_cpu: bool = False  # the batched path runs on the CPU whatever the device (codecs)
+
+
+REGISTRY: dict[str, Perturbation] = {}
+
+
+def register_perturbation(name: str, levels: dict[int, float], on_cpu: bool = False):
+    def decorate(cls: type) -> type:
+        REGISTRY[name] = Perturbation(name, levels, cls.reference, cls.batched, on_cpu)
+        return cls
+
+    return decorate
+
+
+def seed_key(image_id: str, perturbation: str, severity: int) -> bytes:
+    return hashlib.sha256(f"{image_id}|{perturbation}|{severity}".encode()).digest()
+
+
+def parse_condition(condition: str) -> tuple[str, int] | None:
+    """'jpeg-s2' -> ('jpeg', 2); 'clean' -> None."""
+    if condition == CLEAN:
+        return None
+    name, _, sev = condition.rpartition("-s")
+    if name not in REGISTRY or not sev.isdigit() or int(sev) not in REGISTRY[name].levels:
+        raise CrsbenchError(f"unknown condition {condition!r}")
+    return name, int(sev)
+
+
+def _lookup(perturbation: str, severity: int) -> tuple[Perturbation, float]:
+    if perturbation not in REGISTRY:
+        raise CrsbenchError(f"unknown perturbation {perturbation!r}; expected one of {PERTURBATIONS}")
+    entry = REGISTRY[perturbation]
+    if severity not in entry.levels:
+        raise CrsbenchError(f"severity {severity!r} of {perturbation}; expected one of {SEVERITIES}")
+    return entry, entry.levels[severity]
+
+
+def perturb(image: np.ndarray, image_id: str, perturbation: str, severity: int) -> np.ndarray:
+    """The reference perturbation of one uint8 image (HxWxC or HxW); returns the same shape."""
+    image = np.asarray(image)
+    if image.dtype != np.uint8 or image.ndim not in (2, 3):
+        raise CrsbenchError(f"perturb expects a uint8 HxW or HxWxC image, got {image.dtype} "
+                            f"{image.shape}")
+    entry, level = _lookup(perturbation, severity)
+    hwc = image[:, :, None] if image.ndim == 2 else image
+    out = entry.reference(np.ascontiguousarray(hwc), level, seed_key(image_id, perturbation, severity))
+    return out[:, :, 0] if image.ndim == 2 else out
+
+
+def perturb_batch(images: torch.Tensor, image_ids: Sequence[str], perturbation: str,
+                  severity: int, backend: str = "auto") -> torch.Tensor:
+    """The batched path: uint8 [B, H, W, C] on any device -> perturbed, same device.
+
+    backend "torch" runs the batched torch kernels (where the tensors are); "numpy" runs
+    the reference per image on CPU threads; "auto" picks torch on accelerators and numpy
+    on the CPU, where numpy's element-wise loops are the faster of the two.
+    """
+    if images.dtype != torch.uint8 or images.ndim != 4 or len(image_ids) != images.shape[0]:
+        raise CrsbenchError("perturb_batch expects uint8 [B, H, W, C] and one id per image")
+    entry, level = _lookup(perturbation, severity)
+    keys = [seed_key(i, perturbation, severity) for i in image_ids]
+    if backend == "auto":
+        backend = "numpy" if images.device.type == "cpu" else "torch"
+    if backend == "numpy":
+        arrays = images.cpu().numpy()
+        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]),
+                                   zip(arrays, keys)))
+        return torch.from_numpy(np.stack(out)).to(images.device)
+    if backend != "torch":
+        raise CrsbenchError(f"unknown perturbation backend {backend!r}")
+    if entry.on_cpu:
+        return entry.batched(images.cpu(), level, keys).to(images.device)
+    return entry.batched(images, level, keys)
+
+
+def _to_uint8(x, xp):
+    """Round half to even and clip, identically in numpy and torch."""
+    if xp is np:
+        return np.clip(np.rint(x), 0, 255).astype(np.uint8)
+    return torch.clamp(torch.round(x), 0, 255).to(torch.uint8)
+
+
+# -- gaussian blur -------------------------------------------------------------------------------
+
+def blur_kernel(sigma_at_224: float, height: int, width: int) -> np.ndarray:
+    """Normalised 1-D Gaussian taps (float32), radius ceil(3 sigma), sigma scaled to the image."""
+    sigma = sigma_at_224 * min(height, width) / REFERENCE_SIZE
+    radius = min(max(1, math.ceil(3 * sigma)), min(height, width) - 1)
+    taps = np.exp(-(np.arange(-radius, radius + 1, dtype=np.float64) ** 2) / (2 * sigma * sigma))
+    return (taps / taps.sum()).astype(np.float32)
+
+
+def _blur_axis(x, taps, axis: int, xp):
+    """Separable correlation along `axis` with mirror padding; taps accumulated in order."""
+    r = len(taps) // 2
+    n = x.shape[axis]
+    if xp is np:
+        pad = [(0, 0)] * x.ndim
+        pad[axis] = (r, r)
+        padded = np.pad(x, pad, mode="reflect")
+        take = lambda k: np.take(padded, np.arange(k, k + n), axis=axis)  # noqa: E731
+    else:
+        idx = torch.arange(-r, n + r, device=x.device).abs()
+        idx = torch.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+        padded = x.index_select(axis, idx)
+        take = lambda k: padded.narrow(axis, k, n)  # noqa: E731
+    # Symmetric taps: centre first, then each mirrored pair summed before its multiply.
+    acc = take(r) * taps[r]
+    for j in range(1, r + 1):
+        acc = acc + (take(r + j) + take(r - j)) * taps[r + j]
+    return acc
+
+
+@register_perturbation("gaussian_blur", {1: 1.0, 2: 2.0, 3: 4.0})
+class GaussianBlur:
+    @staticmethod
+    def reference(img: np.ndarray, sigma: float, key: bytes) -> np.ndarray:
+        taps = [np.float32(t) for t in blur_kernel(sigma, img.shape[0], img.shape[1])]
+        x = img.astype(np.float32)
+        return _to_uint8(_blur_axis(_blur_axis(x, taps, 1, np), taps, 0, np), np)
+
+    @staticmethod
+    def batched(imgs: torch.Tensor, sigma: float, keys: list[bytes]) -> torch.Tensor:
+        kernel = blur_kernel(sigma, imgs.shape[1], imgs.shape[2])
+        taps = [torch.tensor(t, dtype=torch.float32, device=imgs.device) for t in kernel]
+        x = imgs.to(torch.float32)
+        return _to_uint8(_blur_axis(_blur_axis(x, taps, 2, torch), taps, 1, torch), torch)
+
+
+# -- jpeg -----------------------------------------------------------------------------------------
+
+def _jpeg_one(img: np.ndarray, quality: int) -> np.ndarray:
+    pil = Image.fromarray(img[:, :, 0] if img.shape[2] == 1 else img)
+    buf = io.BytesIO()
+    pil.save(buf, format="JPEG", quality=int(quality))
+    out = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert(pil.mode))
+    return out.reshape(img.shape)
+
+
+_CODEC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="crsbench-jpeg")
+
+
+@register_perturbation("jpeg", {1: 30, 2: 15, 3: 5}, on_cpu=True)
+class Jpeg:
+    @staticmethod
+    def reference(img: np.ndarray, quality: float, key: bytes) -> np.ndarray:
+        return _jpeg_one(img, int(quality))
+
+    @staticmethod
+    def batched(imgs: torch.Tensor, quality: float, keys: list[bytes]) -> torch.Tensor:
+        arrays = imgs.numpy()
+        # PIL releases the GIL while coding, so threads give real parallelism here.
+        out = list(_CODEC_POOL.map(lambda a: _jpeg_one(a, int(quality)), arrays))
+        return torch.from_numpy(np.stack(out))
+
+
+# -- contrast -------------------------------------------------------------------------------------
+
+@register_perturbation("contrast", {1: 0.7, 2: 0.5, 3: 0.3})
+class Contrast:
+    @staticmethod
+    def reference(img: np.ndarray, c: float, key: bytes) -> np.ndarray:
+        m = np.float32(img.mean(dtype=np.float64))
+        x = img.astype(np.float32)
+        return _to_uint8((x - m) * np.float32(c) + m, np)
+
+    @staticmethod
+    def batched(imgs: torch.Tensor, c: float, keys: list[bytes]) -> torch.Tensor:
+        # The integer sum is exact, and sum / n in float64 is correctly rounded as in numpy.
+        sums = imgs.to(torch.int64).flatten(1).sum(dim=1).to(torch.float64)
+        m = (sums / imgs[0].numel()).to(torch.float32).view(-1, 1, 1, 1)
+        x = imgs.to(torch.float32)
+        cc = torch.tensor(c, dtype=torch.float32, device=imgs.device)
+        return _to_uint8((x - m) * cc + m, torch)
+
+
+# -- rician noise ---------------------------------------------------------------------------------
+
+_M32 = 0xFFFFFFFF
+
+
+def _mul32(x, c: int):
+    """(x * c) mod 2**32: numpy uint32 wraps natively; torch int64 splits c to avoid overflow."""
+    if isinstance(x, np.ndarray):
+        return x * np.uint32(c)
+    return ((x * (c & 0xFFFF)) + (((x * (c >> 16)) & 0xFFFF) << 16)) & _M32
+
+
+def _mix32(x):
+    """A 32-bit integer hash (lowbias32): a bijection with full avalanche."""
+    x = x ^ (x >> 16)
+    x = _mul32(x, 0x7FEB352D)
+    x = x ^ (x >> 15)
+    x = _mul32(x, 0x846CA68B)
+    return x ^ (x >> 16)
+
+
+def _uniforms(counter, k0, k1):
+    """Uniform (0, 1) float64 from a counter and a 64-bit key: the same in numpy and torch."""
+    h = _mix32(_mix32(counter ^ k0) ^ k1)
+    h = h.astype(np.float64) if isinstance(h, np.ndarray) else h.to(torch.float64)
+    return (h + 0.5) / 4294967296.0  # exact in float64
+
+
+def _key_words(key: bytes) -> tuple[int, int]:
+    return int.from_bytes(key[:4], "little"), int.from_bytes(key[4:8], "little")
+
+
+def _gaussian_pair(counter, k0, k1, xp):
+    """Box-Muller on two hashed uniform streams: (z0, z1) ~ N(0, 1), float64."""
+    if xp is np:
+        k0, k1 = np.uint32(k0), np.uint32(k1)
+    u1 = _uniforms(counter * 2, k0, k1)
+    u2 = _uniforms(counter * 2 + 1, k0, k1)
+    r = xp.sqrt(-2.0 * xp.log(u1))
+    theta = 2.0 * math.pi * u2
+    return r * xp.cos(theta), r * xp.sin(theta)
+
+
+def _f32(value: float, like, xp):
+    """A float32 scalar of the backend (so every product is a float32 product)."""
+    if xp is np:
+        return np.float32(value)
+    return torch.tensor(value, dtype=torch.float32, device=like.device)
+
+
+def _rician(x, sigma: float, nr, ni, xp):
+    """x' = sqrt((x + n_r)^2 + n_i^2) on [0, 1] intensities, back to uint8."""
+    s = _f32(sigma, x, xp)
+    a = x + nr * s
+    b = ni * s
+    return _to_uint8(xp.sqrt(a * a + b * b) * _f32(255, x, xp), xp)
+
+
+@register_perturbation("rician", {1: 0.03, 2: 0.06, 3: 0.12})
+class Rician:
+    @staticmethod
+    def reference(img: np.ndarray, sigma: float, key: bytes) -> np.ndarray:
+        k0, k1 = _key_words(key)
+        counter = np.arange(img.size, dtype=np.uint32)
+        z0, z1 = _gaussian_pair(counter, k0, k1, np)
+        x = img.astype(np.float32).reshape(-1) / np.float32(255)
+        out = _rician(x, sigma, z0.astype(np.float32), z1.astype(np.float32), np)
+        return out.reshape(img.shape)
+
+    @staticmethod
+    def batched(imgs: torch.Tensor, sigma: float, keys: list[bytes]) -> torch.Tensor:
+        n = imgs[0].numel()
+        counter = torch.arange(n, dtype=torch.int64, device=imgs.device).unsqueeze(0)
+        words = torch.tensor([_key_words(k) for k in keys], dtype=torch.int64, device=imgs.device)
+        out = torch.empty_like(imgs)
+        step = max(1, (1 << 24) // n)  # bound the int64 temporaries to ~16M elements
+        for start in range(0, imgs.shape[0], step):
+            sl = slice(start, start + step)
+            k0, k1 = words[sl, :1], words[sl, 1:]
+            z0, z1 = _gaussian_pair(counter, k0, k1, torch)
+            x = imgs[sl].reshape(z0.shape[0], -1).to(torch.float32) / _f32(255, imgs, torch)
+            res = _rician(x, sigma, z0.to(torch.float32), z1.to(torch.float32), torch)
+            out[sl] = res.view_as(imgs[sl])
+        return out
+
+
+# -- field-of-view crop --------------------------------------------------------------------------
+
+def linear_plan(kept: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Source indices and float32 weights to resize `kept` samples to `size` (half-pixel centres)."""
+    src = (np.arange(size, dtype=np.float64) + 0.5) * (kept / size) - 0.5
+    src = np.clip(src, 0.0, kept - 1)
+    i0 = np.floor(src).astype(np.int64)
+    i1 = np.minimum(i0 + 1, kept - 1)
+    w1 = (src - i0).astype(np.float32)
+    w0 = (np.float32(1) - w1).astype(np.float32)
+    return i0, i1, w0, w1
+
+
+def crop_box(size: int, keep: float) -> tuple[int, int]:
+    kept = max(1, math.floor(size * keep + 0.5))
+    return (size - kept) // 2, kept
+
+
+def _resize_axis(x, plan, axis: int, xp):
+    i0, i1, w0, w1 = plan
+    shape = [1] * x.ndim
+    shape[axis] = -1
+    if xp is np:
+        return np.take(x, i0, axis=axis) * w0.reshape(shape) + np.take(x, i1, axis=axis) * w1.reshape(shape)
+    dev = x.device
+    t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
+    return (x.index_select(axis, t(i0)) * t(w0).view(shape)
+            + x.index_select(axis, t(i1)) * t(w1).view(shape))
+
+
+@register_perturbation("fov_crop", {1: 0.90, 2: 0.75, 3: 0.60})
+class FovCrop:
+    @staticmethod
+    def reference(img: np.ndarray, keep: float, key: bytes) -> np.ndarray:
+        (top, kh), (left, kw) = crop_box(img.shape[0], keep), crop_box(img.shape[1], keep)
+        x = img[top:top + kh, left:left + kw].astype(np.float32)
+        x = _resize_axis(x, linear_plan(kh, img.shape[0]), 0, np)
+        return _to_uint8(_resize_axis(x, linear_plan(kw, img.shape[1]), 1, np), np)
+
+    @staticmethod
+    def batched(imgs: torch.Tensor, keep: float, keys: list[bytes]) -> torch.Tensor:
+        h, w = imgs.shape[1], imgs.shape[2]
+        (top, kh), (left, kw) = crop_box(h, keep), crop_box(w, keep)
+        x = imgs[:, top:top + kh, left:left + kw].to(torch.float32)
+        x = _resize_axis(x, linear_plan(kh, h), 1, torch)
+        return _to_uint8(_resize_axis(x, linear_plan(kw, w), 2, torch), torch)

@@ -1,0 +1,170 @@
+"""MedMNIST (.npz, official splits) and manifest (CSV of image paths + labels) adapters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from crsbench.ingest.images import NPZ_SEPARATOR
+from crsbench.ingest.registry import AdapterOption, register_adapter
+from crsbench.ingest.source import Record, RowLog, Source, csv_line, parse_binary, read_csv, safe_rel_path
+from crsbench.ingest.types import InputError, ProgressFn, Task
+
+MEDMNIST_SPLITS = {"train": "train", "val": "calib", "test": "test"}
+TASK_CHOICES = tuple(t.value for t in Task)
+
+
+def _names(option: str) -> list[str] | None:
+    names = [n.strip() for n in option.split(",") if n.strip()] if option else []
+    return names or None
+
+
+@register_adapter(
+    "medmnist", task=None,
+    description="MedMNIST .npz with {train,val,test}_{images,labels}; official splits (val -> calib)",
+    options={
+        "task": AdapterOption("auto", "task type; 'auto': multilabel if labels have several columns, else "
+                                      "multiclass", ("auto", *TASK_CHOICES)),
+        "labels": AdapterOption("", "comma-separated label names in index order (default: 0, 1, ...)"),
+    },
+)
+def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
+    if path.is_dir():
+        found = sorted(path.glob("*.npz"))
+        if len(found) != 1:
+            raise InputError(f"{path}: expected exactly one .npz file, found {len(found)}; pass the file itself")
+        path = found[0]
+    try:
+        archive = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path.name}: cannot read as .npz: {exc}") from None
+    with archive:
+        arrays = {}
+        for split in MEDMNIST_SPLITS:
+            for kind in ("images", "labels"):
+                key = f"{split}_{kind}"
+                if key not in archive.files:
+                    raise InputError(f"{path.name}: missing required array {key!r} (found: {', '.join(archive.files)})")
+                arrays[key] = np.asarray(archive[key])
+    shapes = {arrays[f"{s}_labels"].reshape(len(arrays[f"{s}_labels"]), -1).shape[1] for s in MEDMNIST_SPLITS}
+    if len(shapes) != 1:
+        raise InputError(f"{path.name}: label arrays have different widths across splits: {sorted(shapes)}")
+    width = shapes.pop()
+    task = Task.parse(options["task"]) if options["task"] != "auto" else (
+        Task.MULTILABEL if width > 1 else Task.MULTICLASS)
+    names = _names(options["labels"])
+    if task is Task.MULTILABEL:
+        n_labels = width
+    else:
+        if width != 1:
+            raise InputError(f"{path.name}: a {task.value} task needs one label column, found {width}")
+        n_labels = len(names) if names else int(max(int(arrays[f"{s}_labels"].max(initial=0))
+                                                    for s in MEDMNIST_SPLITS)) + 1
+    names = names or [str(k) for k in range(n_labels)]
+    if len(names) != n_labels:
+        raise InputError(f"{path.name}: {len(names)} label names given for {n_labels} labels")
+    records = []
+    for split, ours in MEDMNIST_SPLITS.items():
+        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"].reshape(len(arrays[f"{split}_labels"]), -1)
+        if len(images) != len(labels):
+            raise InputError(f"{path.name}: {split}_images has {len(images)} rows but {split}_labels {len(labels)}")
+        if images.dtype != np.uint8 or images.ndim not in (3, 4):
+            raise InputError(f"{path.name}: {split}_images must be uint8 (N, H, W[, C]), got {images.dtype} {images.shape}")
+        for i, row in enumerate(labels):
+            with log.row(f"{path.name}:{split}_labels", i):
+                label = _medmnist_label(row, task, n_labels)
+                image_id = f"{split}-{i:06d}"
+                rel = f"{path.name}{NPZ_SEPARATOR}{split}_images/{i}"
+                records.append(Record(image_id, rel, label, image_id, ours, file=f"{path.name}:{split}_labels", line=i))
+    return Source(path.parent, task, names, records)
+
+
+def _medmnist_label(row: np.ndarray, task: Task, n_labels: int) -> int | np.ndarray:
+    if task is Task.MULTILABEL:
+        if not np.isin(row, (0, 1)).all():
+            raise InputError(f"malformed multilabel value {row.tolist()} (expected 0/1)")
+        return row.astype(np.int8)
+    value = row[0]
+    if float(value) != int(value) or int(value) < 0:
+        raise InputError(f"malformed label value {value!r}")
+    if int(value) >= n_labels:
+        raise InputError(f"unknown class {int(value)} (expected 0-{n_labels - 1})")
+    return int(value)
+
+
+MANIFEST_RESERVED = ("path", "image_id", "group", "split", "label")
+MANIFEST_SPLITS = {"train": "train", "calib": "calib", "val": "calib", "valid": "calib", "validate": "calib",
+                   "validation": "calib", "test": "test", "": None}
+
+
+@register_adapter(
+    "manifest", task=None,
+    description="a CSV of image paths relative to its folder: 'path,label' or 'path,<one 0/1 column per label>'; "
+                "optional image_id, group and split (train/calib/test) columns; the task type is declared",
+    options={
+        "task": AdapterOption(None, "task type: multiclass, ordinal or multilabel", TASK_CHOICES),
+        "classes": AdapterOption("", "for a 'label' column: comma-separated class names in index order "
+                                     "(default: sorted values; ordinal: integers 0..K-1)"),
+    },
+)
+def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
+    if path.is_dir():
+        path = path / "manifest.csv"
+    root, name = path.parent, path.name
+    frame = read_csv(path, ["path"])
+    task = Task.parse(options["task"])
+    if "label" in frame.columns:
+        if task is Task.MULTILABEL:
+            raise InputError(f"{name}: a multilabel manifest needs one 0/1 column per label, not a 'label' column")
+        names = _names(options["classes"]) or _class_names(frame["label"], task, name)
+        parse = lambda row: _class_index(row["label"], names)  # noqa: E731
+    else:
+        names = [c for c in frame.columns if c not in MANIFEST_RESERVED]
+        if not names:
+            raise InputError(f"{name}: missing required column 'label' (or one 0/1 column per label)")
+        parse = lambda row: _one_hot_row(row, names, task)  # noqa: E731
+    records = []
+    for i, row in enumerate(frame.to_dict("records")):
+        with log.row(name, csv_line(i)):
+            label = parse(row)
+            rel = safe_rel_path(root, row["path"])
+            image_id = (row.get("image_id") or "").strip() or rel
+            split = (row.get("split") or "").strip().lower()
+            if split not in MANIFEST_SPLITS:
+                raise InputError(f"unknown split {row['split']!r} (expected train, calib or test)")
+            records.append(Record(image_id, rel, label, (row.get("group") or "").strip() or image_id,
+                                  MANIFEST_SPLITS[split], file=name, line=csv_line(i)))
+    return Source(root, task, names, records)
+
+
+def _class_names(values, task: Task, name: str) -> list[str]:
+    distinct = sorted({v.strip() for v in values if v.strip()})
+    if task is Task.ORDINAL:
+        if not all(v.isdigit() for v in distinct):
+            bad = next(v for v in distinct if not v.isdigit())
+            raise InputError(f"{name}: malformed ordinal label {bad!r} (expected integers 0..K-1, "
+                             f"or give --option classes=...)")
+        return [str(k) for k in range(max(int(v) for v in distinct) + 1)] if distinct else []
+    return distinct
+
+
+def _class_index(value: str, names: list[str]) -> int:
+    text = value.strip()
+    if not text:
+        raise InputError("malformed label value '' in column 'label'")
+    if text not in names:
+        raise InputError(f"unknown class {text!r} (expected one of: {', '.join(names)})")
+    return names.index(text)
+
+
+BINARY = {"1": 1, "1.0": 1, "0": 0, "0.0": 0}
+
+
+def _one_hot_row(row: dict, names: list[str], task: Task) -> int | np.ndarray:
+    values = np.array([parse_binary(row[c], c, BINARY) for c in names], dtype=np.int8)
+    if task is Task.MULTILABEL:
+        return values
+    if values.sum() != 1:
+        raise InputError(f"malformed one-hot row: {int(values.sum())} classes set")
+    return int(values.argmax())

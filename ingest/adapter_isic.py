@@ -1,0 +1,101 @@
+"""ISIC 2019 (multiclass, 8 classes) and APTOS 2019 (ordinal, grades 0-4) adapters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from crsbench.ingest.registry import AdapterOption, register_adapter
+from crsbench.ingest.source import Record, RowLog, Source, csv_line, read_csv, safe_rel_path
+from crsbench.ingest.types import InputError, ProgressFn, Task
+
+ISIC_CLASSES: tuple[str, ...] = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC")
+ISIC_ONE_HOT = {"1.0": 1, "1": 1, "0.0": 0, "0": 0}
+
+
+def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
+    """PATH may be the dataset folder or its label CSV."""
+    return (path.parent, path.name) if path.is_file() else (path, default_name)
+
+
+@register_adapter(
+    "isic2019", task=Task.MULTICLASS, domain="derm",
+    description="ISIC 2019: one-hot ISIC_2019_Training_GroundTruth.csv + ISIC_2019_Training_Input/*.jpg; "
+                "lesion_id from the metadata CSV groups images of one lesion",
+    options={
+        "csv": AdapterOption("ISIC_2019_Training_GroundTruth.csv", "ground-truth CSV inside PATH"),
+        "images": AdapterOption("ISIC_2019_Training_Input", "image folder inside PATH"),
+        "metadata": AdapterOption("ISIC_2019_Training_Metadata.csv",
+                                  "metadata CSV with lesion_id (used if present; 'none' to ignore)"),
+    },
+)
+def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
+    root, csv_name = _folder_and_file(path, options["csv"])
+    frame = read_csv(root / csv_name, ["image", *ISIC_CLASSES])
+    extra = [c for c in frame.columns if c not in ("image", *ISIC_CLASSES, "UNK")]
+    if extra:
+        raise InputError(f"{csv_name}: unknown class column {extra[0]!r} (ISIC 2019 classes: "
+                         f"{', '.join(ISIC_CLASSES)}, UNK)")
+    lesions = _lesion_ids(root, options["metadata"])
+    records = []
+    values = frame[list(ISIC_CLASSES)].to_numpy()
+    unk = frame["UNK"].to_numpy() if "UNK" in frame.columns else np.full(len(frame), "0.0", dtype=object)
+    for i, image in enumerate(frame["image"].to_numpy()):
+        with log.row(csv_name, csv_line(i)):
+            row = [_one_hot_cell(v, c) for v, c in zip(values[i], ISIC_CLASSES)]
+            if _one_hot_cell(unk[i], "UNK"):
+                raise InputError(f"image {image!r} is labelled UNK, which is not one of the 8 ISIC 2019 classes")
+            if sum(row) != 1:
+                raise InputError(f"malformed one-hot row for {image!r}: {sum(row)} classes set")
+            image = image.strip()
+            rel = safe_rel_path(root, f"{options['images']}/{image}.jpg")
+            records.append(Record(image, rel, row.index(1), lesions.get(image) or image,
+                                  file=csv_name, line=csv_line(i)))
+    return Source(root, Task.MULTICLASS, list(ISIC_CLASSES), records,
+                  notes=[f"grouped by lesion_id for {sum(1 for r in records if r.group_id != r.image_id)} images"])
+
+
+def _one_hot_cell(value: str, column: str) -> int:
+    key = value.strip()
+    if key not in ISIC_ONE_HOT:
+        raise InputError(f"malformed label value {value!r} in column {column!r} (expected 1.0 or 0.0)")
+    return ISIC_ONE_HOT[key]
+
+
+def _lesion_ids(root: Path, name: str) -> dict[str, str]:
+    if name == "none" or not (root / name).is_file():
+        return {}
+    meta = read_csv(root / name, ["image", "lesion_id"])
+    return {img.strip(): les.strip() for img, les in zip(meta["image"], meta["lesion_id"]) if les.strip()}
+
+
+APTOS_GRADES: tuple[str, ...] = ("No DR", "Mild", "Moderate", "Severe", "Proliferative DR")
+
+
+@register_adapter(
+    "aptos2019", task=Task.ORDINAL, domain="eye",
+    description="APTOS 2019 blindness detection: train.csv (id_code,diagnosis 0-4) + train_images/*.png",
+    options={
+        "csv": AdapterOption("train.csv", "label CSV inside PATH"),
+        "images": AdapterOption("train_images", "image folder inside PATH"),
+        "ext": AdapterOption(".png", "image file extension"),
+    },
+)
+def read_aptos2019(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
+    root, csv_name = _folder_and_file(path, options["csv"])
+    frame = read_csv(root / csv_name, ["id_code", "diagnosis"])
+    records = []
+    for i, (code, diagnosis) in enumerate(zip(frame["id_code"], frame["diagnosis"])):
+        with log.row(csv_name, csv_line(i)):
+            text = diagnosis.strip()
+            if not text.lstrip("-").isdigit():
+                raise InputError(f"malformed label value {diagnosis!r} in column 'diagnosis' (expected 0-4)")
+            grade = int(text)
+            if not 0 <= grade < len(APTOS_GRADES):
+                raise InputError(f"unknown class: grade {grade} (expected 0-4)")
+            code = code.strip()
+            rel = safe_rel_path(root, f"{options['images']}/{code}{options['ext']}")
+            # APTOS publishes no patient ids, so each image is its own group.
+            records.append(Record(code, rel, grade, code, file=csv_name, line=csv_line(i)))
+    return Source(root, Task.ORDINAL, list(APTOS_GRADES), records)

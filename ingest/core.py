@@ -1,0 +1,142 @@
+"""The one ingest path every adapter shares: records -> validated, split `Dataset`.
+
+Order of work: the adapter parses its layout into records; duplicate ids, unsafe
+paths and unreadable images are bad rows (an error, or skipped and recorded with
+`skip_bad`); every class/label must keep an example; splits and label-fraction
+subsets are then derived deterministically. Nothing is written here: the warehouse
+loader stores the finished `Dataset` in one transaction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crsbench.ingest.images import check_image
+from crsbench.ingest.registry import get_adapter
+from crsbench.ingest.source import Record, RowLog, Source, safe_rel_path
+from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
+from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+DOMAIN_PATTERN = re.compile(r"^[a-z][a-z_]{0,31}$")
+
+
+def check_name(name: str) -> str:
+    # Dataset names become Zarr group names and file-name parts downstream.
+    if not NAME_PATTERN.match(name or ""):
+        raise CrsbenchError(
+            f"invalid dataset name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
+           progress: ProgressFn | None = None, **options: object) -> Dataset:
+    """Read a dataset in its published layout into a validated, split `Dataset`.
+
+    `options` are the adapter's own (e.g. uncertainty='ones' for chexpert); see
+    `crsbench.ingest.ADAPTERS[adapter].options`. Bad rows raise an InputError naming
+    the file and line, unless `skip_bad`, which records them in `Dataset.errors`.
+    """
+    entry = get_adapter(adapter)
+    check_name(name)
+    # 'domain' is accepted by every adapter: it overrides the adapter's default domain.
+    domain = str(options.pop("domain", entry.domain))
+    if not DOMAIN_PATTERN.match(domain):
+        raise CrsbenchError(f"invalid domain {domain!r}: use lower-case letters, e.g. derm, eye, rad or none")
+    resolved = entry.resolve_options(options)
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder")
+    report = progress or no_progress
+    log = RowLog(skip_bad)
+    source = entry.read(path, log, resolved, report)
+    records = _unique_ids(source.records, log)
+    records = _checked_images(source.root, records, log, report)
+    if not records:
+        raise InputError(f"{path}: no usable images")
+    labels = _label_array(records, source.task, len(source.label_names))
+    y = one_hot(labels, len(source.label_names))
+    _require_examples(y, source.label_names, "in the dataset")
+    groups = [r.group_id for r in records]
+    splits = assign_splits(y, groups, [r.split for r in records])
+    check_group_safe(groups, splits)
+    images = pd.DataFrame({
+        "image_id": [r.image_id for r in records],
+        "rel_path": [r.rel_path for r in records],
+        "sha256": [r.sha256 for r in records],
+        "group_id": groups,
+        "split": splits,
+    })
+    order = np.lexsort((images["image_id"].to_numpy(), images["split"].map(SPLITS.index).to_numpy()))
+    images = images.iloc[order].reset_index(drop=True)
+    labels = labels[order]
+    train = images.index[images["split"] == "train"].to_numpy()
+    _require_examples(one_hot(labels[train], len(source.label_names)), source.label_names, "in the train split")
+    fractions = label_fraction_subsets(one_hot(labels[train], len(source.label_names)),
+                                       images["image_id"].to_numpy()[train])
+    return Dataset(name=name, adapter=adapter, root=source.root.resolve(), task=source.task,
+                   label_names=list(source.label_names), images=images, labels=labels,
+                   fractions=fractions, errors=log.frame(), domain=domain, options=resolved)
+
+
+def _unique_ids(records: Sequence[Record], log: RowLog) -> list[Record]:
+    first: dict[str, Record] = {}
+    kept = []
+    for rec in records:
+        prev = first.get(rec.image_id)
+        if prev is not None:
+            log.bad(rec.file, rec.line, f"duplicate image id {rec.image_id!r} (first at {prev.file} line {prev.line})")
+            continue
+        first[rec.image_id] = rec
+        kept.append(rec)
+    return kept
+
+
+def _checked_images(root: Path, records: Sequence[Record], log: RowLog, report: ProgressFn) -> list[Record]:
+    """Safe paths, readable images, and their SHA-256; bad ones go through the log."""
+    def check(rec: Record) -> str:
+        file_part = rec.rel_path.split("#", 1)[0]
+        safe_rel_path(root, file_part)
+        return check_image(root, rec.rel_path)
+
+    def attempt(rec: Record) -> tuple[str | None, str | None]:
+        try:
+            return check(rec), None
+        except InputError as exc:
+            return None, str(exc)
+
+    kept: list[Record] = []
+    total = len(records)
+    workers = min(8, (os.cpu_count() or 1) + 2)
+    with ThreadPoolExecutor(max_workers=workers) as pool:  # decoding releases the GIL
+        for done, (rec, (sha, error)) in enumerate(zip(records, pool.map(attempt, records)), start=1):
+            if error is not None:
+                log.bad(rec.file, rec.line, error)
+            else:
+                rec.sha256 = sha or ""
+                kept.append(rec)
+            if done % 32 == 0 or done == total:
+                report("checking images", done, total)
+    return kept
+
+
+def _label_array(records: Sequence[Record], task: Task, n_labels: int) -> np.ndarray:
+    if task is Task.MULTILABEL:
+        return np.asarray([np.asarray(r.label, dtype=np.int8) for r in records], dtype=np.int8).reshape(-1, n_labels)
+    return np.asarray([int(r.label) for r in records], dtype=np.int64)
+
+
+def _require_examples(y: np.ndarray, names: Sequence[str], where: str) -> None:
+    counts = y.sum(axis=0)
+    empty = [names[k] for k in np.flatnonzero(counts == 0)]
+    if empty:
+        raise InputError(f"class {empty[0]!r} has no examples {where}"
+                         + (f" (also: {', '.join(map(repr, empty[1:]))})" if len(empty) > 1 else ""))

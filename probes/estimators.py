@@ -1,0 +1,101 @@
+"""The three probes of SPEC 4: logistic regression (primary), a two-layer MLP and k-NN."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from crsbench.ingest.types import Task
+from crsbench.probes.lbfgs import fit_logreg, predict_proba
+from crsbench.probes.registry import Predictor, register_probe
+
+# MLP budget, fixed so every encoder gets the same one.
+MLP_HIDDEN = 256
+MLP_STEPS = 300
+MLP_BATCH = 256
+MLP_LR = 1e-3
+MLP_WEIGHT_DECAY = 1e-4
+KNN_K = 5
+
+
+def _targets(y: np.ndarray, task: Task, n_outputs: int) -> torch.Tensor:
+    if task is Task.MULTILABEL:
+        return torch.as_tensor(y, dtype=torch.float64)
+    return torch.nn.functional.one_hot(torch.as_tensor(y, dtype=torch.int64), n_outputs)
+
+
+@register_probe(
+    "logreg", seeded=False,
+    description="l2 logistic regression, lambda = 1/N_train on the mean loss (sklearn C=1), "
+                "L-BFGS; multinomial for multiclass/ordinal, one-vs-rest per label for multilabel",
+)
+def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
+    softmax = task is not Task.MULTILABEL
+    sol = fit_logreg(torch.as_tensor(x), _targets(y, task, n_outputs), softmax)
+
+    def predict(x_eval: np.ndarray) -> np.ndarray:
+        return predict_proba(sol.coef, sol.intercept, torch.as_tensor(x_eval), softmax).numpy()
+
+    return predict
+
+
+@register_probe(
+    "mlp", seeded=True,
+    description=f"Linear({MLP_HIDDEN}) + ReLU + Linear; AdamW lr {MLP_LR}, weight decay "
+                f"{MLP_WEIGHT_DECAY}, {MLP_STEPS} steps of {MLP_BATCH}-sample minibatches "
+                f"drawn with the fit seed; softmax (multiclass/ordinal) or sigmoid (multilabel)",
+)
+def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
+    gen = torch.Generator().manual_seed(int(seed))
+    xt = torch.as_tensor(x, dtype=torch.float32)
+    net = torch.nn.Sequential(torch.nn.Linear(xt.shape[1], MLP_HIDDEN), torch.nn.ReLU(),
+                              torch.nn.Linear(MLP_HIDDEN, n_outputs))
+    with torch.no_grad():  # initialise from the fit's own generator, not the global one
+        for layer in (net[0], net[2]):
+            bound = 1.0 / np.sqrt(layer.in_features)
+            layer.weight.uniform_(-bound, bound, generator=gen)
+            layer.bias.uniform_(-bound, bound, generator=gen)
+    multilabel = task is Task.MULTILABEL
+    yt = torch.as_tensor(y, dtype=torch.float32 if multilabel else torch.int64)
+    loss_fn = torch.nn.BCEWithLogitsLoss() if multilabel else torch.nn.CrossEntropyLoss()
+    opt = torch.optim.AdamW(net.parameters(), lr=MLP_LR, weight_decay=MLP_WEIGHT_DECAY)
+    n = xt.shape[0]
+    for _ in range(MLP_STEPS):
+        idx = torch.randint(0, n, (min(MLP_BATCH, n),), generator=gen)
+        opt.zero_grad()
+        loss_fn(net(xt[idx]), yt[idx]).backward()
+        opt.step()
+    net.eval()
+
+    def predict(x_eval: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            logits = net(torch.as_tensor(x_eval, dtype=torch.float32)).double()
+        return (torch.sigmoid(logits) if multilabel else torch.softmax(logits, dim=1)).numpy()
+
+    return predict
+
+
+@register_probe(
+    "knn", seeded=False,
+    description=f"k-nearest neighbours, k = {KNN_K} (fewer if the training set is smaller), "
+                "Euclidean on standardised features; probability = fraction of the k "
+                "neighbours in each class (multiclass/ordinal) or with the label (multilabel); "
+                "equal distances go to the lower training row",
+)
+def knn(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
+    train = torch.as_tensor(x, dtype=torch.float64)
+    votes = _targets(y, task, n_outputs).to(torch.float64)
+    k = min(KNN_K, train.shape[0])
+    train_sq = (train * train).sum(dim=1)
+
+    def predict(x_eval: np.ndarray) -> np.ndarray:
+        q = torch.as_tensor(x_eval, dtype=torch.float64)
+        out = torch.empty(q.shape[0], votes.shape[1], dtype=torch.float64)
+        for start in range(0, q.shape[0], 1024):  # bounded memory: 1024 x n_train distances
+            block = q[start:start + 1024]
+            dist = train_sq[None, :] - 2.0 * block @ train.T
+            order = torch.argsort(dist, dim=1, stable=True)[:, :k]
+            out[start:start + 1024] = votes[order].mean(dim=1)
+        return out.numpy()
+
+    return predict

@@ -1,0 +1,259 @@
+"""The probe grid (SPEC 4): plan the fits, check the inputs, run them on Dask, hand off batches.
+
+`plan_fits` lists the fits (default: the paper's grid), `run_grid` runs the ones not yet
+done and passes each finished chunk to `sink(runs, predictions)` — one call per chunk,
+which the CLI wires to `Warehouse.append_runs`, one atomic batch. A fit is in `runs`
+either with all of its evaluations or not at all, so a killed sweep resumes by
+skipping the fit ids already there; fit and run ids are hashes of their keys, so a
+rerun writes nothing new.
+
+Execution: chunks run in-process by default; given a scheduler address they are
+submitted to that `dask.distributed` cluster and their frames gathered at the client,
+which alone calls `sink`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+import crsbench
+from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
+from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
+                                   ProgressFn, Task)
+from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise, check_feature_set
+from crsbench.probes.records import FitKey
+from crsbench.probes.registry import get_probe, probe_names
+from crsbench.probes.tasks import Chunk, eval_sets, run_chunk
+
+Sink = Callable[[pd.DataFrame, pd.DataFrame], None]
+PRIMARY_PROBE = "logreg"
+DEFAULT_BATCH_SIZE = 25
+
+
+@dataclasses.dataclass
+class GridSummary:
+    planned: int
+    skipped: int
+    fitted: int
+    runs: int
+    batches: int
+
+
+def _dataset_name(d: str | Dataset) -> str:
+    return d if isinstance(d, str) else d.name
+
+
+def plan_fits(datasets: Iterable[str | Dataset], encoders: Iterable[str] | None,
+              store: FeatureStore, *, probes: Sequence[str] | None = None,
+              fractions: Sequence[float] = LABEL_FRACTIONS,
+              seeds: Iterable[int] = FRACTION_SEEDS,
+              depths: Sequence[float] | None = None) -> list[FitKey]:
+    """The fits of a grid, sorted; defaults are the paper's grid.
+
+    `encoders` are encoder keys (`vit_tiny`, or `vit_tiny@lora-s0` for an adapted
+    variant); None takes every feature set the store holds for each dataset. `depths`
+    None = the primary probe (logreg) at all four depths, the check probes (mlp, knn) at
+    full depth; given depths apply to every probe.
+    """
+    probes = tuple(probes) if probes is not None else probe_names()
+    for probe in probes:
+        get_probe(probe)  # unknown name -> CrsbenchError
+    seeds = tuple(int(s) for s in seeds)
+    names = [_dataset_name(d) for d in datasets]
+    fits: set[FitKey] = set()
+    for dataset in names:
+        if encoders is None:
+            refs = [r for r in store.feature_sets() if r.dataset == dataset]
+        else:
+            refs = []
+            for enc in encoders:
+                encoder_id, _, regime = enc.partition("@")
+                refs.append(FeatureSetRef(dataset, encoder_id, regime or "frozen"))
+        for ref in refs:
+            for probe in probes:
+                probe_depths = depths if depths is not None else (
+                    DEPTHS if probe == PRIMARY_PROBE else (1.0,))
+                for depth in probe_depths:
+                    for fraction in fractions:
+                        for seed in seeds:
+                            fits.add(FitKey(ref.encoder_id, dataset, float(depth), probe,
+                                            float(fraction), seed, ref.regime))
+    return sorted(fits)
+
+
+# -- input checks ------------------------------------------------------------------------------
+
+def _check_training_subsets(fits: list[FitKey], datasets: Mapping[str, Dataset]) -> None:
+    for dataset_id, fraction, seed in sorted({(f.dataset_id, f.label_fraction, f.seed) for f in fits}):
+        ds = datasets[dataset_id]
+        train = ds.split_rows("train")
+        rows = ds.fraction_rows(fraction, seed)
+        if len(rows) == 0 or not np.isin(rows, train).all():
+            raise CrsbenchError(f"dataset {dataset_id!r}: label fraction {fraction:g} (seed {seed}) "
+                                f"is empty or not part of the train split")
+        labels = ds.labels[rows]
+        if Task(ds.task) is Task.MULTILABEL:
+            positives = labels.sum(axis=0)
+            bad = [j for j in range(labels.shape[1]) if positives[j] in (0, len(rows))]
+        else:
+            counts = np.bincount(labels.astype(np.int64), minlength=len(ds.label_names))
+            bad = [j for j in range(len(ds.label_names)) if counts[j] == 0]
+        if bad:
+            which = "positive and negative" if Task(ds.task) is Task.MULTILABEL else "positive"
+            raise CrsbenchError(
+                f"dataset {dataset_id!r}: label fraction {fraction:g} (seed {seed}) has no "
+                f"{which} example for {ds.label_names[bad[0]]!r}; a probe cannot be fitted")
+
+
+def _targets_of(dataset_id: str, shift_targets: Mapping[str, Sequence[str]],
+                datasets: Mapping[str, Dataset]) -> list[Dataset]:
+    out = []
+    source = datasets[dataset_id]
+    for name in shift_targets.get(dataset_id, ()):
+        if name not in datasets:
+            raise CrsbenchError(f"shift target {name!r} of dataset {dataset_id!r} was not given")
+        target = datasets[name]
+        if Task(target.task) is not Task(source.task) or list(target.label_names) != list(source.label_names):
+            raise CrsbenchError(f"shift target {name!r} does not share the task and labels of {dataset_id!r}")
+        if len(target.split_rows("test")) == 0:
+            raise CrsbenchError(f"shift target {name!r} has no test split")
+        out.append(target)
+    return out
+
+
+def _read_checks(groups: Iterable[tuple[FeatureSetRef, float]], datasets: Mapping[str, Dataset],
+                 shift_targets: Mapping[str, Sequence[str]], store: FeatureStore) -> list[ReadCheck]:
+    checks: list[ReadCheck] = []
+    checked: set[tuple[FeatureSetRef, tuple[float, ...]]] = set()
+    by_ref: dict[FeatureSetRef, list[float]] = defaultdict(list)
+    for ref, depth in groups:
+        by_ref[ref].append(depth)
+    for ref, depths in by_ref.items():
+        source = datasets[ref.dataset]
+        targets = _targets_of(ref.dataset, shift_targets, datasets)
+        check_feature_set(store, ref, source, depths, CONDITIONS)
+        if len(source.split_rows("test")) == 0:
+            raise CrsbenchError(f"dataset {ref.dataset!r} has no test split")
+        for target in targets:
+            target_ref = FeatureSetRef(target.name, ref.encoder_id, ref.regime)
+            if (target_ref, tuple(depths)) not in checked:
+                check_feature_set(store, target_ref, target, depths, (CLEAN,))
+                checked.add((target_ref, tuple(depths)))
+        for depth in depths:
+            checks.append(ReadCheck(ref, depth, CLEAN, source.split_rows("train"), stats=True))
+            checks.extend(ReadCheck(ev.ref, depth, ev.store_condition, ev.rows)
+                          for ev in eval_sets(source, ref, targets))
+    return checks
+
+
+# -- execution ---------------------------------------------------------------------------------
+
+def _chunks(fits: list[FitKey], batch_size: int) -> Iterator[tuple[FeatureSetRef, float, list[FitKey]]]:
+    groups: dict[tuple[FeatureSetRef, float, str], list[FitKey]] = defaultdict(list)
+    for fit in fits:
+        groups[(fit.feature_set, fit.depth, fit.probe)].append(fit)
+    for (ref, depth, _), members in sorted(groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, kv[0][1], kv[0][2])):
+        # Largest fraction first, seeds together: a chunk then holds the fraction-1.0 fits
+        # that an unseeded probe shares across seeds.
+        members.sort(key=lambda f: (-f.label_fraction, f.seed))
+        for start in range(0, len(members), batch_size):
+            yield ref, depth, members[start:start + batch_size]
+
+
+class _InProcess:
+    def __init__(self) -> None:
+        self.scheduler = "threads"
+
+    def run(self, jobs: list[tuple]) -> Iterator[tuple[int, tuple[pd.DataFrame, pd.DataFrame]]]:
+        for i, job in enumerate(jobs):
+            yield i, run_chunk(*job)
+
+
+class _Distributed:
+    def __init__(self, address: str) -> None:
+        from distributed import Client
+
+        try:
+            self.client = Client(address, set_as_default=False, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            raise CrsbenchError(f"cannot reach the dask scheduler at {address}: {exc}") from exc
+        self.scheduler = self.client.get
+
+    def run(self, jobs: list[tuple]) -> Iterator[tuple[int, tuple[pd.DataFrame, pd.DataFrame]]]:
+        from distributed import as_completed
+
+        scattered: dict[str, object] = {}
+
+        def remote(ds: Dataset) -> object:
+            if ds.name not in scattered:
+                scattered[ds.name] = self.client.scatter(ds, broadcast=False)
+            return scattered[ds.name]
+
+        futures = {}
+        for i, (chunk, store, source, targets, stats) in enumerate(jobs):
+            future = self.client.submit(run_chunk, chunk, store, remote(source),
+                                        [remote(t) for t in targets], stats, pure=False)
+            futures[future] = i
+        for future in as_completed(futures):
+            yield futures[future], future.result()
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: FeatureStore, *,
+             shift_targets: Mapping[str, Sequence[str]], done: set[str], sink: Sink,
+             scheduler: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
+             progress: ProgressFn | None = None) -> GridSummary:
+    """Run the fits whose ids are not in `done`; one `sink(runs, predictions)` call per chunk.
+
+    Every input is checked before the first fit (feature sets complete and aligned with
+    their datasets, no NaN in any array read, each training subset with every class,
+    known probes); a bad input raises CrsbenchError with nothing passed to `sink`.
+    """
+    all_fits = sorted(set(fits))
+    todo = [f for f in all_fits if f.fit_id not in done]
+    summary = GridSummary(planned=len(all_fits), skipped=len(all_fits) - len(todo), fitted=0,
+                          runs=0, batches=0)
+    if not todo:
+        return summary
+    for fit in todo:
+        get_probe(fit.probe)
+        if fit.dataset_id not in datasets:
+            raise CrsbenchError(f"dataset {fit.dataset_id!r} of fit {fit} was not given")
+    _check_training_subsets(todo, datasets)
+    executor = _Distributed(scheduler) if scheduler else _InProcess()
+    try:
+        groups = sorted({(f.feature_set, f.depth) for f in todo}, key=lambda g: (g[0].path, g[1]))
+        checks = _read_checks(groups, datasets, shift_targets, store)
+        if progress:
+            progress("checking features", 0, 1)
+        stats: dict[tuple[FeatureSetRef, float], TrainStats] = check_and_standardise(
+            store, checks, scheduler=executor.scheduler)
+        if progress:
+            progress("checking features", 1, 1)
+        jobs = []
+        version = crsbench.__version__
+        for ref, depth, members in _chunks(todo, batch_size):
+            pretrained = bool(store.attrs(ref).get("pretrained", True))
+            chunk = Chunk(ref, depth, tuple(members), pretrained, version)
+            targets = _targets_of(ref.dataset, shift_targets, datasets)
+            jobs.append((chunk, store, datasets[ref.dataset], targets, stats[(ref, depth)]))
+        if progress:
+            progress("probe fits", 0, len(todo))
+        for i, (runs, predictions) in executor.run(jobs):
+            sink(runs, predictions)
+            summary.fitted += len(jobs[i][0].fits)
+            summary.runs += len(runs)
+            summary.batches += 1
+            if progress:
+                progress("probe fits", summary.fitted, len(todo))
+    finally:
+        if isinstance(executor, _Distributed):
+            executor.close()
+    return summary

@@ -1,0 +1,155 @@
+"""L2-regularised logistic regression solved by a batched, preconditioned L-BFGS (float64).
+
+The objective per problem is scikit-learn's `LogisticRegression(C=1.0)` divided by n:
+
+    mean_i loss_i(W) + (lambda / 2) * ||W_features||^2,   lambda = 1 / n,
+
+with an unpenalised intercept; `loss` is the softmax cross-entropy over K full weight
+vectors (multinomial, as scikit-learn) or the sigmoid log-loss (one problem per label).
+The optimum is unique, so this solver and scikit-learn's agree up to their tolerances.
+
+Why it is fast: the L labels of a multilabel fit are solved together, each with its own
+curvature pairs and step size, so every iteration is one matrix product instead of L
+matrix-vector products; and the initial inverse Hessian of the two-loop recursion is
+(XᵀX / (4 n) + Lambda)^-1, an upper bound of the true Hessian computed once per training
+set (Böhning's bound), which cuts the iteration count several-fold on correlated features.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import torch
+
+torch_dtype = torch.float64
+
+
+@dataclasses.dataclass
+class LogRegSolution:
+    coef: torch.Tensor        # (B, D, K): B independent problems, K outputs each
+    intercept: torch.Tensor   # (B, K)
+    n_iter: int
+    converged: bool
+
+
+def _objective(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, softmax: bool,
+               lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Loss per problem (B,) and gradient (B, D+1, K); x has a trailing column of ones."""
+    n, d1 = x.shape
+    b, _, k = w.shape
+    logits = (x @ w.permute(1, 0, 2).reshape(d1, b * k)).reshape(n, b, k)
+    if softmax:
+        logp = torch.log_softmax(logits, dim=2)
+        loss = -(y * logp).sum(dim=(0, 2)) / n
+        resid = logp.exp() - y
+    else:
+        # log(1 + e^z) - y z, stable for both signs of z
+        loss = (torch.nn.functional.softplus(logits) - y * logits).sum(dim=(0, 2)) / n
+        resid = torch.sigmoid(logits) - y
+    grad = (x.T @ resid.reshape(n, b * k)).reshape(d1, b, k).permute(1, 0, 2) / n
+    feat = w[:, :-1, :]
+    loss = loss + 0.5 * lam * (feat * feat).sum(dim=(1, 2))
+    grad[:, :-1, :] += lam * feat
+    return loss, grad
+
+
+def fit_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = 1e-6,
+               max_iter: int = 1000, history: int = 10) -> LogRegSolution:
+    """Solve B problems sharing the design `x` (n, D).
+
+    softmax=True: `y` is one-hot (n, K) and B = 1 (multinomial). softmax=False: `y` is
+    0/1 (n, L) and each label is its own binary problem (B = L, K = 1). Stops when every
+    problem's max |gradient| <= tol (scikit-learn's criterion; its default tol is 1e-4).
+    """
+    n, d = x.shape
+    x1 = torch.cat([x.to(torch_dtype), torch.ones(n, 1, dtype=torch_dtype)], dim=1)
+    if softmax:
+        y3 = y.to(torch_dtype).reshape(n, 1, -1)
+    else:
+        y3 = y.to(torch_dtype).reshape(n, -1, 1)
+    b, k = y3.shape[1], y3.shape[2]
+    lam = 1.0 / n
+    penalty = torch.full((d + 1,), lam, dtype=torch_dtype)
+    penalty[-1] = 0.0
+    # Preconditioner: inverse of an upper bound of the Hessian (same for every problem).
+    bound = (x1.T @ x1) * (0.25 / n) + torch.diag(penalty)
+    bound[-1, -1] += 1e-12
+    precond = torch.linalg.inv(bound)
+
+    w = torch.zeros(b, d + 1, k, dtype=torch_dtype)
+    f, g = _objective(x1, w, y3, softmax, lam)
+    s_hist: list[torch.Tensor] = []
+    y_hist: list[torch.Tensor] = []
+    rho_hist: list[torch.Tensor] = []
+    done = g.abs().amax(dim=(1, 2)) <= tol
+    it = 0
+    for it in range(1, max_iter + 1):
+        if bool(done.all()):
+            it -= 1
+            break
+        direction = -_two_loop(g, s_hist, y_hist, rho_hist, precond)
+        direction[done] = 0.0
+        slope = (g * direction).sum(dim=(1, 2))
+        bad = slope >= 0  # not a descent direction: restart from the preconditioned gradient
+        if bool(bad.any()):
+            direction[bad] = -torch.einsum("de,bek->bdk", precond, g[bad])
+            slope = (g * direction).sum(dim=(1, 2))
+        step = torch.ones(b, dtype=torch_dtype)
+        accepted = done.clone()
+        w_new, f_new, g_new = w, f, g
+        for _ in range(40):  # backtracking Armijo line search, one step size per problem
+            trial = w + step[:, None, None] * direction
+            f_try, g_try = _objective(x1, trial, y3, softmax, lam)
+            ok = (f_try <= f + 1e-4 * step * slope) & ~accepted
+            sel = ok[:, None, None]
+            w_new = torch.where(sel, trial, w_new)
+            f_new = torch.where(ok, f_try, f_new)
+            g_new = torch.where(sel, g_try, g_new)
+            accepted |= ok
+            if bool(accepted.all()):
+                break
+            step = torch.where(accepted, step, step * 0.5)
+        stalled = ~accepted  # no decrease even at tiny steps: at the optimum to precision
+        s, yy = w_new - w, g_new - g
+        sy = (s * yy).sum(dim=(1, 2))
+        rho = torch.where(sy > 1e-20, 1.0 / sy.clamp_min(1e-20), torch.zeros_like(sy))
+        s_hist.append(s), y_hist.append(yy), rho_hist.append(rho)
+        if len(s_hist) > history:
+            s_hist.pop(0), y_hist.pop(0), rho_hist.pop(0)
+        w, f, g = w_new, f_new, g_new
+        done = done | stalled | (g.abs().amax(dim=(1, 2)) <= tol)
+    converged = bool((g.abs().amax(dim=(1, 2)) <= tol).all())
+    return LogRegSolution(coef=w[:, :-1, :], intercept=w[:, -1, :], n_iter=it, converged=converged)
+
+
+def _two_loop(g: torch.Tensor, s_hist: list[torch.Tensor], y_hist: list[torch.Tensor],
+              rho_hist: list[torch.Tensor], precond: torch.Tensor) -> torch.Tensor:
+    """The L-BFGS inverse-Hessian product H g per problem, H0 = gamma * precond."""
+    q = g.clone()
+    alphas = []
+    for s, yy, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rho_hist)):
+        a = rho * (s * q).sum(dim=(1, 2))
+        q -= a[:, None, None] * yy
+        alphas.append(a)
+    r = torch.einsum("de,bek->bdk", precond, q)
+    if s_hist:
+        s, yy = s_hist[-1], y_hist[-1]
+        hy = torch.einsum("de,bek->bdk", precond, yy)
+        yhy = (yy * hy).sum(dim=(1, 2))
+        sy = (s * yy).sum(dim=(1, 2))
+        gamma = torch.where((yhy > 0) & (sy > 0), sy / yhy.clamp_min(1e-300), torch.ones_like(sy))
+        r = gamma[:, None, None] * r
+    for (s, yy, rho), a in zip(zip(s_hist, y_hist, rho_hist), reversed(alphas)):
+        beta = rho * (yy * r).sum(dim=(1, 2))
+        r += s * (a - beta)[:, None, None]
+    return r
+
+
+def predict_proba(coef: torch.Tensor, intercept: torch.Tensor, x: torch.Tensor,
+                  softmax: bool) -> torch.Tensor:
+    """Probabilities (n, K) for softmax problems, (n, L) for the per-label problems."""
+    x = x.to(torch_dtype)
+    if softmax:
+        return torch.softmax(x @ coef[0] + intercept[0], dim=1)
+    logits = torch.einsum("nd,bd->nb", x, coef[:, :, 0]) + intercept[:, 0]
+    return torch.sigmoid(logits)

@@ -1,0 +1,208 @@
+"""The run-record metrics (SPEC 4), defined once for the whole project.
+
+Every metric takes `(y, p, task)`:
+
+* multiclass / ordinal: `y` int class indices, shape (n,); `p` probabilities, shape (n, K);
+* multilabel: `y` 0/1, shape (n, L); `p` probability of label = 1, shape (n, L).
+
+Definitions (where conventions differ, this is the one crsbench uses):
+
+* `macro_auroc`: one-vs-rest AUROC of each class (multiclass/ordinal) or of each label
+  (multilabel), averaged. A class/label whose `y` holds only one of the two outcomes has
+  no AUROC and is skipped from the mean; NaN if no class/label has one. Tied scores count
+  half (the Mann-Whitney statistic, equal to `sklearn.metrics.roc_auc_score`).
+* `ece`: 15 equal-width bins on [0, 1]; bin i holds confidences in [i/15, (i+1)/15), the
+  last bin also holds 1.0. ECE = sum over bins of (bin size / n) * |accuracy - mean
+  confidence|. Multiclass/ordinal: top-label (confidence = max p, correct = argmax == y,
+  argmax ties go to the lowest class index). Multilabel: mean over labels of the binary
+  ECE, i.e. the reliability of p(label = 1): bins of p(label = 1), comparing the mean p
+  with the fraction of positives in each bin.
+* `adaptive_ece`: the same with 15 equal-mass bins: the stably sorted confidences are cut
+  into 15 consecutive groups whose sizes differ by at most one (`numpy.array_split`).
+* `brier`: multiclass/ordinal: mean over samples of sum over classes of (p_k - onehot_k)^2;
+  multilabel: mean over labels of the binary Brier score mean((p - y)^2).
+* `nll`: mean negative log-likelihood of the true class (multiclass/ordinal); mean over
+  labels of the binary log-loss (multilabel). Probabilities are clipped to [eps, 1 - eps]
+  with eps = float64 machine epsilon (as scikit-learn's `log_loss`), so p = 0 or 1 gives a
+  finite value (-log eps = 36.04 per sample) rather than infinity.
+* `accuracy`: argmax == y; multilabel: mean over labels of (p >= 0.5) == y.
+* `mean_confidence`: mean of max p; multilabel: mean over labels and samples of
+  max(p, 1 - p), the confidence of the thresholded prediction that `accuracy` scores.
+* `qwk` (ordinal only): Cohen's kappa with quadratic weights between argmax p and y over
+  the K grades; `ordinal_mae` (ordinal only): mean |argmax p - y| in grades.
+  Both are NaN for other tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from scipy.stats import rankdata
+
+from crsbench.ingest.types import CrsbenchError, Task
+
+N_BINS = 15
+_EPS = float(np.finfo(np.float64).eps)
+
+MetricFn = Callable[[np.ndarray, np.ndarray, Task], float]
+
+
+def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[np.ndarray, np.ndarray, Task]:
+    """Validate and normalise one (labels, probabilities) pair; raises CrsbenchError."""
+    task = Task(task)
+    y, p = np.asarray(y), np.asarray(p, dtype=np.float64)
+    if p.ndim != 2 or p.shape[0] == 0:
+        raise CrsbenchError(f"probabilities must have shape (n, K) with n > 0, got {p.shape}")
+    if not np.all(np.isfinite(p)) or p.min() < 0 or p.max() > 1:
+        raise CrsbenchError("probabilities must be finite and within [0, 1]")
+    if task is Task.MULTILABEL:
+        if y.shape != p.shape:
+            raise CrsbenchError(f"multilabel y shape {y.shape} differs from p shape {p.shape}")
+        if not np.isin(y, (0, 1)).all():
+            raise CrsbenchError("multilabel y must hold only 0 and 1")
+        return y.astype(np.int64), p, task
+    if y.ndim != 1 or y.shape[0] != p.shape[0]:
+        raise CrsbenchError(f"{task} y must have shape ({p.shape[0]},), got {y.shape}")
+    if not np.issubdtype(y.dtype, np.integer):
+        if not np.all(np.equal(np.mod(y, 1), 0)):
+            raise CrsbenchError(f"{task} y must hold integer class indices")
+    y = y.astype(np.int64)
+    if y.min() < 0 or y.max() >= p.shape[1]:
+        raise CrsbenchError(f"class index out of range [0, {p.shape[1]}) in y")
+    return y, p, task
+
+
+# -- building blocks -----------------------------------------------------------------------
+
+def _binary_auroc(y: np.ndarray, score: np.ndarray) -> float:
+    pos = y == 1
+    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(score)  # average ranks: ties count half
+    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def _bin_gap(conf: np.ndarray, hit: np.ndarray, bins: list[np.ndarray]) -> float:
+    n = conf.shape[0]
+    return float(sum(len(b) / n * abs(hit[b].mean() - conf[b].mean()) for b in bins if len(b)))
+
+
+def _width_bins(conf: np.ndarray, n_bins: int) -> list[np.ndarray]:
+    edges = np.linspace(0.0, 1.0, n_bins + 1)
+    index = np.minimum(np.searchsorted(edges[1:-1], conf, side="right"), n_bins - 1)
+    return [np.flatnonzero(index == i) for i in range(n_bins)]
+
+
+def _mass_bins(conf: np.ndarray, n_bins: int) -> list[np.ndarray]:
+    order = np.argsort(conf, kind="stable")
+    return list(np.array_split(order, min(n_bins, len(order))))
+
+
+def _calibration_pairs(y: np.ndarray, p: np.ndarray, task: Task) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(confidence, outcome) pairs whose binned gap is averaged: one, or one per label."""
+    if task is Task.MULTILABEL:
+        return [(p[:, j], y[:, j].astype(np.float64)) for j in range(p.shape[1])]
+    return [(p.max(axis=1), (p.argmax(axis=1) == y).astype(np.float64))]
+
+
+def _onehot(y: np.ndarray, k: int) -> np.ndarray:
+    out = np.zeros((y.shape[0], k))
+    out[np.arange(y.shape[0]), y] = 1.0
+    return out
+
+
+# -- the metrics ---------------------------------------------------------------------------
+
+def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
+    y, p, task = check_predictions(y, p, task)
+    target = y if task is Task.MULTILABEL else _onehot(y, p.shape[1])
+    scores = [_binary_auroc(target[:, j], p[:, j]) for j in range(p.shape[1])]
+    defined = [s for s in scores if not np.isnan(s)]
+    return float(np.mean(defined)) if defined else float("nan")
+
+
+def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
+    y, p, task = check_predictions(y, p, task)
+    gaps = [_bin_gap(c, h, _width_bins(c, n_bins)) for c, h in _calibration_pairs(y, p, task)]
+    return float(np.mean(gaps))
+
+
+def adaptive_ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
+    y, p, task = check_predictions(y, p, task)
+    gaps = [_bin_gap(c, h, _mass_bins(c, n_bins)) for c, h in _calibration_pairs(y, p, task)]
+    return float(np.mean(gaps))
+
+
+def brier(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
+    y, p, task = check_predictions(y, p, task)
+    if task is Task.MULTILABEL:
+        return float(np.mean((p - y) ** 2))
+    return float(np.mean(np.sum((p - _onehot(y, p.shape[1])) ** 2, axis=1)))
+
+
+def nll(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
+    y, p, task = check_predictions(y, p, task)
+    q = np.clip(p, _EPS, 1.0 - _EPS)
+    if task is Task.MULTILABEL:
+        return float(-np.mean(y * np.log(q) + (1 - y) * np.log(1 - q)))
+    return float(-np.mean(np.log(q[np.arange(len(y)), y])))
+
+
+def accuracy(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
+    y, p, task = check_predictions(y, p, task)
+    if task is Task.MULTILABEL:
+        return float(np.mean((p >= 0.5).astype(np.int64) == y))
+    return float(np.mean(p.argmax(axis=1) == y))
+
+
+def mean_confidence(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
+    y, p, task = check_predictions(y, p, task)
+    if task is Task.MULTILABEL:
+        return float(np.mean(np.maximum(p, 1.0 - p)))
+    return float(np.mean(p.max(axis=1)))
+
+
+def qwk(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
+    y, p, task = check_predictions(y, p, task)
+    if task is not Task.ORDINAL:
+        return float("nan")
+    k = p.shape[1]
+    pred = p.argmax(axis=1)
+    observed = np.zeros((k, k))
+    np.add.at(observed, (y, pred), 1.0)
+    expected = np.outer(observed.sum(axis=1), observed.sum(axis=0)) / len(y)
+    grades = np.arange(k)
+    weights = (grades[:, None] - grades[None, :]) ** 2 / max((k - 1) ** 2, 1)
+    denominator = float((weights * expected).sum())
+    if denominator == 0.0:
+        return float("nan")  # one grade only in both y and predictions: kappa undefined
+    return float(1.0 - (weights * observed).sum() / denominator)
+
+
+def ordinal_mae(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
+    y, p, task = check_predictions(y, p, task)
+    if task is not Task.ORDINAL:
+        return float("nan")
+    return float(np.mean(np.abs(p.argmax(axis=1) - y)))
+
+
+# The run-record column each metric fills, in RUNS_SCHEMA order.
+METRICS: dict[str, MetricFn] = {
+    "auroc": macro_auroc,
+    "ece": ece,
+    "ece_adaptive": adaptive_ece,
+    "brier": brier,
+    "nll": nll,
+    "accuracy": accuracy,
+    "mean_confidence": mean_confidence,
+    "qwk": qwk,
+    "ordinal_mae": ordinal_mae,
+}
+
+
+def all_metrics(y: np.ndarray, p: np.ndarray, task: Task | str) -> dict[str, float]:
+    """Every run-record metric of one evaluation, keyed by its `runs` column name."""
+    y, p, task = check_predictions(y, p, task)
+    return {column: fn(y, p, task) for column, fn in METRICS.items()}

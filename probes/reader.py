@@ -1,0 +1,129 @@
+"""Lazy feature reads for the probes (SPEC 4).
+
+Every array is opened with `dask.array.from_zarr(url, component=...)`, so a task only
+materialises the chunks holding the rows it asks for, and the graph carries a URL rather
+than an open array (it ships to `dask.distributed` workers as is). Features are
+standardised with the statistics of the dataset's whole train split (label-free, so
+every label fraction and seed of a feature set and depth shares them); they are
+computed once per (feature set, depth) by `check_and_standardise` and then reused by
+every fraction, seed and probe.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+import dask
+import dask.array as da
+import numpy as np
+
+from crsbench.features.store import CONDITIONS, FeatureSetRef, FeatureStore, depth_key
+from crsbench.ingest.types import CrsbenchError, Dataset
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainStats:
+    """Per-dimension mean and standard deviation of the train split (std 0 -> 1)."""
+
+    mean: np.ndarray
+    std: np.ndarray
+
+    def apply(self, x: np.ndarray) -> np.ndarray:
+        return (x - self.mean) / self.std
+
+
+def lazy_features(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str) -> da.Array:
+    """One (depth, condition) array of a feature set as a lazy Dask array."""
+    if condition not in CONDITIONS:
+        raise CrsbenchError(f"unknown condition {condition!r}")
+    component = f"{ref.path}/{depth_key(depth)}/{condition}"
+    store.array(ref, depth, condition)  # raises a clear error when the array is missing
+    kwargs = {"storage_options": store.storage_options} if store.storage_options else {}
+    return da.from_zarr(store.url, component=component, **kwargs)
+
+
+def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str,
+              rows: np.ndarray) -> np.ndarray:
+    """Materialise only `rows` (store order) of one array, as float64; NaN is an error."""
+    x = lazy_features(store, ref, depth, condition)[np.asarray(rows)]
+    out = np.asarray(x.compute(scheduler="synchronous"), dtype=np.float64)
+    if np.isnan(out).any():
+        raise CrsbenchError(_nan_message(ref, depth, condition))
+    return out
+
+
+def _nan_message(ref: FeatureSetRef, depth: float, condition: str) -> str:
+    return (f"feature set {ref.path} has NaN features at {depth_key(depth)}/{condition}; "
+            f"re-run 'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'")
+
+
+def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
+                      depths: Iterable[float], conditions: Iterable[str]) -> None:
+    """Completeness, row order and shapes of one feature set against its dataset."""
+    if not store.is_complete(ref):
+        try:
+            store.attrs(ref)
+        except CrsbenchError:
+            raise CrsbenchError(
+                f"feature set {ref.path} is missing from {store.url}; run 'crsbench extract "
+                f"--encoder {ref.encoder_id} --dataset {ref.dataset}'") from None
+        raise CrsbenchError(
+            f"feature set {ref.path} in {store.url} is incomplete; finish it with 'crsbench "
+            f"extract --encoder {ref.encoder_id} --dataset {ref.dataset}'")
+    ids = store.image_ids(ref.dataset)
+    expected = dataset.images["image_id"].astype(str).to_numpy()
+    if ids.shape != expected.shape:
+        raise CrsbenchError(
+            f"feature store {store.url} has {len(ids)} rows for dataset {ref.dataset!r}, "
+            f"the dataset has {len(expected)} images; re-extract it")
+    if not np.array_equal(ids, expected):
+        first = int(np.flatnonzero(ids != expected)[0])
+        raise CrsbenchError(
+            f"feature store {store.url} row {first} of dataset {ref.dataset!r} is image "
+            f"{ids[first]!r}, the dataset has {expected[first]!r} there; re-extract it")
+    dims: set[int] = set()
+    for depth in depths:
+        for condition in conditions:
+            arr = store.array(ref, depth, condition)
+            if arr.ndim != 2 or arr.shape[0] != len(expected):
+                raise CrsbenchError(
+                    f"feature array {ref.path}/{depth_key(depth)}/{condition} has shape "
+                    f"{arr.shape}, expected ({len(expected)}, dim)")
+            dims.add(int(arr.shape[1]))
+    if len(dims) > 1:
+        raise CrsbenchError(f"feature set {ref.path} mixes feature dims {sorted(dims)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ReadCheck:
+    """Rows of one array that a sweep will read; `stats` asks for train statistics too."""
+
+    ref: FeatureSetRef
+    depth: float
+    condition: str
+    rows: np.ndarray
+    stats: bool = False
+
+
+def check_and_standardise(store: FeatureStore, checks: list[ReadCheck],
+                          scheduler: object = "threads") -> dict[tuple[FeatureSetRef, float], TrainStats]:
+    """One lazy pass over every array a sweep needs: NaN check plus train statistics.
+
+    Runs before anything is fitted, so NaN features fail the sweep before a row is written.
+    Returns the train statistics keyed by (feature set, depth).
+    """
+    graphs = []
+    for check in checks:
+        x = lazy_features(store, check.ref, check.depth, check.condition)[check.rows].astype(np.float64)
+        graphs.append((da.isnan(x).any(), x.mean(axis=0) if check.stats else None,
+                       x.std(axis=0) if check.stats else None))
+    computed = dask.compute(graphs, scheduler=scheduler)[0]
+    stats: dict[tuple[FeatureSetRef, float], TrainStats] = {}
+    for check, (has_nan, mean, std) in zip(checks, computed):
+        if has_nan:
+            raise CrsbenchError(_nan_message(check.ref, check.depth, check.condition))
+        if check.stats:
+            std = np.where(std > 0, std, 1.0)
+            stats[(check.ref, check.depth)] = TrainStats(np.asarray(mean), np.asarray(std))
+    return stats

@@ -1,0 +1,69 @@
+"""Fit keys, their ids and the run-record frames the probes hand to the warehouse.
+
+The column lists mirror `crsbench.warehouse.schema.RUNS_SCHEMA` / `PREDICTIONS_SCHEMA`
+(probes may not import the warehouse; `tests/test_probes_grid.py` checks they agree).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+
+import pandas as pd
+
+from crsbench.features.store import FROZEN, FeatureSetRef
+
+RUN_COLUMNS: tuple[str, ...] = (
+    "run_id", "fit_id", "encoder_id", "dataset_id", "eval_dataset_id", "regime", "probe",
+    "depth", "label_fraction", "seed", "condition", "auroc", "ece", "ece_adaptive", "brier",
+    "nll", "accuracy", "mean_confidence", "qwk", "ordinal_mae", "n_train", "n_test",
+    "fit_seconds", "pretrained", "code_version", "created_at",
+)
+PREDICTION_COLUMNS: tuple[str, ...] = (
+    "run_id", "fit_id", "eval_dataset_id", "condition", "row_index", "image_id", "probs",
+)
+# Conditions beyond the store's 16: the source's clean calib split (for recalibration
+# analyses) and the clean test split of a shift target (no retraining).
+CALIB = "calib"
+SHIFT = "shift"
+
+
+def _digest(*parts: object) -> str:
+    text = json.dumps([str(p) if isinstance(p, str) else p for p in parts], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class FitKey:
+    """One probe fit: what it is trained on and how. Its id is a hash of exactly this."""
+
+    encoder_id: str
+    dataset_id: str
+    depth: float
+    probe: str
+    label_fraction: float
+    seed: int
+    regime: str = FROZEN
+
+    @property
+    def fit_id(self) -> str:
+        return _digest("fit", self.encoder_id, self.dataset_id, round(float(self.depth), 6),
+                       self.probe, round(float(self.label_fraction), 6), int(self.seed), self.regime)
+
+    @property
+    def feature_set(self) -> FeatureSetRef:
+        return FeatureSetRef(self.dataset_id, self.encoder_id, self.regime)
+
+
+def run_id(fit_id: str, eval_dataset_id: str, condition: str) -> str:
+    """The id of one evaluation of a fit: deterministic, so reruns produce the same ids."""
+    return _digest("run", fit_id, eval_dataset_id, condition)
+
+
+def empty_runs() -> pd.DataFrame:
+    return pd.DataFrame({c: [] for c in RUN_COLUMNS})
+
+
+def empty_predictions() -> pd.DataFrame:
+    return pd.DataFrame({c: [] for c in PREDICTION_COLUMNS})

@@ -1,0 +1,50 @@
+-- Table macro crs_scores: THE one definition of the Clinical Reliability Score (SPEC 5.2).
+-- Every CRS in crsbench (crs_cell, crs_encoder, the cohort views, bootstrap, stability,
+-- weight-sensitivity analyses) comes from this macro.
+--
+-- Contract
+--   select * from crs_scores(axes, anchors
+--                            [, w_d := 0.25, w_c := 0.25, w_le := 0.25, w_r := 0.25,
+--                               w_dom := 0.60, w_ideal := 0.25, w_worst := 0.15])
+--   axes    name (string) of a table / view / CTE with columns
+--           (grp, scope, encoder_id, in_panel, discrimination, calibration, label_efficiency, robustness)
+--           grp: any key (panel name, bootstrap replicate id, ...); scope: dataset id or 'global';
+--           encoder_id: unique within (grp, scope); in_panel: whether the row is a reference member.
+--           A (grp, scope) holds every candidate to score and every panel member observed there.
+--   anchors name of a relation (grp, scope, axis, lo, hi), one row per axis per (grp, scope).
+--   Returns one row per axes row whose (grp, scope) has anchors:
+--           (grp, scope, encoder_id, dominance, ideal, worst, crs)
+--     x~       = clip((x - lo) / (hi - lo), 0, 1)                      (crs_normalise)
+--     dominance= |{p in panel rows of (grp, scope), p != e : x~_e dominates x~_p}| / |{... p != e}|
+--                (crs_dominance; NULL when the scope has no other member)
+--     ideal    = 1 - sqrt(w_d (1 - x~_d)^2 + w_c (1 - x~_c)^2 + w_le (1 - x~_le)^2 + w_r (1 - x~_r)^2)
+--     worst    = min over the four x~ (NULL if any is NULL)
+--     crs      = w_dom dominance + w_ideal ideal + w_worst worst
+--   Bootstrap / stability callers pass many groups at once (e.g. grp = replicate id).
+create or replace macro crs_scores(axes, anchors, w_d := 0.25, w_c := 0.25, w_le := 0.25,
+                                   w_r := 0.25, w_dom := 0.60, w_ideal := 0.25, w_worst := 0.15) as table
+with n as materialized (
+    select * from crs_normalise(axes, anchors)
+),
+dom as (
+    select grp, scope, encoder_id,
+           count_if(dominates)::double / count(*) as dominance
+    from crs_dominance('n')
+    group by grp, scope, encoder_id
+),
+parts as (
+    select n.grp, n.scope, n.encoder_id, d.dominance,
+           1 - sqrt(w_d::double * (1 - n.discrimination) ** 2
+                    + w_c::double * (1 - n.calibration) ** 2
+                    + w_le::double * (1 - n.label_efficiency) ** 2
+                    + w_r::double * (1 - n.robustness) ** 2) as ideal,
+           case when n.discrimination is null or n.calibration is null
+                     or n.label_efficiency is null or n.robustness is null then null
+                else least(n.discrimination, n.calibration, n.label_efficiency, n.robustness)
+           end as worst
+    from n
+    left join dom d on d.grp = n.grp and d.scope = n.scope and d.encoder_id = n.encoder_id
+)
+select grp, scope, encoder_id, dominance, ideal, worst,
+       w_dom::double * dominance + w_ideal::double * ideal + w_worst::double * worst as crs
+from parts;

@@ -1,0 +1,57 @@
+"""Shared pytest fixtures: the generated demo suite and a warehouse with it ingested.
+
+* `suite_dir` (session): the embedded suite written once at SUITE_SCALE / SUITE_IMAGE_SIZE;
+  `suite_dir / name` is the folder to ingest for name in SUITE_DATASETS.
+* `suite_datasets` (session): {name: Dataset} ingested in memory (do not mutate).
+* `ingested_db` (per test): a private copy of a warehouse holding all four datasets and
+  the shift pair chexpert -> mimic-cxr; tests may write to it freely.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from crsbench.ingest import Dataset, ingest, make_suite
+from crsbench.warehouse.connection import Warehouse, parts_dir_for
+
+# scale 0.5 still keeps every class/label with >= 2 positives and negatives in each test split.
+SUITE_SCALE = 0.5
+SUITE_IMAGE_SIZE = 64
+SUITE_DATASETS: tuple[str, ...] = ("isic2019", "aptos2019", "chexpert", "mimic-cxr")
+
+
+@pytest.fixture(scope="session")
+def suite_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("suite")
+    make_suite(out, scale=SUITE_SCALE, image_size=SUITE_IMAGE_SIZE, seed=0)
+    return out
+
+
+@pytest.fixture(scope="session")
+def suite_datasets(suite_dir: Path) -> dict[str, Dataset]:
+    return {name: ingest(name, suite_dir / name, name) for name in SUITE_DATASETS}
+
+
+@pytest.fixture(scope="session")
+def _ingested_db_template(tmp_path_factory: pytest.TempPathFactory, suite_datasets: dict[str, Dataset]) -> Path:
+    from crsbench.warehouse.datasets import declare_shift, load_dataset
+
+    db = tmp_path_factory.mktemp("warehouse") / "suite.duckdb"
+    with Warehouse.open(db) as wh:
+        for ds in suite_datasets.values():
+            load_dataset(wh, ds)
+        declare_shift(wh, "chexpert", "mimic-cxr")
+    return db
+
+
+@pytest.fixture
+def ingested_db(tmp_path: Path, _ingested_db_template: Path) -> Path:
+    db = tmp_path / "crsbench.duckdb"
+    shutil.copyfile(_ingested_db_template, db)
+    shutil.copytree(parts_dir_for(_ingested_db_template), parts_dir_for(db))
+    with Warehouse.open(db):  # a read-write open re-points the part views at this copy
+        pass
+    return db

@@ -1,0 +1,97 @@
+"""The feature-store catalog in the warehouse: tables `encoders` and `feature_sets` (SPEC 3, 5).
+
+The Zarr store is the truth; these tables are its index for SQL. `record_feature_set`
+upserts one row from a feature set's group attributes, `sync_catalog` rescans a whole
+store (e.g. after extracting elsewhere), `register_encoder` upserts a registry entry.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from crsbench.features.registry import EncoderEntry, get_encoder
+from crsbench.features.store import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
+from crsbench.ingest.types import CrsbenchError
+from crsbench.warehouse.connection import Warehouse
+
+_FEATURE_SET_COLUMNS = (
+    "dataset_id", "encoder_id", "regime", "store_url", "depths", "conditions", "dim", "dtype",
+    "n_images", "image_digest", "complete", "pretrained", "checkpoint", "weights_hash",
+    "code_version",
+)
+
+
+def register_encoder(wh: Warehouse, entry: EncoderEntry) -> None:
+    """Insert or update the encoder's row (keyed by encoder_id)."""
+    with wh.transaction() as con:
+        con.execute("delete from encoders where encoder_id = ?", [entry.id])
+        con.execute(
+            "insert into encoders (encoder_id, family, scope, domain, loader, checkpoint, pretrained, "
+            "input_size, pooling, registered_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+            [entry.id, entry.family, entry.scope, entry.domain, entry.loader, entry.checkpoint,
+             entry.pretrained, entry.input_size, entry.pooling],
+        )
+
+
+def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]:
+    required = ("image_digest", "dim", "n_images")
+    missing = [k for k in required if k not in attrs]
+    if missing:
+        raise CrsbenchError(f"feature set {ref.path} in {store_url} lacks attributes {missing}; "
+                            f"it was not written by crsbench extract")
+    return [
+        ref.dataset, ref.encoder_id, ref.regime, store_url,
+        list(attrs.get("depths", [depth_key(d) for d in DEPTHS])),
+        list(attrs.get("conditions", CONDITIONS)), int(attrs["dim"]), attrs.get("dtype", "float16"),
+        int(attrs["n_images"]), attrs["image_digest"], bool(attrs.get("complete", False)),
+        bool(attrs.get("pretrained", True)), attrs.get("checkpoint"), attrs.get("weights_hash"),
+        attrs.get("code_version"),
+    ]
+
+
+def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> None:
+    """Insert or update the catalog row of one feature set (keyed by dataset, encoder, regime, store)."""
+    row = _row(store_url, ref, attrs)
+    with wh.transaction() as con:
+        _upsert(con, row)
+
+
+def _upsert(con, row: list[Any]) -> None:
+    con.execute("delete from feature_sets where dataset_id = ? and encoder_id = ? and regime = ? "
+                "and store_url = ?", row[:4])
+    placeholders = ", ".join("?" * len(_FEATURE_SET_COLUMNS))
+    con.execute(f"insert into feature_sets ({', '.join(_FEATURE_SET_COLUMNS)}, updated_at) "
+                f"values ({placeholders}, current_timestamp)", row)
+
+
+def feature_sets(wh: Warehouse) -> pd.DataFrame:
+    """Every catalogued feature set, one row each."""
+    return wh.sql("select * from feature_sets order by dataset_id, encoder_id, regime, store_url")
+
+
+def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
+    """Scan a store and upsert a row for each feature set found; returns how many.
+
+    Rows of this store whose feature set has disappeared are deleted; registered
+    encoders seen in the store are upserted into `encoders` too.
+    """
+    store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
+    rows = [_row(store.url, ref, store.attrs(ref)) for ref in store.feature_sets()]
+    seen = {(r[0], r[1], r[2]) for r in rows}
+    with wh.transaction() as con:
+        stale = con.execute("select dataset_id, encoder_id, regime from feature_sets "
+                            "where store_url = ?", [store.url]).fetchall()
+        for key in stale:
+            if tuple(key) not in seen:
+                con.execute("delete from feature_sets where dataset_id = ? and encoder_id = ? and "
+                            "regime = ? and store_url = ?", [*key, store.url])
+        for row in rows:
+            _upsert(con, row)
+    for encoder_id in sorted({r[1] for r in rows}):
+        try:
+            register_encoder(wh, get_encoder(encoder_id))
+        except CrsbenchError:
+            continue  # extracted with an entry this installation does not know; keep the rows
+    return len(rows)

@@ -1,0 +1,162 @@
+"""Reference panels (SPEC 5.2): a named, frozen set of encoders and its anchors per scope.
+
+Freezing stores, for every dataset scope the members are observed on and for `global`, the
+anchors lo = min and hi = max of each axis over the members' values (regime 'frozen', complete
+cells only). The CRS views score every encoder against every frozen panel with these stored
+anchors, so adding an encoder later moves no existing score. A frozen panel is immutable.
+Cohort mode (anchors and panel = everyone present now) is the `crs_cohort_*` views.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import duckdb
+import pandas as pd
+
+from crsbench.ingest.types import CrsbenchError
+from crsbench.warehouse.connection import Warehouse
+
+AXES = ("discrimination", "calibration", "label_efficiency", "robustness")
+GLOBAL_SCOPE = "global"
+PANEL_MODE = "fixed"
+COHORT = "cohort"
+
+_MEMBER_AXES_SQL = """
+    select scope, encoder_id, discrimination, calibration, label_efficiency, robustness
+    from axes_scoped
+    where regime = 'frozen' and list_contains(?, encoder_id)
+    order by scope, encoder_id
+"""
+# The anchors come from the crs_anchors macro, the same definition cohort mode and the bootstrap use.
+_ANCHORS_SQL = """
+    with members as (
+        select 'panel' as grp, scope, encoder_id, true as in_panel, discrimination, calibration,
+               label_efficiency, robustness
+        from axes_scoped
+        where regime = 'frozen' and list_contains(?, encoder_id)
+    )
+    select scope, axis, lo, hi, n_members from crs_anchors('members') order by scope, axis
+"""
+
+
+@dataclass(frozen=True)
+class Panel:
+    name: str
+    mode: str
+    frozen_at: datetime
+    members: tuple[str, ...]
+    anchors: pd.DataFrame  # scope, axis, lo, hi
+
+
+def _clean_members(encoders: Sequence[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(e.strip() for e in encoders if e and e.strip()))
+
+
+def check_anchors(anchors: pd.DataFrame, member_axes: pd.DataFrame, panel: str) -> None:
+    """Refuse a degenerate anchor (hi = lo), naming its scope and axis (SPEC 5.2)."""
+    order = {axis: i for i, axis in enumerate(AXES)}
+    for row in sorted(anchors.itertuples(), key=lambda r: (r.scope, order[r.axis])):
+        if not row.hi > row.lo:
+            observed = member_axes.loc[member_axes.scope == row.scope, "encoder_id"]
+            raise CrsbenchError(
+                f"panel {panel!r}: degenerate anchor for axis {row.axis!r} in scope {row.scope!r} "
+                f"(lo = hi = {row.lo:.6g} over {len(observed)} member(s) observed there: "
+                f"{', '.join(observed)}); choose members that differ on it"
+            )
+
+
+def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
+    """Freeze panel `name` over `encoders` (>= 2, each with complete frozen-regime cells)."""
+    name = name.strip()
+    if not name or name == COHORT:
+        raise CrsbenchError(f"panel name {name!r} is not allowed (empty or reserved)")
+    members = _clean_members(encoders)
+    if len(members) < 2:
+        raise CrsbenchError(f"panel {name!r} needs at least 2 distinct encoders, got {len(members)}")
+    existing = wh.con.execute("select frozen_at from panels where panel = ?", [name]).fetchone()
+    if existing is not None:
+        raise CrsbenchError(
+            f"panel {name!r} was frozen at {existing[0]} and frozen panels are immutable; "
+            "freeze the new membership under a new name"
+        )
+    member_axes = wh.sql(_MEMBER_AXES_SQL, [list(members)])
+    scored = set(member_axes.loc[member_axes.scope == GLOBAL_SCOPE, "encoder_id"])
+    missing = [m for m in members if m not in scored]
+    if missing:
+        raise CrsbenchError(
+            f"panel {name!r}: no complete frozen-regime cell (all four axes) for "
+            f"{', '.join(missing)}; probe it first (see the axes_cell view)"
+        )
+    anchors = wh.sql(_ANCHORS_SQL, [list(members)]).drop(columns="n_members")
+    check_anchors(anchors, member_axes, name)
+    frozen_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    from crsbench import __version__
+
+    try:
+        with wh.transaction() as con:
+            con.execute("insert into panels values (?, ?, ?, ?)", [name, PANEL_MODE, frozen_at, __version__])
+            con.executemany("insert into reference_panels values (?, ?)", [[name, m] for m in members])
+            con.executemany(
+                "insert into reference_anchors values (?, ?, ?, ?, ?, ?)",
+                [[name, r.scope, r.axis, r.lo, r.hi, frozen_at] for r in anchors.itertuples()],
+            )
+    except duckdb.ConstraintException as exc:  # another process froze the same name meanwhile
+        raise CrsbenchError(f"panel {name!r} is already frozen; frozen panels are immutable") from exc
+    return Panel(name, PANEL_MODE, frozen_at, members, anchors)
+
+
+def get_panel(wh: Warehouse, name: str) -> Panel:
+    row = wh.con.execute("select mode, frozen_at from panels where panel = ?", [name]).fetchone()
+    if row is None:
+        known = ", ".join(list_panels(wh).panel) or "none"
+        raise CrsbenchError(f"no panel named {name!r} (frozen panels: {known})")
+    members = tuple(wh.sql(
+        "select encoder_id from reference_panels where panel = ? order by encoder_id", [name]
+    ).encoder_id)
+    anchors = wh.sql(
+        "select scope, axis, lo, hi from reference_anchors where panel = ? "
+        "order by scope = 'global' desc, scope, axis", [name]
+    )
+    return Panel(name, row[0], row[1], members, anchors)
+
+
+def list_panels(wh: Warehouse) -> pd.DataFrame:
+    return wh.sql(
+        """select p.panel, p.mode, p.frozen_at, count(m.encoder_id) as n_members,
+                  list(m.encoder_id order by m.encoder_id) as members
+           from panels p left join reference_panels m using (panel)
+           group by p.panel, p.mode, p.frozen_at
+           order by p.frozen_at, p.panel"""
+    )
+
+
+def default_panel(wh: Warehouse) -> str | None:
+    """The most recently frozen panel, or None when there is none (then use cohort mode)."""
+    panels = list_panels(wh)
+    return None if panels.empty else str(panels.panel.iloc[-1])
+
+
+def leaderboard(wh: Warehouse, panel: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """(panel used, frozen-regime CRS leaderboard, rank-agreement rows); cohort mode if no panel."""
+    panel = panel if panel is not None else default_panel(wh)
+    columns = ("encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, "
+               "in_panel, n_datasets, pretrained")
+    if panel is None:
+        board = wh.sql(
+            f"select {columns.replace('n_datasets, ', '')} from crs_cohort_encoder "
+            "where regime = 'frozen' order by crs desc nulls last, encoder_id"
+        )
+        agreement = wh.sql("select 'cohort' as population, * from rank_agreement_cohort")
+        return COHORT, board, agreement
+    get_panel(wh, panel)  # a clear error for an unknown name
+    board = wh.sql(
+        f"select {columns} from crs_encoder where panel = ? and regime = 'frozen' "
+        "order by crs desc nulls last, encoder_id", [panel]
+    )
+    agreement = wh.sql(
+        "select * exclude (panel) from rank_agreement where panel = ? order by population desc", [panel]
+    )
+    return panel, board, agreement
