@@ -40,6 +40,14 @@ def warehouse_init(db: DbOption = default_db_path()) -> None:
     emit({"db": str(db), "schema_version": version}, f"warehouse ready: {db} (schema v{version})")
 
 
+@warehouse_app.command("compact")
+def warehouse_compact(db: DbOption = default_db_path()) -> None:
+    """Merge the run/prediction Parquet parts a sweep wrote into one (faster view queries)."""
+    with Warehouse.open(db) as wh:
+        merged = wh.compact_parts()
+    emit({"db": str(db), "parts_merged": merged}, f"compacted {merged} run parts into one: {db}")
+
+
 @app.command("sql")
 def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"select * from crs_encoder\".")],
         db: DbOption = default_db_path()) -> None:

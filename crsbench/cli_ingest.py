@@ -17,14 +17,18 @@ from crsbench.warehouse.connection import Warehouse, default_db_path
 
 
 def _adapter_help() -> str:
-    lines = ["Adapters (use --option KEY=VALUE for their options; every adapter also takes domain=derm|eye|rad|none):"]
+    lines = ["Adapters (use --option KEY=VALUE for their options; "
+             "every adapter also takes domain=derm|eye|rad|none):"]
     for entry in ADAPTERS.values():
-        opts = ", ".join(f"{k}={o.default if o.default is not None else '(required)'}" for k, o in entry.options.items())
-        lines.append(f"  {entry.name}: {entry.description}" + (f" [options: {opts}]" if opts else ""))
+        opts = ", ".join(f"{k}={'(required)' if o.default is None else o.default}"
+                         for k, o in entry.options.items())
+        lines.append(f"  {entry.name}: {entry.description}" + (f" (options: {opts})" if opts else ""))
     return "\n\n".join(lines)
 
 
-@app.command("make-suite")
+@app.command("make-suite", help=(
+    "Generate the embedded demo suite: toy ISIC 2019, APTOS 2019, CheXpert and MIMIC-CXR-JPG stand-ins "
+    "in their real published layouts, ready for `crsbench ingest`."))
 def make_suite_command(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write the four toy datasets into.")],
     scale: Annotated[float, typer.Option(help="Multiply the number of images per class (floors keep every "
@@ -32,7 +36,6 @@ def make_suite_command(
     image_size: Annotated[int, typer.Option(help="Side of the square images, in pixels.")] = 128,
     seed: Annotated[int, typer.Option(help="Random seed; the same arguments give byte-identical files.")] = 0,
 ) -> None:
-    """Generate the embedded demo suite: toy ISIC 2019, APTOS 2019, CheXpert and MIMIC-CXR-JPG stand-ins in their real published layouts, ready for `crsbench ingest`."""  # noqa: E501
     with progress() as bar:
         paths = make_suite(out_dir, scale=scale, image_size=image_size, seed=seed, progress=bar)
     lines = [f"wrote the demo suite to {out_dir}:"]

@@ -77,9 +77,11 @@ def frame_table(frame: pd.DataFrame, title: str | None = None, max_rows: int = 6
 
 
 def _fmt(value: Any) -> str:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return ""
     if isinstance(value, float):
         return "" if value != value else f"{value:.4f}"
-    return "" if value is None else str(value)
+    return str(value)
 
 
 def print_frame(frame: pd.DataFrame, title: str | None = None, key: str = "rows") -> None:

@@ -107,35 +107,35 @@ class _Extractor:
         return out
 
     # -- compute ------------------------------------------------------------------------------
-    def run_chunk(self, chunk: _Chunk, done: int, total: int) -> tuple[dict, int]:
-        images = [f.result() for f in chunk.images]
-        host = {c: [f.result() for f in fs] for c, fs in chunk.host.items()}
+    def run_chunk(self, chunk: _Chunk, done: int, total: int):
+        """Forward every item of the chunk; returns (items, {depth: [n_items, dim]}, done)."""
+        pixels = _Pixels([f.result() for f in chunk.images],
+                         {c: [f.result() for f in fs] for c, fs in chunk.host.items()}, self.device)
         items = self.items(chunk)
         bs = self.s["batch_size"]
         outputs: list[dict[float, torch.Tensor]] = []
         for b in range(0, len(items), bs):
             batch = items[b:b + bs]
-            x = torch.cat([self._inputs(group, images, host, chunk)
-                           for group in _groups(batch, images)])
-            outputs.append(self.tap(x))
+            x = torch.cat([self._inputs(group, pixels, chunk) for group in _groups(batch, pixels.images)])
+            outputs.append(self.tap(x))  # stays on the device: one synchronisation per chunk
             done += len(batch)
             self.progress(self.label, done, total)
         feats = {d: torch.cat([o[d] for o in outputs]).cpu().numpy() for d in DEPTHS}
-        return self._arrange(chunk, items, feats), done
+        return items, feats, done
 
-    def _inputs(self, group: list[tuple[str, int, int]], images: list[np.ndarray],
-                host: dict[str, list[np.ndarray]], chunk: _Chunk) -> torch.Tensor:
+    def _inputs(self, group: list[tuple[str, int, int]], pixels: "_Pixels", chunk: _Chunk) -> torch.Tensor:
         cond = group[0][0]
-        if cond == CLEAN or cond not in host:
-            pixels = np.stack([images[i] for _, i, _ in group])
-        else:
-            pixels = np.stack([host[cond][j] for _, _, j in group])
-        t = torch.from_numpy(pixels).to(self.device, non_blocking=True)
-        if cond != CLEAN and cond not in host:
+        t = pixels.take(cond, group)
+        if cond != CLEAN and cond not in pixels.host:
             name, sev = parse_condition(cond)  # type: ignore[misc]
             ids = [self.ids[chunk.start + i] for _, i, _ in group]
             t = perturb_batch(t, ids, name, sev, backend="torch")
         return model_input(t, self.entry, self.compute_dtype)
+
+    def store_chunk(self, arrays: dict[str, zarr.Array], chunk: _Chunk, items: list[tuple[str, int, int]],
+                    feats: dict[float, np.ndarray]) -> None:
+        """Check, convert and write one chunk (runs on the writer thread, one chunk at a time)."""
+        self.write_chunk(arrays, chunk, self._arrange(chunk, items, feats))
 
     def _arrange(self, chunk: _Chunk, items: list[tuple[str, int, int]],
                  feats: dict[float, np.ndarray]) -> dict[tuple[float, str], np.ndarray]:
@@ -184,6 +184,27 @@ class _Extractor:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _Pixels:
+    """A chunk's decoded images (and CPU-perturbed variants), uploaded to the device once per chunk
+    when they share one shape; otherwise stacked per group."""
+
+    def __init__(self, images: list[np.ndarray], host: dict[str, list[np.ndarray]],
+                 device: torch.device) -> None:
+        self.images, self.host, self.device = images, host, device
+        self.uniform = len({im.shape for im in images}) == 1
+        if self.uniform:
+            self.clean = torch.from_numpy(np.stack(images)).to(device)
+            self.host_dev = {c: torch.from_numpy(np.stack(v)).to(device) for c, v in host.items() if v}
+
+    def take(self, cond: str, group: list[tuple[str, int, int]]) -> torch.Tensor:
+        on_host = cond in self.host
+        if self.uniform:
+            index = torch.tensor([j if on_host else i for _, i, j in group], device=self.device)
+            return (self.host_dev[cond] if on_host else self.clean).index_select(0, index)
+        arrays = [self.host[cond][j] if on_host else self.images[i] for _, i, j in group]
+        return torch.from_numpy(np.stack(arrays)).to(self.device)
 
 
 def _host_perturb(fn, image_future: Future, level: float, key: bytes) -> np.ndarray:
@@ -289,14 +310,23 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     done = total - sum(ex.n_items(k) for k in pending)
     progress(ex.label, done, total)
     started = time.perf_counter()
+    # Three stages overlap: decoding (and CPU perturbations) of chunk k+1 on the thread pool,
+    # the forwards of chunk k here, and checking + writing chunk k-1 on the writer thread.
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crsbench-write")
+    in_flight: Future | None = None
     try:
         ahead = ex.prefetch(pending[0]) if pending else None
         for pos in range(len(pending)):
             chunk = ahead
             ahead = ex.prefetch(pending[pos + 1]) if pos + 1 < len(pending) else None
-            blocks, done = ex.run_chunk(chunk, done, total)
-            ex.write_chunk(arrays, chunk, blocks)
+            items, feats, done = ex.run_chunk(chunk, done, total)
+            if in_flight is not None:
+                in_flight.result()  # a failed write stops everything before the next one starts
+            in_flight = writer.submit(ex.store_chunk, arrays, chunk, items, feats)
+        if in_flight is not None:
+            in_flight.result()
     finally:
+        writer.shutdown(wait=True)
         ex.close()
         tap.close()
     _finish(group, arrays, ref, ex.test_mask, settings, store.url)

@@ -162,7 +162,11 @@ def read_state_dict(path: Path, key: str | None = None,
 def load_into(model: nn.Module, state: dict[str, torch.Tensor], source: str,
               ignore_missing: tuple[str, ...] = ("head", "fc.", "classifier")) -> None:
     """Load a checkpoint; any missing backbone key is an error, never a silent random init."""
-    result = model.load_state_dict(state, strict=False)
+    try:
+        result = model.load_state_dict(state, strict=False)
+    except RuntimeError as exc:  # shape mismatches
+        detail = str(exc).splitlines()[1].strip() if len(str(exc).splitlines()) > 1 else str(exc)
+        raise CrsbenchError(f"weights {source} do not fit {type(model).__name__}: {detail}") from None
     missing = [k for k in result.missing_keys if not k.startswith(ignore_missing)]
     if missing:
         shown = ", ".join(missing[:5]) + (" ..." if len(missing) > 5 else "")

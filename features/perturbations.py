@@ -179,7 +179,7 @@ def _jpeg_one(img: np.ndarray, quality: int) -> np.ndarray:
     pil = Image.fromarray(img[:, :, 0] if img.shape[2] == 1 else img)
     buf = io.BytesIO()
     pil.save(buf, format="JPEG", quality=int(quality))
-    out = np.asarray(Image.open(io.BytesIO(buf.getvalue())).convert(pil.mode))
+    out = np.array(Image.open(io.BytesIO(buf.getvalue())).convert(pil.mode))
     return out.reshape(img.shape)
 
 

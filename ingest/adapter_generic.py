@@ -66,11 +66,13 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         raise InputError(f"{path.name}: {len(names)} label names given for {n_labels} labels")
     records = []
     for split, ours in MEDMNIST_SPLITS.items():
-        images, labels = arrays[f"{split}_images"], arrays[f"{split}_labels"].reshape(len(arrays[f"{split}_labels"]), -1)
+        images = arrays[f"{split}_images"]
+        labels = arrays[f"{split}_labels"].reshape(len(arrays[f"{split}_labels"]), -1)
         if len(images) != len(labels):
             raise InputError(f"{path.name}: {split}_images has {len(images)} rows but {split}_labels {len(labels)}")
         if images.dtype != np.uint8 or images.ndim not in (3, 4):
-            raise InputError(f"{path.name}: {split}_images must be uint8 (N, H, W[, C]), got {images.dtype} {images.shape}")
+            raise InputError(f"{path.name}: {split}_images must be uint8 (N, H, W[, C]), "
+                             f"got {images.dtype} {images.shape}")
         for i, row in enumerate(labels):
             with log.row(f"{path.name}:{split}_labels", i):
                 label = _medmnist_label(row, task, n_labels)

@@ -20,7 +20,7 @@ import pandas as pd
 
 from crsbench.ingest.images import check_image
 from crsbench.ingest.registry import get_adapter
-from crsbench.ingest.source import Record, RowLog, Source, safe_rel_path
+from crsbench.ingest.source import Record, RowLog, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
 

@@ -283,8 +283,9 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
             for v, pos in enumerate(views):
                 dicom = "-".join(_hex(seed, "mimic", study, v, part, n=8) for part in range(5))
                 meaning = {"PA": "postero-anterior", "AP": "antero-posterior"}.get(pos, "lateral")
-                meta_rows.append([dicom, int(subject), study, "CHEST (PA AND LAT)", pos, size, size,
-                                  21800000 + int(rng.integers(1, 13)) * 100 + int(rng.integers(1, 29)), f"{int(rng.integers(0, 235959)):06d}.000",
+                date = 21800000 + int(rng.integers(1, 13)) * 100 + int(rng.integers(1, 29))
+                time = f"{int(rng.integers(0, 24)):02d}{int(rng.integers(0, 60)):02d}{int(rng.integers(0, 60)):02d}.000"
+                meta_rows.append([dicom, int(subject), study, "CHEST (PA AND LAT)", pos, size, size, date, time,
                                   "CHEST (PA AND LAT)", meaning, "Erect"])
                 rel = f"files/p{str(subject)[:2]}/p{subject}/s{study}/{dicom}.jpg"
                 images.append((rel, "frontal" if pos in ("PA", "AP") else "lateral", st))

@@ -32,9 +32,10 @@ def _targets(y: np.ndarray, task: Task, n_outputs: int) -> torch.Tensor:
 def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     softmax = task is not Task.MULTILABEL
     sol = fit_logreg(torch.as_tensor(x), _targets(y, task, n_outputs), softmax)
+    coef, intercept = sol.coef.contiguous(), sol.intercept.contiguous()
 
     def predict(x_eval: np.ndarray) -> np.ndarray:
-        return predict_proba(sol.coef, sol.intercept, torch.as_tensor(x_eval), softmax).numpy()
+        return predict_proba(coef, intercept, torch.as_tensor(x_eval), softmax).numpy()
 
     return predict
 
@@ -79,8 +80,7 @@ def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> 
     "knn", seeded=False,
     description=f"k-nearest neighbours, k = {KNN_K} (fewer if the training set is smaller), "
                 "Euclidean on standardised features; probability = fraction of the k "
-                "neighbours in each class (multiclass/ordinal) or with the label (multilabel); "
-                "equal distances go to the lower training row",
+                "neighbours in each class (multiclass/ordinal) or with the label (multilabel)",
 )
 def knn(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     train = torch.as_tensor(x, dtype=torch.float64)
@@ -94,7 +94,7 @@ def knn(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> 
         for start in range(0, q.shape[0], 1024):  # bounded memory: 1024 x n_train distances
             block = q[start:start + 1024]
             dist = train_sq[None, :] - 2.0 * block @ train.T
-            order = torch.argsort(dist, dim=1, stable=True)[:, :k]
+            order = torch.topk(dist, k, dim=1, largest=False).indices
             out[start:start + 1024] = votes[order].mean(dim=1)
         return out.numpy()
 

@@ -18,6 +18,7 @@ import dataclasses
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
+import dask
 import numpy as np
 import pandas as pd
 
@@ -166,8 +167,8 @@ def _chunks(fits: list[FitKey], batch_size: int) -> Iterator[tuple[FeatureSetRef
 
 
 class _InProcess:
-    def __init__(self) -> None:
-        self.scheduler = "threads"
+    def compute(self, graphs: list) -> list:
+        return list(dask.compute(graphs, scheduler="threads")[0])
 
     def run(self, jobs: list[tuple]) -> Iterator[tuple[int, tuple[pd.DataFrame, pd.DataFrame]]]:
         for i, job in enumerate(jobs):
@@ -182,7 +183,9 @@ class _Distributed:
             self.client = Client(address, set_as_default=False, timeout="20s")
         except (OSError, TimeoutError) as exc:
             raise CrsbenchError(f"cannot reach the dask scheduler at {address}: {exc}") from exc
-        self.scheduler = self.client.get
+
+    def compute(self, graphs: list) -> list:
+        return self.client.compute(graphs, sync=True)
 
     def run(self, jobs: list[tuple]) -> Iterator[tuple[int, tuple[pd.DataFrame, pd.DataFrame]]]:
         from distributed import as_completed
@@ -199,7 +202,7 @@ class _Distributed:
             future = self.client.submit(run_chunk, chunk, store, remote(source),
                                         [remote(t) for t in targets], stats, pure=False)
             futures[future] = i
-        for future in as_completed(futures):
+        for future in as_completed(futures, loop=self.client.loop):
             yield futures[future], future.result()
 
     def close(self) -> None:
@@ -234,7 +237,7 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
         if progress:
             progress("checking features", 0, 1)
         stats: dict[tuple[FeatureSetRef, float], TrainStats] = check_and_standardise(
-            store, checks, scheduler=executor.scheduler)
+            store, checks, compute=executor.compute)
         if progress:
             progress("checking features", 1, 1)
         jobs = []

@@ -92,7 +92,7 @@ def fit_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = 
         slope = (g * direction).sum(dim=(1, 2))
         bad = slope >= 0  # not a descent direction: restart from the preconditioned gradient
         if bool(bad.any()):
-            direction[bad] = -torch.einsum("de,bek->bdk", precond, g[bad])
+            direction[bad] = -torch.matmul(precond, g[bad])
             slope = (g * direction).sum(dim=(1, 2))
         step = torch.ones(b, dtype=torch_dtype)
         accepted = done.clone()
@@ -131,10 +131,10 @@ def _two_loop(g: torch.Tensor, s_hist: list[torch.Tensor], y_hist: list[torch.Te
         a = rho * (s * q).sum(dim=(1, 2))
         q -= a[:, None, None] * yy
         alphas.append(a)
-    r = torch.einsum("de,bek->bdk", precond, q)
+    r = torch.matmul(precond, q)
     if s_hist:
         s, yy = s_hist[-1], y_hist[-1]
-        hy = torch.einsum("de,bek->bdk", precond, yy)
+        hy = torch.matmul(precond, yy)
         yhy = (yy * hy).sum(dim=(1, 2))
         sy = (s * yy).sum(dim=(1, 2))
         gamma = torch.where((yhy > 0) & (sy > 0), sy / yhy.clamp_min(1e-300), torch.ones_like(sy))
@@ -150,6 +150,6 @@ def predict_proba(coef: torch.Tensor, intercept: torch.Tensor, x: torch.Tensor,
     """Probabilities (n, K) for softmax problems, (n, L) for the per-label problems."""
     x = x.to(torch_dtype)
     if softmax:
-        return torch.softmax(x @ coef[0] + intercept[0], dim=1)
-    logits = torch.einsum("nd,bd->nb", x, coef[:, :, 0]) + intercept[:, 0]
+        return torch.softmax(x @ coef[0].contiguous() + intercept[0], dim=1)
+    logits = x @ coef[:, :, 0].T.contiguous() + intercept[:, 0]
     return torch.sigmoid(logits)

@@ -12,7 +12,7 @@ every fraction, seed and probe.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import dask
 import dask.array as da
@@ -106,24 +106,32 @@ class ReadCheck:
     stats: bool = False
 
 
+def _threads(graphs: list) -> list:
+    return list(dask.compute(graphs, scheduler="threads")[0])
+
+
 def check_and_standardise(store: FeatureStore, checks: list[ReadCheck],
-                          scheduler: object = "threads") -> dict[tuple[FeatureSetRef, float], TrainStats]:
+                          compute: Callable[[list], list] = _threads,
+                          ) -> dict[tuple[FeatureSetRef, float], TrainStats]:
     """One lazy pass over every array a sweep needs: NaN check plus train statistics.
 
     Runs before anything is fitted, so NaN features fail the sweep before a row is written.
+    `compute` evaluates a list of Dask graphs (local threads, or a distributed client).
     Returns the train statistics keyed by (feature set, depth).
     """
-    graphs = []
+    graphs: list[da.Array] = []
     for check in checks:
         x = lazy_features(store, check.ref, check.depth, check.condition)[check.rows].astype(np.float64)
-        graphs.append((da.isnan(x).any(), x.mean(axis=0) if check.stats else None,
-                       x.std(axis=0) if check.stats else None))
-    computed = dask.compute(graphs, scheduler=scheduler)[0]
+        graphs.append(da.isnan(x).any())
+        if check.stats:
+            graphs.extend([x.mean(axis=0), x.std(axis=0)])
+    computed = iter(compute(graphs))
     stats: dict[tuple[FeatureSetRef, float], TrainStats] = {}
-    for check, (has_nan, mean, std) in zip(checks, computed):
-        if has_nan:
+    for check in checks:
+        if bool(next(computed)):
             raise CrsbenchError(_nan_message(check.ref, check.depth, check.condition))
         if check.stats:
+            mean, std = next(computed), next(computed)
             std = np.where(std > 0, std, 1.0)
             stats[(check.ref, check.depth)] = TrainStats(np.asarray(mean), np.asarray(std))
     return stats

@@ -81,7 +81,9 @@ def write_features(store_url: str | Path, dataset: Dataset, encoder_id: str, dim
     root = zarr.open_group(str(store_url), mode="a", zarr_format=3)
     if f"{dataset.name}/image_ids" not in root:
         ids = dataset.images["image_id"].to_numpy().astype(str)
-        root.create_array(f"{dataset.name}/image_ids", data=ids, chunks=(max(len(ids), 1),))
+        arr = root.create_array(f"{dataset.name}/image_ids", shape=ids.shape, dtype=str,
+                                chunks=(max(len(ids), 1),))
+        arr[:] = ids
     y = dataset.labels
     onehot = y.astype(np.float64) if y.ndim == 2 else np.eye(len(dataset.label_names))[y]
     n = len(y)

@@ -21,8 +21,13 @@
 --     worst    = min over the four x~ (NULL if any is NULL)
 --     crs      = w_dom dominance + w_ideal ideal + w_worst worst
 --   Bootstrap / stability callers pass many groups at once (e.g. grp = replicate id).
-create or replace macro crs_scores(axes, anchors, w_d := 0.25, w_c := 0.25, w_le := 0.25,
-                                   w_r := 0.25, w_dom := 0.60, w_ideal := 0.25, w_worst := 0.15) as table
+--
+--   select * from crs_scores_weighted(axes, anchors, weights)
+--   the same score with weights that may differ by grp (the weight-sensitivity analysis scores
+--   a thousand weightings in one query): weights names a relation
+--           (grp, w_d, w_c, w_le, w_r, w_dom, w_ideal, w_worst), one row per grp; a grp without
+--           a weights row is not scored. crs_scores is this macro with one weights row per grp.
+create or replace macro crs_scores_weighted(axes, anchors, weights) as table
 with n as materialized (
     select * from crs_normalise(axes, anchors)
 ),
@@ -32,19 +37,34 @@ dom as (
     from crs_dominance('n')
     group by grp, scope, encoder_id
 ),
+w as (
+    select grp, w_d::double as w_d, w_c::double as w_c, w_le::double as w_le, w_r::double as w_r,
+           w_dom::double as w_dom, w_ideal::double as w_ideal, w_worst::double as w_worst
+    from query_table(weights)
+),
 parts as (
-    select n.grp, n.scope, n.encoder_id, d.dominance,
-           1 - sqrt(w_d::double * (1 - n.discrimination) ** 2
-                    + w_c::double * (1 - n.calibration) ** 2
-                    + w_le::double * (1 - n.label_efficiency) ** 2
-                    + w_r::double * (1 - n.robustness) ** 2) as ideal,
+    select n.grp, n.scope, n.encoder_id, d.dominance, w.w_dom, w.w_ideal, w.w_worst,
+           1 - sqrt(w.w_d * (1 - n.discrimination) ** 2
+                    + w.w_c * (1 - n.calibration) ** 2
+                    + w.w_le * (1 - n.label_efficiency) ** 2
+                    + w.w_r * (1 - n.robustness) ** 2) as ideal,
            case when n.discrimination is null or n.calibration is null
                      or n.label_efficiency is null or n.robustness is null then null
                 else least(n.discrimination, n.calibration, n.label_efficiency, n.robustness)
            end as worst
     from n
+    join w on w.grp = n.grp
     left join dom d on d.grp = n.grp and d.scope = n.scope and d.encoder_id = n.encoder_id
 )
 select grp, scope, encoder_id, dominance, ideal, worst,
-       w_dom::double * dominance + w_ideal::double * ideal + w_worst::double * worst as crs
+       w_dom * dominance + w_ideal * ideal + w_worst * worst as crs
 from parts;
+
+create or replace macro crs_scores(axes, anchors, w_d := 0.25, w_c := 0.25, w_le := 0.25,
+                                   w_r := 0.25, w_dom := 0.60, w_ideal := 0.25, w_worst := 0.15) as table
+with crs_default_weights as (
+    select distinct grp, w_d as w_d, w_c as w_c, w_le as w_le, w_r as w_r, w_dom as w_dom,
+           w_ideal as w_ideal, w_worst as w_worst
+    from query_table(anchors)
+)
+select * from crs_scores_weighted(axes, anchors, 'crs_default_weights');

@@ -129,3 +129,27 @@ def test_methods_param_and_stored_tables(warehouse):
     assert set(summary["method"]) == {"temperature", "isotonic"}
     with pytest.raises(CrsbenchError, match="unknown recalibration method"):
         run_analysis(wh, "e2", {"methods": "platt"})
+
+
+def test_e2_reads_what_the_probe_grid_writes(tmp_path):
+    """Contract check: one real primary fit (synthetic features) through run_grid, then E2."""
+    from crsbench.features.store import FeatureStore
+    from crsbench.probes.grid import plan_fits, run_grid
+    from crsbench.probes.synthetic import make_dataset, write_features
+    from crsbench.warehouse.connection import Warehouse
+
+    ds = make_dataset("toy", "multiclass", 240, 3, seed=1)
+    write_features(str(tmp_path / "f.zarr"), ds, "enc", 8, depths=(1.0,))
+    store = FeatureStore(str(tmp_path / "f.zarr"))
+    fits = plan_fits(["toy"], ["enc"], store, probes=["logreg"], fractions=[1.0], seeds=[0], depths=[1.0])
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        add_dataset(wh, "toy", "multiclass", 3)
+        add_labels(wh, "toy", list(ds.images["image_id"]), np.asarray(ds.labels), 3)
+        run_grid(fits, {"toy": ds}, store, shift_targets={}, done=set(), sink=wh.append_runs)
+        fits_table = run_analysis(wh, "e2", {"methods": "temperature"}).tables["fits"]
+        stored = wh.sql("select condition, ece from runs where condition <> 'calib'").set_index("condition")
+    assert len(fits_table) == 16  # clean + 15 corruptions
+    # The recomputed "before" ECE equals the ECE the probe stage stored for the same predictions.
+    before = fits_table.set_index("condition")["ece_before"]
+    np.testing.assert_allclose(before.sort_index(), stored["ece"].sort_index(), atol=1e-6)
+    assert (fits_table["top_label_changed"] == 0).all()

@@ -9,6 +9,7 @@ import pytest
 from scipy.stats import kendalltau, rankdata, spearmanr
 
 from crsbench.warehouse.connection import Warehouse, sql_files
+from crsbench.warehouse.schema import MIGRATIONS
 from crsbench.warehouse.panels import freeze_panel
 from runs_factory import PROFILES, clone_encoder, encoder_runs, frame
 
@@ -16,8 +17,10 @@ from runs_factory import PROFILES, clone_encoder, encoder_runs, frame
 @pytest.fixture(scope="module")
 def macro_con():
     con = duckdb.connect()
+    for statement in MIGRATIONS[0]:
+        con.execute(statement)
     for name, text in sql_files():
-        if "create or replace macro" in text:  # the macros need no tables
+        if "create or replace macro" in text:  # macros only, on an empty schema
             con.execute(text)
     return con
 

@@ -144,7 +144,8 @@ class Warehouse:
         """(Re)create the part-backed views and every view in `sql/`, in file order."""
         with self.transaction():
             for kind in PART_SCHEMAS:
-                glob = str(self.parts_dir / kind / "*.parquet")
+                # part-* only: in-flight writes are ".tmp-*.parquet" files that vanish on rename
+                glob = str(self.parts_dir / kind / "part-*.parquet")
                 self.con.execute(
                     f"create or replace view {kind}_parts as select * from "
                     f"read_parquet({_sql_string_literal(glob)}, union_by_name = true, "

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 import duckdb
 import pandas as pd
 
+from crsbench import __version__
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
@@ -82,6 +83,8 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
             f"panel {name!r} was frozen at {existing[0]} and frozen panels are immutable; "
             "freeze the new membership under a new name"
         )
+    if wh.con.execute("select count(*) from axes_cell where dataset_id = ?", [GLOBAL_SCOPE]).fetchone()[0]:
+        raise CrsbenchError(f"a dataset is named {GLOBAL_SCOPE!r}, which is the aggregate scope; rename it")
     member_axes = wh.sql(_MEMBER_AXES_SQL, [list(members)])
     scored = set(member_axes.loc[member_axes.scope == GLOBAL_SCOPE, "encoder_id"])
     missing = [m for m in members if m not in scored]
@@ -93,8 +96,6 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
     anchors = wh.sql(_ANCHORS_SQL, [list(members)]).drop(columns="n_members")
     check_anchors(anchors, member_axes, name)
     frozen_at = datetime.now(timezone.utc).replace(tzinfo=None)
-    from crsbench import __version__
-
     try:
         with wh.transaction() as con:
             con.execute("insert into panels values (?, ?, ?, ?)", [name, PANEL_MODE, frozen_at, __version__])

@@ -14,17 +14,16 @@ import pandas as pd
 
 from crsbench.features.store import CLEAN, FROZEN, PERTURBED_CONDITIONS
 from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.probes.grid import PRIMARY_PROBE
+from crsbench.probes.metrics import METRICS as METRIC_FNS
 from crsbench.probes.records import CALIB, SHIFT
 from crsbench.warehouse.connection import Warehouse
 
-PRIMARY_PROBE = "logreg"
-METRICS: tuple[str, ...] = ("auroc", "ece", "ece_adaptive", "brier", "nll", "accuracy",
-                            "mean_confidence", "qwk", "ordinal_mae")
-CELL_KEYS: tuple[str, ...] = ("encoder_id", "dataset_id")
+METRICS: tuple[str, ...] = tuple(METRIC_FNS)  # the run-record metric columns
 
-__all__ = ["CALIB", "CELL_KEYS", "CLEAN", "METRICS", "PERTURBED_CONDITIONS", "PRIMARY_PROBE",
+__all__ = ["CALIB", "CLEAN", "METRICS", "PERTURBED_CONDITIONS", "PRIMARY_PROBE",
            "SHIFT", "load_runs", "seed_metrics", "encoders_frame", "datasets_frame",
-           "true_labels", "fit_predictions", "same_value"]
+           "label_matrix", "labels_of", "fit_predictions", "same_value"]
 
 
 def same_value(values: pd.Series, target: float) -> pd.Series:
@@ -92,14 +91,16 @@ def dataset_task(wh: Warehouse, dataset_id: str) -> tuple[Task, int]:
     return Task.parse(row[0]), int(row[1])
 
 
-def true_labels(wh: Warehouse, dataset_id: str, image_ids: Sequence[str], task: Task,
-                n_labels: int) -> np.ndarray:
+def label_matrix(wh: Warehouse, dataset_id: str, n_labels: int) -> pd.DataFrame:
+    """All labels of a dataset as a 0/1 frame: one row per image_id, one column per label index."""
+    long = wh.sql("select image_id, label_idx, value from labels where dataset_id = ?", [dataset_id])
+    return (long.pivot_table(index="image_id", columns="label_idx", values="value",
+                             aggfunc="max", fill_value=0)
+            .reindex(columns=range(n_labels), fill_value=0))
+
+
+def labels_of(matrix: pd.DataFrame, image_ids: Sequence[str], task: Task, dataset_id: str) -> np.ndarray:
     """Labels of `image_ids` in that order: class index (n,) or 0/1 matrix (n, L) for multilabel."""
-    long = wh.sql("select image_id, label_idx, value from labels where dataset_id = ?",
-                  [dataset_id])
-    matrix = (long.pivot_table(index="image_id", columns="label_idx", values="value",
-                               aggfunc="max", fill_value=0)
-              .reindex(columns=range(n_labels), fill_value=0))
     missing = pd.Index(image_ids).difference(matrix.index)
     if len(missing):
         raise CrsbenchError(

@@ -150,9 +150,10 @@ def run_e1(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         notes.append("no shift pair with clean and shift runs: shift retention is empty")
     main = welch[(welch["metric"] == "target_auroc") & (welch["group_b"] == MEDICAL)]
     for row in main.itertuples():
+        test = ("not testable (needs >= 2 encoders per group)" if np.isnan(row.p_value)
+                else f"Welch p = {row.p_value:.4g}")
         notes.append(f"{row.source_id}->{row.target_id} target AUROC, medical {row.mean_b:.3f} "
-                     f"(n={row.n_b}) vs general {row.mean_a:.3f} (n={row.n_a}): "
-                     f"Welch p = {row.p_value:.4g}")
+                     f"(n={row.n_b}) vs general {row.mean_a:.3f} (n={row.n_a}): {test}")
     summary = per_encoder[["encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec",
                            "crs_in", "crs_out", "dood"]]
     return AnalysisResult(

@@ -17,8 +17,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.common import (CALIB, CLEAN, SHIFT, dataset_task, fit_predictions, load_runs,
-                                      true_labels)
+from threadpoolctl import threadpool_limits
+
+from crsbench.analyses.common import (CALIB, CLEAN, SHIFT, dataset_task, fit_predictions, label_matrix,
+                                      labels_of, load_runs)
 from crsbench.analyses.recalibration import CALIBRATORS, make_calibrator
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.ingest.types import CrsbenchError, Task
@@ -74,7 +76,9 @@ class _Labels:
     """Label lookups per dataset, loaded once."""
 
     def __init__(self, wh: Warehouse) -> None:
-        self.wh, self.tasks = wh, {}
+        self.wh = wh
+        self.tasks: dict[str, tuple[Task, int]] = {}
+        self.matrices: dict[str, pd.DataFrame] = {}
 
     def task(self, dataset_id: str) -> tuple[Task, int]:
         if dataset_id not in self.tasks:
@@ -83,7 +87,9 @@ class _Labels:
 
     def of(self, dataset_id: str, image_ids: list[str]) -> np.ndarray:
         task, n_labels = self.task(dataset_id)
-        return true_labels(self.wh, dataset_id, image_ids, task, n_labels)
+        if dataset_id not in self.matrices:
+            self.matrices[dataset_id] = label_matrix(self.wh, dataset_id, n_labels)
+        return labels_of(self.matrices[dataset_id], image_ids, task, dataset_id)
 
 
 def fit_rows(wh: Warehouse, methods: list[str]) -> tuple[pd.DataFrame, list[str]]:
@@ -146,7 +152,9 @@ def method_summary(cells: pd.DataFrame) -> pd.DataFrame:
 def run_e2(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Recalibration (temperature, vector, isotonic, Dirichlet) fitted on calib, scored on test."""
     methods = parse_methods(params["methods"])
-    per_fit, notes = fit_rows(wh, methods)
+    # Many tiny L-BFGS problems: BLAS threads only contend with each other here.
+    with threadpool_limits(limits=1, user_api="blas"):
+        per_fit, notes = fit_rows(wh, methods)
     if per_fit.empty:
         notes.append("no primary fit with calib predictions: nothing to recalibrate")
         empty = pd.DataFrame({"method": pd.Series(dtype=str), "kind": pd.Series(dtype=str),

@@ -1,0 +1,193 @@
+"""Benchmark: one-pass extraction vs a naive loop, and vs the pure-forward ceiling (issue 3).
+
+    .venv/bin/python benchmarks/extract.py                       # CPU, tiny random-init ViT
+    .venv/bin/python benchmarks/extract.py --device cuda --encoder vit-b16 --random-init \
+        --compute-dtype bfloat16 --batch-size 512 --n-test 2048 --image-size 256   # GPU
+
+Measured in one run on the same synthetic test images (all rows in the test split, so
+each image yields 16 conditions x 4 depths):
+  one-pass   crsbench.features.extract into an in-memory Zarr store;
+  naive      per condition: decode the file again, perturb with the CPU reference,
+             transform, then one full forward per depth (4 passes);
+  ceiling    the model's forward alone on ready-made input tensors of the same batch size
+             and dtype, for the same number of forwards (16 per test image).
+It also measures the effect of float16 storage on a downstream AUROC (logistic regression
+on the clean 100 % features of a two-class toy set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from PIL import Image
+
+from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, extract, get_encoder
+from crsbench.features.hooks import DepthTap
+from crsbench.features.perturbations import parse_condition, perturb
+from crsbench.features.transforms import decode_image, model_input
+from crsbench.ingest.types import Dataset, Task
+
+
+def make_dataset(folder: Path, n: int, size: int, splits: list[str], seed: int = 0) -> Dataset:
+    """Two-class toy images (class 1 carries a bright blurred disc) written as PNG files."""
+    rng = np.random.default_rng(seed)
+    yy, xx = np.mgrid[0:size, 0:size] / size
+    rows, labels = [], []
+    for i in range(n):
+        label = i % 2
+        img = 90 + 40 * np.sin(xx * rng.uniform(4, 9)) + rng.normal(0, 12, (size, size))
+        if label:
+            cx, cy = rng.uniform(0.3, 0.7, 2)
+            img += 70 * np.exp(-((xx - cx) ** 2 + (yy - cy) ** 2) / 0.01)
+        rgb = np.clip(np.stack([img, img * 0.9, img * 0.8], axis=2), 0, 255).astype(np.uint8)
+        path = folder / f"img{i:05d}.png"
+        Image.fromarray(rgb).save(path)
+        rows.append({"image_id": f"img{i:05d}", "rel_path": path.name,
+                     "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "group_id": str(i),
+                     "split": splits[i % len(splits)]})
+        labels.append(label)
+    return Dataset(name=folder.name, adapter="manifest", root=folder, task=Task.MULTICLASS,
+                   label_names=["a", "b"], images=pd.DataFrame(rows), labels=np.array(labels),
+                   fractions=pd.DataFrame(columns=["seed", "fraction", "image_id"]))
+
+
+def sync(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def naive(ds: Dataset, entry, model, device, dtype, batch_size: int, n: int) -> float:
+    """Seconds for n test images the naive way (decode per condition, CPU perturb, 4 passes)."""
+    tap = DepthTap(model, entry)
+    ids, paths = ds.images.image_id.tolist()[:n], ds.images.rel_path.tolist()[:n]
+    start = time.perf_counter()
+    for cond in CONDITIONS:
+        parsed = parse_condition(cond)
+        for b in range(0, n, batch_size):
+            imgs = []
+            for image_id, rel in zip(ids[b:b + batch_size], paths[b:b + batch_size]):
+                img = decode_image(ds.root, rel)
+                imgs.append(img if parsed is None else perturb(img, image_id, *parsed))
+            x = model_input(torch.from_numpy(np.stack(imgs)).to(device), entry, dtype)
+            for _ in DEPTHS:  # one full forward per depth, keeping one of them each time
+                tap(x)
+    sync(device)
+    tap.close()
+    return time.perf_counter() - start
+
+
+def pure_forward(model, entry, device, dtype, batch_size: int, n_forwards: int) -> float:
+    x = torch.randn(batch_size, 3, entry.input_size, entry.input_size, device=device).to(dtype)
+    with torch.no_grad():
+        model(x)
+        sync(device)
+        start = time.perf_counter()
+        done = 0
+        while done < n_forwards:
+            model(x[: min(batch_size, n_forwards - done)])
+            done += batch_size
+        sync(device)
+    return time.perf_counter() - start
+
+
+def fp16_auroc_effect(entry, model, device: str, folder: Path, size: int, n: int) -> tuple[float, float]:
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+    from sklearn.preprocessing import StandardScaler
+
+    folder.mkdir(parents=True, exist_ok=True)
+    ds = make_dataset(folder, n, size, ["train", "train", "test"], seed=1)
+    scores = []
+    for dtype in ("float32", "float16"):
+        url = f"memory://auroc-{uuid.uuid4().hex}"
+        extract(ds, entry, url, model=model, device=device, dtype=dtype, conditions=("clean",))
+        x = FeatureStore(url).array(FeatureSetRef(ds.name, entry.id), 1.0, "clean")[:].astype(np.float64)
+        tr, te = ds.split_rows("train"), ds.split_rows("test")
+        scaler = StandardScaler().fit(x[tr])
+        clf = LogisticRegression(C=1.0, max_iter=2000).fit(scaler.transform(x[tr]), ds.labels[tr])
+        scores.append(roc_auc_score(ds.labels[te], clf.predict_proba(scaler.transform(x[te]))[:, 1]))
+    return scores[0], scores[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--encoder", default="tiny-vit")
+    ap.add_argument("--random-init", action="store_true", help="build a pretrained entry's architecture "
+                    "with seeded random weights (timm entries)")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--compute-dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    ap.add_argument("--batch-size", type=int, default=64)
+    ap.add_argument("--n-test", type=int, default=128, help="test images for one-pass and ceiling")
+    ap.add_argument("--n-naive", type=int, default=32, help="test images for the (slow) naive loop")
+    ap.add_argument("--image-size", type=int, default=128, help="side of the stored images")
+    ap.add_argument("--chunk-rows", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave as is)")
+    ap.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the best of each is kept")
+    ap.add_argument("--auroc-images", type=int, default=300, help="0 skips the float16 AUROC check")
+    args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
+
+    entry = get_encoder(args.encoder)
+    if args.random_init:
+        entry = dataclasses.replace(entry, pretrained=False)
+    device = torch.device(args.device)
+    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.compute_dtype]
+    model = entry.build().to(device).to(dtype).eval()
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "bench"
+        folder.mkdir()
+        ds = make_dataset(folder, args.n_test, args.image_size, ["test"])
+        n_fw = args.n_test * len(CONDITIONS)
+
+        extract(ds, entry, f"memory://warm-{uuid.uuid4().hex}", model=model, device=args.device,
+                batch_size=args.batch_size, compute_dtype=args.compute_dtype, chunk_rows=args.chunk_rows,
+                conditions=("clean",))  # warm-up (allocator, kernels, thread pools)
+        n_naive = min(args.n_naive, args.n_test)
+        one_pass, t_forward, t_naive = [], [], []
+        # Interleaved repeats, best of each: the machine may be shared, so take the least-disturbed run.
+        for _ in range(args.repeats):
+            sync(device)
+            t0 = time.perf_counter()
+            extract(ds, entry, f"memory://bench-{uuid.uuid4().hex}", model=model, device=args.device,
+                    batch_size=args.batch_size, compute_dtype=args.compute_dtype,
+                    chunk_rows=args.chunk_rows)
+            sync(device)
+            one_pass.append(time.perf_counter() - t0)
+            t_forward.append(pure_forward(model, entry, device, dtype, args.batch_size, n_fw))
+            t_naive.append(naive(ds, entry, model, device, dtype, args.batch_size, n_naive))
+        one_pass, t_forward, t_naive = min(one_pass), min(t_forward), min(t_naive)
+        auroc = (fp16_auroc_effect(entry, model, args.device, Path(tmp) / "auroc", args.image_size,
+                                   args.auroc_images) if args.auroc_images else None)
+
+    rate_one = args.n_test / one_pass
+    rate_naive = n_naive / t_naive
+    rate_ceiling = args.n_test / t_forward
+    print(f"encoder {entry.id} (pretrained={entry.pretrained}) input {entry.input_size}px, "
+          f"images {args.image_size}px, device {args.device}, {args.compute_dtype}, batch {args.batch_size}, "
+          f"torch threads {torch.get_num_threads()}")
+    print(f"{'path':<34}{'test images/s':>15}{'forwards/s':>13}")
+    print(f"{'one-pass extraction (16 cond x 4 depths)':<34}{rate_one:>15.1f}{rate_one * 16:>13.1f}")
+    print(f"{'naive loop':<34}{rate_naive:>15.1f}{rate_naive * 64:>13.1f}")
+    print(f"{'pure forward (ceiling)':<34}{rate_ceiling:>15.1f}{rate_ceiling * 16:>13.1f}")
+    print(f"one-pass / naive   = {rate_one / rate_naive:.1f}x   (target >= 10x)")
+    print(f"one-pass / ceiling = {100 * rate_one / rate_ceiling:.0f} %  (target >= 80 %)")
+    if auroc:
+        print(f"downstream AUROC (logreg, clean d100): float32 {auroc[0]:.4f}  float16 {auroc[1]:.4f}  "
+              f"|diff| {abs(auroc[0] - auroc[1]):.4f}")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

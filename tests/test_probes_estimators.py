@@ -1,0 +1,100 @@
+"""The probes: logreg reaches scikit-learn's C=1 optimum; k-NN and MLP behave as documented."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import roc_auc_score
+from sklearn.neighbors import KNeighborsClassifier
+
+from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.probes.lbfgs import fit_logreg
+from crsbench.probes.registry import get_probe, probe_names
+
+torch.set_num_threads(1)
+
+
+def _features(rng, n=600, d=40):
+    z = rng.normal(size=(n, 6))
+    x = z @ rng.normal(size=(6, d)) + 0.5 * rng.normal(size=(n, d))  # correlated dims
+    return (x - x.mean(0)) / x.std(0), z
+
+
+def _reference(x, y):
+    return LogisticRegression(C=1.0, tol=1e-10, max_iter=20000).fit(x, y)
+
+
+def test_multinomial_logreg_reaches_sklearn_optimum():
+    rng = np.random.default_rng(0)
+    x, z = _features(rng)
+    y = (z[:, :3] @ rng.normal(size=(3, 5)) + rng.normal(size=(600, 5))).argmax(1)
+    sol = fit_logreg(torch.tensor(x), torch.nn.functional.one_hot(torch.tensor(y), 5), True, tol=1e-8)
+    ref = _reference(x, y)
+    assert sol.converged
+    np.testing.assert_allclose(sol.coef[0].numpy().T, ref.coef_, atol=1e-5)
+    # the probe's default tolerance (max |grad| <= 1e-6, sklearn's default is 1e-4)
+    p = get_probe("logreg").fit(x, y, Task.MULTICLASS, 5, 0)(x)
+    np.testing.assert_allclose(p, ref.predict_proba(x), atol=1e-4)
+
+
+def test_one_vs_rest_logreg_reaches_sklearn_optimum_per_label():
+    rng = np.random.default_rng(1)
+    x, z = _features(rng)
+    y = (z[:, :3] @ rng.normal(size=(3, 4)) + rng.normal(size=(600, 4)) > 0.3).astype(int)
+    sol = fit_logreg(torch.tensor(x), torch.tensor(y), False, tol=1e-8)
+    p = get_probe("logreg").fit(x, y, Task.MULTILABEL, 4, 0)(x)
+    for j in range(4):
+        ref = _reference(x, y[:, j])
+        np.testing.assert_allclose(sol.coef[j, :, 0].numpy(), ref.coef_[0], atol=1e-5)
+        assert sol.intercept[j, 0].item() == pytest.approx(ref.intercept_[0], abs=1e-5)
+        assert roc_auc_score(y[:, j], p[:, j]) == pytest.approx(
+            roc_auc_score(y[:, j], ref.predict_proba(x)[:, 1]), abs=1e-6)
+
+
+def test_logreg_with_fewer_samples_than_dims_matches_sklearn():
+    rng = np.random.default_rng(2)
+    x, _ = _features(rng, n=30, d=80)
+    y = np.arange(30) % 3
+    p = get_probe("logreg").fit(x, y, Task.ORDINAL, 3, 0)(x)
+    np.testing.assert_allclose(p, _reference(x, y).predict_proba(x), atol=1e-4)
+
+
+def test_knn_is_the_vote_fraction_of_five_neighbours():
+    rng = np.random.default_rng(3)
+    x, _ = _features(rng, n=200, d=10)
+    y = rng.integers(0, 3, 200)
+    q = rng.normal(size=(50, 10))
+    ours = get_probe("knn").fit(x, y, Task.MULTICLASS, 3, 0)(q)
+    ref = KNeighborsClassifier(n_neighbors=5).fit(x, y).predict_proba(q)
+    np.testing.assert_allclose(ours, ref)
+    yl = rng.integers(0, 2, (200, 2))
+    ours_l = get_probe("knn").fit(x, yl, Task.MULTILABEL, 2, 0)(q)
+    for j in range(2):
+        ref_j = KNeighborsClassifier(n_neighbors=5).fit(x, yl[:, j]).predict_proba(q)[:, 1]
+        np.testing.assert_allclose(ours_l[:, j], ref_j)
+
+
+def test_mlp_is_seeded_and_deterministic():
+    rng = np.random.default_rng(4)
+    x, z = _features(rng, n=300, d=20)
+    y = (z[:, 0] > 0).astype(int) + (z[:, 1] > 0).astype(int)
+    fit = get_probe("mlp").fit
+    a = fit(x, y, Task.MULTICLASS, 3, 0)(x)
+    b = fit(x, y, Task.MULTICLASS, 3, 0)(x)
+    c = fit(x, y, Task.MULTICLASS, 3, 1)(x)
+    np.testing.assert_array_equal(a, b)
+    assert not np.allclose(a, c)
+    np.testing.assert_allclose(a.sum(1), 1.0, atol=1e-6)
+    assert roc_auc_score(y == 2, a[:, 2]) > 0.8  # it learned something
+    yl = np.stack([z[:, 0] > 0, z[:, 1] > 0], axis=1).astype(int)
+    pl = fit(x, yl, Task.MULTILABEL, 2, 0)(x)
+    assert pl.shape == (300, 2) and roc_auc_score(yl[:, 0], pl[:, 0]) > 0.8
+
+
+def test_registry_names_and_unknown_probe():
+    assert set(probe_names()) == {"logreg", "mlp", "knn"}
+    assert get_probe("mlp").seeded and not get_probe("logreg").seeded
+    with pytest.raises(CrsbenchError, match="unknown probe 'svm'"):
+        get_probe("svm")

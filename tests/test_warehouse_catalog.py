@@ -1,0 +1,85 @@
+"""The feature-set catalog in the warehouse, and the `crsbench extract / encoders / feature-sets` CLI."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+import torch
+
+from crsbench.cli import main
+from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder, list_encoders
+from crsbench.ingest import ingest, make_suite
+from crsbench.warehouse import catalog
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.datasets import load_dataset
+
+torch.set_num_threads(1)
+ENTRY = dataclasses.replace(get_encoder("tiny-convnext"), input_size=32)
+
+
+@pytest.fixture(scope="module")
+def aptos(tmp_path_factory):
+    paths = make_suite(tmp_path_factory.mktemp("suite"), scale=0.05, image_size=32)
+    return ingest("aptos2019", paths["aptos2019"], "aptos")
+
+
+def test_record_sync_and_list(aptos, tmp_path):
+    url = str(tmp_path / "f.zarr")
+    attrs = extract(aptos, ENTRY, url, chunk_rows=16, conditions=("clean", "jpeg-s1"))
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        catalog.register_encoder(wh, ENTRY)
+        catalog.register_encoder(wh, ENTRY)  # an upsert, not a duplicate
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs)
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs)
+        rows = catalog.feature_sets(wh)
+        assert len(rows) == 1
+        row = rows.iloc[0]
+        assert (row.dataset_id, row.encoder_id, row.regime, row.store_url) == ("aptos", ENTRY.id, "frozen", url)
+        assert bool(row.complete) and not bool(row.pretrained)
+        assert row.dim == 320 and row.n_images == aptos.n_images and row.image_digest == aptos.image_digest()
+        assert list(row.conditions) == ["clean", "jpeg-s1"] and list(row.depths) == ["d025", "d050", "d075", "d100"]
+        assert wh.sql("select count(*) n from encoders where encoder_id = ?", [ENTRY.id]).n[0] == 1
+
+        # A second, incomplete set appears through a rescan of the store.
+        other = dataclasses.replace(ENTRY, id="tiny-convnext-b")
+        import crsbench.features.extraction as ex
+
+        original = ex._finish
+        ex._finish = lambda *a, **k: None
+        try:
+            extract(aptos, other, url, chunk_rows=16, conditions=("clean",))
+        finally:
+            ex._finish = original
+        assert catalog.sync_catalog(wh, FeatureStore(url)) == 2
+        rows = catalog.feature_sets(wh).set_index("encoder_id")
+        assert bool(rows.loc[ENTRY.id, "complete"]) and not bool(rows.loc["tiny-convnext-b", "complete"])
+
+
+def test_cli_extract_records_the_catalog(aptos, tmp_path, capsys):
+    db = tmp_path / "bench.duckdb"
+    with Warehouse.open(db) as wh:
+        load_dataset(wh, aptos)
+    args = ["--db", str(db), "--batch-size", "32", "--chunk-rows", "32"]
+    assert main(["extract", "-e", "tiny-resnet18", "-d", "all", *args]) == 0
+    store = FeatureStore(str(db.with_name("bench.duckdb.features.zarr")))
+    assert store.is_complete(FeatureSetRef("aptos", "tiny-resnet18"))
+    capsys.readouterr()
+    assert main(["--json", "extract", "-e", "tiny-resnet18", "-d", "aptos", *args]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["feature_sets"][0]["status"] == "skipped (complete)"
+    assert main(["--json", "feature-sets", "--db", str(db)]) == 0
+    rows = json.loads(capsys.readouterr().out)["feature_sets"]
+    assert [(r["dataset_id"], r["encoder_id"], r["complete"]) for r in rows] == [("aptos", "tiny-resnet18", True)]
+    assert main(["extract", "-e", "biovil", "-d", "aptos", *args]) == 1  # chest-only
+    assert "chest-only" in capsys.readouterr().err
+    assert main(["extract", "-e", "resnet50", "-d", "aptos", *args]) == 1  # no local weights
+    assert "never downloads" in capsys.readouterr().err
+
+
+def test_cli_encoders_lists_the_registry(capsys):
+    assert main(["--json", "encoders"]) == 0
+    rows = json.loads(capsys.readouterr().out)["encoders"]
+    assert [r["id"] for r in rows] == [e.id for e in list_encoders()]
+    assert sum(r["pretrained"] for r in rows) == 15
