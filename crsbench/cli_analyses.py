@@ -43,6 +43,10 @@ def analyze(
     name: Annotated[str, typer.Argument(help="Analysis to run (e1, e2, ...), or 'list' to show them all.")],
     panel: Annotated[str | None, typer.Option("--panel", help="Reference panel whose CRS to use.")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="Reference encoder id (e6).")] = None,
+    replicates: Annotated[int | None, typer.Option(
+        "--replicates", help="Bootstrap replicates (bootstrap; default 10,000).")] = None,
+    seed: Annotated[int | None, typer.Option(
+        "--seed", help="Random seed (bootstrap, stability, insertion, weights).")] = None,
     settings: Annotated[list[str] | None, typer.Option(
         "--set", help="Other analysis params as KEY=VALUE (repeatable), e.g. --set methods=temperature,isotonic."
     )] = None,
@@ -53,7 +57,8 @@ def analyze(
         print_frame(_registry_frame(), title="analyses", key="analyses")
         return
     spec = get_analysis(name)
-    params = {"panel": panel, "reference": reference, **parse_settings(settings or [])}
+    params = {"panel": panel, "reference": reference, "replicates": replicates, "seed": seed,
+              **parse_settings(settings or [])}
     with Warehouse.open(db) as wh:
         result = run_analysis(wh, name, params)
     tables = [table_name(name, part) for part in [*result.tables, "summary"]]

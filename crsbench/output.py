@@ -22,6 +22,9 @@ class _Output:
         self.quiet = False
         self.json_mode = False
         self.out = Console()
+        if not self.out.is_terminal:
+            # Piped output (logs, CI, README captures) gets room for a whole leaderboard row.
+            self.out = Console(width=140)
         self.error_console = Console(stderr=True)
 
     def configure(self, quiet: bool = False, json_mode: bool = False) -> None:

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 from crsbench.ingest.types import Task
-from crsbench.probes.lbfgs import fit_logreg, predict_proba
+from crsbench.probes.lbfgs import fit_logreg, output_weights
 from crsbench.probes.registry import Predictor, register_probe
 
 # MLP budget, fixed so every encoder gets the same one.
@@ -32,10 +32,11 @@ def _targets(y: np.ndarray, task: Task, n_outputs: int) -> torch.Tensor:
 def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     softmax = task is not Task.MULTILABEL
     sol = fit_logreg(torch.as_tensor(x), _targets(y, task, n_outputs), softmax)
-    coef, intercept = sol.coef.contiguous(), sol.intercept.contiguous()
+    weights, bias = output_weights(sol.coef, sol.intercept, softmax)
 
     def predict(x_eval: np.ndarray) -> np.ndarray:
-        return predict_proba(coef, intercept, torch.as_tensor(x_eval), softmax).numpy()
+        logits = torch.addmm(bias, torch.as_tensor(x_eval, dtype=torch.float64), weights)
+        return (torch.softmax(logits, dim=1) if softmax else torch.sigmoid(logits)).numpy()
 
     return predict
 

@@ -148,8 +148,14 @@ def _two_loop(g: torch.Tensor, s_hist: list[torch.Tensor], y_hist: list[torch.Te
 def predict_proba(coef: torch.Tensor, intercept: torch.Tensor, x: torch.Tensor,
                   softmax: bool) -> torch.Tensor:
     """Probabilities (n, K) for softmax problems, (n, L) for the per-label problems."""
-    x = x.to(torch_dtype)
+    weights, bias = output_weights(coef, intercept, softmax)
+    logits = torch.addmm(bias, x.to(torch_dtype), weights)
+    return torch.softmax(logits, dim=1) if softmax else torch.sigmoid(logits)
+
+
+def output_weights(coef: torch.Tensor, intercept: torch.Tensor,
+                   softmax: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    """(D, outputs) weights and (outputs,) biases of a solution, contiguous for fast products."""
     if softmax:
-        return torch.softmax(x @ coef[0].contiguous() + intercept[0], dim=1)
-    logits = x @ coef[:, :, 0].T.contiguous() + intercept[:, 0]
-    return torch.sigmoid(logits)
+        return coef[0].contiguous(), intercept[0].contiguous()
+    return coef[:, :, 0].T.contiguous(), intercept[:, 0].contiguous()

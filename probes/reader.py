@@ -82,8 +82,9 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
         raise CrsbenchError(
             f"feature store {store.url} row {first} of dataset {ref.dataset!r} is image "
             f"{ids[first]!r}, the dataset has {expected[first]!r} there; re-extract it")
-    dims: set[int] = set()
     for depth in depths:
+        # Each depth has its own width (CNN stages differ); conditions of a depth must agree.
+        dims: set[int] = set()
         for condition in conditions:
             arr = store.array(ref, depth, condition)
             if arr.ndim != 2 or arr.shape[0] != len(expected):
@@ -91,8 +92,9 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
                     f"feature array {ref.path}/{depth_key(depth)}/{condition} has shape "
                     f"{arr.shape}, expected ({len(expected)}, dim)")
             dims.add(int(arr.shape[1]))
-    if len(dims) > 1:
-        raise CrsbenchError(f"feature set {ref.path} mixes feature dims {sorted(dims)}")
+        if len(dims) > 1:
+            raise CrsbenchError(
+                f"feature set {ref.path} at depth {depth_key(depth)} mixes feature dims {sorted(dims)}")
 
 
 @dataclasses.dataclass(frozen=True)

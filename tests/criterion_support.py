@@ -66,4 +66,5 @@ def encoder_axes(runs: pd.DataFrame) -> pd.DataFrame:
     return reference_axes_encoder(reference_axes_cell(runs))
 
 
-__all__ = ["AXES", "DATASETS", "ENCODERS", "GRADES", "build", "encoder_axes", "reference_scores", "scenario_runs"]
+__all__ = ["AXES", "DATASETS", "ENCODERS", "GRADES", "build", "encoder_axes", "reference_scores",
+           "scenario_runs"]

@@ -160,5 +160,27 @@ def test_same_seed_same_result_and_errors(world, tmp_path):
             run_analysis(wh, "bootstrap", {"panel": "nope"})
     pd.testing.assert_frame_equal(one.tables["encoders"], two.tables["encoders"])
     assert not one.tables["encoders"]["crs_lo"].equals(other.tables["encoders"]["crs_lo"])
-    with Warehouse.open(tmp_path / "empty.duckdb") as wh, pytest.raises(CrsbenchError, match="analyze bootstrap"):
-        leading_tier(wh)
+    with Warehouse.open(tmp_path / "empty.duckdb") as wh:
+        with pytest.raises(CrsbenchError, match="analyze bootstrap"):
+            leading_tier(wh)
+
+
+def test_cli_analyze_bootstrap_takes_replicates_and_seed(world, capsys):
+    import json
+
+    from crsbench.cli import main
+
+    db, _ = world
+    assert main(["--json", "analyze", "bootstrap", "--panel", "p", "--replicates", "40", "--seed", "9",
+                 "--db", str(db)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert "analysis_bootstrap_encoders" in payload["tables"]
+    assert {row["encoder_id"] for row in payload["summary"]} == set(MEMBERS)
+    assert any(note.startswith("leading tier") for note in payload["notes"])
+    with Warehouse.open(db) as wh:
+        params = json.loads(wh.sql("select params from analyses where analysis = 'bootstrap' "
+                                   "limit 1")["params"].iloc[0])
+        assert (params["replicates"], params["seed"], params["panel"]) == (40, 9, "p")
+        assert wh.sql("select max(replicate) as r from analysis_bootstrap_replicates")["r"].iloc[0] == 40
+    assert main(["analyze", "e3", "--seed", "1", "--db", str(db)]) == 1
+    assert "does not take seed" in capsys.readouterr().err

@@ -10,7 +10,8 @@ from scipy import stats
 
 from criterion_support import build, encoder_axes, scenario_runs
 from crsbench.analyses import run_analysis
-from crsbench.analyses.criterion import AXIS_WEIGHTS, DEFAULT_WEIGHTS, TERM_WEIGHTS, panel_anchors
+from crsbench.analyses.criterion import (AXIS_WEIGHTS, DEFAULT_WEIGHTS, TERM_WEIGHTS, member_axes,
+                                         panel_anchors, score_groups)
 from crsbench.analyses.weights import weight_draws, weight_sensitivity
 from crsbench.warehouse.connection import Warehouse
 from runs_factory import reference_anchors, reference_crs
@@ -79,6 +80,17 @@ def test_all_weight_on_discrimination_gives_the_auroc_ranking(world):
     auroc = axes.set_index("encoder_id")["discrimination"].loc[default.index]
     assert got["kendall_tau"] == pytest.approx(stats.kendalltau(auroc, default).statistic, abs=1e-12)
     assert got["kendall_tau"] == pytest.approx(view["kendall_tau"].iloc[0], abs=1e-12)
+
+
+def test_weighted_macro_with_default_weights_is_crs_encoder_bit_for_bit(world):
+    db, _ = world
+    with Warehouse.open(db) as wh:
+        axes = member_axes(wh, MEMBERS).assign(grp="g", scope="global", in_panel=True)
+        anchors = panel_anchors(wh, "p", MEMBERS).assign(grp="g", scope="global")
+        weights = pd.DataFrame([{"grp": "g", **DEFAULT_WEIGHTS}])
+        got = score_groups(wh, axes, anchors, weights).set_index("encoder_id")
+        view = wh.sql("select encoder_id, crs from crs_encoder where panel = 'p'").set_index("encoder_id")
+    assert got["crs"].tolist() == view["crs"].loc[got.index].tolist()
 
 
 def test_dirichlet_draws_are_reproducible():

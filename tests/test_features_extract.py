@@ -57,10 +57,13 @@ def _by_hand(ds, rows: list[int], condition: str) -> np.ndarray:
     model = ENTRY.build()
     images = []
     for r in rows:
-        img = np.array(Image.open(ds.root / ds.images.rel_path[r]).convert("RGB"))
+        with Image.open(ds.root / ds.images.rel_path[r]) as pil:
+            img = np.array(pil if pil.mode == "L" else pil.convert("RGB"))  # perturbed as stored
         if condition != "clean":
             name, sev = condition.rsplit("-s", 1)
             img = perturb(img, ds.images.image_id[r], name, int(sev))
+        if img.ndim == 2:
+            img = np.repeat(img[:, :, None], 3, axis=2)
         x = torch.from_numpy(img).permute(2, 0, 1)[None].float() / 255
         x = F.interpolate(x, size=(32, 32), mode="bilinear", align_corners=False, antialias=True)
         images.append((x - torch.tensor(ENTRY.mean).view(1, 3, 1, 1)) / torch.tensor(ENTRY.std).view(1, 3, 1, 1))
@@ -153,9 +156,9 @@ def test_non_finite_features_fail_naming_the_image(aptos, tmp_path):
 
     original = ex._Extractor._inputs
 
-    def inputs(self, group, images, host, chunk):
+    def inputs(self, group, pixels, chunk):
         poison.active = any(self.ids[chunk.start + i] == poison_id for _, i, _ in group[:1])
-        return original(self, group, images, host, chunk)
+        return original(self, group, pixels, chunk)
 
     ex._Extractor._inputs = inputs
     try:
@@ -247,3 +250,35 @@ def test_killed_runs_resume_to_byte_identical_store(suite, tmp_path):
     for cond in ("clean", "fov_crop-s3"):
         key = f"aptos/{ENTRY.id}/d050/{cond}"
         assert a[key][:].tobytes() == b[key][:].tobytes()
+
+
+def test_mixed_sizes_and_greyscale_images(tmp_path):
+    import hashlib
+
+    import pandas as pd
+
+    from crsbench.ingest.types import Dataset, Task
+
+    rng = np.random.default_rng(5)
+    specs = [((40, 48), "RGB"), ((40, 48), "L"), ((30, 30), "RGB"), ((40, 48), "L"), ((52, 36), "L")]
+    rows = []
+    for k, (shape, mode) in enumerate(specs):
+        pixels = rng.integers(0, 256, shape + ((3,) if mode == "RGB" else ()), dtype=np.uint8)
+        path = tmp_path / f"m{k}.png"
+        Image.fromarray(pixels, mode).save(path)
+        rows.append({"image_id": f"m{k}", "rel_path": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                     "group_id": str(k), "split": "test"})
+    ds = Dataset(name="mixed", adapter="manifest", root=tmp_path, task=Task.MULTICLASS, label_names=["a", "b"],
+                 images=pd.DataFrame(rows), labels=np.arange(5) % 2,
+                 fractions=pd.DataFrame(columns=["seed", "fraction", "image_id"]))
+    url = f"memory://crsbench-{uuid.uuid4().hex}"
+    extract(ds, ENTRY, url, batch_size=4, chunk_rows=2)
+    store = FeatureStore(url)
+    ref = FeatureSetRef("mixed", ENTRY.id)
+    for cond in ("clean", "rician-s2", "gaussian_blur-s3"):
+        assert np.isfinite(store.array(ref, 0.25, cond)[:]).all()
+    # A greyscale image reaches the encoder as three equal channels; rician noise stays greyscale.
+    np.testing.assert_allclose(store.array(ref, 1.0, "clean")[:][[1, 4]], _by_hand(ds, [1, 4], "clean"),
+                               rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(store.array(ref, 1.0, "rician-s2")[:][[4]], _by_hand(ds, [4], "rician-s2"),
+                               rtol=2e-3, atol=2e-3)

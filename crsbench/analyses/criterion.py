@@ -16,7 +16,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any
 
 import pandas as pd
 
@@ -137,14 +136,3 @@ def agreement(wh: Warehouse, pairs: pd.DataFrame) -> pd.DataFrame:
     """
     with registered(wh, {"scores": pairs[["grp", "encoder_id", "crs", "auroc"]]}) as n:
         return wh.sql(f"select * from crs_rank_agreement('{n['scores']}') order by grp")
-
-
-def top_set(scores: pd.Series, k: int = 3) -> frozenset[str]:
-    """The top-k encoder ids by score, ties at the cut broken by encoder id (as crs_rank_agreement)."""
-    frame = scores.dropna().rename("score").rename_axis("encoder_id").reset_index()
-    frame = frame.sort_values(["score", "encoder_id"], ascending=[False, True])
-    return frozenset(frame["encoder_id"].head(k))
-
-
-def params_note(params: Mapping[str, Any], *keys: str) -> str:
-    return ", ".join(f"{k}={params[k]}" for k in keys)

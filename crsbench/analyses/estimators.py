@@ -92,7 +92,8 @@ def variant_cells(wh: Warehouse, members: Sequence[str], variants: Sequence[Vari
         if v.ordinal is None:
             continue
         values = ordinal.set_index(["encoder_id", "dataset_id"])[v.ordinal]
-        rows = (cells["grp"] == v.name) & cells.set_index(["encoder_id", "dataset_id"]).index.isin(values.index)
+        keyed = pd.MultiIndex.from_frame(cells[["encoder_id", "dataset_id"]])
+        rows = (cells["grp"] == v.name) & keyed.isin(values.index)
         keys = pd.MultiIndex.from_frame(cells.loc[rows, ["encoder_id", "dataset_id"]])
         cells.loc[rows, "discrimination"] = values.reindex(keys).to_numpy(float)
         # A cell whose ordinal metric is missing loses its discrimination: incomplete, not imputed.

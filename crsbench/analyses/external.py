@@ -93,7 +93,8 @@ def shift_validity(wh: Warehouse, members: tuple[str, ...]) -> pd.DataFrame:
     shift = wh.sql(_SHIFT_SQL, [PRIMARY_PROBE, FROZEN, list(members)])
     if shift.empty:
         return pd.DataFrame(columns=["source", "target", "predictor", *RESULT_COLUMNS])
-    scores = score_cells(wh, variant_cells(wh, members, [NO_SHIFT_VARIANT])).set_index(["scope", "encoder_id"])
+    cells = variant_cells(wh, members, [NO_SHIFT_VARIANT])
+    scores = score_cells(wh, cells).set_index(["scope", "encoder_id"])
     frames, meta = [], []
     for (source, target), group in shift.groupby(["source", "target"], sort=True):
         outcome = group.set_index("encoder_id")["target_auroc"]
@@ -121,8 +122,7 @@ def run_external(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
                          top3_overlap=("top3_overlap", "mean"),
                          winner_recovered=("winner_recovered", "mean"))
                     .reset_index().assign(part="lodo (mean over held-out datasets)"))
-    shift_summary = shift.assign(part=shift["source"] + " -> " + shift["target"], outcome="target_auroc",
-                                 n_held_out=pd.NA)
+    shift_summary = shift.assign(part=shift["source"] + " -> " + shift["target"], outcome="target_auroc")
     columns = ["part", "predictor", "outcome", "spearman_rho", "top3_overlap", "winner_recovered"]
     summary = pd.concat([lodo_summary[columns], shift_summary[columns].astype({"winner_recovered": float})],
                         ignore_index=True)

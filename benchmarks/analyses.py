@@ -1,0 +1,104 @@
+"""Time the 10,000-replicate paired-seed bootstrap (issue 6) against a per-replicate loop.
+
+Synthetic warehouse: 15 encoders x 3 datasets x 5 seeds, the paper-sized run table of
+benchmarks/crs_query.py (158,175 run rows, compacted into one Parquet part), panel = all 15.
+
+* batched: `crsbench analyze bootstrap` as the CLI runs it (run_analysis: one SQL query for all
+  replicates, the summaries, and storing the tables incl. the 150k-row replicates table); the
+  query alone and the summaries are also timed.
+* loop: the straightforward alternative, one SQL query per replicate (the same macros with a
+  single replicate each), timed over --loop-replicates replicates and extrapolated linearly to
+  10,000 (said so in the output). Its scores are checked to equal the batched ones bit for bit.
+
+    .venv/bin/python benchmarks/analyses.py [--replicates 10000] [--loop-replicates 50] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crs_query import ENCODERS, build  # the paper-sized synthetic run table (same folder)
+from crsbench.analyses import run_analysis
+from crsbench.analyses.bootstrap import (Resamples, dataset_seeds, draw_resamples,
+                                         replicate_scores, summarise)
+from crsbench.warehouse.connection import Warehouse
+
+
+def single(resamples: Resamples, replicate: int) -> Resamples:
+    """The resamples of one replicate alone (renumbered as replicate 0)."""
+    rows = resamples.replicates[resamples.replicates["replicate"] == replicate]
+    draws = resamples.draws[resamples.draws["multiset"].isin(rows["multiset"])]
+    return Resamples(draws.reset_index(drop=True), rows.assign(replicate=0).reset_index(drop=True))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--replicates", type=int, default=10_000)
+    parser.add_argument("--loop-replicates", type=int, default=50)
+    parser.add_argument("--threads", type=int, default=2, help="DuckDB threads (the target is for 2 cores)")
+    parser.add_argument("--keep", type=Path, help="build the warehouse in this folder and keep it")
+    args = parser.parse_args(argv)
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="crs-bench-analyses-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    db = folder / "bench.duckdb"
+    start = time.perf_counter()
+    rows = build(db, full=False)
+    with Warehouse.open(db) as wh:
+        wh.compact_parts()
+    print(f"built {rows:,} run rows ({len(ENCODERS)} encoders x 3 datasets x 5 seeds), "
+          f"{time.perf_counter() - start:.1f} s")
+
+    with Warehouse.open(db) as wh:
+        wh.con.execute(f"set threads = {int(args.threads)}")
+        members = list(ENCODERS)
+        run_analysis(wh, "bootstrap", {"replicates": 20}, store=False)  # warm-up (file cache)
+
+        start = time.perf_counter()
+        result = run_analysis(wh, "bootstrap", {"replicates": args.replicates, "seed": 0})
+        end_to_end = time.perf_counter() - start
+
+        resamples = draw_resamples(dataset_seeds(wh, members), args.replicates, np.random.default_rng(0))
+        start = time.perf_counter()
+        batched = replicate_scores(wh, members, resamples)
+        query_s = time.perf_counter() - start
+        start = time.perf_counter()
+        summarise(batched, "paper")
+        summary_s = time.perf_counter() - start
+
+        start = time.perf_counter()
+        looped = []
+        for r in range(1, args.loop_replicates + 1):
+            looped.append(replicate_scores(wh, members, single(resamples, r)).assign(replicate=r))
+        loop_s = time.perf_counter() - start
+
+    looped = pd.concat(looped, ignore_index=True).set_index(["replicate", "encoder_id"])["crs"]
+    same = batched.set_index(["replicate", "encoder_id"])["crs"].loc[looped.index]
+    identical = bool((same.to_numpy() == looped.to_numpy()).all())
+    per_replicate = loop_s / args.loop_replicates
+    extrapolated = per_replicate * args.replicates
+    stored = ", ".join(f"analysis_bootstrap_{p}" for p in result.tables)
+    print(f"batched bootstrap, {args.replicates:,} replicates, {args.threads} DuckDB threads:")
+    print(f"  crsbench analyze bootstrap end to end (query + summaries + storing {stored}): "
+          f"{end_to_end:.2f} s")
+    print(f"  of which the one SQL query: {query_s:.2f} s; summaries (ranks, percentiles, "
+          f"{len(members) * (len(members) - 1) // 2} pair intervals): {summary_s:.2f} s")
+    print(f"per-replicate loop: {args.loop_replicates} replicates (one SQL query each) took "
+          f"{loop_s:.2f} s = {per_replicate * 1000:.1f} ms/replicate; extrapolated linearly to "
+          f"{args.replicates:,} replicates: {extrapolated:.0f} s "
+          f"({extrapolated / end_to_end:.0f}x the batched run)")
+    print(f"loop scores identical to the batched ones (bit for bit): {identical}")
+    print(f"target <= 5 s on 2 cores: {'met' if end_to_end <= 5 else 'NOT met'} ({end_to_end:.2f} s)")
+    print(f"command: .venv/bin/python benchmarks/analyses.py --replicates {args.replicates} "
+          f"--loop-replicates {args.loop_replicates} --threads {args.threads}")
+    return 0 if identical else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
