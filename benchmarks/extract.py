@@ -162,7 +162,7 @@ def main() -> None:
             t0 = time.perf_counter()
             extract(ds, entry, f"memory://bench-{uuid.uuid4().hex}", model=model, device=args.device,
                     batch_size=args.batch_size, compute_dtype=args.compute_dtype,
-                    chunk_rows=args.chunk_rows)
+                    chunk_rows=args.chunk_rows, threads=torch.get_num_threads())
             sync(device)
             one_pass.append(time.perf_counter() - t0)
             t_forward.append(pure_forward(model, entry, device, dtype, args.batch_size, n_fw))

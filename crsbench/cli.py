@@ -65,7 +65,8 @@ def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"
 def _register_command_modules() -> None:
     # Imported for their side effect of adding commands to `app`.
     from crsbench import cli_ingest  # noqa: F401
-    for name in ("cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report"):
+    for name in ("cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report",
+                 "cli_adapt"):
         try:
             __import__(f"crsbench.{name}")
         except ModuleNotFoundError as exc:

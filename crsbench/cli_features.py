@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Annotated
+from urllib.parse import urlsplit
 
 import pandas as pd
 import typer
@@ -19,13 +20,30 @@ from crsbench.warehouse.connection import Warehouse, default_db_path
 STORE_ENV = "CRSBENCH_STORE"
 
 
+def check_store_url(url: str | None) -> str | None:
+    """Refuse a store URL carrying a password: it would be recorded in the catalog and printed.
+
+    Object-store credentials come only from the standard environment/config that fsspec
+    backends already read (AWS_* variables or ~/.aws for s3://, see docs/SCALING.md).
+    """
+    if url and "://" in url:
+        netloc = urlsplit(url).netloc
+        if "@" in netloc and ":" in netloc.rpartition("@")[0]:
+            raise CrsbenchError(f"store URL {url.split('://', 1)[0]}://...@{netloc.rpartition('@')[2]} "
+                                "embeds credentials; put them in the environment or the backend's "
+                                "config instead (see docs/SCALING.md)")
+    return url
+
+
 def default_store(db: Path) -> str:
     """`$CRSBENCH_STORE`, else `<db>.features.zarr` beside the warehouse file."""
-    return os.environ.get(STORE_ENV) or str(db.with_name(db.name + ".features.zarr"))
+    return check_store_url(os.environ.get(STORE_ENV)) or str(db.with_name(db.name + ".features.zarr"))
 
 
 StoreOption = Annotated[str | None, typer.Option(
-    "--store", help="Feature store URL, any fsspec URL (default $CRSBENCH_STORE or <db>.features.zarr).")]
+    "--store", callback=check_store_url,
+    help="Feature store URL, any fsspec URL (default $CRSBENCH_STORE or <db>.features.zarr); "
+         "s3:// credentials and endpoint come from the standard AWS environment/config.")]
 
 
 def _expand(values: list[str], every: list[str], keyword: str) -> list[str]:

@@ -170,21 +170,21 @@ def chexzero(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 TINY = {"scope": "general", "domain": "none", "loader": "timm", "pretrained": False, **IMAGENET}
 
 
-@register_encoder("tiny-resnet18", checkpoint="resnet18", family="tiny ResNet-18 (random)",
+@register_encoder("tiny-resnet18", checkpoint="resnet18", family="tiny ResNet-18",
                   input_size=64, pooling="avgpool", depth_blocks=RESNET_STAGES,
                   lora_targets=("conv1", "conv2"), **TINY)
 def tiny_resnet18(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
-@register_encoder("tiny-vit", checkpoint="vit_tiny_patch16_224", family="tiny ViT-Ti/16 (random)",
+@register_encoder("tiny-vit", checkpoint="vit_tiny_patch16_224", family="tiny ViT-Ti/16",
                   input_size=64, pooling="cls", **TIMM_VIT, lora_targets=VIT_LORA,
                   model_kwargs={"img_size": 64}, **TINY)
 def tiny_vit(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
-@register_encoder("tiny-convnext", checkpoint="convnext_atto", family="tiny ConvNeXt-atto (random)",
+@register_encoder("tiny-convnext", checkpoint="convnext_atto", family="tiny ConvNeXt-atto",
                   input_size=64, pooling="avgpool",
                   depth_blocks=("stages.0", "stages.1", "stages.2", "stages.3"),
                   lora_targets=("mlp.fc1", "mlp.fc2"), **TINY)
@@ -193,15 +193,16 @@ def tiny_convnext(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 
 @register_encoder("tiny-efficientnet", checkpoint="efficientnet_b0",
-                  family="tiny EfficientNet-B0 (random)", input_size=64, pooling="avgpool",
+                  family="tiny EfficientNet-B0", input_size=64, pooling="avgpool",
                   depth_blocks=tuple(f"blocks.{i}" for i in range(7)) + ("bn2",),
                   lora_targets=("conv_pw", "conv_pwl"), **TINY)
 def tiny_efficientnet(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
+# DINOv2-style: patch 14, four register tokens, LayerScale, mean over patch tokens; ViT-Ti width.
 @register_encoder("tiny-dinov2", checkpoint="vit_small_patch14_reg4_dinov2",
-                  family="tiny DINOv2-style ViT, patch 14 + 4 registers (random)", input_size=56,
+                  family="tiny DINOv2-style ViT", input_size=56,
                   pooling="mean", **TIMM_VIT, lora_targets=VIT_LORA,
                   model_kwargs={"img_size": 56, "embed_dim": 192, "num_heads": 3}, **TINY)
 def tiny_dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:

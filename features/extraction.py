@@ -12,6 +12,7 @@ written last, after checking that every expected chunk exists in every array.
 from __future__ import annotations
 
 import dataclasses
+import os
 import time
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -169,6 +170,25 @@ class _Extractor:
             f"condition {cond}, depth {depth_key(depth)}) from encoder {self.entry.id!r}; "
             f"the feature set {self.ref.path} stays incomplete")
 
+    def run(self, arrays: dict[str, zarr.Array], pending: list[int], done: int, total: int) -> None:
+        """Three stages overlap: decoding (and CPU perturbations) of chunk k+1 on the thread pool,
+        the forwards of chunk k on this thread, checking + writing chunk k-1 on the writer thread."""
+        writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crsbench-write")
+        in_flight: Future | None = None
+        try:
+            ahead = self.prefetch(pending[0]) if pending else None
+            for pos in range(len(pending)):
+                chunk = ahead
+                ahead = self.prefetch(pending[pos + 1]) if pos + 1 < len(pending) else None
+                items, feats, done = self.run_chunk(chunk, done, total)
+                if in_flight is not None:
+                    in_flight.result()  # a failed write stops everything before the next one starts
+                in_flight = writer.submit(self.store_chunk, arrays, chunk, items, feats)
+            if in_flight is not None:
+                in_flight.result()
+        finally:
+            writer.shutdown(wait=True)
+
     # -- writing ------------------------------------------------------------------------------
     def write_chunk(self, arrays: dict[str, zarr.Array], chunk: _Chunk,
                     blocks: dict[tuple[float, str], np.ndarray]) -> None:
@@ -255,11 +275,14 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
             weights: str | None = None, force: bool = False, progress: ProgressFn | None = None,
             chunk_rows: int = 256, dtype: str = "float16", compute_dtype: str = "float32",
             conditions: Sequence[str] = CONDITIONS, workers: int = 4,
-            perturb_backend: str = "auto") -> dict[str, Any]:
+            perturb_backend: str = "auto", threads: int | None = None) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
-    `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`).
-    A complete feature set is skipped (attrs returned with `skipped=True`) unless `force`.
+    `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
+    moved to `device` and `compute_dtype` in place). A complete feature set is skipped (attrs
+    returned with `skipped=True`) unless `force`. On the CPU the model gets `threads` torch
+    threads (default: half the cores, so decoding and perturbing threads never oversubscribe
+    them, which slows small models tenfold) for the duration of the call.
     """
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     progress = progress or no_progress
@@ -301,7 +324,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     group = _open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 
     ex = _Extractor(dataset, entry, ref, tap, dev, {**settings, "np_dtype": DTYPES[dtype]},
-                    workers, progress)
+                    max(1, min(workers, os.cpu_count() or 1)), progress)
     arrays = {name: group[name] for name in [f"{depth_key(d)}/{c}" for d in DEPTHS
                                              for c in conditions] + [PROGRESS_ARRAY]}
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])
@@ -310,23 +333,13 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     done = total - sum(ex.n_items(k) for k in pending)
     progress(ex.label, done, total)
     started = time.perf_counter()
-    # Three stages overlap: decoding (and CPU perturbations) of chunk k+1 on the thread pool,
-    # the forwards of chunk k here, and checking + writing chunk k-1 on the writer thread.
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crsbench-write")
-    in_flight: Future | None = None
+    previous_threads = torch.get_num_threads()
+    if dev.type == "cpu":
+        torch.set_num_threads(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)))
     try:
-        ahead = ex.prefetch(pending[0]) if pending else None
-        for pos in range(len(pending)):
-            chunk = ahead
-            ahead = ex.prefetch(pending[pos + 1]) if pos + 1 < len(pending) else None
-            items, feats, done = ex.run_chunk(chunk, done, total)
-            if in_flight is not None:
-                in_flight.result()  # a failed write stops everything before the next one starts
-            in_flight = writer.submit(ex.store_chunk, arrays, chunk, items, feats)
-        if in_flight is not None:
-            in_flight.result()
+        ex.run(arrays, pending, done, total)
     finally:
-        writer.shutdown(wait=True)
+        torch.set_num_threads(previous_threads)
         ex.close()
         tap.close()
     _finish(group, arrays, ref, ex.test_mask, settings, store.url)

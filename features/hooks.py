@@ -98,6 +98,10 @@ class DepthTap:
 
     @torch.no_grad()
     def __call__(self, x: torch.Tensor) -> dict[float, torch.Tensor]:
+        return self.forward_depths(x)
+
+    def forward_depths(self, x: torch.Tensor) -> dict[float, torch.Tensor]:
+        """As calling the tap, with autograd left on (LoRA training, `crsbench.features.adapt`)."""
         self._captured.clear()
         out = self.model(x)
         feats: dict[float, torch.Tensor] = {}

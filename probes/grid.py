@@ -175,6 +175,10 @@ class _InProcess:
             yield i, run_chunk(*job)
 
 
+def _identity(value: object) -> object:
+    return value
+
+
 class _Distributed:
     def __init__(self, address: str) -> None:
         from distributed import Client
@@ -194,7 +198,10 @@ class _Distributed:
 
         def remote(ds: Dataset) -> object:
             if ds.name not in scattered:
-                scattered[ds.name] = self.client.scatter(ds, broadcast=False)
+                # A task, not `client.scatter`: scattered data lives only on workers, so a
+                # killed worker would take the dataset with it and fail every later fit;
+                # a task's result is recomputed from its spec when its worker dies.
+                scattered[ds.name] = self.client.submit(_identity, ds, pure=False)
             return scattered[ds.name]
 
         futures = {}

@@ -75,29 +75,36 @@ def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[n
 
 # -- building blocks -----------------------------------------------------------------------
 
-def _binary_auroc(y: np.ndarray, score: np.ndarray) -> float:
-    pos = y == 1
-    n_pos, n_neg = int(pos.sum()), int((~pos).sum())
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(score)  # average ranks: ties count half
-    return float((ranks[pos].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+def _auroc_columns(target: np.ndarray, score: np.ndarray) -> list[float]:
+    """Binary AUROC of each column (NaN where a column holds one outcome only)."""
+    ranks = rankdata(score, axis=0)  # average ranks: ties count half
+    pos = target == 1
+    n_pos = pos.sum(axis=0)
+    n_neg = target.shape[0] - n_pos
+    rank_sum = np.where(pos, ranks, 0.0).sum(axis=0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+    return [float(a) if n_pos[j] and n_neg[j] else float("nan") for j, a in enumerate(auc)]
 
 
-def _bin_gap(conf: np.ndarray, hit: np.ndarray, bins: list[np.ndarray]) -> float:
-    n = conf.shape[0]
-    return float(sum(len(b) / n * abs(hit[b].mean() - conf[b].mean()) for b in bins if len(b)))
+def _bin_gap(conf: np.ndarray, hit: np.ndarray, index: np.ndarray, n_bins: int) -> float:
+    # sum over bins of (n_b / n) |acc_b - conf_b| = sum over bins of |sum hit - sum conf| / n
+    hits = np.bincount(index, weights=hit, minlength=n_bins)
+    confs = np.bincount(index, weights=conf, minlength=n_bins)
+    return float(np.abs(hits - confs).sum() / conf.shape[0])
 
 
-def _width_bins(conf: np.ndarray, n_bins: int) -> list[np.ndarray]:
+def _width_bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
     edges = np.linspace(0.0, 1.0, n_bins + 1)
-    index = np.minimum(np.searchsorted(edges[1:-1], conf, side="right"), n_bins - 1)
-    return [np.flatnonzero(index == i) for i in range(n_bins)]
+    return np.minimum(np.searchsorted(edges[1:-1], conf, side="right"), n_bins - 1)
 
 
-def _mass_bins(conf: np.ndarray, n_bins: int) -> list[np.ndarray]:
+def _mass_bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
     order = np.argsort(conf, kind="stable")
-    return list(np.array_split(order, min(n_bins, len(order))))
+    sizes = [len(part) for part in np.array_split(order, min(n_bins, len(order)))]
+    index = np.empty(len(conf), dtype=np.int64)
+    index[order] = np.repeat(np.arange(len(sizes)), sizes)
+    return index
 
 
 def _calibration_pairs(y: np.ndarray, p: np.ndarray, task: Task) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -118,20 +125,20 @@ def _onehot(y: np.ndarray, k: int) -> np.ndarray:
 def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     target = y if task is Task.MULTILABEL else _onehot(y, p.shape[1])
-    scores = [_binary_auroc(target[:, j], p[:, j]) for j in range(p.shape[1])]
+    scores = _auroc_columns(target, p)
     defined = [s for s in scores if not np.isnan(s)]
     return float(np.mean(defined)) if defined else float("nan")
 
 
 def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
-    gaps = [_bin_gap(c, h, _width_bins(c, n_bins)) for c, h in _calibration_pairs(y, p, task)]
+    gaps = [_bin_gap(c, h, _width_bins(c, n_bins), n_bins) for c, h in _calibration_pairs(y, p, task)]
     return float(np.mean(gaps))
 
 
 def adaptive_ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
-    gaps = [_bin_gap(c, h, _mass_bins(c, n_bins)) for c, h in _calibration_pairs(y, p, task)]
+    gaps = [_bin_gap(c, h, _mass_bins(c, n_bins), n_bins) for c, h in _calibration_pairs(y, p, task)]
     return float(np.mean(gaps))
 
 

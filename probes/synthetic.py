@@ -74,8 +74,13 @@ def _covering_rows(labels: np.ndarray, task: Task, rng: np.random.Generator) -> 
 def write_features(store_url: str | Path, dataset: Dataset, encoder_id: str, dim: int, *,
                    regime: str = "frozen", seed: int = 0, signal: float = 1.0,
                    depths: tuple[float, ...] = DEPTHS, complete: bool = True,
-                   chunk_rows: int = 256, pretrained: bool = False, latent: int = 16) -> FeatureSetRef:
-    """Write one feature set; returns its ref. Deterministic in (dataset, encoder, seed)."""
+                   chunk_rows: int = 256, pretrained: bool = False, latent: int = 16,
+                   decay: float = 0.0) -> FeatureSetRef:
+    """Write one feature set; returns its ref. Deterministic in (dataset, encoder, seed).
+
+    `latent` nuisance factors with scales (j + 1) ** -decay are mixed into the `dim` features;
+    decay ~ 1 gives the power-law spectrum typical of real encoder embeddings.
+    """
     ref = FeatureSetRef(dataset.name, encoder_id, regime)
     rng = np.random.default_rng([seed, len(dataset.name), dim])
     root = zarr.open_group(str(store_url), mode="a", zarr_format=3)
@@ -92,7 +97,9 @@ def write_features(store_url: str | Path, dataset: Dataset, encoder_id: str, dim
     for depth in depths:
         # correlated features: a few latent factors (some class-driven) mixed into dim dims
         mix = rng.normal(size=(onehot.shape[1] + latent, dim)) / np.sqrt(latent)
-        factors = np.concatenate([onehot * signal * (0.5 + depth), rng.normal(size=(n, latent))], axis=1)
+        scales = (np.arange(latent) + 1.0) ** -decay * np.sqrt(latent / np.sum((np.arange(latent) + 1.0) ** (-2 * decay)))
+        nuisance = rng.normal(size=(n, latent)) * scales
+        factors = np.concatenate([onehot * signal * (0.5 + depth), nuisance], axis=1)
         base = factors @ mix + 0.5 * rng.normal(size=(n, dim))
         for condition in CONDITIONS:
             if condition == "clean":
