@@ -47,6 +47,9 @@ def analyze(
         "--replicates", help="Bootstrap replicates (bootstrap; default 10,000).")] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Random seed (bootstrap, stability, insertion, weights).")] = None,
+    model: Annotated[str | None, typer.Option(
+        "--model", help="Generative VLM: local folder or cached hub id (e5).")] = None,
+    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (e5).")] = None,
     settings: Annotated[list[str] | None, typer.Option(
         "--set", help="Other analysis params as KEY=VALUE (repeatable), e.g. --set methods=temperature,isotonic."
     )] = None,
@@ -58,7 +61,7 @@ def analyze(
         return
     spec = get_analysis(name)
     params = {"panel": panel, "reference": reference, "replicates": replicates, "seed": seed,
-              **parse_settings(settings or [])}
+              "model": model, "dataset": dataset, **parse_settings(settings or [])}
     with Warehouse.open(db) as wh:
         result = run_analysis(wh, name, params)
     tables = [table_name(name, part) for part in [*result.tables, "summary"]]
