@@ -15,12 +15,15 @@ which alone calls `sink`.
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 import dask
 import numpy as np
 import pandas as pd
+import torch
 
 import crsbench
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
@@ -167,12 +170,35 @@ def _chunks(fits: list[FitKey], batch_size: int) -> Iterator[tuple[FeatureSetRef
 
 
 class _InProcess:
+    """Chunks on a local thread pool, one torch thread each.
+
+    Probe fits on demo-sized data are many small torch ops; one intra-op thread per
+    chunk and one chunk per core beats one chunk using every core (measured ~1.5x on
+    2 cores). Each fit seeds its own generator, so results do not depend on the pool.
+    """
+
+    def __init__(self, workers: int | None = None) -> None:
+        self.workers = max(1, workers or (os.cpu_count() or 1))
+
     def compute(self, graphs: list) -> list:
         return list(dask.compute(graphs, scheduler="threads")[0])
 
     def run(self, jobs: list[tuple]) -> Iterator[tuple[int, tuple[pd.DataFrame, pd.DataFrame]]]:
-        for i, job in enumerate(jobs):
-            yield i, run_chunk(*job)
+        if self.workers == 1 or len(jobs) < 2:
+            for i, job in enumerate(jobs):
+                yield i, run_chunk(*job)
+            return
+        previous = torch.get_num_threads()
+        torch.set_num_threads(1)
+        pool = ThreadPoolExecutor(max_workers=self.workers)
+        try:
+            pending = {pool.submit(run_chunk, *job): i for i, job in enumerate(jobs)}
+            for future in as_completed(pending):
+                yield pending[future], future.result()
+        finally:
+            # A failed sink (or any error) stops the sweep: drop the chunks not yet started.
+            pool.shutdown(wait=True, cancel_futures=True)
+            torch.set_num_threads(previous)
 
 
 def _identity(value: object) -> object:

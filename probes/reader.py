@@ -12,6 +12,7 @@ every fraction, seed and probe.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Callable, Iterable
 
 import dask
@@ -40,7 +41,10 @@ def lazy_features(store: FeatureStore, ref: FeatureSetRef, depth: float, conditi
     component = f"{ref.path}/{depth_key(depth)}/{condition}"
     store.array(ref, depth, condition)  # raises a clear error when the array is missing
     kwargs = {"storage_options": store.storage_options} if store.storage_options else {}
-    return da.from_zarr(store.url, component=component, **kwargs)
+    # An explicit graph name skips Dask's tokenisation of the zarr array, which pickles it
+    # and dominated small sweeps; the name is unique per store URL and array path.
+    name = "zarr-" + hashlib.sha1(f"{store.url}\0{component}".encode()).hexdigest()
+    return da.from_zarr(store.url, component=component, name=name, **kwargs)
 
 
 def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str,
