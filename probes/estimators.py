@@ -9,9 +9,10 @@ from crsbench.ingest.types import Task
 from crsbench.probes.lbfgs import fit_logreg, output_weights
 from crsbench.probes.registry import Predictor, register_probe
 
-# MLP budget, fixed so every encoder gets the same one.
-MLP_HIDDEN = 256
-MLP_STEPS = 300
+# MLP budget, fixed so every encoder gets the same one; sized so the demo grid
+# (375 MLP fits) stays within a couple of minutes on 2 CPU cores.
+MLP_HIDDEN = 128
+MLP_STEPS = 200
 MLP_BATCH = 256
 MLP_LR = 1e-3
 MLP_WEIGHT_DECAY = 1e-4
