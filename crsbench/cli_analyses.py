@@ -12,7 +12,7 @@ from rich.markup import escape
 from crsbench.analyses import analyses, get_analysis, run_analysis, table_name
 from crsbench.cli import DbOption, app
 from crsbench.ingest.types import CrsbenchError
-from crsbench.output import console, emit, print_frame
+from crsbench.output import console, emit, print_frame, progress
 from crsbench.warehouse.connection import Warehouse, default_db_path
 
 
@@ -62,8 +62,11 @@ def analyze(
     spec = get_analysis(name)
     params = {"panel": panel, "reference": reference, "replicates": replicates, "seed": seed,
               "model": model, "dataset": dataset, **parse_settings(settings or [])}
-    with Warehouse.open(db) as wh:
+    with Warehouse.open(db) as wh, progress() as bar:
+        # Analyses report no inner steps; the bar shows that one is running and for how long.
+        bar(f"analysis {name}", 0, 1)
         result = run_analysis(wh, name, params)
+        bar(f"analysis {name}", 1, 1)
     tables = [table_name(name, part) for part in [*result.tables, "summary"]]
     if not console.json_mode:
         print_frame(result.summary, title=f"{name}: {spec.description}")

@@ -2,7 +2,7 @@
 
 suite generation -> ingest (4 datasets, CheXpert -> MIMIC-CXR shift pair) -> one-pass
 extraction (the tiny random-init encoders) -> probe grid -> panel freeze -> CRS
-leaderboard next to the AUROC ranking -> paired-seed bootstrap -> E2/E3/E4/E6 -> HTML report.
+leaderboard next to the AUROC ranking -> paired-seed bootstrap -> E1-E4, E6 -> HTML report.
 Every step reuses what an earlier run left (datasets, complete feature sets, done
 fits, the frozen panel), so a rerun is quick and an interrupted run resumes.
 """
@@ -116,8 +116,8 @@ def demo(
 
     report_path = out / "report.html"
     if report:
-        _step("6/6 analyses E2/E3/E4/E6 and the HTML report")
-        for name in ("e2", "e3", "e4", "e6"):
+        _step("6/6 analyses E1/E2/E3/E4/E6 and the HTML report")
+        for name in ("e1", "e2", "e3", "e4", "e6"):
             analyze(name=name, panel=None, reference=None, settings=[], db=db)
         from crsbench.cli_report import report as report_command
 

@@ -33,6 +33,12 @@ class TrainStats:
     def apply(self, x: np.ndarray) -> np.ndarray:
         return (x - self.mean) / self.std
 
+    def apply_inplace(self, x: np.ndarray) -> np.ndarray:
+        """Standardise a float64 array the caller owns, without temporaries (memory at scale)."""
+        x -= self.mean
+        x /= self.std
+        return x
+
 
 def lazy_features(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str) -> da.Array:
     """One (depth, condition) array of a feature set as a lazy Dask array."""

@@ -64,7 +64,7 @@ def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[
               stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions)."""
     train_rows = source.split_rows("train")
-    x_train = stats.apply(read_rows(store, chunk.ref, chunk.depth, CLEAN, train_rows))
+    x_train = stats.apply_inplace(read_rows(store, chunk.ref, chunk.depth, CLEAN, train_rows))
     k = n_outputs(source)
     fitted: list[tuple[FitKey, Predictor, int, float]] = []
     shared: dict[tuple[str, bytes], tuple[Predictor, float]] = {}
@@ -79,7 +79,9 @@ def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[
         else:
             positions = np.searchsorted(train_rows, rows)
             start = time.perf_counter()
-            predictor = entry.fit(x_train[positions], source.labels[rows], source.task, k, key.seed)
+            # All of train needs no fancy-index copy (the largest array of a cell at scale).
+            x_fit = x_train if len(positions) == len(train_rows) else x_train[positions]
+            predictor = entry.fit(x_fit, source.labels[rows], source.task, k, key.seed)
             seconds = time.perf_counter() - start
             if cache_key is not None:
                 shared[cache_key] = (predictor, seconds)
@@ -92,7 +94,7 @@ def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[
     datasets = {source.name: source, **{t.name: t for t in targets}}
     for ev in eval_sets(source, chunk.ref, targets):
         data = datasets[ev.eval_dataset_id]
-        x_eval = stats.apply(read_rows(store, ev.ref, chunk.depth, ev.store_condition, ev.rows))
+        x_eval = stats.apply_inplace(read_rows(store, ev.ref, chunk.depth, ev.store_condition, ev.rows))
         y_eval = data.labels[ev.rows]
         image_ids = data.images["image_id"].to_numpy()[ev.rows]
         for key, predictor, n_train, seconds in fitted:

@@ -64,3 +64,51 @@ def test_probe_command_errors(warehouse, capsys):
     assert "cxr/nope is missing" in capsys.readouterr().err
     with Warehouse.open(warehouse, read_only=True) as wh:
         assert wh.sql("select count(*) n from runs")["n"].item() == 0
+
+
+_COMPARED = ["run_id", "fit_id", "condition", "auroc", "ece", "brier", "nll", "accuracy"]
+
+
+def _runs_of(db):
+    with Warehouse.open(db, read_only=True) as wh:
+        return wh.sql(f"select {', '.join(_COMPARED)} from runs order by run_id")
+
+
+@pytest.mark.slow
+def test_sweep_sigkilled_mid_way_resumes_to_the_same_runs(warehouse, tmp_path):
+    """A real SIGKILL between batches: the rerun completes the grid with no duplicate."""
+    import shutil
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    reference = tmp_path / "reference"
+    reference.mkdir()
+    ref_db = reference / warehouse.name
+    shutil.copy(warehouse, ref_db)
+    shutil.copytree(str(warehouse) + ".features.zarr", str(ref_db) + ".features.zarr")
+    args = ["probe", "--probe", "logreg", "--probe", "knn", "--depth", "1.0", "--batch-size", "1"]
+    assert main(["--quiet", *args, "--db", str(ref_db)]) == 0
+    expected = _runs_of(ref_db)
+
+    cmd = [sys.executable, "-c", "from crsbench.cli import main; import sys; sys.exit(main())",
+           "--quiet", *args, "--db", str(warehouse)]
+    proc = subprocess.Popen(cmd, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
+    parts = warehouse.with_name(warehouse.name + ".parts") / "runs"
+    deadline = time.monotonic() + 120
+    while len([p for p in parts.glob("part-*.parquet") if "empty" not in p.name]) < 3 \
+            and proc.poll() is None:
+        assert time.monotonic() < deadline, "the sweep wrote no batch in time"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    partial = _runs_of(warehouse)
+    assert 0 < len(partial) < len(expected), "the kill must land mid-sweep"
+    assert not partial["run_id"].duplicated().any()
+
+    assert main(["--quiet", *args, "--db", str(warehouse)]) == 0
+    resumed = _runs_of(warehouse)
+    assert not resumed["run_id"].duplicated().any()
+    pd_testing = __import__("pandas").testing
+    pd_testing.assert_frame_equal(resumed.reset_index(drop=True), expected.reset_index(drop=True))
