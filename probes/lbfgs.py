@@ -34,10 +34,15 @@ class LogRegSolution:
 
 def _objective(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, softmax: bool,
                lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """Loss per problem (B,) and gradient (B, D+1, K); x has a trailing column of ones."""
-    n, d1 = x.shape
+    """Loss per problem (B,) and gradient (B, D+1, K); the intercept is w's last row.
+
+    `x` is the (n, D) design itself: no copy with a column of ones, which at scale would
+    double the largest array a probe holds.
+    """
+    n, d = x.shape
     b, _, k = w.shape
-    logits = (x @ w.permute(1, 0, 2).reshape(d1, b * k)).reshape(n, b, k)
+    feat = w[:, :-1, :]
+    logits = (x @ feat.permute(1, 0, 2).reshape(d, b * k)).reshape(n, b, k) + w[:, -1, :][None]
     if softmax:
         logp = torch.log_softmax(logits, dim=2)
         loss = -(y * logp).sum(dim=(0, 2)) / n
@@ -46,11 +51,23 @@ def _objective(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, softmax: bool,
         # log(1 + e^z) - y z, stable for both signs of z
         loss = (torch.nn.functional.softplus(logits) - y * logits).sum(dim=(0, 2)) / n
         resid = torch.sigmoid(logits) - y
-    grad = (x.T @ resid.reshape(n, b * k)).reshape(d1, b, k).permute(1, 0, 2) / n
-    feat = w[:, :-1, :]
+    grad = torch.empty_like(w)
+    grad[:, :-1, :] = (x.T @ resid.reshape(n, b * k)).reshape(d, b, k).permute(1, 0, 2) / n
+    grad[:, -1, :] = resid.sum(dim=0) / n
     loss = loss + 0.5 * lam * (feat * feat).sum(dim=(1, 2))
     grad[:, :-1, :] += lam * feat
     return loss, grad
+
+
+def _hessian_bound_gram(x: torch.Tensor, block_rows: int = 8192) -> torch.Tensor:
+    """[x, 1]^T [x, 1] accumulated over row blocks in float32 (only the preconditioner uses it)."""
+    n, d = x.shape
+    gram = torch.zeros(d + 1, d + 1, dtype=torch_dtype)
+    for start in range(0, n, block_rows):
+        xb = x[start:start + block_rows].to(torch.float32)
+        xb1 = torch.cat([xb, torch.ones(xb.shape[0], 1, dtype=torch.float32)], dim=1)
+        gram += (xb1.T @ xb1).to(torch_dtype)
+    return gram
 
 
 def fit_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = 1e-6,
@@ -62,7 +79,7 @@ def fit_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = 
     problem's max |gradient| <= tol (scikit-learn's criterion; its default tol is 1e-4).
     """
     n, d = x.shape
-    x1 = torch.cat([x.to(torch_dtype), torch.ones(n, 1, dtype=torch_dtype)], dim=1)
+    x1 = x.to(torch_dtype)  # no copy when the caller already holds float64
     if softmax:
         y3 = y.to(torch_dtype).reshape(n, 1, -1)
     else:
@@ -73,8 +90,7 @@ def fit_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = 
     penalty[-1] = 0.0
     # Preconditioner: inverse of an upper bound of the Hessian (same for every problem).
     # Only convergence speed depends on it, not the optimum: a float32 Gram is enough.
-    x32 = x1.to(torch.float32)
-    bound = (x32.T @ x32).to(torch_dtype) * (0.25 / n) + torch.diag(penalty)
+    bound = _hessian_bound_gram(x1) * (0.25 / n) + torch.diag(penalty)
     bound[-1, -1] += 1e-12
     precond = torch.cholesky_inverse(torch.linalg.cholesky(bound))
 
