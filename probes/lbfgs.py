@@ -59,7 +59,7 @@ def _objective(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, softmax: bool,
     return loss, grad
 
 
-def _hessian_bound_gram(x: torch.Tensor, block_rows: int = 8192) -> torch.Tensor:
+def _hessian_bound_gram(x: torch.Tensor, block_rows: int = 2048) -> torch.Tensor:
     """[x, 1]^T [x, 1] accumulated over row blocks in float32 (only the preconditioner uses it)."""
     n, d = x.shape
     gram = torch.zeros(d + 1, d + 1, dtype=torch_dtype)

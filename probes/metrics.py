@@ -38,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pandas as pd
 from scipy.stats import rankdata
 
 from crsbench.ingest.types import CrsbenchError, Task
@@ -207,6 +208,23 @@ METRICS: dict[str, MetricFn] = {
     "qwk": qwk,
     "ordinal_mae": ordinal_mae,
 }
+
+
+def reliability_bins(y: np.ndarray, p: np.ndarray, task: Task | str,
+                     n_bins: int = N_BINS) -> pd.DataFrame:
+    """The reliability diagram behind `ece`: per equal-width bin, the summed confidence and
+    outcomes and the count (pooled over labels for multilabel), so diagrams can be summed
+    over seeds before dividing. Columns: bin, confidence_sum, outcome_sum, count."""
+    y, p, task = check_predictions(y, p, task)
+    conf = np.concatenate([c for c, _ in _calibration_pairs(y, p, task)])
+    hit = np.concatenate([h for _, h in _calibration_pairs(y, p, task)])
+    index = _width_bins(conf, n_bins)
+    return pd.DataFrame({
+        "bin": np.arange(n_bins),
+        "confidence_sum": np.bincount(index, weights=conf, minlength=n_bins),
+        "outcome_sum": np.bincount(index, weights=hit, minlength=n_bins),
+        "count": np.bincount(index, minlength=n_bins),
+    })
 
 
 def all_metrics(y: np.ndarray, p: np.ndarray, task: Task | str) -> dict[str, float]:

@@ -123,7 +123,8 @@ def test_methods_param_and_stored_tables(warehouse):
     result = run_analysis(wh, "e2", {"methods": "temperature,isotonic"})
     assert set(result.tables["fits"]["method"]) == {"temperature", "isotonic"}
     stored = wh.sql("select table_name, params from analyses where analysis = 'e2' order by 1")
-    assert stored["table_name"].tolist() == ["analysis_e2_cells", "analysis_e2_fits", "analysis_e2_summary"]
+    assert stored["table_name"].tolist() == ["analysis_e2_cells", "analysis_e2_fits",
+                                             "analysis_e2_reliability", "analysis_e2_summary"]
     assert json.loads(stored["params"][0]) == {"methods": "temperature,isotonic"}
     summary = wh.sql("select * from analysis_e2_summary")
     assert set(summary["method"]) == {"temperature", "isotonic"}
@@ -153,3 +154,31 @@ def test_e2_reads_what_the_probe_grid_writes(tmp_path):
     before = fits_table.set_index("condition")["ece_before"]
     np.testing.assert_allclose(before.sort_index(), stored["ece"].sort_index(), atol=1e-6)
     assert (fits_table["top_label_changed"] == 0).all()
+
+
+def test_reliability_bins_reproduce_the_ece_of_each_diagram(warehouse):
+    """The stored diagrams: per (cell, condition, method) the count-weighted |confidence - accuracy|
+    over bins must equal the seed-pooled ECE recomputed here by hand from the bin counts."""
+    wh, _ = warehouse
+    result = run_analysis(wh, "e2", {"methods": "temperature"})
+    rel = result.tables["reliability"]
+    assert set(rel["method"]) == {"uncalibrated", "temperature"}
+    assert set(rel["condition"]) <= {"clean", "shift"} and "clean" in set(rel["condition"])
+    assert ((rel["confidence"] >= 0) & (rel["confidence"] <= 1) & (rel["accuracy"] >= 0)
+            & (rel["accuracy"] <= 1)).all()
+    # Each bin's confidence lies inside its own equal-width bin [b/15, (b+1)/15].
+    assert (rel["confidence"] >= rel["bin"] / 15 - 1e-12).all()
+    assert (rel["confidence"] <= (rel["bin"] + 1) / 15 + 1e-12).all()
+    # Uncalibrated multiclass diagram, pooled over seeds 0 and 1, binned here by hand.
+    _, truth = warehouse
+    y = np.concatenate([truth[("mc", seed)]["test"][0] for seed in (0, 1)])
+    p = np.concatenate([truth[("mc", seed)]["test"][1] for seed in (0, 1)])
+    conf, hit = p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
+    index = np.minimum((conf * 15).astype(int), 14)
+    d = rel[(rel.dataset_id == "mc") & (rel.condition == "clean") & (rel.method == "uncalibrated")]
+    assert d["count"].sum() == len(y)
+    for b, row in d.set_index("bin").iterrows():
+        mask = index == b
+        assert row["count"] == mask.sum()
+        assert row["confidence"] == pytest.approx(conf[mask].mean())
+        assert row["accuracy"] == pytest.approx(hit[mask].mean())

@@ -53,15 +53,26 @@ FIT_COLUMNS = ["fit_id", "encoder_id", "dataset_id", "seed", "eval_dataset_id", 
 
 
 def recalibrate_fit(calib: Evaluation, evaluations: Mapping[tuple[str, str], Evaluation],
-                    task: Task, methods: list[str]) -> pd.DataFrame:
-    """Fit each method on calib (y, p); score each (condition, eval_dataset_id) before and after."""
+                    task: Task, methods: list[str],
+                    reliability: list[pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Fit each method on calib (y, p); score each (condition, eval_dataset_id) before and after.
+
+    With `reliability`, also append the reliability-diagram bins (clean and shift conditions,
+    method `uncalibrated` for before) so the report can draw diagrams without refitting.
+    """
     rows = []
     before = {cond: {name: fn(y, p, task) for name, fn in SCORES.items()}
               for cond, (y, p) in evaluations.items()}
+    diagrammed = [cond for cond in evaluations if cond[0] in RELIABILITY_CONDITIONS]
+    if reliability is not None:
+        for cond in diagrammed:
+            reliability.append(_bins(cond, UNCALIBRATED, *evaluations[cond], task))
     for method in methods:
         calibrator = make_calibrator(method, task).fit(calib[1], calib[0])
         for cond, (y, p) in evaluations.items():
             q = np.clip(calibrator.transform(p), 0.0, 1.0)
+            if reliability is not None and cond in diagrammed:
+                reliability.append(_bins(cond, method, y, q, task))
             row = {"eval_dataset_id": cond[1], "condition": cond[0], "method": method}
             for name, fn in SCORES.items():
                 row[f"{name}_before"] = before[cond][name]
@@ -70,6 +81,33 @@ def recalibrate_fit(calib: Evaluation, evaluations: Mapping[tuple[str, str], Eva
                                         if task is not Task.MULTILABEL else np.nan)
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+UNCALIBRATED = "uncalibrated"
+RELIABILITY_CONDITIONS = (CLEAN, SHIFT)
+RELIABILITY_COLUMNS = ["encoder_id", "dataset_id", "eval_dataset_id", "condition", "method", "bin",
+                       "confidence", "accuracy", "count"]
+
+
+def _bins(cond: tuple[str, str], method: str, y: np.ndarray, p: np.ndarray, task: Task) -> pd.DataFrame:
+    frame = metrics.reliability_bins(y, p, task)
+    frame.insert(0, "method", method)
+    frame.insert(0, "condition", cond[0])
+    frame.insert(0, "eval_dataset_id", cond[1])
+    return frame
+
+
+def reliability_cells(parts: list[pd.DataFrame]) -> pd.DataFrame:
+    """Reliability diagrams per (encoder, dataset, condition, method), bins summed over seeds."""
+    if not parts:
+        return pd.DataFrame(columns=RELIABILITY_COLUMNS)
+    keys = ["encoder_id", "dataset_id", "eval_dataset_id", "condition", "method", "bin"]
+    sums = pd.concat(parts, ignore_index=True).groupby(keys, sort=True)[
+        ["confidence_sum", "outcome_sum", "count"]].sum().reset_index()
+    sums = sums[sums["count"] > 0]
+    sums["confidence"] = sums["confidence_sum"] / sums["count"]
+    sums["accuracy"] = sums["outcome_sum"] / sums["count"]
+    return sums[RELIABILITY_COLUMNS].reset_index(drop=True)
 
 
 class _Labels:
@@ -92,7 +130,8 @@ class _Labels:
         return labels_of(self.matrices[dataset_id], image_ids, task, dataset_id)
 
 
-def fit_rows(wh: Warehouse, methods: list[str]) -> tuple[pd.DataFrame, list[str]]:
+def fit_rows(wh: Warehouse, methods: list[str],
+             reliability: list[pd.DataFrame] | None = None) -> tuple[pd.DataFrame, list[str]]:
     """Per (fit, condition, method) before/after scores for every primary fit with calib predictions."""
     runs = load_runs(wh, depth=1.0, fraction=1.0)
     fits = (runs[runs["condition"] == CALIB][["fit_id", "encoder_id", "dataset_id", "seed"]]
@@ -112,7 +151,13 @@ def fit_rows(wh: Warehouse, methods: list[str]) -> tuple[pd.DataFrame, list[str]
                        for key, (ids, p) in preds.items()}
         if not evaluations:
             continue
-        frame = recalibrate_fit(calib, evaluations, task, methods)
+        bins: list[pd.DataFrame] | None = [] if reliability is not None else None
+        frame = recalibrate_fit(calib, evaluations, task, methods, bins)
+        if reliability is not None and bins:
+            tagged = pd.concat(bins, ignore_index=True)
+            tagged.insert(0, "dataset_id", fit.dataset_id)
+            tagged.insert(0, "encoder_id", fit.encoder_id)
+            reliability.append(tagged)
         frame.insert(0, "seed", fit.seed)
         frame.insert(0, "dataset_id", fit.dataset_id)
         frame.insert(0, "encoder_id", fit.encoder_id)
@@ -153,13 +198,15 @@ def run_e2(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Recalibration (temperature, vector, isotonic, Dirichlet) fitted on calib, scored on test."""
     methods = parse_methods(params["methods"])
     # Many tiny L-BFGS problems: BLAS threads only contend with each other here.
+    bins: list[pd.DataFrame] = []
     with threadpool_limits(limits=1, user_api="blas"):
-        per_fit, notes = fit_rows(wh, methods)
+        per_fit, notes = fit_rows(wh, methods, bins)
     if per_fit.empty:
         notes.append("no primary fit with calib predictions: nothing to recalibrate")
         empty = pd.DataFrame({"method": pd.Series(dtype=str), "kind": pd.Series(dtype=str),
                               "n_cells": pd.Series(dtype="int64")})
-        return AnalysisResult(tables={"fits": per_fit, "cells": empty}, summary=empty, notes=notes)
+        return AnalysisResult(tables={"fits": per_fit, "cells": empty,
+                                      "reliability": reliability_cells([])}, summary=empty, notes=notes)
     cells = cell_means(per_fit)
-    return AnalysisResult(tables={"fits": per_fit, "cells": cells}, summary=method_summary(cells),
-                          notes=notes)
+    return AnalysisResult(tables={"fits": per_fit, "cells": cells, "reliability": reliability_cells(bins)},
+                          summary=method_summary(cells), notes=notes)
