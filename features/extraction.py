@@ -29,8 +29,8 @@ from crsbench.features.loaders import state_dict_hash
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
 from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import (CLEAN, CONDITIONS, DEPTHS, FROZEN, FeatureSetRef,
-                                     FeatureStore, depth_key)
+from crsbench.features.store import (CLEAN, CONDITIONS, DEPTHS, FROZEN, FeatureSetRef, FeatureStore,
+                                     claim_dataset, depth_key)
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
 
@@ -243,26 +243,6 @@ def _groups(batch: list[tuple[str, int, int]], images: list[np.ndarray]):
         yield group
 
 
-def _check_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
-    """Write `{dataset}/image_ids` once; refuse a store made from different images."""
-    digest = ds.image_digest()
-    group = root.require_group(ds.name)
-    known = group.attrs.get("image_digest")
-    if known is not None and known != digest:
-        raise CrsbenchError(
-            f"dataset {ds.name!r} has changed since its features in {store_url} were extracted "
-            f"(image digest {known[:12]} there, {digest[:12]} now); delete {store_url}/{ds.name} "
-            f"or use another --store")
-    if "image_ids" not in group:
-        ids = np.asarray(ds.images["image_id"].astype(str).tolist(), dtype=str)
-        arr = group.create_array("image_ids", shape=ids.shape, dtype=str,
-                                 chunks=(max(1, ids.size),))
-        arr[:] = ids
-        group.attrs.update({"image_digest": digest, "n_images": ds.n_images})
-    elif known is None:
-        group.attrs.update({"image_digest": digest, "n_images": ds.n_images})
-
-
 def _resolve_device(device: str) -> torch.device:
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
@@ -304,7 +284,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
     root = store.root(writable=True)
-    _check_dataset(root, dataset, store.url)
+    claim_dataset(root, dataset, store.url)
 
     if ref.path in root and force:
         del root[ref.path]

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import zarr
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.ingest.types import CrsbenchError, Dataset
 
 DEPTHS: tuple[float, ...] = (0.25, 0.50, 0.75, 1.0)
 PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
@@ -125,3 +125,23 @@ class FeatureStore:
                 encoder_id, _, regime = key.partition("@")
                 refs.append(FeatureSetRef(dataset, encoder_id, regime or FROZEN))
         return sorted(refs, key=lambda r: (r.dataset, r.key))
+
+
+def claim_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
+    """Write `{dataset}/image_ids` once; refuse a store made from different images."""
+    digest = ds.image_digest()
+    group = root.require_group(ds.name)
+    known = group.attrs.get("image_digest")
+    if known is not None and known != digest:
+        raise CrsbenchError(
+            f"dataset {ds.name!r} has changed since its features in {store_url} were extracted "
+            f"(image digest {known[:12]} there, {digest[:12]} now); delete {store_url}/{ds.name} "
+            f"or use another --store")
+    if "image_ids" not in group:
+        ids = np.asarray(ds.images["image_id"].astype(str).tolist(), dtype=str)
+        arr = group.create_array("image_ids", shape=ids.shape, dtype=str,
+                                 chunks=(max(1, ids.size),))
+        arr[:] = ids
+        group.attrs.update({"image_digest": digest, "n_images": ds.n_images})
+    elif known is None:
+        group.attrs.update({"image_digest": digest, "n_images": ds.n_images})
