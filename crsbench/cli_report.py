@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from crsbench.cli import DbOption, app
 from crsbench.output import console, emit, print_frame, progress
@@ -40,13 +41,17 @@ def status(db: DbOption = default_db_path()) -> None:
     """Summarise the warehouse: datasets, encoders, feature sets, runs, panels, analyses."""
     from crsbench.report.status import warehouse_status
 
+    from crsbench.report.uncertainty import missing_lines
+
     with Warehouse.open(db, read_only=True) as wh:
         state = warehouse_status(wh)
+        missing = missing_lines(wh, regime=None)
     counts = state.counts()
     if console.json_mode:
         emit({"db": str(db), "schema_version": state.schema_version, "counts": counts,
               "datasets": state.datasets, "encoders": state.encoders, "feature_sets": state.feature_sets,
-              "runs": state.runs, "panels": state.panels, "analyses": state.analyses})
+              "runs": state.runs, "panels": state.panels, "analyses": state.analyses,
+              "incomplete_cells": missing})
         return
     console.print(f"warehouse {db} (schema v{state.schema_version}): {counts['datasets']} datasets, "
                   f"{counts['encoders']} encoders, feature sets {counts['feature_sets_complete']} complete / "
@@ -60,3 +65,7 @@ def status(db: DbOption = default_db_path()) -> None:
     incomplete = state.feature_sets[~state.feature_sets["complete"].fillna(False).astype(bool)]
     if len(incomplete):
         print_frame(incomplete, title="incomplete feature sets (rerun extraction to finish them)")
+    if missing:
+        console.print("incomplete cells (left out of the CRS until 'crsbench probe' fills them):")
+        for line in missing:
+            console.print(f"  {escape(line)}")

@@ -61,7 +61,8 @@ def test_clean_auroc_interval_matches_an_independent_bootstrap_of_the_prediction
                 "cxr": make_dataset("cxr", "multilabel", 400, 3, seed=12, split_share=(0.4, 0.1))}
     with Warehouse.open(db, read_only=True) as wh:
         got = _intervals(wh, "images+seeds")
-        for (name, ds), encoder in [(d, e) for d in datasets.items() for e in ENCODERS]:
+        # two cells per dataset keep the test short; every cell is computed the same way
+        for (name, ds), encoder in [(d, e) for d in datasets.items() for e in ("enc_a", "enc_d")]:
             rows = ds.split_rows("test")
             stored = wh.sql(
                 "select p.row_index, p.probs from predictions p join runs r using (run_id) "
@@ -147,3 +148,22 @@ def test_bad_input_is_one_line_and_writes_nothing(world, tmp_path):
             run_analysis(wh, "bootstrap", {"panel": PANEL, "replicates": 50})
         assert wh.sql("select count(*) as n from bootstrap_intervals")["n"].iloc[0] == before
         assert wh.sql("select count(*) as n from analyses where params like '%\"gp\"%'")["n"].iloc[0] == 0
+
+
+def test_leaderboard_shows_intervals_ties_and_agreement_intervals(world, capsys):
+    import json
+
+    from crsbench.cli import main
+
+    db, _ = world
+    assert main(["leaderboard", "--panel", PANEL, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "crs 95% CI" in out and "=1" in out and "images+seeds" in out
+    assert main(["--json", "leaderboard", "--panel", PANEL, "--resample", "seeds", "--db", str(db)]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    assert payload["resample"] == "seeds"
+    board = {row["encoder_id"]: row for row in payload["leaderboard"]}
+    assert set(board) == set(ENCODERS)
+    assert all(row["crs_lo"] <= row["crs"] <= row["crs_hi"] for row in board.values())
+    assert {row["statistic"] for row in payload["rank_agreement_intervals"]} == {
+        "kendall_tau", "spearman_rho", "reversals"}

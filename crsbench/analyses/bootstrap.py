@@ -41,7 +41,7 @@ from crsbench.analyses.criterion import registered, resolve_population
 from crsbench.analyses.intervals import interval_rows, store_intervals
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
 from crsbench.analyses.rescore import rescore, scored_runs
-from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, test_set
+from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, eval_images
 from crsbench.features.store import FROZEN
 from crsbench.ingest.types import CrsbenchError
 from crsbench.probes.grid import PRIMARY_PROBE
@@ -227,7 +227,7 @@ def bootstrap_scores(wh: Warehouse, members: Sequence[str], replicates: int, res
                        resample_images=images)
     metrics = [stored_metrics(runs)]
     if images:
-        tests = {e: test_set(wh, e) for e in sorted(runs["eval_dataset_id"].unique())}
+        tests = {e: eval_images(wh, e) for e in sorted(runs["eval_dataset_id"].unique())}
         weights = {e: draw_images(t, replicates, rng) for e, t in tests.items()}
         auroc, ece = rescore(wh, runs, tests, weights, workers=workers)
         metrics.append(rescored_metrics(auroc, ece, runs["key"].to_numpy()))

@@ -28,7 +28,7 @@ MIN_UNITS_PER_STRATUM = 2
 
 
 @dataclass(frozen=True)
-class TestSet:
+class EvalImages:
     """An eval dataset's test images in store row order, with labels and resampling units."""
 
     dataset_id: str
@@ -51,7 +51,7 @@ class SeedDraws:
     combos: pd.DataFrame
 
 
-def test_set(wh: Warehouse, dataset_id: str) -> TestSet:
+def eval_images(wh: Warehouse, dataset_id: str) -> EvalImages:
     """The test split of a dataset with labels, groups and the strata described above."""
     meta = wh.con.execute("select task, label_names from datasets where dataset_id = ?",
                           [dataset_id]).fetchone()
@@ -79,11 +79,11 @@ def test_set(wh: Warehouse, dataset_id: str) -> TestSet:
         labels = onehot.argmax(axis=1)
         stratum = per_unit.argmax(axis=1)  # most frequent class, ties to the lowest index
         stratum_names = list(names)
-    return TestSet(dataset_id, task, images["row_index"].to_numpy(np.int64), labels, unit,
+    return EvalImages(dataset_id, task, images["row_index"].to_numpy(np.int64), labels, unit,
                    stratum, stratum_names)
 
 
-def check_strata(test: TestSet) -> None:
+def check_strata(test: EvalImages) -> None:
     """Every stratum that occurs needs >= 2 units, else a replicate cannot vary it."""
     counts = np.bincount(test.stratum, minlength=len(test.stratum_names))
     for code, count in enumerate(counts):
@@ -94,7 +94,7 @@ def check_strata(test: TestSet) -> None:
                 f"{MIN_UNITS_PER_STRATUM} (use --resample seeds)")
 
 
-def draw_images(test: TestSet, replicates: int, rng: np.random.Generator) -> np.ndarray:
+def draw_images(test: EvalImages, replicates: int, rng: np.random.Generator) -> np.ndarray:
     """Weights (n_test, replicates + 1) int16: column 0 all ones, then one stratified group draw
     per replicate (each stratum draws as many units as it holds, with replacement)."""
     check_strata(test)

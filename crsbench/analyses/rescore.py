@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.criterion import registered
-from crsbench.analyses.resample import TestSet
+from crsbench.analyses.resample import EvalImages
 from crsbench.features.store import FROZEN
 from crsbench.ingest.types import CrsbenchError
 from crsbench.probes.grid import PRIMARY_PROBE
@@ -95,7 +95,7 @@ def missing_cells(runs: pd.DataFrame, have: set[int]) -> list[str]:
     return lines
 
 
-def rescore(wh: Warehouse, runs: pd.DataFrame, tests: Mapping[str, TestSet],
+def rescore(wh: Warehouse, runs: pd.DataFrame, tests: Mapping[str, EvalImages],
             weights: Mapping[str, np.ndarray], workers: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(auroc, ece), each (n_runs, R + 1): run `key` scored under each eval dataset's weight
     columns (column 0 = every image once). ECE is NaN where no axis reads it."""
