@@ -60,13 +60,20 @@ def n_outputs(dataset: Dataset) -> int:
     return len(dataset.label_names)
 
 
-def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[Dataset],
-              stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions)."""
+@dataclasses.dataclass(frozen=True)
+class Fitted:
+    key: FitKey
+    predictor: Predictor
+    n_train: int
+    seconds: float
+
+
+def fit_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, stats: TrainStats) -> list[Fitted]:
+    """Fit every probe of `chunk` on its training rows (read and standardised once)."""
     train_rows = source.split_rows("train")
     x_train = stats.apply_inplace(read_rows(store, chunk.ref, chunk.depth, CLEAN, train_rows))
     k = n_outputs(source)
-    fitted: list[tuple[FitKey, Predictor, int, float]] = []
+    fitted: list[Fitted] = []
     shared: dict[tuple[str, bytes], tuple[Predictor, float]] = {}
     for key in chunk.fits:
         entry = get_probe(key.probe)
@@ -85,36 +92,83 @@ def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[
             seconds = time.perf_counter() - start
             if cache_key is not None:
                 shared[cache_key] = (predictor, seconds)
-        fitted.append((key, predictor, len(rows), seconds))
-    del x_train
+        fitted.append(Fitted(key, predictor, len(rows), seconds))
+    return fitted
 
+
+def _batches(sets: list[EvalSet]) -> list[list[EvalSet]]:
+    """Eval sets of one dataset and the same rows (the 16 test conditions) go together."""
+    groups: dict[tuple[str, bytes], list[EvalSet]] = {}
+    for ev in sets:
+        groups.setdefault((ev.eval_dataset_id, ev.rows.tobytes()), []).append(ev)
+    return list(groups.values())
+
+
+def _read_batch(store: FeatureStore, depth: float, batch: list[EvalSet],
+                stats: TrainStats) -> np.ndarray:
+    """The batch's arrays stacked, standardised, filled in place (no second copy)."""
+    n = len(batch[0].rows)
+    first = stats.apply_inplace(read_rows(store, batch[0].ref, depth, batch[0].store_condition,
+                                          batch[0].rows))
+    if len(batch) == 1:
+        return first
+    out = np.empty((len(batch) * n, first.shape[1]))
+    out[:n] = first
+    del first
+    for b, ev in enumerate(batch[1:], start=1):
+        out[b * n:(b + 1) * n] = stats.apply_inplace(
+            read_rows(store, ev.ref, depth, ev.store_condition, ev.rows))
+    return out
+
+
+def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, source: Dataset,
+                   targets: list[Dataset], stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Evaluate every fit on every eval set; returns (runs, predictions).
+
+    The 16 conditions of the test split are stacked and each predictor is called once on
+    the stack (one matrix product per fit instead of 16); calib and each shift target are
+    their own batches, so at most one stack is in memory.
+    """
     created = dt.datetime.now(dt.UTC)
     run_rows: list[dict] = []
     pred_parts: list[pd.DataFrame] = []
     datasets = {source.name: source, **{t.name: t for t in targets}}
-    for ev in eval_sets(source, chunk.ref, targets):
-        data = datasets[ev.eval_dataset_id]
-        x_eval = stats.apply_inplace(read_rows(store, ev.ref, chunk.depth, ev.store_condition, ev.rows))
-        y_eval = data.labels[ev.rows]
-        image_ids = data.images["image_id"].to_numpy()[ev.rows]
-        for key, predictor, n_train, seconds in fitted:
-            probs = predictor(x_eval)
-            rid = run_id(key.fit_id, ev.eval_dataset_id, ev.condition)
-            run_rows.append({
-                "run_id": rid, "fit_id": key.fit_id, "encoder_id": key.encoder_id,
-                "dataset_id": key.dataset_id, "eval_dataset_id": ev.eval_dataset_id,
-                "regime": key.regime, "probe": key.probe, "depth": float(key.depth),
-                "label_fraction": float(key.label_fraction), "seed": int(key.seed),
-                "condition": ev.condition, **all_metrics(y_eval, probs, Task(data.task)),
-                "n_train": n_train, "n_test": len(ev.rows), "fit_seconds": seconds,
-                "pretrained": chunk.pretrained, "code_version": chunk.code_version,
-                "created_at": created,
-            })
-            pred_parts.append(pd.DataFrame({
-                "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ev.eval_dataset_id,
-                "condition": ev.condition, "row_index": ev.rows.astype(np.int32),
-                "image_id": image_ids, "probs": list(probs.astype(np.float32)),
-            }))
+    for batch in _batches(eval_sets(source, chunk.ref, targets)):
+        data = datasets[batch[0].eval_dataset_id]
+        rows = batch[0].rows
+        x_eval = _read_batch(store, chunk.depth, batch, stats)
+        y_eval = data.labels[rows]
+        image_ids = data.images["image_id"].to_numpy()[rows]
+        row_index = rows.astype(np.int32)
+        for fit in fitted:
+            key = fit.key
+            probs_all = fit.predictor(x_eval)
+            for b, ev in enumerate(batch):
+                probs = probs_all[b * len(rows):(b + 1) * len(rows)]
+                rid = run_id(key.fit_id, ev.eval_dataset_id, ev.condition)
+                run_rows.append({
+                    "run_id": rid, "fit_id": key.fit_id, "encoder_id": key.encoder_id,
+                    "dataset_id": key.dataset_id, "eval_dataset_id": ev.eval_dataset_id,
+                    "regime": key.regime, "probe": key.probe, "depth": float(key.depth),
+                    "label_fraction": float(key.label_fraction), "seed": int(key.seed),
+                    "condition": ev.condition, **all_metrics(y_eval, probs, Task(data.task)),
+                    "n_train": fit.n_train, "n_test": len(rows), "fit_seconds": fit.seconds,
+                    "pretrained": chunk.pretrained, "code_version": chunk.code_version,
+                    "created_at": created,
+                })
+                pred_parts.append(pd.DataFrame({
+                    "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ev.eval_dataset_id,
+                    "condition": ev.condition, "row_index": row_index,
+                    "image_id": image_ids, "probs": list(probs.astype(np.float32)),
+                }))
+        del x_eval
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
     predictions = pd.concat(pred_parts, ignore_index=True)[list(PREDICTION_COLUMNS)]
     return runs, predictions
+
+
+def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[Dataset],
+              stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions)."""
+    fitted = fit_chunk(chunk, store, source, stats)
+    return evaluate_chunk(chunk, fitted, store, source, targets, stats)
