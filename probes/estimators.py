@@ -80,7 +80,7 @@ def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> 
 
 
 @register_probe(
-    "knn", seeded=False,
+    "knn", seeded=False, deferred=True,
     description=f"k-nearest neighbours, k = {KNN_K} (fewer if the training set is smaller), "
                 "Euclidean on standardised features; probability = fraction of the k "
                 "neighbours in each class (multiclass/ordinal) or with the label (multilabel); "

@@ -27,16 +27,21 @@ class ProbeEntry:
     # share a training set then share one fit (fraction 1.0 is the same for every seed).
     seeded: bool
     description: str
+    # True when fitting only prepares the training rows (k-NN): the sweep then fits again at
+    # each evaluation and drops the fit, so a chunk never holds every subset's copy at once.
+    deferred: bool = False
 
 
 _PROBES: dict[str, ProbeEntry] = {}
 
 
-def register_probe(name: str, *, seeded: bool, description: str) -> Callable[[FitFn], FitFn]:
+def register_probe(name: str, *, seeded: bool, description: str,
+                   deferred: bool = False) -> Callable[[FitFn], FitFn]:
     def wrap(fn: FitFn) -> FitFn:
         if name in _PROBES:
             raise ValueError(f"probe {name!r} registered twice")
-        _PROBES[name] = ProbeEntry(name=name, fit=fn, seeded=seeded, description=description)
+        _PROBES[name] = ProbeEntry(name=name, fit=fn, seeded=seeded, description=description,
+                                   deferred=deferred)
         return fn
 
     return wrap

@@ -20,7 +20,7 @@ from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import (CALIB, PREDICTION_COLUMNS, RUN_COLUMNS, SHIFT, FitKey,
                                      run_id)
-from crsbench.probes.registry import Predictor, get_probe
+from crsbench.probes.registry import Predictor, ProbeEntry, get_probe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +60,11 @@ def n_outputs(dataset: Dataset) -> int:
     return len(dataset.label_names)
 
 
+# Stacked eval rows read at once (x D x 8 bytes: 0.3 GB at D = 1152): bounds a worker's
+# memory whatever the size of the test split or shift target.
+EVAL_BLOCK_ROWS = 32_768
+
+
 @dataclasses.dataclass(frozen=True)
 class Fitted:
     key: FitKey
@@ -90,10 +95,24 @@ def fit_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, stats: TrainSt
             x_fit = x_train if len(positions) == len(train_rows) else x_train[positions]
             predictor = entry.fit(x_fit, source.labels[rows], source.task, k, key.seed)
             seconds = time.perf_counter() - start
+            if entry.deferred:
+                del predictor, x_fit
+                predictor = _refitting(entry, x_train, positions, source.labels[rows], source.task,
+                                       k, key.seed)
             if cache_key is not None:
                 shared[cache_key] = (predictor, seconds)
         fitted.append(Fitted(key, predictor, len(rows), seconds))
     return fitted
+
+
+def _refitting(entry: ProbeEntry, x_train: np.ndarray, positions: np.ndarray, y: np.ndarray,
+               task: Task, k: int, seed: int) -> Predictor:
+    """A predictor that fits at each call and lets the fit go (a deferred probe's memory)."""
+    def predict(x_eval: np.ndarray) -> np.ndarray:
+        x_fit = x_train if len(positions) == len(x_train) else x_train[positions]
+        return entry.fit(x_fit, y, task, k, seed)(x_eval)
+
+    return predict
 
 
 def _batches(sets: list[EvalSet]) -> list[list[EvalSet]]:
@@ -104,12 +123,11 @@ def _batches(sets: list[EvalSet]) -> list[list[EvalSet]]:
     return list(groups.values())
 
 
-def _read_batch(store: FeatureStore, depth: float, batch: list[EvalSet],
-                stats: TrainStats) -> np.ndarray:
-    """The batch's arrays stacked, standardised, filled in place (no second copy)."""
-    n = len(batch[0].rows)
-    first = stats.apply_inplace(read_rows(store, batch[0].ref, depth, batch[0].store_condition,
-                                          batch[0].rows))
+def _read_batch(store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats,
+                rows: np.ndarray) -> np.ndarray:
+    """`rows` of every set of the batch, stacked condition-major and standardised in place."""
+    n = len(rows)
+    first = stats.apply_inplace(read_rows(store, batch[0].ref, depth, batch[0].store_condition, rows))
     if len(batch) == 1:
         return first
     out = np.empty((len(batch) * n, first.shape[1]))
@@ -117,8 +135,25 @@ def _read_batch(store: FeatureStore, depth: float, batch: list[EvalSet],
     del first
     for b, ev in enumerate(batch[1:], start=1):
         out[b * n:(b + 1) * n] = stats.apply_inplace(
-            read_rows(store, ev.ref, depth, ev.store_condition, ev.rows))
+            read_rows(store, ev.ref, depth, ev.store_condition, rows))
     return out
+
+
+def _predict_batch(store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats,
+                   fitted: list[Fitted]) -> list[list[np.ndarray]]:
+    """probs[fit][set] over the batch's rows: one predictor call per fit and block of rows."""
+    rows = batch[0].rows
+    step = max(1, EVAL_BLOCK_ROWS // len(batch))
+    pieces: list[list[list[np.ndarray]]] = [[[] for _ in batch] for _ in fitted]
+    for start in range(0, len(rows), step):
+        block = rows[start:start + step]
+        x = _read_batch(store, depth, batch, stats, block)
+        for f, fit in enumerate(fitted):
+            probs = fit.predictor(x)
+            for b in range(len(batch)):
+                pieces[f][b].append(probs[b * len(block):(b + 1) * len(block)])
+        del x
+    return [[np.concatenate(p) for p in per_fit] for per_fit in pieces]
 
 
 def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, source: Dataset,
@@ -127,7 +162,8 @@ def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, sour
 
     The 16 conditions of the test split are stacked and each predictor is called once on
     the stack (one matrix product per fit instead of 16); calib and each shift target are
-    their own batches, so at most one stack is in memory.
+    their own batches. Batches are read in blocks of EVAL_BLOCK_ROWS stacked rows, so a
+    shift target of 243k rows never sits in memory as one float64 matrix.
     """
     created = dt.datetime.now(dt.UTC)
     run_rows: list[dict] = []
@@ -136,15 +172,13 @@ def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, sour
     for batch in _batches(eval_sets(source, chunk.ref, targets)):
         data = datasets[batch[0].eval_dataset_id]
         rows = batch[0].rows
-        x_eval = _read_batch(store, chunk.depth, batch, stats)
+        probs_by_fit = _predict_batch(store, chunk.depth, batch, stats, fitted)
         y_eval = data.labels[rows]
         image_ids = data.images["image_id"].to_numpy()[rows]
         row_index = rows.astype(np.int32)
-        for fit in fitted:
+        for fit, per_set in zip(fitted, probs_by_fit):
             key = fit.key
-            probs_all = fit.predictor(x_eval)
-            for b, ev in enumerate(batch):
-                probs = probs_all[b * len(rows):(b + 1) * len(rows)]
+            for ev, probs in zip(batch, per_set):
                 rid = run_id(key.fit_id, ev.eval_dataset_id, ev.condition)
                 run_rows.append({
                     "run_id": rid, "fit_id": key.fit_id, "encoder_id": key.encoder_id,
@@ -161,7 +195,6 @@ def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, sour
                     "condition": ev.condition, "row_index": row_index,
                     "image_id": image_ids, "probs": list(probs.astype(np.float32)),
                 }))
-        del x_eval
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
     predictions = pd.concat(pred_parts, ignore_index=True)[list(PREDICTION_COLUMNS)]
     return runs, predictions
