@@ -186,7 +186,7 @@ def main() -> int:
     with ProcessPoolExecutor(max_workers=3, mp_context=ctx) as pool:
         per_dim = {d: pool.submit(measure_width, d, sizes, n_queries, args.repeats, d == dims[-1])
                    for d in dims}
-        extras = pool.submit(measure_extras, args.quick, sizes[1] if not args.quick else 4000, dims[-1])
+        extras = pool.submit(measure_extras, args.quick, 3000 if args.quick else 8000, dims[-1])
         measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
         for d in dims:
             points, knn_pair = per_dim[d].result()
@@ -224,7 +224,7 @@ def main() -> int:
     say(f"evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
           + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items()))
     say(f"warehouse client (Warehouse.append_runs), wall s per prediction row: {client_row * 1e6:.2f} us")
-    say(f"peak RSS of a {sizes[1]} x {dims[-1]} knn + logreg chunk in a fresh process: "
+    say(f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "
           f"{memory['peak_gb']:.2f} GB = {memory['ratio']:.2f} x the analytic bytes "
           f"({memory['model_gb']:.2f} GB) + {memory['base_gb']:.2f} GB after imports")
 
