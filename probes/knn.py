@@ -32,6 +32,7 @@ MARGIN = 27            # extra float32 candidates per query (k + MARGIN in all)
 BLOCK_BYTES = 1 << 28  # float32 key matrix per query block: 256 MiB
 RERANK_BLOCK = 64      # queries re-ranked together: (64, k + MARGIN, D) float64
 EXACT_BLOCK = 4096     # training rows per step of the brute force
+EXACT_ELEMENTS = 1 << 22  # float64 differences per step of the brute force (32 MiB)
 _U32 = 2.0 ** -24      # float32 unit roundoff
 _U64 = 2.0 ** -53
 
@@ -66,14 +67,17 @@ def _sqdist64(q: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 def neighbours_exact(index: TrainIndex, queries: torch.Tensor, k: int) -> torch.Tensor:
     """(n_queries, k) training row indices by float64 brute force, ties to the lower index."""
     q64 = queries.to(torch.float64)
-    n = index.x64.shape[0]
+    n, d = index.x64.shape
     out = torch.empty(q64.shape[0], k, dtype=torch.int64)
-    for i in range(q64.shape[0]):
-        dist = torch.empty(n, dtype=torch.float64)
-        for start in range(0, n, EXACT_BLOCK):
-            dist[start:start + EXACT_BLOCK] = _sqdist64(q64[i], index.x64[start:start + EXACT_BLOCK])
+    t_step = max(1, min(n, EXACT_BLOCK))
+    q_step = max(1, EXACT_ELEMENTS // (t_step * max(d, 1)))
+    for qs in range(0, q64.shape[0], q_step):
+        qb = q64[qs:qs + q_step, None, :]
+        dist = torch.empty(qb.shape[0], n, dtype=torch.float64)
+        for ts in range(0, n, t_step):
+            dist[:, ts:ts + t_step] = _sqdist64(qb, index.x64[None, ts:ts + t_step])
         # a stable sort of rows already in index order breaks distance ties by index
-        out[i] = torch.sort(dist, stable=True).indices[:k]
+        out[qs:qs + q_step] = torch.sort(dist, dim=1, stable=True).indices[:, :k]
     return out
 
 
