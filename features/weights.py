@@ -27,8 +27,8 @@ WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".pth.tar", ".ckpt")
 FOLDER_LAYOUTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "transformers": ("config.json", ("model.safetensors", "model.safetensors.index.json",
                                      "pytorch_model.bin", "pytorch_model.bin.index.json")),
-    "open_clip": ("open_clip_config.json", ("open_clip_model.safetensors",
-                                            "open_clip_pytorch_model.bin")),
+    "open_clip": ("open_clip_config.json", ("open_clip_pytorch_model.bin",
+                                            "open_clip_model.safetensors")),
 }
 _ALLOW: ContextVar[bool | None] = ContextVar("crsbench_allow_download", default=None)
 
@@ -190,6 +190,6 @@ def weights_status(entry: EncoderEntry) -> str:
         try:
             resolve_weights(entry)
         except CrsbenchError:
-            return f"missing: {', '.join(needed_files(entry))}"
+            return "missing"
     gaps = extra_repo_gaps(entry)
     return f"missing: {', '.join(gaps)}" if gaps else "local"
