@@ -4,8 +4,9 @@
 --
 -- Contract
 --   select * from crs_scores(axes, anchors
---                            [, w_d := 0.25, w_c := 0.25, w_le := 0.25, w_r := 0.25,
---                               w_dom := 0.60, w_ideal := 0.25, w_worst := 0.15])
+--                            [, w_d := ..., w_c := ..., w_le := ..., w_r := ...,
+--                               w_dom := ..., w_ideal := ..., w_worst := ...])
+--           defaults crs_weight('w_d') ... (0.25 per axis; 0.60 dominance, 0.25 ideal, 0.15 worst)
 --   axes    name (string) of a table / view / CTE with columns
 --           (grp, scope, encoder_id, in_panel, discrimination, calibration, label_efficiency, robustness)
 --           grp: any key (panel name, bootstrap replicate id, ...); scope: dataset id or 'global';
@@ -60,8 +61,11 @@ select grp, scope, encoder_id, dominance, ideal, worst,
        w_dom * dominance + w_ideal * ideal + w_worst * worst as crs
 from parts;
 
-create or replace macro crs_scores(axes, anchors, w_d := 0.25, w_c := 0.25, w_le := 0.25,
-                                   w_r := 0.25, w_dom := 0.60, w_ideal := 0.25, w_worst := 0.15) as table
+-- The defaults come from crs_weight() (crsbench.core's CRS_WEIGHTS), the weights' one home.
+create or replace macro crs_scores(axes, anchors, w_d := crs_weight('w_d'), w_c := crs_weight('w_c'),
+                                   w_le := crs_weight('w_le'), w_r := crs_weight('w_r'),
+                                   w_dom := crs_weight('w_dom'), w_ideal := crs_weight('w_ideal'),
+                                   w_worst := crs_weight('w_worst')) as table
 with crs_default_weights as (
     select distinct grp, w_d as w_d, w_c as w_c, w_le as w_le, w_r as w_r, w_dom as w_dom,
            w_ideal as w_ideal, w_worst as w_worst

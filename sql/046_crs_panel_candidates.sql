@@ -7,7 +7,7 @@
 -- discrimination, calibration, label_efficiency, robustness, n_datasets, pretrained).
 create or replace macro crs_panel_candidates(scoped) as table
 select p.panel, s.scope, s.encoder_id, s.regime,
-       case when s.regime = 'frozen' then s.encoder_id else s.encoder_id || '@' || s.regime end
+       encoder_key(s.encoder_id, s.regime)
            as candidate,
        (s.regime = 'frozen' and m.encoder_id is not null) as in_panel,
        s.discrimination, s.calibration, s.label_efficiency, s.robustness, s.n_datasets,

@@ -5,7 +5,7 @@
 create or replace view crs_cohort_cell as
 with scoped as materialized (
     select dataset_id as scope, encoder_id, regime,
-           case when regime = 'frozen' then encoder_id else encoder_id || '@' || regime end
+           encoder_key(encoder_id, regime)
                as candidate,
            discrimination, calibration, label_efficiency, robustness, pretrained
     from axes_cell

@@ -6,7 +6,7 @@
 create or replace view crs_cohort_encoder as
 with scoped as materialized (
     select 'global' as scope, encoder_id, regime,
-           case when regime = 'frozen' then encoder_id else encoder_id || '@' || regime end
+           encoder_key(encoder_id, regime)
                as candidate,
            discrimination, calibration, label_efficiency, robustness, n_datasets, pretrained
     from axes_encoder

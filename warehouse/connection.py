@@ -22,11 +22,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError, crs_constants_sql
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION
 
 DEFAULT_DB = "crsbench.duckdb"
 _EMPTY_PART = "part-00000000-empty.parquet"
+# The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
+CONSTANTS_FILE = "000_crs_constants.sql"
 
 
 def default_db_path() -> Path:
@@ -44,14 +46,18 @@ def _sql_string_literal(value: str) -> str:
 
 
 def sql_files() -> list[tuple[str, str]]:
-    """The view definitions shipped in `sql/`, in file-name order."""
+    """The view definitions shipped in `sql/`, in file-name order, after core's constant macros.
+
+    The first entry is generated from crsbench.core (the CRS weights, the key format), so
+    the SQL reads those from their one home rather than from a copy.
+    """
     folder = resources.files("crsbench.sql")
     files = sorted(
         (entry.name, entry.read_text(encoding="utf-8"))
         for entry in folder.iterdir()
         if entry.name.endswith(".sql")
     )
-    return files
+    return [(CONSTANTS_FILE, crs_constants_sql()), *files]
 
 
 class Warehouse:
