@@ -43,14 +43,23 @@ def _sql_string_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+SQL_FOLDERS = ("macros", "views")
+# Macros of earlier releases, before every macro was named fn_*: dropped when the SQL is applied,
+# so an upgraded warehouse does not keep a second, stale copy of a definition.
+_RETIRED_MACROS = ("exact_mean", "crs_axes_cell", "crs_axes_aggregate", "crs_normalise",
+                   "crs_dominance", "crs_scores", "crs_scores_weighted", "crs_rank_agreement",
+                   "crs_anchors", "crs_panel_candidates")
+
+
 def sql_files() -> list[tuple[str, str]]:
-    """The view definitions shipped in `sql/`, in file-name order."""
-    folder = resources.files("crsbench.sql")
-    files = sorted(
-        (entry.name, entry.read_text(encoding="utf-8"))
-        for entry in folder.iterdir()
-        if entry.name.endswith(".sql")
-    )
+    """The SQL objects shipped in `sql/`: every macro, then every view, each folder in file-name
+    order, as (path relative to sql/, text). Macros come first because views call them."""
+    root = resources.files("crsbench.sql")
+    files: list[tuple[str, str]] = []
+    for folder in SQL_FOLDERS:
+        entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")),
+                         key=lambda e: e.name)
+        files += [(f"{folder}/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
     return files
 
 
@@ -141,7 +150,7 @@ class Warehouse:
         self._drop_orphan_predictions()
 
     def apply_views(self) -> None:
-        """(Re)create the part-backed views and every view in `sql/`, in file order."""
+        """(Re)create the part-backed views and every macro and view in `sql/`, in file order."""
         with self.transaction():
             for kind in PART_SCHEMAS:
                 # part-* only: in-flight writes are ".tmp-*.parquet" files that vanish on rename
@@ -160,11 +169,14 @@ class Warehouse:
                 "create or replace view predictions as select p.* exclude (filename) "
                 "from predictions_parts p where p.run_id in (select run_id from runs)"
             )
+            for name in _RETIRED_MACROS:
+                self.con.execute(f"drop macro table if exists {name}")
+                self.con.execute(f"drop macro if exists {name}")
             for name, text in sql_files():
                 try:
                     self.con.execute(text)
                 except duckdb.Error as exc:
-                    raise RuntimeError(f"view file sql/{name} failed: {exc}") from exc
+                    raise RuntimeError(f"sql/{name} failed: {exc}") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

@@ -31,7 +31,7 @@ _MEMBER_AXES_SQL = """
     where regime = 'frozen' and list_contains(?, encoder_id)
     order by scope, encoder_id
 """
-# The anchors come from the crs_anchors macro, the same definition cohort mode and the bootstrap use.
+# The anchors come from the fn_anchors macro, the same definition cohort mode and the bootstrap use.
 _ANCHORS_SQL = """
     with members as (
         select 'panel' as grp, scope, encoder_id, true as in_panel, discrimination, calibration,
@@ -39,7 +39,7 @@ _ANCHORS_SQL = """
         from axes_scoped
         where regime = 'frozen' and list_contains(?, encoder_id)
     )
-    select scope, axis, lo, hi, n_members from crs_anchors('members') order by scope, axis
+    select scope, axis, lo, hi, n_members from fn_anchors('members') order by scope, axis
 """
 
 
