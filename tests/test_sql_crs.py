@@ -1,5 +1,5 @@
 """crs_cell, crs_encoder, pareto_pairs, the cohort views and the fn_crs_scores macro against an
-independent numpy computation of SPEC 5.2."""
+independent numpy computation of METHODS.md §8."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Paired-seed bootstrap of the CRS ranking (SPEC 6).
+"""Paired-seed bootstrap of the CRS ranking (METHODS.md §10.1).
 
 A replicate draws, for every dataset, one multiset of that dataset's seeds with replacement
 (as many draws as seeds, normally 5) and applies it to every encoder: the resampling is

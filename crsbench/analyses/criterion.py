@@ -1,4 +1,4 @@
-"""Shared plumbing of the criterion-validation analyses (SPEC 6): which panel, its members'
+"""Shared plumbing of the criterion-validation analyses (METHODS.md §11): which panel, its members'
 axes, and scoring many groups at once through the one SQL CRS definition.
 
 Nothing here computes an axis or a score: axes come from the `fn_axes_cell` /
@@ -92,8 +92,8 @@ def score_groups(wh: Warehouse, axes: pd.DataFrame, anchors: pd.DataFrame | None
     """fn_crs_scores over many groups in one query.
 
     axes: (grp, scope, encoder_id, in_panel, four raw axes). anchors: (grp, scope, axis, lo, hi),
-    or None for fn_anchors over each (grp, scope)'s in_panel rows. weights: None for the SPEC
-    defaults, else (grp, w_d, w_c, w_le, w_r, w_dom, w_ideal, w_worst) for fn_crs_scores_weighted.
+    or None for fn_anchors over each (grp, scope)'s in_panel rows. weights: None for the protocol
+    defaults (METHODS.md §14), else (grp, w_d, w_c, w_le, w_r, w_dom, w_ideal, w_worst) for fn_crs_scores_weighted.
     Returns (grp, scope, encoder_id, dominance, ideal, worst, crs).
     """
     frames = {"axes": axes[AXES_COLUMNS]}

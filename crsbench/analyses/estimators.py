@@ -1,4 +1,4 @@
-"""Estimator substitution (SPEC 6): is the CRS ranking an artefact of the chosen estimators?
+"""Estimator substitution (METHODS.md §11): is the CRS ranking an artefact of the chosen estimators?
 
 Each variant swaps one estimator, recomputes the axes with the one definition
 (`fn_axes_cell` over the seed means of metrics_seed, `fn_axes_aggregate`), recomputes the

@@ -1,4 +1,4 @@
-"""External validity (SPEC 6): does the CRS predict what it was not computed from?
+"""External validity (METHODS.md §11): does the CRS predict what it was not computed from?
 
 Leave one dataset out (`lodo`): for each dataset h, the members' aggregate axes over their other
 datasets (`fn_axes_aggregate`), anchors over the members (`fn_anchors`) and the CRS
