@@ -2,7 +2,8 @@
 
 Paper size: 15 encoders x 3 datasets x 3,515 seed rows. We read "3,515 seed rows" as the run
 records of one encoder x dataset cell over its 5 seeds, i.e. 703 evaluated configurations x 5
-seeds. The 703 configurations are the first 703 of the SPEC grid in the order the axes need them:
+seeds. The 703 configurations are the first 703 of the protocol grid (METHODS.md §14) in the
+order the axes need them:
 probe (logreg, mlp, knn) x depth (1.0, 0.75, 0.5, 0.25) x label fraction (1, .25, .1, .05, .01)
 x condition (clean, the 15 perturbations, calib, and 'shift' on the dataset with a shift target).
 That is 15 x 3 x 3,515 = 158,175 run rows. `--full-grid` keeps all 1,020-1,080 configurations

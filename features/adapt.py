@@ -1,4 +1,4 @@
-"""The adaptation regime (SPEC 8): LoRA adapters on a registered encoder, trained with a linear head.
+"""The adaptation regime (METHODS.md §13): LoRA adapters on a registered encoder, trained with a linear head.
 
     model = adapt(dataset, get_encoder("tiny-vit"), seed=0)          # LoRA + head, train split
     folder = save_adapter(model, adapter_dir(root, "tiny-vit", "isic2019", 0), meta)
@@ -44,7 +44,7 @@ ADAPTER_FILE = "adapter_model.safetensors"
 
 @dataclasses.dataclass(frozen=True)
 class LoraSettings:
-    """The paper's adaptation recipe (SPEC 8); `batch_size` and `max_steps` are practical knobs."""
+    """The paper's adaptation recipe (METHODS.md §13); `batch_size` and `max_steps` are practical knobs."""
 
     rank: int = 8
     alpha: int = 16

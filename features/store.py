@@ -1,4 +1,4 @@
-"""The Zarr v3 feature store layout (SPEC 3).
+"""The Zarr v3 feature store layout (METHODS.md §2).
 
     {root}/{dataset}/image_ids                               order of rows
     {root}/{dataset}/{encoder_key}/d{025|050|075|100}/{condition}   [n_images, dim]

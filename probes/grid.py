@@ -1,4 +1,4 @@
-"""The probe grid (SPEC 4): plan the fits, check the inputs, run them on Dask, hand off batches.
+"""The probe grid (METHODS.md §3): plan the fits, check the inputs, run them on Dask, hand off batches.
 
 `plan_fits` lists the fits (default: the paper's grid), `run_grid` runs the ones not yet
 done and passes each finished chunk to `sink(runs, predictions)` — one call per chunk,

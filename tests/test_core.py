@@ -96,9 +96,9 @@ def test_crs_weight_macro_returns_core_weights_and_null_for_unknown_names():
     con = duckdb.connect()
     con.execute(crs_constants_sql())
     for name, value in CRS_WEIGHTS.items():
-        assert con.execute("select crs_weight(?)", [name]).fetchone()[0] == value
-    assert con.execute("select crs_weight('w_x')").fetchone()[0] is None
-    keys = con.execute("select encoder_key('vit', 'frozen'), encoder_key('vit', 'lora-s1')").fetchone()
+        assert con.execute("select fn_crs_weight(?)", [name]).fetchone()[0] == value
+    assert con.execute("select fn_crs_weight('w_x')").fetchone()[0] is None
+    keys = con.execute("select fn_encoder_key('vit', 'frozen'), fn_encoder_key('vit', 'lora-s1')").fetchone()
     assert keys == (str(EncoderKey("vit")), str(EncoderKey("vit", "lora-s1")))
 
 

@@ -1,6 +1,6 @@
 """Reading what the analyses need from the warehouse: run records, seed means, labels, predictions.
 
-Encoder analyses follow SPEC 5.1's convention: primary probe (`logreg`), frozen regime,
+Encoder analyses follow the convention of METHODS.md §6: primary probe (`logreg`), frozen regime,
 and every metric is averaged over seeds first; differences and ratios are taken
 between those seed means.
 """

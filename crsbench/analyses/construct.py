@@ -1,4 +1,4 @@
-"""Construct validity of the axes (SPEC 5.3 / 6): do the four axes measure different things, and
+"""Construct validity of the axes (METHODS.md §9, §11): do the four axes measure different things, and
 which label-efficiency estimator is less of a second AUROC?
 
 Read from the `axis_correlations` view (Spearman rho over the frozen-regime encoders' aggregate

@@ -1,4 +1,4 @@
-"""E1: domain specialisation and shift retention (SPEC 7).
+"""E1: domain specialisation and shift retention (METHODS.md §12).
 
 Per encoder with a matched domain (encoders.domain in derm/eye/rad): `in` = the
 datasets whose domain equals the encoder's, `out` = every other dataset it was probed

@@ -1,4 +1,4 @@
-"""`EncoderKey`: the one parser and printer of `encoder@regime` (SPEC 3).
+"""`EncoderKey`: the one parser and printer of `encoder@regime` (METHODS §13).
 
 The frozen regime is the bare encoder id (`vit_tiny`); an adapted variant appends its
 regime (`vit_tiny@lora-s0`). Feature-store groups, CLI arguments and views all use it.
