@@ -1,4 +1,4 @@
-"""The encoder registry (SPEC 3): one entry per encoder, data plus one constructor.
+"""The encoder registry (METHODS.md §2): one entry per encoder, data plus one constructor.
 
 Entries come from four places, each recorded as the entry's `origin`:
 * `built-in`: the paper's families and the tiny random-init architectures (`features.encoders`);
