@@ -148,10 +148,15 @@ _REGISTRY: dict[str, EncoderEntry] = {}
 
 
 def register_encoder(id: str, **fields: Any) -> Callable[[Constructor], Constructor]:
-    """Decorator: register `fn(entry, weights) -> nn.Module` under `id` with the entry's fields."""
+    """Decorator: register `fn(entry, weights) -> nn.Module` under `id` with the entry's fields.
+
+    Fields the library already publishes for the checkpoint (timm's input size, mean and std)
+    may be left out; the entry then carries the library's values."""
 
     def decorate(fn: Constructor) -> Constructor:
-        add_entry(EncoderEntry(id=id, constructor=fn, **fields))
+        from crsbench.features.by_id import library_defaults
+
+        add_entry(EncoderEntry(id=id, constructor=fn, **{**library_defaults(fields), **fields}))
         return fn
 
     return decorate
