@@ -47,6 +47,7 @@ def isolated_registry(monkeypatch, tmp_path):
     user._loaded_files.update(saved[2])
     user._loaded_plugins.clear()
     user._loaded_plugins.update(saved[3])
+    user._scanned_path = ()
 
 
 @pytest.fixture(scope="module")
