@@ -36,7 +36,16 @@ def entry_from_id(encoder_id: str, **fields: Any) -> EncoderEntry:
     if source not in ID_SOURCES or not name:
         raise CrsbenchError(f"encoder id {encoder_id!r} is not <source>:<name> with source in {ID_SOURCES}")
     base = _RESOLVERS[source](name)
-    return EncoderEntry(**{**base, "id": encoder_id, "family": encoder_id, "origin": "id", **fields})
+    key = store_id(source, name)
+    return EncoderEntry(**{**base, "id": key, "family": key, "origin": "id", **fields})
+
+
+def store_id(source: str, name: str) -> str:
+    """The id features are stored and probed under: one path segment, so `hf:org/repo` becomes
+    `hf:org--repo` (the Hugging Face cache's spelling) and a local folder its folder name."""
+    if source == "hf" and Path(name).expanduser().is_dir():
+        return f"hf:{Path(name).expanduser().resolve().name}"
+    return f"{source}:{name.replace('/', '--')}"
 
 
 def library_defaults(fields: dict[str, Any]) -> dict[str, Any]:
@@ -104,7 +113,7 @@ def _local_or_cached(entry_like: str) -> Path | None:
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(entry_like, local_files_only=True))
+        return Path(snapshot_download(entry_like.replace("--", "/"), local_files_only=True))
     except Exception:
         return None
 
@@ -150,7 +159,7 @@ def _hf(name: str) -> dict[str, Any]:
     norms = [n for n in _FINAL_NORMS if isinstance(getattr(root, n, None), nn.LayerNorm)]
     emb = getattr(root, "embeddings", None)
     has_cls = any(hasattr(emb, a) for a in ("class_embedding", "cls_token"))
-    checkpoint = str(folder) if Path(name).expanduser().is_dir() else name
+    checkpoint = str(folder) if Path(name).expanduser().is_dir() else name.replace("--", "/")
     return {**_common("transformers", checkpoint, _build_hf), **_hf_preprocessing(folder),
             "depth_blocks": _longest_block_list(root), "final_norm": norms[0] if norms else None,
             "token_pool": "cls" if has_cls else "mean", "prefix_tokens": None if has_cls else 0}

@@ -31,7 +31,8 @@ torch.set_num_threads(1)
 def isolated_registry(monkeypatch, tmp_path):
     """Each test sees only the built-in entries plus what it registers itself."""
     registry.list_encoders()
-    saved = (dict(registry._REGISTRY), list(user._files), dict(user._loaded_files), set(user._loaded_plugins))
+    saved = (set(registry.ENCODERS.names()), list(user._files), dict(user._loaded_files),
+             set(user._loaded_plugins))
     monkeypatch.delenv("CRSBENCH_ENCODERS", raising=False)
     monkeypatch.delenv("CRSBENCH_ALLOW_DOWNLOAD", raising=False)
     monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path / "no-weights"))
@@ -40,8 +41,9 @@ def isolated_registry(monkeypatch, tmp_path):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved[0])
+    for name in registry.ENCODERS.names():
+        if name not in saved[0]:
+            registry.ENCODERS.remove(name)
     user._files[:] = saved[1]
     user._loaded_files.clear()
     user._loaded_files.update(saved[2])
@@ -309,6 +311,7 @@ def test_hf_folder_id_reads_the_processor_config_and_blocks(tmp_path):
     entry = get_encoder(f"hf:{folder}")
     assert (entry.input_size, entry.mean, entry.std) == (28, (0.1, 0.2, 0.3), (0.4, 0.5, 0.6))
     assert (entry.depth_blocks, entry.final_norm, entry.origin) == ("encoder.layer", "layernorm", "id")
+    assert entry.id == "hf:my-dino"  # one store path segment
     x = torch.randn(2, 3, 28, 28, generator=torch.Generator().manual_seed(1))
     feats = DepthTap(entry.build(), entry)(x)
     with torch.no_grad():
