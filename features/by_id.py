@@ -90,7 +90,8 @@ def _timm(name: str) -> dict[str, Any]:
         raise CrsbenchError(f"timm model {name!r} reports no feature_info; declare depth_blocks "
                             f"in an [encoder.<id>] TOML table")
     norm = getattr(model, "norm", None)
-    hub = model.pretrained_cfg.get("hf_hub_id") or f"timm/{name}"
+    pretrained_cfg: dict[str, Any] = getattr(model, "pretrained_cfg", None) or {}
+    hub = pretrained_cfg.get("hf_hub_id") or f"timm/{name}"
     return {**_common("timm", name, _build_timm), "input_size": int(cfg["input_size"][-1]),
             "mean": tuple(cfg["mean"]), "std": tuple(cfg["std"]), "depth_blocks": tuple(stages),
             "final_norm": "norm" if isinstance(norm, nn.LayerNorm) else None,

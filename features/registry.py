@@ -132,7 +132,7 @@ class EncoderEntry:
         return out
 
     def build(self, weights: Path | str | None = None, *,
-              allow_download: bool | None = None) -> "nn.Module":
+              allow_download: bool | None = None) -> nn.Module:
         """Construct the model in eval mode; weights resolve offline unless downloads are allowed
         (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`)."""
         from crsbench.features.weights import download_policy

@@ -4,7 +4,6 @@ offline weights, and the bad-input errors (one line, exit 1, nothing written).""
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 
