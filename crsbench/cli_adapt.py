@@ -66,8 +66,11 @@ def adapt_command(
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_targets
 
+    from crsbench.features.user import project_file
+
     seed_list = parse_seeds(seeds)
     settings = LoraSettings(epochs=epochs, batch_size=batch_size, max_steps=max_steps)
+    project_file(db)  # the warehouse's crsbench.toml encoders
     entry = get_encoder(encoder)
     url = store or default_store(db)
     root = out or default_adapter_root(url)
