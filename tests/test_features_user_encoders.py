@@ -340,3 +340,15 @@ def test_open_clip_arch_id_with_a_weights_file(tmp_path):
     feats = DepthTap(entry.build(tmp_path / "clip.pt"), entry)(x)
     with torch.no_grad():
         torch.testing.assert_close(feats[1.0], upstream.encode_image(x), rtol=1e-5, atol=1e-6)
+
+
+def test_toml_found_beside_the_warehouse_and_through_the_environment(tmp_path, monkeypatch, capsys):
+    table = '[encoder.{}]\nsource = "timm"\nmodel = "resnet18"\npretrained = false\n'
+    (tmp_path / "crsbench.toml").write_text(table.format("beside"))
+    (tmp_path / "env.toml").write_text(table.format("from-env"))
+    monkeypatch.setenv("CRSBENCH_ENCODERS", str(tmp_path / "env.toml"))
+    assert _cli("encoders", "--db", str(tmp_path / "bench.duckdb")) == 0
+    listed = {r["id"]: r["origin"] for r in json.loads(capsys.readouterr().out)["encoders"]}
+    assert listed["beside"] == f"toml:{tmp_path / 'crsbench.toml'}"
+    assert listed["from-env"] == f"toml:{tmp_path / 'env.toml'}"
+    assert not get_encoder("beside").pretrained  # random init, labelled so
