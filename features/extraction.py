@@ -73,7 +73,7 @@ class _Extractor:
 
     def _on_host(self, condition: str) -> bool:
         name, _ = parse_condition(condition)  # type: ignore[misc]
-        return self.s["perturb_backend"] == "numpy" or PERTURBATION_REGISTRY[name].on_cpu
+        return self.s["perturb_backend"] == "numpy" or PERTURBATION_REGISTRY.get(name).on_cpu
 
     # -- planning ---------------------------------------------------------------------------
     def chunk_bounds(self, k: int) -> tuple[int, int]:
@@ -88,7 +88,7 @@ class _Extractor:
         host: dict[str, list[Future]] = {}
         for cond in self.host_conditions:
             name, sev = parse_condition(cond)  # type: ignore[misc]
-            ref = PERTURBATION_REGISTRY[name]
+            ref = PERTURBATION_REGISTRY.get(name)
             host[cond] = [self.pool.submit(_host_perturb, ref.reference, images[i], ref.levels[sev],
                                            seed_key(self.ids[start + i], name, sev))
                           for i in test]
