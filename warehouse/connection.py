@@ -216,13 +216,7 @@ class Warehouse:
 
         Needs no DuckDB write lock: parts are written to a temporary name and renamed.
         """
-        batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
-        if predictions is not None:
-            table = _conform(predictions, PART_SCHEMAS["predictions"], "predictions")
-            _atomic_write_parquet(table, self.parts_dir / "predictions" / batch)
-        table = _conform(runs, PART_SCHEMAS["runs"], "runs")
-        _atomic_write_parquet(table, self.parts_dir / "runs" / batch)
-        return batch
+        return append_run_parts(self.parts_dir, runs, predictions)
 
     def done_fit_ids(self) -> set[str]:
         rows = self.con.execute("select distinct fit_id from runs").fetchall()
@@ -277,6 +271,19 @@ class Warehouse:
         for tmp in self.parts_dir.glob("*/.tmp-*"):
             if time.time() - tmp.stat().st_mtime > 60:
                 tmp.unlink(missing_ok=True)
+
+
+def append_run_parts(parts_dir: Path, runs: pd.DataFrame | pa.Table,
+                     predictions: pd.DataFrame | pa.Table | None = None) -> str:
+    """`Warehouse.append_runs` without a connection: a long sweep writes its batches through this
+    after closing the warehouse (the parts folder is all a batch touches)."""
+    batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+    if predictions is not None:
+        table = _conform(predictions, PART_SCHEMAS["predictions"], "predictions")
+        _atomic_write_parquet(table, parts_dir / "predictions" / batch)
+    table = _conform(runs, PART_SCHEMAS["runs"], "runs")
+    _atomic_write_parquet(table, parts_dir / "runs" / batch)
+    return batch
 
 
 def _conform(data: pd.DataFrame | pa.Table, schema: pa.Schema, kind: str) -> pa.Table:
