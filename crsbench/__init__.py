@@ -8,7 +8,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from crsbench.core.version import __version__
+
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "ProbeConfig", "Warehouse", "__version__"]
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ import torch
 import zarr
 from zarr.codecs import BloscCodec
 
-import crsbench
+from crsbench.core import __version__
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
@@ -299,7 +299,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         "weights_hash": weights_hash, "image_digest": dataset.image_digest(), "dtype": dtype,
         "compute_dtype": compute_dtype, "chunk_rows": int(chunk_rows), "batch_size": int(batch_size),
         "device_type": dev.type, "perturb_backend": backend, "conditions": list(conditions),
-        "code_version": crsbench.__version__,
+        "code_version": __version__,
     }
     group = _open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 

@@ -8,6 +8,7 @@ registry (`crsbench encoders`) stays instant.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -109,7 +110,7 @@ def register_encoder(id: str, **fields: Any) -> Callable[[Constructor], Construc
 
 
 def _ensure_loaded() -> None:
-    from crsbench.features import encoders  # noqa: F401  (registers the entries)
+    importlib.import_module("crsbench.features.encoders")  # registers the built-in entries
 
 
 def get_encoder(id: str) -> EncoderEntry:

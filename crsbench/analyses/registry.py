@@ -20,8 +20,7 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench import __version__
-from crsbench.core import CrsbenchError, Registry
+from crsbench.core import CrsbenchError, Registry, __version__
 from crsbench.warehouse.connection import Warehouse
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
