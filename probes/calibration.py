@@ -32,7 +32,7 @@ from scipy.special import expit, log_softmax, softmax
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from crsbench.core import Registry
+from crsbench.core import InputError, Registry
 from crsbench.ingest.types import Task
 
 # Scaling maps act on log p, so the floor only guards log(0): it must not merge small but
