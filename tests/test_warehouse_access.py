@@ -25,6 +25,7 @@ def db(tmp_path_factory):
     with crsbench.Warehouse.open(path) as wh:
         wh.append_runs(frame([r for e in PROFILES for r in encoder_runs(e)]))
         freeze_panel(wh, "p", ["e1", "e2", "e3", "e4"])
+        wh.compact_parts()  # the rows now live in the file: any client, any working directory
     return path
 
 
