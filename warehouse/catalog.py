@@ -7,7 +7,6 @@ store (e.g. after extracting elsewhere), `register_encoder` upserts a registry e
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -53,25 +52,13 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]
 
 
 def portable_url(wh: Warehouse, store_url: str) -> str:
-    """`store_url` as the catalog records it: relative to the warehouse's directory when it lies inside it.
-
-    So a warehouse directory copied or moved with its feature store still names that store; a store
-    elsewhere is recorded as an absolute path (or its URL), never relative to a working directory.
-    """
-    if "://" in store_url and not store_url.startswith("file://"):
-        return store_url
-    path = Path(store_url.removeprefix("file://")).absolute()
-    try:
-        return path.relative_to(wh.path.absolute().parent).as_posix()
-    except ValueError:
-        return str(path)
+    """`store_url` as the catalog records it (relative when inside the warehouse's directory)."""
+    return wh.portable_path(store_url)
 
 
 def resolve_url(wh: Warehouse, store_url: str) -> str:
-    """The location of a catalogued store for this copy of the warehouse (inverse of `portable_url`)."""
-    if "://" in store_url or Path(store_url).is_absolute():
-        return store_url
-    return str(wh.path.absolute().parent / store_url)
+    """The location of a catalogued store for this copy of the warehouse."""
+    return wh.resolve_path(store_url)
 
 
 def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> None:

@@ -331,13 +331,40 @@ class Warehouse:
         return self.con.execute(query, params or []).df()
 
     def ibis(self):
-        """An ibis DuckDB backend over the same connection (tables and views as ibis tables)."""
+        """An ibis DuckDB backend over the same connection (tables and views as ibis tables).
+
+        The whole backend API works (`list_tables()`, `table()`, `sql()`, `to_pyarrow_batches()`, ...):
+        ibis 12 still calls DuckDB result methods that duckdb 2 renamed, which `_IbisConnection` maps.
+        """
         import ibis
 
-        return ibis.duckdb.from_connection(self.con)
+        return ibis.duckdb.from_connection(_IbisConnection(self.con))
 
     def table(self, name: str):
         return self.ibis().table(name)
+
+    # -- paths stored in the file -------------------------------------------------------
+
+    def portable_path(self, location: str | Path) -> str:
+        """`location` as the file stores it: relative to the warehouse's directory when inside it.
+
+        So the directory can be copied or moved with its feature store or images; anything
+        elsewhere is stored absolute (or as its URL), never relative to a working directory.
+        """
+        text = str(location)
+        if "://" in text and not text.startswith("file://"):
+            return text
+        path = Path(text.removeprefix("file://")).absolute()
+        try:
+            return path.relative_to(self.path.absolute().parent).as_posix()
+        except ValueError:
+            return str(path)
+
+    def resolve_path(self, stored: str) -> str:
+        """A stored location for this copy of the warehouse (the inverse of `portable_path`)."""
+        if "://" in stored or Path(stored).is_absolute():
+            return stored
+        return str(self.path.absolute().parent / stored)
 
     # -- run records ----------------------------------------------------------------
 
@@ -373,3 +400,37 @@ class Warehouse:
         from crsbench.warehouse.compaction import compact
 
         return compact(self)
+
+
+class _IbisConnection:
+    """A DuckDB connection as ibis 12 expects it: `fetch_arrow_table` / `fetch_record_batch` on
+    results, which duckdb 2 spells `to_arrow_table` / `to_arrow_reader`."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
+
+    def __getattr__(self, name: str):
+        return getattr(self._con, name)
+
+    def __enter__(self) -> "_IbisConnection":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._con.close()
+
+    def execute(self, *args, **kwargs) -> "_IbisConnection":
+        self._con.execute(*args, **kwargs)
+        return self
+
+    def cursor(self) -> "_IbisConnection":
+        return _IbisConnection(self._con.cursor())
+
+    def fetch_arrow_table(self) -> pa.Table:
+        with warnings.catch_warnings():  # duckdb notes the copy a DB-API result costs; ibis needs it
+            warnings.simplefilter("ignore")
+            return self._con.to_arrow_table()
+
+    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self._con.to_arrow_reader(rows_per_batch)
