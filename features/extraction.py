@@ -1,4 +1,4 @@
-"""One-pass extraction into the Zarr feature store (SPEC 3).
+"""One-pass extraction into the Zarr feature store (METHODS.md §2).
 
 Work is done row-chunk by row-chunk. For a chunk, every image is decoded once (on CPU
 threads, one chunk ahead of the model); train/calib rows give the `clean` condition,
@@ -33,7 +33,7 @@ from crsbench.features.store import (CLEAN, CONDITIONS, DEPTHS, FROZEN, FeatureS
                                      claim_dataset, depth_key)
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
-from crsbench.provenance import collect, to_json
+from crsbench.core.provenance import collect, to_json
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
 DTYPES = {"float16": np.float16, "float32": np.float32}
@@ -256,7 +256,8 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
             weights: str | None = None, force: bool = False, progress: ProgressFn | None = None,
             chunk_rows: int = 256, dtype: str = "float16", compute_dtype: str = "float32",
             conditions: Sequence[str] = CONDITIONS, workers: int = 4,
-            perturb_backend: str = "auto", threads: int | None = None) -> dict[str, Any]:
+            perturb_backend: str = "auto", threads: int | None = None,
+            allow_download: bool | None = None) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
     `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
@@ -284,6 +285,10 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     backend = perturb_backend if perturb_backend != "auto" else (
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
+    if not force and store.is_complete(ref):
+        return {**store.attrs(ref), "skipped": True}
+    # Built before the store is touched: a bad checkpoint or absent weights writes nothing.
+    model = model if model is not None else entry.build(weights, allow_download=allow_download)
     root = store.root(writable=True)
     claim_dataset(root, dataset, store.url)
 
@@ -292,7 +297,6 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     if ref.path in root and root[ref.path].attrs.get("complete"):
         return {**dict(root[ref.path].attrs), "skipped": True}
 
-    model = model if model is not None else entry.build(weights)
     weights_hash = state_dict_hash(model)
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
     tap = DepthTap(model, entry)

@@ -21,7 +21,7 @@ import duckdb
 import pandas as pd
 import pyarrow as pa
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError, crs_constants_sql
 from crsbench.warehouse import parts
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION, duckdb_type
@@ -29,6 +29,8 @@ from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION, 
 __all__ = ["DEFAULT_DB", "MissingPartsWarning", "Warehouse", "default_db_path", "parts_dir_for", "sql_files"]
 
 DEFAULT_DB = "crsbench.duckdb"
+# The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
+CONSTANTS_FILE = "macros/000_crs_constants.sql"
 # Files are written in the storage format of DuckDB 1.4, so every client from 1.4 on (the 1.5 shell,
 # ibis, DBeaver) opens them; DuckDB 2.x's default format is unreadable to them.
 STORAGE_COMPATIBILITY = "v1.4.0"
@@ -42,15 +44,26 @@ def default_db_path() -> Path:
     return Path(os.environ.get("CRSBENCH_DB", DEFAULT_DB))
 
 
+SQL_FOLDERS = ("macros", "views")
+# Macros of earlier releases, before every macro was named fn_*: dropped when the SQL is applied,
+# so an upgraded warehouse does not keep a second, stale copy of a definition.
+_RETIRED_MACROS = ("exact_mean", "crs_axes_cell", "crs_axes_aggregate", "crs_normalise",
+                   "crs_dominance", "crs_scores", "crs_scores_weighted", "crs_rank_agreement",
+                   "crs_anchors", "crs_panel_candidates")
+
+
 def sql_files() -> list[tuple[str, str]]:
-    """The view definitions shipped in `sql/`, in file-name order."""
-    folder = resources.files("crsbench.sql")
-    files = sorted(
-        (entry.name, entry.read_text(encoding="utf-8"))
-        for entry in folder.iterdir()
-        if entry.name.endswith(".sql")
-    )
-    return files
+    """The SQL objects shipped in `sql/`: every macro, then every view, each folder in file-name
+    order, as (path relative to sql/, text). Macros come first because views call them."""
+    root = resources.files("crsbench.sql")
+    files: list[tuple[str, str]] = []
+    for folder in SQL_FOLDERS:
+        entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")),
+                         key=lambda e: e.name)
+        files += [(f"{folder}/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
+    # First of all: the constant macros generated from crsbench.core (the CRS weights, the
+    # encoder-key format), so the SQL reads those from their one home rather than a copy.
+    return [(CONSTANTS_FILE, crs_constants_sql()), *files]
 
 
 class Warehouse:
@@ -269,16 +282,19 @@ class Warehouse:
             self.con.execute("reset file_search_path")
 
     def apply_views(self) -> None:
-        """(Re)create the part-backed views and every view in `sql/`, in file order."""
+        """(Re)create the part-backed views and every macro and view in `sql/`, in file order."""
         with self._search_path(), self.transaction():
             self._persisted_part_views()
             for statement in parts.pending_views_sql(PART_SCHEMAS):
                 self.con.execute(statement)
+            for name in _RETIRED_MACROS:
+                self.con.execute(f"drop macro table if exists {name}")
+                self.con.execute(f"drop macro if exists {name}")
             for name, text in sql_files():
                 try:
                     self.con.execute(text)
                 except duckdb.Error as exc:
-                    raise RuntimeError(f"view file sql/{name} failed: {exc}") from exc
+                    raise RuntimeError(f"sql/{name} failed: {exc}") from exc
 
     def _record_parts(self) -> None:
         known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}

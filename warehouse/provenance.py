@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from crsbench.provenance import collect, to_json
+from crsbench.core.provenance import collect, to_json
 from crsbench.warehouse.schema import BATCHES_SCHEMA
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # Each entry migrates from version i to i + 1; applied in order on a read-write open.
 MIGRATIONS: list[list[str]] = [
@@ -53,6 +53,13 @@ MIGRATIONS: list[list[str]] = [
         """create table if not exists analyses(
             analysis varchar, table_name varchar, params varchar, code_version varchar,
             created_at timestamp)""",
+    ],
+    [
+        # Encoders from ids, TOML files and plugins: where each came from, its resolved spec
+        # (preprocessing, hooked layers, pooling, key conversion) and the weights that ran.
+        "alter table encoders add column if not exists origin varchar",
+        "alter table encoders add column if not exists spec json",
+        "alter table encoders add column if not exists weights_hash varchar",
     ],
     [
         # Compaction folds parts into these in-file tables, so the file alone answers every view.
