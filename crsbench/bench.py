@@ -69,8 +69,10 @@ class Bench:
             return wh.compact_parts()
 
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
-        """Run a read-only query; a failing query is a CrsbenchError with DuckDB's first line."""
+        """Run a read-only query in a sandbox (no file access beyond the warehouse's own parts);
+        a failing query is a CrsbenchError with DuckDB's first line."""
         with Warehouse.open(self.db, read_only=True) as wh:
+            wh.lock_down()
             try:
                 return wh.sql(query, params)
             except Exception as exc:  # duckdb raises many error types; all are the caller's query
@@ -105,6 +107,15 @@ class Bench:
         from crsbench.pipeline.ingest import ingest_suite
 
         return ingest_suite(self.db, Path(suite), scale, image_size, progress)
+
+    def relocate(self, name: str, path: Path | str, progress: ProgressFn | None = None) -> int:
+        """Point a dataset at the folder its images moved to (every SHA-256 checked first);
+        returns the number of images checked."""
+        from crsbench.ingest.types import no_progress
+        from crsbench.warehouse.datasets import relocate_dataset
+
+        with Warehouse.open(self.db) as wh:
+            return relocate_dataset(wh, name, Path(path), progress=progress or no_progress)
 
     def declare_shift(self, source: str, target: str) -> None:
         """Declare a distribution-shift pair: probes fitted on `source` are also evaluated on `target`."""

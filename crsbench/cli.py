@@ -7,6 +7,7 @@ family lives in its own `cli_*.py` module that registers onto `app`.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -61,6 +62,10 @@ def _register_command_modules() -> None:
 _register_command_modules()
 
 
+def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    console.err(f"warning: {message}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status (0 ok, 1 user error, 2 internal)."""
     # typer >= 0.24 vendors click: its exceptions are typer.Exit / typer.Abort /
@@ -68,7 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     from typer.exceptions import TyperException
 
     try:
-        app(args=argv, prog_name="crsbench", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_one_line
+            app(args=argv, prog_name="crsbench", standalone_mode=False)
     except CrsbenchError as exc:
         console.fail(f"error: {exc}", exc.exit_code)
         return exc.exit_code

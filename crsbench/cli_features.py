@@ -11,8 +11,14 @@ import typer
 from crsbench.bench import Bench, ExtractConfig
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.features.registry import list_encoders
+from crsbench.pipeline.extract import use_encoder_files
 from crsbench.output import emit, print_frame, progress
 from crsbench.warehouse.connection import default_db_path
+
+
+EncodersFileOption = Annotated[list[Path] | None, typer.Option(
+    "--encoders", help="TOML file of [encoder.<id>] tables (repeatable); also $CRSBENCH_ENCODERS "
+                       "and crsbench.toml beside the warehouse.")]
 
 
 def render_extract(store_url: str, frame: pd.DataFrame) -> None:
@@ -25,7 +31,8 @@ def render_extract(store_url: str, frame: pd.DataFrame) -> None:
 
 @app.command("extract")
 def extract_command(
-    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="Encoder id (see 'crsbench encoders'); "
+    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="Encoder id (see 'crsbench encoders'), "
+                                                "or timm:<name>, hf:<repo or folder>, open_clip:<arch>; "
                                                 "repeatable; 'all-tiny' for every random-init entry.")],
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="Dataset name; repeatable; 'all'.")],
     store: StoreOption = None,
@@ -39,11 +46,16 @@ def extract_command(
     compute_dtype: Annotated[str, typer.Option("--compute-dtype",
                                                help="Model dtype: float32, bfloat16 or float16.")] = "float32",
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")] = 256,
+    encoders_file: EncodersFileOption = None,
+    allow_download: Annotated[bool, typer.Option(
+        "--allow-download", help="Let hub ids fetch missing weights into the Hugging Face cache "
+                                 "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).")] = False,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
     bench = Bench(db, store)
     config = ExtractConfig(device=device, batch_size=batch_size, force=force, weights=weights, dtype=dtype,
-                           compute_dtype=compute_dtype, chunk_rows=chunk_rows)
+                           compute_dtype=compute_dtype, chunk_rows=chunk_rows,
+                           encoder_files=tuple(encoders_file or ()), allow_download=allow_download)
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)
     render_extract(bench.store, frame)
@@ -53,19 +65,23 @@ def extract_command(
 def encoders_command(
     check_weights: Annotated[bool, typer.Option("--check-weights", help="Also say whether each pretrained "
                                                 "encoder's weights are available locally.")] = False,
+    encoders_file: EncodersFileOption = None,
+    db: DbOption = default_db_path(),
 ) -> None:
-    """List the encoder registry: family, scope, domain, loader, checkpoint, input size, pooling."""
+    """List every encoder (built-in, TOML, plugin) with its origin, family, scope, loader, input size."""
+    use_encoder_files(encoders_file or [], db)
     rows = []
     for e in list_encoders():
-        row = {"id": e.id, "family": e.family, "scope": e.scope, "domain": e.domain, "loader": e.loader,
-               "checkpoint": e.checkpoint, "input_size": e.input_size, "pooling": e.pooling,
-               "pretrained": e.pretrained, "chest_only": e.chest_only}
+        row = {"id": e.id, "origin": e.origin, "family": e.family, "scope": e.scope, "domain": e.domain,
+               "loader": e.loader, "checkpoint": e.checkpoint, "input_size": e.input_size,
+               "pooling": e.pooling, "pretrained": e.pretrained, "chest_only": e.chest_only}
         if check_weights:
-            from crsbench.features.loaders import weights_status
+            from crsbench.features.weights import weights_status
 
             row["weights"] = weights_status(e)
         rows.append(row)
-    print_frame(pd.DataFrame(rows), title="encoders", key="encoders")
+    print_frame(pd.DataFrame(rows), title="encoders (also: timm:<name>, hf:<repo or folder>, "
+                                          "open_clip:<arch>)", key="encoders")
 
 
 @app.command("feature-sets")

@@ -67,9 +67,9 @@ def _upward(modules: dict[str, Path]) -> list[str]:
 
 
 def _cycles(modules: dict[str, Path]) -> list[list[str]]:
-    # Function-level imports count too: a lazy import still ties the two modules together
-    # (a registry loading its built-in entries by module name is not an import).
-    graph = {m: sorted({t for t, _ in _imports(p, m, modules, top_level_only=False)}) for m, p in modules.items()}
+    # Module-level imports: a cycle among them makes import order matter (half-initialised
+    # modules). Function-level imports are how a registry loads its entries lazily; not counted.
+    graph = {m: sorted({t for t, _ in _imports(p, m, modules, top_level_only=True)}) for m, p in modules.items()}
     cycles: list[list[str]] = []
     state: dict[str, str] = {}
 

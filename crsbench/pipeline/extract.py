@@ -21,7 +21,9 @@ class ExtractConfig:
     """How to extract: device, batch, storage and compute dtypes, the resume unit, a local checkpoint.
 
     `weights` (a local file or model folder) applies to exactly one encoder; `force` redoes
-    complete feature sets.
+    complete feature sets; `encoder_files` are TOML files of user encoders (besides
+    $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse); `allow_download` lets hub ids
+    fetch missing weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1).
     """
 
     device: str = "cpu"
@@ -31,6 +33,17 @@ class ExtractConfig:
     dtype: str = "float16"
     compute_dtype: str = "float32"
     chunk_rows: int = 256
+    encoder_files: tuple[Path, ...] = ()
+    allow_download: bool = False
+
+
+def use_encoder_files(files: Sequence[Path], db: Path) -> None:
+    """Register user encoders from TOML files and the warehouse's crsbench.toml."""
+    from crsbench.features.user import add_encoder_file, project_file
+
+    project_file(db)
+    for file in files:
+        add_encoder_file(file)
 
 
 def expand(values: Sequence[str], every: Sequence[str], keyword: str) -> list[str]:
@@ -57,6 +70,7 @@ def extract_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Seq
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset
 
+    use_encoder_files(config.encoder_files, db)
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
         names = expand(datasets, list_datasets(wh), ALL_DATASETS)
         loaded = [read_dataset(wh, name) for name in names]
@@ -72,9 +86,9 @@ def extract_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Seq
             attrs = extract(ds, entry, store_url, device=config.device, batch_size=config.batch_size,
                             force=config.force, weights=str(config.weights) if config.weights else None,
                             progress=progress, dtype=config.dtype, compute_dtype=config.compute_dtype,
-                            chunk_rows=config.chunk_rows)
+                            chunk_rows=config.chunk_rows, allow_download=config.allow_download or None)
             with Warehouse.open(db) as wh:
-                catalog.register_encoder(wh, entry)
+                catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
                 catalog.record_feature_set(wh, store_url, FeatureSetRef(ds.name, entry.id), attrs)
             rows.append({"encoder": entry.id, "dataset": ds.name,
                          "status": "skipped (complete)" if attrs.get("skipped") else "extracted",

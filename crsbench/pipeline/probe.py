@@ -82,6 +82,7 @@ def probe_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Seque
         needed = dict.fromkeys(names + [t for ts in shifts.values() for t in ts])
         loaded: dict[str, Dataset] = {name: read_dataset(wh, name) for name in needed}
         done = wh.done_fit_ids()
+        wh.expect_appends()  # the persisted views read the parts folder the sweep writes to
         sink = functools.partial(append_run_parts, wh.parts_dir)
     store = FeatureStore(store_url)
     fits = plan(names, encoders, store, bool(datasets), config)
