@@ -8,11 +8,11 @@ import pandas as pd
 import typer
 from rich.markup import escape
 
-from crsbench.cli import DbOption, app
+from crsbench.bench import Bench, Leaderboard
+from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, print_frame
-from crsbench.report import uncertainty
-from crsbench.warehouse.connection import Warehouse, default_db_path
 from crsbench.warehouse import panels
+from crsbench.warehouse.connection import default_db_path
 
 panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).",
                         no_args_is_help=True)
@@ -26,12 +26,10 @@ def panel_freeze(
     db: DbOption = default_db_path(),
 ) -> None:
     """Freeze a reference panel: store its members and anchors per dataset and `global`."""
-    with Warehouse.open(db) as wh:
-        panel = panels.freeze_panel(wh, name, encoders.split(","))
-        # Axis intervals do not depend on the panel: any earlier bootstrap of the members counts.
-        warnings = uncertainty.anchor_noise_warnings(wh, panel.name)
-        noise_known = bool(len(wh.sql("select 1 from panel_anchor_noise where panel = ? limit 1",
-                                      [panel.name])))
+    bench = Bench(db)
+    panel = bench.freeze_panel(name, encoders.split(","))
+    # Axis intervals do not depend on the panel: an earlier bootstrap of the members counts.
+    noise_known, warnings = bench.anchor_noise(panel.name)
     hint = ([] if noise_known else
             [f"anchor noise not checked yet: run 'crsbench analyze bootstrap --panel {panel.name}', "
              "then 'crsbench leaderboard' warns where an anchor range is below 2x its noise"])
@@ -40,14 +38,13 @@ def panel_freeze(
          "\n".join([f"froze panel {panel.name}: {len(panel.members)} encoders, "
                     f"{panel.anchors.scope.nunique()} scopes "
                     f"({', '.join(sorted(panel.anchors.scope.unique()))})",
-                    *(f"warning: {w}" for w in warnings), *hint]))
+                    *(f"warning: {escape(w)}" for w in warnings), *(escape(h) for h in hint)]))
 
 
 @panel_app.command("list")
 def panel_list(db: DbOption = default_db_path()) -> None:
     """List the frozen panels."""
-    with Warehouse.open(db, read_only=True) as wh:
-        frame = panels.list_panels(wh)
+    frame = Bench(db).panels()
     frame["members"] = frame["members"].map(lambda m: ", ".join(m))
     print_frame(frame, title="reference panels", key="panels")
 
@@ -56,8 +53,7 @@ def panel_list(db: DbOption = default_db_path()) -> None:
 def panel_show(name: Annotated[str, typer.Argument(help="Panel name.")],
                db: DbOption = default_db_path()) -> None:
     """Show a panel's members and anchors."""
-    with Warehouse.open(db, read_only=True) as wh:
-        panel = panels.get_panel(wh, name)
+    panel = Bench(db).panel(name)
     if console.json_mode:
         emit({"panel": panel.name, "mode": panel.mode, "frozen_at": str(panel.frozen_at),
               "members": list(panel.members), "anchors": panel.anchors})
@@ -77,20 +73,20 @@ def leaderboard(
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
     rank-agreement row; warn about noisy anchors and incomplete cells."""
-    with Warehouse.open(db, read_only=True) as wh:
-        used, board, agreement = panels.leaderboard(wh, panel)
-        boot = uncertainty.bootstrap_resample(wh, used, resample)
-        board = uncertainty.with_intervals(wh, used, board, boot)
-        agree_ci = uncertainty.agreement_intervals(wh, used, boot)
-        warnings = uncertainty.anchor_noise_warnings(wh, used, boot)
-        missing = uncertainty.missing_lines(wh)
-    notes = [*(f"warning: {w}" for w in warnings), *(f"incomplete: {m}" for m in missing)]
+    render_leaderboard(Bench(db).leaderboard(panel, resample))
+
+
+def render_leaderboard(result: Leaderboard) -> None:
+    used, board, agreement = result.panel, result.board, result.agreement
+    boot, agree_ci = result.resample, result.agreement_intervals
+    notes = [*(f"warning: {w}" for w in result.warnings), *(f"incomplete: {m}" for m in result.incomplete)]
     if boot is None:
         notes.append(f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
                      + ("" if used == panels.COHORT else f" --panel {used}") + "'")
     if console.json_mode:
         emit({"panel": used, "resample": boot, "leaderboard": board, "rank_agreement": agreement,
-              "rank_agreement_intervals": agree_ci, "warnings": warnings, "incomplete": missing})
+              "rank_agreement_intervals": agree_ci, "warnings": result.warnings,
+              "incomplete": result.incomplete})
         return
     mode = "cohort mode: no frozen panel" if used == panels.COHORT else f"panel {used}"
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
@@ -106,7 +102,7 @@ def leaderboard(
     # One column per population, one row per statistic: narrow enough for any terminal.
     agree = agreement.set_index("population").astype(object).T.rename_axis("statistic").reset_index()
     agree.columns = [str(c) for c in agree.columns]
-    if len(agree_ci):
+    if agree_ci is not None and len(agree_ci):
         ci = {r.statistic: _ci(r.lo, r.hi) for r in agree_ci.itertuples()}
         agree["95% CI"] = agree["statistic"].map(ci).fillna("")
     print_frame(agree, title="AUROC ranking vs CRS ranking (rank agreement)")

@@ -1,4 +1,4 @@
-"""One-pass extraction into the Zarr feature store (SPEC 3).
+"""One-pass extraction into the Zarr feature store (METHODS.md §2).
 
 Work is done row-chunk by row-chunk. For a chunk, every image is decoded once (on CPU
 threads, one chunk ahead of the model); train/calib rows give the `clean` condition,
@@ -23,7 +23,7 @@ import torch
 import zarr
 from zarr.codecs import BloscCodec
 
-import crsbench
+from crsbench.core import __version__
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
@@ -33,6 +33,7 @@ from crsbench.features.store import (CLEAN, CONDITIONS, DEPTHS, FROZEN, FeatureS
                                      claim_dataset, depth_key)
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
+from crsbench.core.provenance import collect, to_json
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
 DTYPES = {"float16": np.float16, "float32": np.float32}
@@ -73,7 +74,7 @@ class _Extractor:
 
     def _on_host(self, condition: str) -> bool:
         name, _ = parse_condition(condition)  # type: ignore[misc]
-        return self.s["perturb_backend"] == "numpy" or PERTURBATION_REGISTRY[name].on_cpu
+        return self.s["perturb_backend"] == "numpy" or PERTURBATION_REGISTRY.get(name).on_cpu
 
     # -- planning ---------------------------------------------------------------------------
     def chunk_bounds(self, k: int) -> tuple[int, int]:
@@ -88,7 +89,7 @@ class _Extractor:
         host: dict[str, list[Future]] = {}
         for cond in self.host_conditions:
             name, sev = parse_condition(cond)  # type: ignore[misc]
-            ref = PERTURBATION_REGISTRY[name]
+            ref = PERTURBATION_REGISTRY.get(name)
             host[cond] = [self.pool.submit(_host_perturb, ref.reference, images[i], ref.levels[sev],
                                            seed_key(self.ids[start + i], name, sev))
                           for i in test]
@@ -255,7 +256,8 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
             weights: str | None = None, force: bool = False, progress: ProgressFn | None = None,
             chunk_rows: int = 256, dtype: str = "float16", compute_dtype: str = "float32",
             conditions: Sequence[str] = CONDITIONS, workers: int = 4,
-            perturb_backend: str = "auto", threads: int | None = None) -> dict[str, Any]:
+            perturb_backend: str = "auto", threads: int | None = None,
+            allow_download: bool | None = None) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
     `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
@@ -283,6 +285,10 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     backend = perturb_backend if perturb_backend != "auto" else (
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
+    if not force and store.is_complete(ref):
+        return {**store.attrs(ref), "skipped": True}
+    # Built before the store is touched: a bad checkpoint or absent weights writes nothing.
+    model = model if model is not None else entry.build(weights, allow_download=allow_download)
     root = store.root(writable=True)
     claim_dataset(root, dataset, store.url)
 
@@ -291,7 +297,6 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     if ref.path in root and root[ref.path].attrs.get("complete"):
         return {**dict(root[ref.path].attrs), "skipped": True}
 
-    model = model if model is not None else entry.build(weights)
     weights_hash = state_dict_hash(model)
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
     tap = DepthTap(model, entry)
@@ -299,7 +304,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         "weights_hash": weights_hash, "image_digest": dataset.image_digest(), "dtype": dtype,
         "compute_dtype": compute_dtype, "chunk_rows": int(chunk_rows), "batch_size": int(batch_size),
         "device_type": dev.type, "perturb_backend": backend, "conditions": list(conditions),
-        "code_version": crsbench.__version__,
+        "code_version": __version__,
     }
     group = _open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 
@@ -316,6 +321,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
         torch.set_num_threads(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)))
+    extraction_threads = torch.get_num_threads()
     try:
         ex.run(arrays, pending, done, total)
     finally:
@@ -323,6 +329,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         ex.close()
         tap.close()
     _finish(group, arrays, ref, ex.test_mask, settings, store.url)
+    group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
     attrs = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started
     attrs["skipped"] = False

@@ -1,4 +1,4 @@
-"""The probe grid (SPEC 4): plan the fits, check the inputs, run them on Dask, hand off batches.
+"""The probe grid (METHODS.md §3): plan the fits, check the inputs, run them on Dask, hand off batches.
 
 `plan_fits` lists the fits (default: the paper's grid), `run_grid` runs the ones not yet
 done and passes each finished chunk to `sink(runs, predictions)` — one call per chunk,
@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-import crsbench
+from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
                                    ProgressFn, Task)
@@ -35,7 +35,6 @@ from crsbench.probes.registry import get_probe, probe_names
 from crsbench.probes.tasks import Chunk, eval_sets, run_chunk
 
 Sink = Callable[[pd.DataFrame, pd.DataFrame], None]
-PRIMARY_PROBE = "logreg"
 DEFAULT_BATCH_SIZE = 25
 
 
@@ -76,8 +75,8 @@ def plan_fits(datasets: Iterable[str | Dataset], encoders: Iterable[str] | None,
         else:
             refs = []
             for enc in encoders:
-                encoder_id, _, regime = enc.partition("@")
-                refs.append(FeatureSetRef(dataset, encoder_id, regime or "frozen"))
+                key = EncoderKey.parse(enc)
+                refs.append(FeatureSetRef(dataset, key.encoder_id, key.regime))
         for ref in refs:
             for probe in probes:
                 probe_depths = depths if depths is not None else (
@@ -274,7 +273,7 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
         if progress:
             progress("checking features", 1, 1)
         jobs = []
-        version = crsbench.__version__
+        version = __version__
         for ref, depth, members in _chunks(todo, batch_size):
             pretrained = bool(store.attrs(ref).get("pretrained", True))
             chunk = Chunk(ref, depth, tuple(members), pretrained, version)

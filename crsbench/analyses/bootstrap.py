@@ -42,9 +42,7 @@ from crsbench.analyses.intervals import interval_rows, store_intervals
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
 from crsbench.analyses.rescore import rescore, scored_runs
 from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, eval_images
-from crsbench.features.store import FROZEN
-from crsbench.ingest.types import CrsbenchError
-from crsbench.probes.grid import PRIMARY_PROBE
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 RESAMPLE = ("images+seeds", "seeds", "images")
@@ -78,15 +76,15 @@ distinct_combos as (
 ),
 seed_means as (
     select c.combo as grp, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe,
-           r.depth, r.label_fraction, r.condition, exact_mean(r.auroc) as auroc_mean,
-           exact_mean(r.ece) as ece_mean, bool_and(r.pretrained) as pretrained
+           r.depth, r.label_fraction, r.condition, fn_exact_mean(r.auroc) as auroc_mean,
+           fn_exact_mean(r.ece) as ece_mean, bool_and(r.pretrained) as pretrained
     from metric_rows r
     join distinct_combos c on c.dataset_id = r.dataset_id and c.version = r.version
     join {draws} d on d.combo = c.combo and d.seed = r.seed
     group by all
 ),
 cells as materialized (
-    select * from crs_axes_cell('seed_means')
+    select * from fn_axes_cell('seed_means')
 ),
 replicate_cells as materialized (
     select b.replicate as grp, c.* exclude (grp)
@@ -94,7 +92,7 @@ replicate_cells as materialized (
     join cells c on c.grp = b.combo and c.dataset_id = b.dataset_id
 ),
 aggregates as (
-    select * from crs_axes_aggregate('replicate_cells')
+    select * from fn_axes_aggregate('replicate_cells')
 ),
 scoped_axes as materialized (
     select grp, 'global' as scope, encoder_id, true as in_panel, discrimination, calibration,
@@ -107,12 +105,12 @@ scoped_axes as materialized (
     where complete
 ),
 scoped_anchors as (
-    select * from crs_anchors('scoped_axes')
+    select * from fn_anchors('scoped_axes')
 )
 select a.grp as replicate, a.scope, a.encoder_id, s.crs, a.discrimination, a.calibration,
        a.label_efficiency, a.robustness
 from scoped_axes a
-left join crs_scores('scoped_axes', 'scoped_anchors') s
+left join fn_crs_scores('scoped_axes', 'scoped_anchors') s
        on s.grp = a.grp and s.scope = a.scope and s.encoder_id = a.encoder_id
 order by replicate, scope, encoder_id
 """

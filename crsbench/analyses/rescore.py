@@ -20,9 +20,7 @@ import pandas as pd
 
 from crsbench.analyses.criterion import registered
 from crsbench.analyses.resample import EvalImages
-from crsbench.features.store import FROZEN
-from crsbench.ingest.types import CrsbenchError
-from crsbench.probes.grid import PRIMARY_PROBE
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.probes.weighted_metrics import RunScorer
 from crsbench.warehouse.connection import Warehouse
 
