@@ -44,7 +44,8 @@ def _probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generat
     return (z / z.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-def cell_batches(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cell_batches(ds: Dataset, encoder: str, quality: float, k: int,
+                 perturbed: tuple[str, ...] = CONDITIONS) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs and predictions of one (encoder, dataset) cell: clean at every fraction x seed,
     the perturbed conditions at fraction 1.0."""
     rows = ds.split_rows("test")
@@ -54,7 +55,7 @@ def cell_batches(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.
         for seed in FRACTION_SEEDS:
             key = FitKey(encoder, ds.name, 1.0, "logreg", fraction, seed)
             strength = quality * (0.8 + 0.2 * fraction ** 0.3)
-            conditions = ["clean", *CONDITIONS] if fraction == 1.0 else ["clean"]
+            conditions = ["clean", *perturbed] if fraction == 1.0 else ["clean"]
             for c, condition in enumerate(conditions):
                 noise_seed = 0 if fraction == 1.0 else seed
                 rng = np.random.default_rng([k, len(ds.name), int(fraction * 100), noise_seed, c])
