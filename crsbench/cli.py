@@ -66,7 +66,7 @@ def _register_command_modules() -> None:
     # Imported for their side effect of adding commands to `app`.
     from crsbench import cli_ingest  # noqa: F401
     for name in ("cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report",
-                 "cli_adapt"):
+                 "cli_adapt", "cli_describe"):
         try:
             __import__(f"crsbench.{name}")
         except ModuleNotFoundError as exc:

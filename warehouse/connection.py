@@ -23,7 +23,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crsbench.ingest.types import CrsbenchError
-from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION
+from crsbench.warehouse.dictionary import apply_comments
+from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_INFO, SCHEMA_VERSION
 
 DEFAULT_DB = "crsbench.duckdb"
 _EMPTY_PART = "part-00000000-empty.parquet"
@@ -129,9 +130,7 @@ class Warehouse:
         if current == SCHEMA_VERSION:
             return
         with self.transaction():
-            self.con.execute(
-                "create table if not exists schema_info(version integer, applied_at timestamp)"
-            )
+            self.con.execute(SCHEMA_INFO.create_sql())
             for version in range(current, SCHEMA_VERSION):
                 for statement in MIGRATIONS[version]:
                     self.con.execute(statement)
@@ -144,7 +143,9 @@ class Warehouse:
             folder = self.parts_dir / kind
             folder.mkdir(parents=True, exist_ok=True)
             empty = folder / _EMPTY_PART
-            if not empty.exists():
+            # The empty part carries the declared schema, so every declared column (a newly
+            # registered metric too) is in the view before any part holds it.
+            if not empty.exists() or not _same_fields(pq.read_schema(empty), schema):
                 _atomic_write_parquet(schema.empty_table(), empty)
         self._finish_compactions()
         self._drop_orphan_predictions()
@@ -177,6 +178,7 @@ class Warehouse:
                     self.con.execute(text)
                 except duckdb.Error as exc:
                     raise RuntimeError(f"sql/{name} failed: {exc}") from exc
+            apply_comments(self.con)
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -273,6 +275,10 @@ class Warehouse:
         for tmp in self.parts_dir.glob("*/.tmp-*"):
             if time.time() - tmp.stat().st_mtime > 60:
                 tmp.unlink(missing_ok=True)
+
+
+def _same_fields(a: pa.Schema, b: pa.Schema) -> bool:
+    return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]
 
 
 def _conform(data: pd.DataFrame | pa.Table, schema: pa.Schema, kind: str) -> pa.Table:
