@@ -31,24 +31,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core import DEPTHS, PERTURBED_CONDITIONS
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
 
 ENCODERS = [f"enc{i:02d}" for i in range(15)]
 DATASETS = {"isic": None, "aptos": None, "chexpert": "mimic"}
 PROBES = ("logreg", "mlp", "knn")
-DEPTHS = (1.0, 0.75, 0.5, 0.25)
 FRACTIONS = (1.0, 0.25, 0.10, 0.05, 0.01)
-PERTURBED = [f"{p}-s{k}" for p in ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
-             for k in (1, 2, 3)]
 CONFIGS_PER_CELL = 703
 SEEDS = range(5)
 
 
 def cell_configs(shift_target: str | None, full: bool) -> list[tuple[str, float, float, str, str]]:
-    conditions = ["clean", *PERTURBED, "calib"] + (["shift"] if shift_target else [])
+    conditions = ["clean", *PERTURBED_CONDITIONS, "calib"] + (["shift"] if shift_target else [])
     grid = [(probe, depth, fraction, cond, shift_target if cond == "shift" else "")
-            for probe in PROBES for depth in DEPTHS for fraction in FRACTIONS for cond in conditions]
+            for probe in PROBES for depth in reversed(DEPTHS) for fraction in FRACTIONS for cond in conditions]
     return grid if full else grid[:CONFIGS_PER_CELL]
 
 

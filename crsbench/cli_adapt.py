@@ -18,6 +18,7 @@ from crsbench.cli import DbOption, app
 from crsbench.cli_features import StoreOption, default_store
 from crsbench.features.registry import get_encoder
 from crsbench.features.store import FeatureSetRef
+from crsbench.core import EncoderKey
 from crsbench.ingest.types import CrsbenchError
 from crsbench.output import emit, progress
 from crsbench.warehouse.connection import Warehouse, default_db_path
@@ -108,4 +109,4 @@ def adapt_command(
     emit({"store": url, "adapters": str(root), "variants": frame, "notes": notes},
          "\n".join([*notes, *(f"  {r['encoder']} x {r['dataset']}: adapter "
                    f"{'trained' if r['trained'] else 'reused'}, features {r['features']}" for r in rows)])
-         + f"\nprobe them with: crsbench probe --encoder {entry.id}@{regime_name(seed_list[0])}")
+         + f"\nprobe them with: crsbench probe --encoder {EncoderKey(entry.id, regime_name(seed_list[0]))}")

@@ -29,6 +29,9 @@ import numpy as np
 import torch
 from torch import nn
 
+# regime_name is re-exported: the `lora-s<seed>` naming lives in crsbench.core.
+from crsbench.core import EncoderKey
+from crsbench.core import lora_regime as regime_name
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
@@ -58,14 +61,9 @@ class LoraSettings:
             raise CrsbenchError("--epochs and --batch-size must be positive")
 
 
-def regime_name(seed: int) -> str:
-    """The feature-store / run-record regime of one adaptation seed: `lora-s<seed>`."""
-    return f"lora-s{int(seed)}"
-
-
 def adapter_dir(root: Path | str, encoder_id: str, dataset: str, seed: int) -> Path:
     """`{root}/{dataset}/{encoder}@lora-s{seed}`, mirroring the feature store's keys."""
-    return Path(root) / dataset / f"{encoder_id}@{regime_name(seed)}"
+    return Path(root) / dataset / str(EncoderKey(encoder_id, regime_name(seed)))
 
 
 def _root_prefix(model: nn.Module) -> str:

@@ -255,7 +255,8 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
             weights: str | None = None, force: bool = False, progress: ProgressFn | None = None,
             chunk_rows: int = 256, dtype: str = "float16", compute_dtype: str = "float32",
             conditions: Sequence[str] = CONDITIONS, workers: int = 4,
-            perturb_backend: str = "auto", threads: int | None = None) -> dict[str, Any]:
+            perturb_backend: str = "auto", threads: int | None = None,
+            allow_download: bool | None = None) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
     `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
@@ -283,6 +284,10 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     backend = perturb_backend if perturb_backend != "auto" else (
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
+    if not force and store.is_complete(ref):
+        return {**store.attrs(ref), "skipped": True}
+    # Built before the store is touched: a bad checkpoint or absent weights writes nothing.
+    model = model if model is not None else entry.build(weights, allow_download=allow_download)
     root = store.root(writable=True)
     claim_dataset(root, dataset, store.url)
 
@@ -291,7 +296,6 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     if ref.path in root and root[ref.path].attrs.get("complete"):
         return {**dict(root[ref.path].attrs), "skipped": True}
 
-    model = model if model is not None else entry.build(weights)
     weights_hash = state_dict_hash(model)
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
     tap = DepthTap(model, entry)

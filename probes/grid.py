@@ -26,6 +26,7 @@ import pandas as pd
 import torch
 
 import crsbench
+from crsbench.core import PRIMARY_PROBE, EncoderKey
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
                                    ProgressFn, Task)
@@ -35,7 +36,6 @@ from crsbench.probes.registry import get_probe, probe_names
 from crsbench.probes.tasks import Chunk, eval_sets, run_chunk
 
 Sink = Callable[[pd.DataFrame, pd.DataFrame], None]
-PRIMARY_PROBE = "logreg"
 DEFAULT_BATCH_SIZE = 25
 
 
@@ -76,8 +76,8 @@ def plan_fits(datasets: Iterable[str | Dataset], encoders: Iterable[str] | None,
         else:
             refs = []
             for enc in encoders:
-                encoder_id, _, regime = enc.partition("@")
-                refs.append(FeatureSetRef(dataset, encoder_id, regime or "frozen"))
+                key = EncoderKey.parse(enc)
+                refs.append(FeatureSetRef(dataset, key.encoder_id, key.regime))
         for ref in refs:
             for probe in probes:
                 probe_depths = depths if depths is not None else (

@@ -11,8 +11,9 @@ import dataclasses
 import hashlib
 import json
 
+from crsbench.core import FROZEN, SHIFT
 from crsbench.core.schema import PREDICTIONS, Schema, run_schema
-from crsbench.features.store import FROZEN, FeatureSetRef
+from crsbench.features.store import FeatureSetRef
 from crsbench.probes.metrics import metric_columns
 
 
@@ -20,10 +21,11 @@ def runs_schema() -> Schema:
     """The run record as declared now, including every metric registered so far."""
     return run_schema(metric_columns())
 
+
 # Conditions beyond the store's 16: the source's clean calib split (for recalibration
 # analyses) and the clean test split of a shift target (no retraining).
 CALIB = "calib"
-SHIFT = "shift"
+__all__ = ["CALIB", "SHIFT", "FitKey", "run_id", "runs_schema"]
 
 
 def _digest(*parts: object) -> str:

@@ -7,6 +7,7 @@ store (e.g. after extracting elsewhere), `register_encoder` upserts a registry e
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -23,15 +24,17 @@ _FEATURE_SET_COLUMNS = (
 )
 
 
-def register_encoder(wh: Warehouse, entry: EncoderEntry) -> None:
-    """Insert or update the encoder's row (keyed by encoder_id)."""
+def register_encoder(wh: Warehouse, entry: EncoderEntry, weights_hash: str | None = None) -> None:
+    """Insert or update the encoder's row (keyed by encoder_id), with its resolved spec as JSON."""
     with wh.transaction() as con:
         con.execute("delete from encoders where encoder_id = ?", [entry.id])
         con.execute(
             "insert into encoders (encoder_id, family, scope, domain, loader, checkpoint, pretrained, "
-            "input_size, pooling, registered_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+            "input_size, pooling, registered_at, origin, spec, weights_hash) "
+            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?, ?, ?)",
             [entry.id, entry.family, entry.scope, entry.domain, entry.loader, entry.checkpoint,
-             entry.pretrained, entry.input_size, entry.pooling],
+             entry.pretrained, entry.input_size, entry.pooling, entry.origin,
+             json.dumps(entry.to_dict()), weights_hash],
         )
 
 

@@ -22,12 +22,14 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError, crs_constants_sql
 from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_INFO, SCHEMA_VERSION
 
 DEFAULT_DB = "crsbench.duckdb"
 _EMPTY_PART = "part-00000000-empty.parquet"
+# The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
+CONSTANTS_FILE = "macros/000_crs_constants.sql"
 
 
 def default_db_path() -> Path:
@@ -61,7 +63,9 @@ def sql_files() -> list[tuple[str, str]]:
         entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")),
                          key=lambda e: e.name)
         files += [(f"{folder}/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
-    return files
+    # First of all: the constant macros generated from crsbench.core (the CRS weights, the
+    # encoder-key format), so the SQL reads those from their one home rather than a copy.
+    return [(CONSTANTS_FILE, crs_constants_sql()), *files]
 
 
 class Warehouse:

@@ -17,10 +17,10 @@ import duckdb
 import pandas as pd
 
 from crsbench import __version__
+from crsbench.core import AXES
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
-AXES = ("discrimination", "calibration", "label_efficiency", "robustness")
 GLOBAL_SCOPE = "global"
 PANEL_MODE = "fixed"
 COHORT = "cohort"

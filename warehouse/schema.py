@@ -24,7 +24,7 @@ from crsbench.probes.records import runs_schema
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _M = "docs/METHODS.md"
 
@@ -99,6 +99,11 @@ TABLES: tuple[Schema, ...] = (
         Column("input_size", "INTEGER", f"Released input size in pixels (square). {_M} §2."),
         Column("pooling", "VARCHAR", f"Feature pooling: cls, mean or projection. {_M} §2."),
         Column("registered_at", "TIMESTAMP", f"When the row was written. {_M} §2."),
+        Column("origin", "VARCHAR", f"Where the entry came from: built-in, id (timm:/hf:/open_clip: named "
+                                    f"on the command line), toml:<file> or plugin:<dist>. {_M} §2.1.", since=2),
+        Column("spec", "JSON", f"The resolved entry (preprocessing, hooked layers, pooling, key "
+                               f"conversion) as JSON. {_M} §2.1.", since=2),
+        Column("weights_hash", "VARCHAR", f"Hash of the weights that ran. {_M} §2.1.", since=2),
     )),
     Schema("feature_sets", f"One row per (dataset, encoder, regime, store): the catalog of extracted "
                            f"features in the Zarr store. {_M} §2.", (
@@ -149,9 +154,11 @@ SCHEMA_INFO = Schema("schema_info", "One row per applied schema migration.", (
     Column("applied_at", "TIMESTAMP", "When the migration was applied."),
 ))
 
-# Each entry migrates from version i to i + 1; applied in order on a read-write open.
+# Each entry migrates from version i to i + 1; applied in order on a read-write open. Version 1
+# creates the tables; each later one adds the columns declared with that `since`.
 MIGRATIONS: list[list[str]] = [
     [table.create_sql(version=1) for table in TABLES],
+    *([s for table in TABLES for s in table.add_column_sql(v)] for v in range(2, SCHEMA_VERSION + 1)),
 ]
 
 # kind -> its declaration, read at each use: a metric registered after import still reaches

@@ -42,11 +42,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.analyses.criterion import registered, resolve_population
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
-from crsbench.features.store import FROZEN
-from crsbench.ingest.types import CrsbenchError
-from crsbench.probes.grid import PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 ENCODER_COLUMNS = ["panel", "encoder_id", "crs", "crs_median", "crs_lo", "crs_hi", "auroc",

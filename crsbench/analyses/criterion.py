@@ -19,17 +19,12 @@ from contextlib import contextmanager
 
 import pandas as pd
 
-from crsbench.features.store import FROZEN
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import AXES, AXIS_WEIGHTS, CRS_WEIGHTS, FROZEN, TERM_WEIGHTS, CrsbenchError
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
 
-AXES: tuple[str, ...] = ("discrimination", "calibration", "label_efficiency", "robustness")
 GLOBAL = "global"
-AXIS_WEIGHTS = ("w_d", "w_c", "w_le", "w_r")
-TERM_WEIGHTS = ("w_dom", "w_ideal", "w_worst")
-DEFAULT_WEIGHTS: dict[str, float] = {"w_d": 0.25, "w_c": 0.25, "w_le": 0.25, "w_r": 0.25,
-                                     "w_dom": 0.60, "w_ideal": 0.25, "w_worst": 0.15}
+DEFAULT_WEIGHTS: dict[str, float] = dict(CRS_WEIGHTS)
 AXES_COLUMNS = ["grp", "scope", "encoder_id", "in_panel", *AXES]
 
 

@@ -22,11 +22,10 @@ from typing import Any
 
 import pandas as pd
 
+from crsbench.core import FROZEN, PRIMARY_PROBE
 from crsbench.analyses.criterion import GLOBAL, agreement, resolve_population
 from crsbench.analyses.estimators import VARIANTS, score_cells, variant_cells
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.features.store import FROZEN
-from crsbench.probes.grid import PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 DEFAULT_VARIANT = next(v for v in VARIANTS if v.name == "default")

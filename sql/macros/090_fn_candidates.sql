@@ -20,7 +20,7 @@ with reference as (
     select 'cohort' as panel where cohort
 )
 select p.panel, s.scope, s.encoder_id, s.regime,
-       case when s.regime = 'frozen' then s.encoder_id else s.encoder_id || '@' || s.regime end
+       fn_encoder_key(s.encoder_id, s.regime)
            as candidate,
        (s.regime = 'frozen' and (cohort or m.encoder_id is not null)) as in_panel,
        s.discrimination, s.calibration, s.label_efficiency, s.robustness, s.n_datasets,
