@@ -33,6 +33,7 @@ from crsbench.features.store import (CLEAN, CONDITIONS, DEPTHS, FROZEN, FeatureS
                                      claim_dataset, depth_key)
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
+from crsbench.core.provenance import collect, to_json
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
 DTYPES = {"float16": np.float16, "float32": np.float32}
@@ -320,6 +321,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
         torch.set_num_threads(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)))
+    extraction_threads = torch.get_num_threads()
     try:
         ex.run(arrays, pending, done, total)
     finally:
@@ -327,6 +329,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         ex.close()
         tap.close()
     _finish(group, arrays, ref, ex.test_mask, settings, store.url)
+    group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
     attrs = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started
     attrs["skipped"] = False

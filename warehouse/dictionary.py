@@ -13,40 +13,42 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 
 import duckdb
 
-from crsbench.core.schema import Column, ObjectKind, Schema
-from crsbench.ingest.types import CrsbenchError
-from crsbench.warehouse.schema import PARTS, SCHEMA_INFO, TABLES
-
-_FILENAME = Column("filename", "VARCHAR", "Parquet part file the row was read from (beside the "
-                                          "warehouse, in <db>.parts/).")
+from crsbench.core import CrsbenchError
+from crsbench.core.schema import ObjectKind, Schema
+from crsbench.warehouse.schema import PART, PARTS, PARTS_LEDGER, SCHEMA_INFO, TABLES
 
 
 def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:
     """(kind, declaration) of every object whose comments come from Python declarations."""
-    for table in (*TABLES, SCHEMA_INFO):
+    for table in (*TABLES, SCHEMA_INFO, PARTS_LEDGER):
         yield "table", table
     for kind, declare in PARTS.items():
         schema = declare()
-        yield "view", schema
-        parts_doc = (f"Every row of every Parquet part of `{kind}`, with the part's file name; "
-                     f"`{kind}` reads it. " + schema.doc)
-        yield "view", Schema(f"{kind}_parts", parts_doc, schema.columns).with_columns([_FILENAME])
+        with_part = schema.with_columns([PART])
+        yield "view", with_part if kind == "batches" else schema
+        yield "table", Schema(f"{kind}_compacted", f"The `{kind}` rows compaction folded into the "
+                              f"file (so the file alone answers every view). " + schema.doc, with_part.columns)
+        yield "view", Schema(f"{kind}_parts", f"Every row of the `{kind}` Parquet parts beside the file, "
+                             f"with its part name. " + schema.doc, with_part.columns)
+        yield "view", Schema(f"{kind}_pending", f"The `{kind}` rows of the parts not yet compacted. "
+                             + schema.doc, with_part.columns)
 
 
-def apply_comments(con: duckdb.DuckDBPyConnection) -> None:
-    """COMMENT ON every declared table/view and each of its columns present in the file."""
+def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None) -> None:
+    """COMMENT ON every declared table/view (or those named in `only`) and each of its columns
+    present in the file. Re-creating a view drops its comments, so whoever re-creates one calls this."""
     columns: dict[str, set[str]] = {}
     for table, column in con.execute(
-            "select table_name, column_name from duckdb_columns() "
-            "where schema_name = 'main' and not internal").fetchall():
+            f"select table_name, column_name from duckdb_columns() where {_IN_FILE}").fetchall():
         columns.setdefault(table, set()).add(column)
+    catalog = con.execute("select current_database()").fetchone()[0]
     for kind, schema in declared_objects():
-        if schema.name in columns:
-            for statement in schema.comment_sql(kind, present=sorted(columns[schema.name])):
+        if schema.name in columns and (only is None or schema.name in only):
+            for statement in schema.comment_sql(kind, sorted(columns[schema.name]), catalog):
                 con.execute(statement)
 
 
@@ -75,27 +77,26 @@ class Entry:
     fields: tuple[Field, ...]
 
 
-_OBJECTS_SQL = """
-    select table_name as name, 'table' as kind, comment from duckdb_tables()
-    where schema_name = 'main' and not internal and not temporary
+# Objects persisted in the warehouse file itself (not temporary views, not attached databases).
+_IN_FILE = "database_name = current_database() and schema_name = 'main' and not internal"
+_OBJECTS_SQL = f"""
+    select table_name as name, 'table' as kind, comment from duckdb_tables() where {_IN_FILE}
     union all
-    select view_name, 'view', comment from duckdb_views()
-    where schema_name = 'main' and not internal and not temporary
+    select view_name, 'view', comment from duckdb_views() where {_IN_FILE}
     union all
     select distinct function_name,
            case function_type when 'table_macro' then 'table macro' else 'macro' end, comment
     from duckdb_functions()
-    where schema_name = 'main' and not internal and function_type in ('macro', 'table_macro')
+    where {_IN_FILE} and function_type in ('macro', 'table_macro')
     order by name
 """
-_COLUMNS_SQL = """
-    select table_name, column_name, data_type, comment from duckdb_columns()
-    where schema_name = 'main' and not internal
+_COLUMNS_SQL = f"""
+    select table_name, column_name, data_type, comment from duckdb_columns() where {_IN_FILE}
     order by table_name, column_index
 """
-_PARAMETERS_SQL = """
+_PARAMETERS_SQL = f"""
     select function_name, parameters from duckdb_functions()
-    where schema_name = 'main' and not internal and function_type in ('macro', 'table_macro')
+    where {_IN_FILE} and function_type in ('macro', 'table_macro')
 """
 
 

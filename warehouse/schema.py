@@ -24,7 +24,7 @@ from crsbench.probes.records import runs_schema
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _M = "docs/METHODS.md"
 
@@ -122,6 +122,9 @@ TABLES: tuple[Schema, ...] = (
         Column("weights_hash", "VARCHAR", f"Hash of the loaded weights. {_M} §2."),
         Column("code_version", "VARCHAR", f"crsbench version that extracted the features. {_M} §2."),
         Column("updated_at", "TIMESTAMP", f"When the catalog row was written. {_M} §2."),
+        Column("provenance", "VARCHAR", f"JSON: crsbench version and git commit, library versions, CPU "
+                                        f"instruction set, threads and device of the extraction (view "
+                                        f"provenance). {_M} §2.4.", since=3),
     )),
     Schema("panels", f"One row per frozen reference panel. {_M} §8.1.", (
         Column("panel", "VARCHAR", f"Reference panel name ('cohort' is reserved). {_M} §8.1.", primary_key=True),
@@ -149,21 +152,52 @@ TABLES: tuple[Schema, ...] = (
     )),
 )
 
+# Created by the migration step itself (before any numbered migration), with all its columns.
 SCHEMA_INFO = Schema("schema_info", "One row per applied schema migration.", (
     Column("version", "INTEGER", "Schema version reached."),
     Column("applied_at", "TIMESTAMP", "When the migration was applied."),
+    Column("crsbench_version", "VARCHAR", "crsbench version that applied it.", since=3),
 ))
 
-# Each entry migrates from version i to i + 1; applied in order on a read-write open. Version 1
-# creates the tables; each later one adds the columns declared with that `since`.
-MIGRATIONS: list[list[str]] = [
-    [table.create_sql(version=1) for table in TABLES],
-    *([s for table in TABLES for s in table.add_column_sql(v)] for v in range(2, SCHEMA_VERSION + 1)),
-]
+# The parts' in-file twins: compaction folds parts into `<kind>_compacted`, so the file alone
+# answers every view. A migration creates them with `part` only; a read-write open adds the
+# declared part columns (Warehouse._sync_compacted_columns).
+PART = Column("part", "VARCHAR", f"Parquet part the row was written in (<db>.parts/<kind>/part-*.parquet); "
+                                 f"compaction keeps the name. {_M} §4.2.")
+PARTS_LEDGER = Schema("parts_ledger", f"One row per Parquet part a read-write open has seen (state "
+                                      f"'pending') or compaction folded into the file ('compacted'): a "
+                                      f"pending part that disappears is reported missing. {_M} §4.2.", (
+    Column("kind", "VARCHAR", f"Part kind: runs, predictions or batches. {_M} §4.2."),
+    Column("part", "VARCHAR", f"Part file name. {_M} §4.2."),
+    Column("state", "VARCHAR", f"pending (read from its file) or compacted (its rows are in "
+                               f"<kind>_compacted). {_M} §4.2."),
+    Column("recorded_at", "TIMESTAMP", f"When the state was recorded. {_M} §4.2."),
+), since=3)
+
+BATCHES = Schema("batches", f"One row per appended probe batch: the software and machine that computed "
+                            f"it (view provenance). {_M} §4.", (
+    Column("batch", "VARCHAR", f"Batch id: the name of its runs part. {_M} §4."),
+    Column("created_at", "TIMESTAMPTZ", f"When the batch was written (UTC). {_M} §4."),
+    Column("provenance", "VARCHAR", f"JSON: crsbench version and git commit, library versions, CPU "
+                                    f"instruction set, threads and device. {_M} §4."),
+))
 
 # kind -> its declaration, read at each use: a metric registered after import still reaches
 # the parts, the views and their comments.
-PARTS: dict[str, Callable[[], Schema]] = {"runs": runs_schema, "predictions": lambda: PREDICTIONS}
+PARTS: dict[str, Callable[[], Schema]] = {"runs": runs_schema, "predictions": lambda: PREDICTIONS,
+                                          "batches": lambda: BATCHES}
+COMPACTED: tuple[Schema, ...] = tuple(Schema(f"{kind}_compacted", "", (PART,), since=3) for kind in PARTS)
+
+
+def _migration(version: int) -> list[str]:
+    created = [t for t in (*TABLES, PARTS_LEDGER, *COMPACTED) if t.since == version]
+    grown = [t for t in (*TABLES, SCHEMA_INFO) if t.since < version]
+    return [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
+
+
+# Each entry migrates from version i to i + 1; applied in order on a read-write open: the tables
+# declared with that `since`, then the columns declared with it.
+MIGRATIONS: list[list[str]] = [_migration(v) for v in range(1, SCHEMA_VERSION + 1)]
 
 
 class _PartSchemas(Mapping[str, "pa.Schema"]):
@@ -180,3 +214,16 @@ class _PartSchemas(Mapping[str, "pa.Schema"]):
 
 
 PART_SCHEMAS: Mapping[str, pa.Schema] = _PartSchemas()
+
+
+def duckdb_type(field: pa.Field) -> str:
+    """The DuckDB column type of one part-schema field."""
+    import pyarrow as pa
+
+    types = {pa.string(): "varchar", pa.float64(): "double", pa.float32(): "float", pa.int32(): "integer",
+             pa.int64(): "bigint", pa.bool_(): "boolean", pa.timestamp("us", tz="UTC"): "timestamptz",
+             pa.list_(pa.float32()): "float[]", pa.list_(pa.float64()): "double[]"}
+    try:
+        return types[field.type]
+    except KeyError:
+        raise TypeError(f"part column {field.name} has type {field.type}, which has no DuckDB mapping") from None

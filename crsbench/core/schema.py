@@ -71,11 +71,15 @@ class Column:
 
 @dataclasses.dataclass(frozen=True)
 class Schema:
-    """A table (or a view over Parquet parts): name, what one row is, and its columns."""
+    """A table (or a view over Parquet parts): name, what one row is, and its columns.
+
+    `since` is the schema version whose migration creates the table (1 = the first).
+    """
 
     name: str
     doc: str
     columns: tuple[Column, ...]
+    since: int = 1
 
     def __post_init__(self) -> None:
         names = [c.name for c in self.columns]
@@ -112,13 +116,17 @@ class Schema:
 
         return pa.schema([(c.name, c.arrow_type()) for c in self.columns])
 
-    def comment_sql(self, kind: ObjectKind = "table", present: Sequence[str] | None = None) -> list[str]:
+    def comment_sql(self, kind: ObjectKind = "table", present: Sequence[str] | None = None,
+                    catalog: str | None = None) -> list[str]:
         """COMMENT ON statements for the object and each column (those in `present`, if given).
 
-        Comments are literals because DuckDB's COMMENT ON takes no bound parameters; the
-        text is this package's own documentation, quoted by `sql_literal`.
+        `catalog` qualifies the name (`catalog.main.name`), e.g. so a persisted view is meant
+        and not a temporary one that shadows it. Comments are literals because DuckDB's COMMENT
+        ON takes no bound parameters; the text is this package's own documentation.
         """
         table = sql_identifier(self.name)
+        if catalog is not None:
+            table = f"{sql_identifier(catalog)}.main.{table}"
         statements = [f"comment on {kind} {table} is {sql_literal(self.doc)}"]
         statements += [f"comment on column {table}.{sql_identifier(c.name)} is {sql_literal(c.doc)}"
                        for c in self.columns if present is None or c.name in present]
