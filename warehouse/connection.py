@@ -188,6 +188,11 @@ class Warehouse:
         if current < SCHEMA_VERSION:
             with self.transaction():
                 self.con.execute(SCHEMA_INFO.create_sql())
+                # Each migration below records itself with every schema_info column, so an older
+                # schema_info gains its later columns first.
+                for version in range(2, SCHEMA_VERSION + 1):
+                    for statement in SCHEMA_INFO.add_column_sql(version):
+                        self.con.execute(statement)
                 for version in range(current, SCHEMA_VERSION):
                     for statement in MIGRATIONS[version]:
                         self.con.execute(statement)
