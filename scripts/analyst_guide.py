@@ -17,6 +17,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from crsbench.warehouse.connection import Warehouse
@@ -69,14 +70,18 @@ order by mean_auroc_drop, b.encoder_id""",
     ),
     Question(
         "Where do the AUROC and CRS ranks disagree?",
-        "Every pair of panel members that AUROC and CRS order in opposite ways (a reversal, "
-        "METHODS.md §9.1): the first has the higher CRS, the second the higher AUROC.",
-        f"""select a.encoder_id as higher_crs, b.encoder_id as higher_auroc,
-       round(a.crs - b.crs, 3) as crs_gap, round(b.auroc - a.auroc, 3) as auroc_gap
+        "Each panel member's rank by aggregate AUROC and by CRS, how many places CRS moves it, and "
+        "the members it swaps order with: pairs that AUROC and CRS order in opposite ways "
+        "(reversals, METHODS.md §9.1).",
+        f"""select a.encoder_id, a.auroc_rank, a.crs_rank, a.auroc_rank - a.crs_rank as places_gained,
+       coalesce(list(b.encoder_id order by b.encoder_id) filter (where b.encoder_id is not null),
+                []) as reversed_with
 from crs_encoder a
-join crs_encoder b on b.panel = a.panel and a.crs > b.crs and a.auroc < b.auroc
-where a.panel = {LATEST_PANEL} and a.in_panel and b.in_panel
-order by crs_gap desc, higher_crs, higher_auroc""",
+left join crs_encoder b on b.panel = a.panel and b.in_panel
+    and sign(a.crs - b.crs) * sign(a.auroc - b.auroc) < 0
+where a.panel = {LATEST_PANEL} and a.in_panel
+group by a.encoder_id, a.auroc_rank, a.crs_rank
+order by a.crs_rank, a.encoder_id""",
     ),
     Question(
         "How far do the two rankings agree overall?",
@@ -202,7 +207,9 @@ def answer(wh: Warehouse, question: Question) -> pd.DataFrame:
 def markdown_table(frame: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
     """A GitHub Markdown table of the first max_rows rows (no extra dependency)."""
     def cell(value: object) -> str:
-        if value is None or (isinstance(value, float) and value != value):
+        if isinstance(value, (list, tuple, np.ndarray)):
+            return ", ".join(map(str, value)) or "(none)"
+        if value is None or value is pd.NA or (isinstance(value, float) and value != value):
             return "NULL"
         return str(value).replace("|", "\\|")
 
@@ -225,8 +232,8 @@ def render(db: Path) -> str:
            "meanings: [DATA_DICTIONARY.md](DATA_DICTIONARY.md) or `crsbench describe NAME`; "
            "formulas: [METHODS.md](METHODS.md). The demo's encoders are tiny random-initialised "
            "stand-ins on toy data, so the numbers show the method, not real encoders.", "",
-           f"Regenerate: `python scripts/analyst_guide.py --db {db.name}` (this copy: "
-           f"`{db.name}`).", ""]
+           "Regenerate from a demo warehouse: "
+           "`python scripts/analyst_guide.py --db demo-out/crsbench.duckdb`.", ""]
     with Warehouse.open(db, read_only=True) as wh:
         for i, q in enumerate(QUESTIONS, start=1):
             out += [f"## {i}. {q.title}", "", q.why, "", "```sql", q.sql, "```", "",

@@ -82,9 +82,14 @@ def test_disagreements_are_the_reversed_pairs(warehouse):
     guide = _guide()
     path, _ = warehouse
     with crsbench.Warehouse.open(path, read_only=True) as wh:
-        got = guide.answer(wh, guide.QUESTIONS[2])
+        got = guide.answer(wh, guide.QUESTIONS[2]).set_index("encoder_id")
         board = wh.sql("select encoder_id, crs, auroc from crs_encoder where panel = 'p' and in_panel")
     scores = board.set_index("encoder_id")
-    want = {(a, b) for a, b in itertools.permutations(scores.index, 2)
-            if scores.crs[a] > scores.crs[b] and scores.auroc[a] < scores.auroc[b]}
-    assert set(zip(got.higher_crs, got.higher_auroc)) == want
+    for a in scores.index:
+        want = sorted(b for b in scores.index
+                      if (scores.crs[a] - scores.crs[b]) * (scores.auroc[a] - scores.auroc[b]) < 0)
+        assert list(got.reversed_with[a]) == want, a
+        auroc_rank = 1 + (scores.auroc > scores.auroc[a]).sum()
+        crs_rank = 1 + (scores.crs > scores.crs[a]).sum()
+        assert got.places_gained[a] == auroc_rank - crs_rank
+    assert any(len(v) for v in got.reversed_with)  # the factory's encoders do swap places
