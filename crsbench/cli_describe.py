@@ -8,10 +8,10 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from crsbench.cli import DbOption, app
+from crsbench.bench import Bench
+from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, frame_table
-from crsbench.warehouse.connection import Warehouse, default_db_path
-from crsbench.warehouse.dictionary import describe as describe_objects
+from crsbench.warehouse.connection import default_db_path
 
 
 @app.command("describe")
@@ -20,8 +20,7 @@ def describe(
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the data dictionary: every table, view and macro, or one NAME with its columns."""
-    with Warehouse.open(db, read_only=True) as wh:
-        items = describe_objects(wh.con, name)
+    items = Bench(db).describe(name)
     if console.json_mode:
         emit({"objects": [dataclasses.asdict(e) for e in items]})
         return
