@@ -90,14 +90,15 @@ def test_sql_files_hold_one_object_each_opening_with_what_a_row_is():
         sorted(n for n in names if n.startswith("views/"))
     for name, text in shipped:
         assert (ROOT / "sql" / name).is_file(), name
-        created = re.findall(r"^create or replace (macro|view) (\w+)", text, flags=re.M)
+        created = re.findall(r"^create (?:or replace )?(macro|view|table) (?:if not exists )?(\w+)",
+                             text, flags=re.M)
         assert len(created) == 1, name
         kind, obj = created[0]
         assert re.fullmatch(rf"{'macros' if kind == 'macro' else 'views'}/\d{{3}}_{obj}\.sql", name)
         assert obj.startswith("fn_") == (kind == "macro"), name  # the naming convention
-        head = text.split("create or replace")[0]
+        head = text[:re.search(r"^create ", text, flags=re.M).start()]
         assert head.startswith("--") and "docs/METHODS.md §" in head, name
-        assert re.search(rf"^comment on (macro|macro table|view) {obj} is", text, flags=re.M), name
+        assert re.search(rf"^comment on (macro|macro table|view|table) {obj} is", text, flags=re.M), name
 
 
 def test_an_upgraded_warehouse_drops_the_macros_renamed_to_fn(tmp_path):
