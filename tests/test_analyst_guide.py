@@ -49,7 +49,7 @@ def warehouse(tmp_path_factory):
     with crsbench.Warehouse.open(path) as wh:
         wh.append_runs(runs)
         freeze_panel(wh, "p", list(ENCODERS))
-        run_analysis(wh, "bootstrap", {"panel": "p", "replicates": 40, "keep_replicates": False})
+        run_analysis(wh, "bootstrap", {"panel": "p", "replicates": 100, "resample": "seeds", "keep_replicates": False})
     return path, runs
 
 
