@@ -264,7 +264,9 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     moved to `device` and `compute_dtype` in place). A complete feature set is skipped (attrs
     returned with `skipped=True`) unless `force`. On the CPU the model gets `threads` torch
     threads (default: half the cores, so decoding and perturbing threads never oversubscribe
-    them, which slows small models tenfold) for the duration of the call.
+    them, which slows small models tenfold) for the duration of the call. The model is built
+    (weights resolved offline unless `allow_download`) before the store is touched, so a bad
+    checkpoint writes nothing.
     """
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     progress = progress or no_progress
