@@ -287,10 +287,10 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     backend = perturb_backend if perturb_backend != "auto" else (
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
-    if not force and store.is_complete(ref):
-        return {**store.attrs(ref), "skipped": True}
-    # Built before the store is touched: a bad checkpoint or absent weights writes nothing.
-    model = model if model is not None else entry.build(weights, allow_download=allow_download)
+    # Built before the store is touched (a bad checkpoint or absent weights writes nothing),
+    # unless the set is complete and will be skipped.
+    if model is None and (force or not store.is_complete(ref)):
+        model = entry.build(weights, allow_download=allow_download)
     root = store.root(writable=True)
     claim_dataset(root, dataset, store.url)
 
@@ -298,6 +298,8 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         del root[ref.path]
     if ref.path in root and root[ref.path].attrs.get("complete"):
         return {**dict(root[ref.path].attrs), "skipped": True}
+    if model is None:  # the set looked complete a moment ago but is not (replaced meanwhile)
+        model = entry.build(weights, allow_download=allow_download)
 
     weights_hash = state_dict_hash(model)
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
