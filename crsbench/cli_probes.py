@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -13,7 +14,8 @@ from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError
 from crsbench.output import emit, progress
 from crsbench.probes.grid import DEFAULT_BATCH_SIZE, plan_fits, run_grid
 from crsbench.probes.records import FitKey
-from crsbench.warehouse.connection import Warehouse, default_db_path
+from crsbench.warehouse.claims import FitClaims
+from crsbench.warehouse.connection import Warehouse, default_db_path, parts_dir_for
 
 
 def _chosen_datasets(all_names: list[str], requested: list[str], pairs: list[tuple[str, str]]) -> list[str]:
@@ -84,14 +86,16 @@ def probe_command(
     grid = {"probes": probe or None, "fractions": tuple(fraction) or LABEL_FRACTIONS,
             "seeds": tuple(seed) or FRACTION_SEEDS, "depths": tuple(depth) or None}
     fits = _plan(names, encoder, feature_store, bool(dataset), **grid)
-    with progress() as bar:
+    # Fit claims let several `probe` processes share one warehouse without repeating a fit.
+    with progress() as bar, FitClaims(parts_dir_for(Path(db))) as claims:
         summary = run_grid(fits, datasets, feature_store, shift_targets=shifts, done=done,
                            sink=wh.append_runs, scheduler=scheduler, batch_size=batch_size,
-                           progress=bar)
+                           progress=bar, claims=claims)
     emit(
         {"db": str(db), "store": feature_store.url, "planned": summary.planned,
          "skipped": summary.skipped, "fitted": summary.fitted, "runs": summary.runs,
-         "batches": summary.batches},
+         "batches": summary.batches, "by_others": summary.by_others},
         f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
-        f"batches), {summary.skipped} of {summary.planned} already done",
+        f"batches), {summary.skipped} of {summary.planned} already done"
+        + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else ""),
     )
