@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import io
+import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -27,20 +29,45 @@ def npz_member(rel_path: str) -> tuple[str, str, int] | None:
         return None
     file, member = rel_path.split(NPZ_SEPARATOR, 1)
     key, _, index = member.rpartition("/")
+    if not file.lower().endswith(".npz") or not key or not index.isdigit():
+        return None  # e.g. a manifest image named 'scan#2.png'
     return file, key, int(index)
+
+
+def read_npz(path: Path, keys: list[str]) -> dict[str, np.ndarray]:
+    """The named arrays of an .npz; an empty, truncated, pickled or non-npz file is an InputError."""
+    name = Path(path).name
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            if not hasattr(archive, "files"):
+                raise InputError(f"{name}: a single .npy array, not an .npz archive")
+            missing = [k for k in keys if k not in archive.files]
+            if missing:
+                raise InputError(f"{name}: missing required array {missing[0]!r} "
+                                 f"(found: {', '.join(archive.files) or 'none'})")
+            return {k: np.asarray(archive[k]) for k in keys}
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError(f"{name}: file not found") from None
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error, KeyError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{name}: cannot read as .npz (empty, truncated or not numeric): {detail}") from None
 
 
 @functools.lru_cache(maxsize=8)
 def _npz_array(path: str, key: str) -> np.ndarray:
-    with np.load(path, allow_pickle=False) as archive:
-        return np.asarray(archive[key])
+    return read_npz(Path(path), [key])[key]
 
 
 def npz_image(root: Path, rel_path: str) -> np.ndarray:
     member = npz_member(rel_path)
     assert member is not None
     file, key, index = member
-    return _npz_array(str(Path(root) / file), key)[index]
+    array = _npz_array(str(Path(root) / file), key)
+    if not 0 <= index < len(array):
+        raise InputError(f"{rel_path}: no image {index} in {key} ({len(array)} images)")
+    return array[index]
 
 
 # -- the one decoder ---------------------------------------------------------------------------
