@@ -100,7 +100,7 @@ def _medmnist_label(row: np.ndarray, task: Task, n_labels: int) -> int | np.ndar
         return row.astype(np.int8)
     value = row[0]
     if not np.isfinite(value) or float(value) != int(value) or int(value) < 0:
-        raise InputError(f"malformed label value {value!r}")
+        raise InputError(f"malformed label value {value.item() if hasattr(value, 'item') else value!r}")
     if int(value) >= n_labels:
         raise InputError(f"unknown class {int(value)} (expected 0-{n_labels - 1})")
     return int(value)

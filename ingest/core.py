@@ -85,7 +85,7 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
         y = one_hot(labels, len(names))
         splits = assign_splits(y, groups, fixed)
         resolved = {**resolved, "rare_classes": rare}
-    check_splits(y, splits, names, source.task)
+    check_splits(y, splits, names, source.task, merged=rare == "merge")
     check_group_safe(groups, splits)
     images = pd.DataFrame({
         "image_id": [r.image_id for r in records],

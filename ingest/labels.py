@@ -75,7 +75,8 @@ def split_gaps(y: np.ndarray, splits: Sequence[str], names: Sequence[str]) -> di
     return gaps
 
 
-def check_splits(y: np.ndarray, splits: Sequence[str], names: Sequence[str], task: Task) -> None:
+def check_splits(y: np.ndarray, splits: Sequence[str], names: Sequence[str], task: Task,
+                 merged: bool = False) -> None:
     """Every split non-empty and every class/label present in each; InputError otherwise."""
     sizes = {s: int(np.sum(np.asarray(splits, dtype=object) == s)) for s in SPLITS}
     empty = [s for s in SPLITS if sizes[s] == 0]
@@ -87,7 +88,8 @@ def check_splits(y: np.ndarray, splits: Sequence[str], names: Sequence[str], tas
     if gaps:
         name, missing = next(iter(gaps.items()))
         hint = ("; add images, or pass --option rare_classes=merge to fold such classes into "
-                f"{MERGED_CLASS!r}" if task is not Task.MULTILABEL else "; add images or drop the label")
+                f"{MERGED_CLASS!r}" if task is Task.MULTICLASS and not merged
+                else "; add images" if merged else "; add images or drop the label")
         more = f" ({len(gaps) - 1} more like it)" if len(gaps) > 1 else ""
         what = "label" if task is Task.MULTILABEL else "class"
         raise InputError(f"{what} {name!r} has no {'positive ' if task is Task.MULTILABEL else ''}"
