@@ -1,4 +1,4 @@
-"""Benchmark: one real-size LoRA adaptation (SPEC 8) through `crsbench.features.adapt`, in steps/s.
+"""Benchmark: one real-size LoRA adaptation (METHODS.md §13) through `crsbench.features.adapt`, in steps/s.
 
     .venv/bin/python benchmarks/adapt_gpu.py                          # GPU: ViT-B/16, 300 steps
     .venv/bin/python benchmarks/adapt_gpu.py --device cpu --steps 3   # CPU smoke test

@@ -2,7 +2,8 @@
 
 Paper size: 15 encoders x 3 datasets x 3,515 seed rows. We read "3,515 seed rows" as the run
 records of one encoder x dataset cell over its 5 seeds, i.e. 703 evaluated configurations x 5
-seeds. The 703 configurations are the first 703 of the SPEC grid in the order the axes need them:
+seeds. The 703 configurations are the first 703 of the protocol grid (METHODS.md §14) in the
+order the axes need them:
 probe (logreg, mlp, knn) x depth (1.0, 0.75, 0.5, 0.25) x label fraction (1, .25, .1, .05, .01)
 x condition (clean, the 15 perturbations, calib, and 'shift' on the dataset with a shift target).
 That is 15 x 3 x 3,515 = 158,175 run rows. `--full-grid` keeps all 1,020-1,080 configurations
@@ -30,24 +31,22 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core import DEPTHS, PERTURBED_CONDITIONS
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
 
 ENCODERS = [f"enc{i:02d}" for i in range(15)]
 DATASETS = {"isic": None, "aptos": None, "chexpert": "mimic"}
 PROBES = ("logreg", "mlp", "knn")
-DEPTHS = (1.0, 0.75, 0.5, 0.25)
 FRACTIONS = (1.0, 0.25, 0.10, 0.05, 0.01)
-PERTURBED = [f"{p}-s{k}" for p in ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
-             for k in (1, 2, 3)]
 CONFIGS_PER_CELL = 703
 SEEDS = range(5)
 
 
 def cell_configs(shift_target: str | None, full: bool) -> list[tuple[str, float, float, str, str]]:
-    conditions = ["clean", *PERTURBED, "calib"] + (["shift"] if shift_target else [])
+    conditions = ["clean", *PERTURBED_CONDITIONS, "calib"] + (["shift"] if shift_target else [])
     grid = [(probe, depth, fraction, cond, shift_target if cond == "shift" else "")
-            for probe in PROBES for depth in DEPTHS for fraction in FRACTIONS for cond in conditions]
+            for probe in PROBES for depth in reversed(DEPTHS) for fraction in FRACTIONS for cond in conditions]
     return grid if full else grid[:CONFIGS_PER_CELL]
 
 

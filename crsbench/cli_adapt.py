@@ -1,4 +1,4 @@
-"""CLI: `crsbench adapt` — LoRA-adapt an encoder per seed and extract the variant (SPEC 8).
+"""CLI: `crsbench adapt` — LoRA-adapt an encoder per seed and extract the variant (METHODS.md §13).
 
 Each seed: train (or reuse) the adapter, save it, reload it onto a fresh base and extract the
 variant `encoder@lora-s<seed>` into the same feature store, on the dataset and on its shift
@@ -18,6 +18,7 @@ from crsbench.cli import DbOption, app
 from crsbench.cli_features import StoreOption, default_store
 from crsbench.features.registry import get_encoder
 from crsbench.features.store import FeatureSetRef
+from crsbench.core import EncoderKey
 from crsbench.ingest.types import CrsbenchError
 from crsbench.output import emit, progress
 from crsbench.warehouse.connection import Warehouse, default_db_path
@@ -46,7 +47,7 @@ def adapt_command(
     encoder: Annotated[str, typer.Option("--encoder", "-e", help="Encoder id to adapt (see 'crsbench encoders').")],
     dataset: Annotated[str, typer.Option("--dataset", "-d", help="Dataset whose train split trains the adapter.")],
     seeds: Annotated[str, typer.Option("--seeds", help="Adaptation seeds, comma-separated.")] = "0,1,2",
-    epochs: Annotated[int, typer.Option("--epochs", help="Training epochs (SPEC 8: 8).")] = 8,
+    epochs: Annotated[int, typer.Option("--epochs", help="Training epochs (METHODS.md §13: 8).")] = 8,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Images per training step.")] = 32,
     max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop training after this many "
                                                   "steps (smoke runs).")] = None,
@@ -108,4 +109,4 @@ def adapt_command(
     emit({"store": url, "adapters": str(root), "variants": frame, "notes": notes},
          "\n".join([*notes, *(f"  {r['encoder']} x {r['dataset']}: adapter "
                    f"{'trained' if r['trained'] else 'reused'}, features {r['features']}" for r in rows)])
-         + f"\nprobe them with: crsbench probe --encoder {entry.id}@{regime_name(seed_list[0])}")
+         + f"\nprobe them with: crsbench probe --encoder {EncoderKey(entry.id, regime_name(seed_list[0]))}")

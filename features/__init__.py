@@ -1,4 +1,4 @@
-"""crsbench.features: encoder registry, seeded perturbations, one-pass extraction, Zarr store (SPEC 3).
+"""crsbench.features: encoder registry, seeded perturbations, one-pass extraction, Zarr store (METHODS.md §2).
 
     from crsbench.features import get_encoder, extract, perturb
     extract(dataset, get_encoder("tiny-vit"), "features.zarr")

@@ -1,4 +1,4 @@
-"""The adaptation regime (SPEC 8): LoRA adapters on a registered encoder, trained with a linear head.
+"""The adaptation regime (METHODS.md §13): LoRA adapters on a registered encoder, trained with a linear head.
 
     model = adapt(dataset, get_encoder("tiny-vit"), seed=0)          # LoRA + head, train split
     folder = save_adapter(model, adapter_dir(root, "tiny-vit", "isic2019", 0), meta)
@@ -29,6 +29,9 @@ import numpy as np
 import torch
 from torch import nn
 
+# regime_name is re-exported: the `lora-s<seed>` naming lives in crsbench.core.
+from crsbench.core import EncoderKey
+from crsbench.core import lora_regime as regime_name
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
@@ -41,7 +44,7 @@ ADAPTER_FILE = "adapter_model.safetensors"
 
 @dataclasses.dataclass(frozen=True)
 class LoraSettings:
-    """The paper's adaptation recipe (SPEC 8); `batch_size` and `max_steps` are practical knobs."""
+    """The paper's adaptation recipe (METHODS.md §13); `batch_size` and `max_steps` are practical knobs."""
 
     rank: int = 8
     alpha: int = 16
@@ -58,14 +61,9 @@ class LoraSettings:
             raise CrsbenchError("--epochs and --batch-size must be positive")
 
 
-def regime_name(seed: int) -> str:
-    """The feature-store / run-record regime of one adaptation seed: `lora-s<seed>`."""
-    return f"lora-s{int(seed)}"
-
-
 def adapter_dir(root: Path | str, encoder_id: str, dataset: str, seed: int) -> Path:
     """`{root}/{dataset}/{encoder}@lora-s{seed}`, mirroring the feature store's keys."""
-    return Path(root) / dataset / f"{encoder_id}@{regime_name(seed)}"
+    return Path(root) / dataset / str(EncoderKey(encoder_id, regime_name(seed)))
 
 
 def _root_prefix(model: nn.Module) -> str:

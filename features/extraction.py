@@ -1,4 +1,4 @@
-"""One-pass extraction into the Zarr feature store (SPEC 3).
+"""One-pass extraction into the Zarr feature store (METHODS.md §2).
 
 Work is done row-chunk by row-chunk. For a chunk, every image is decoded once (on CPU
 threads, one chunk ahead of the model); train/calib rows give the `clean` condition,

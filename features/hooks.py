@@ -1,4 +1,4 @@
-"""Depth hooks: pooled features at 25 / 50 / 75 / 100 % depth from one forward pass (SPEC 3).
+"""Depth hooks: pooled features at 25 / 50 / 75 / 100 % depth from one forward pass (METHODS.md §2).
 
 Where the hooks go (`EncoderEntry.depth_blocks`):
 * a block container (transformers): the block at index round(f * N) - 1 for each depth f,

@@ -1,4 +1,4 @@
-"""Seeded image perturbations (SPEC 3 table): a reference and a batched torch path.
+"""Seeded image perturbations (METHODS.md §2.3 table): a reference and a batched torch path.
 
 `perturb(image, image_id, perturbation, severity)` is the reference: plain numpy / PIL on
 one uint8 HxWxC image. `perturb_batch` is the accelerated path used during extraction

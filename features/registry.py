@@ -1,4 +1,4 @@
-"""The encoder registry (SPEC 3): one entry per encoder family, data plus one constructor.
+"""The encoder registry (METHODS.md §2): one entry per encoder family, data plus one constructor.
 
 Adding an encoder is adding an entry (see `crsbench.features.encoders`); nothing else in
 the code names a particular encoder. This module imports no torch so that listing the

@@ -1,4 +1,4 @@
-"""The Zarr v3 feature store layout (SPEC 3).
+"""The Zarr v3 feature store layout (METHODS.md §2).
 
     {root}/{dataset}/image_ids                               order of rows
     {root}/{dataset}/{encoder_key}/d{025|050|075|100}/{condition}   [n_images, dim]
@@ -18,17 +18,15 @@ from typing import Any
 import numpy as np
 import zarr
 
-from crsbench.ingest.types import CrsbenchError, Dataset
+# Re-exported for the stages that read them from here; their home is crsbench.core.
+from crsbench.core.constants import (CLEAN, CONDITIONS, DEPTHS, FROZEN, PERTURBATIONS, PERTURBED_CONDITIONS,
+                                     SEVERITIES)
+from crsbench.core.errors import CrsbenchError
+from crsbench.core.keys import EncoderKey
+from crsbench.ingest.types import Dataset
 
-DEPTHS: tuple[float, ...] = (0.25, 0.50, 0.75, 1.0)
-PERTURBATIONS: tuple[str, ...] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
-SEVERITIES: tuple[int, ...] = (1, 2, 3)
-CLEAN = "clean"
-PERTURBED_CONDITIONS: tuple[str, ...] = tuple(
-    f"{p}-s{s}" for p in PERTURBATIONS for s in SEVERITIES
-)
-CONDITIONS: tuple[str, ...] = (CLEAN, *PERTURBED_CONDITIONS)
-FROZEN = "frozen"
+__all__ = ["CLEAN", "CONDITIONS", "DEPTHS", "FROZEN", "PERTURBATIONS", "PERTURBED_CONDITIONS", "SEVERITIES",
+           "FeatureSetRef", "FeatureStore", "claim_dataset", "depth_key", "encoder_key"]
 
 
 def depth_key(depth: float) -> str:
@@ -39,7 +37,7 @@ def depth_key(depth: float) -> str:
 
 
 def encoder_key(encoder_id: str, regime: str = FROZEN) -> str:
-    return encoder_id if regime == FROZEN else f"{encoder_id}@{regime}"
+    return str(EncoderKey(encoder_id, regime))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,8 +120,8 @@ class FeatureStore:
             return refs
         for dataset, group in root.groups():
             for key, _ in group.groups():
-                encoder_id, _, regime = key.partition("@")
-                refs.append(FeatureSetRef(dataset, encoder_id, regime or FROZEN))
+                parsed = EncoderKey.parse(key)
+                refs.append(FeatureSetRef(dataset, parsed.encoder_id, parsed.regime))
         return sorted(refs, key=lambda r: (r.dataset, r.key))
 
 

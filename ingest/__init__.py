@@ -1,4 +1,4 @@
-"""crsbench.ingest: dataset adapters, splits and label fractions (SPEC 2).
+"""crsbench.ingest: dataset adapters, splits and label fractions (METHODS.md §1).
 
     from crsbench.ingest import ingest, make_suite
     paths = make_suite(Path("suite"))

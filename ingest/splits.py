@@ -1,4 +1,4 @@
-"""Train / calib / test splits and nested label-fraction subsets (SPEC 2). Pure functions.
+"""Train / calib / test splits and nested label-fraction subsets (METHODS.md §1). Pure functions.
 
 Both take a binary stratification matrix `Y` (n rows x K classes or labels; one-hot
 for multiclass/ordinal tasks) so one algorithm serves every task type.

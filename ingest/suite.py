@@ -1,4 +1,4 @@
-"""The embedded demo suite: four small toy datasets in the real published layouts (SPEC 2).
+"""The embedded demo suite: four small toy datasets in the real published layouts (METHODS.md §1).
 
 `make_suite(DIR)` writes
 

@@ -1,4 +1,4 @@
-"""Types shared by every stage: the task kinds, the dataset handle and the user-facing errors.
+"""Types shared by every stage after ingest: the task kinds and the dataset handle.
 
 This module sits at the start of the one-way flow (ingest -> features -> probes ->
 warehouse -> sql -> analyses), so every later stage may import it.
@@ -14,21 +14,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+# Re-exported: the errors live in crsbench.core; older imports from here keep working.
+from crsbench.core.errors import CrsbenchError, InputError
+
 SPLITS: tuple[str, ...] = ("train", "calib", "test")
 LABEL_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
 FRACTION_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
-
-
-class CrsbenchError(Exception):
-    """An error caused by the user's input or request.
-
-    The CLI prints its message as one line and exits with status 1; anything else
-    that escapes is an internal error (status 2).
-    """
-
-
-class InputError(CrsbenchError):
-    """Bad input data: names the file, row or value at fault."""
 
 
 class Task(StrEnum):

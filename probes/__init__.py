@@ -1,4 +1,4 @@
-"""crsbench.probes: probes over cached features, the run-record metrics and the probe grid (SPEC 4).
+"""crsbench.probes: probes over cached features, the run-record metrics and the probe grid (METHODS.md §3-§4).
 
 Public entry points:
 

@@ -1,4 +1,4 @@
-"""The three probes of SPEC 4: logistic regression (primary), a two-layer MLP and k-NN."""
+"""The three probes of METHODS.md §3: logistic regression (primary), a two-layer MLP and k-NN."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The probe grid (SPEC 4): plan the fits, check the inputs, run them on Dask, hand off batches.
+"""The probe grid (METHODS.md §3): plan the fits, check the inputs, run them on Dask, hand off batches.
 
 `plan_fits` lists the fits (default: the paper's grid), `run_grid` runs the ones not yet
 done and passes each finished chunk to `sink(runs, predictions)` — one call per chunk,
@@ -23,8 +23,8 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Protocol
 
@@ -34,6 +34,7 @@ import pandas as pd
 import torch
 
 import crsbench
+from crsbench.core import PRIMARY_PROBE, EncoderKey
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
                                    ProgressFn, Task)
@@ -58,7 +59,8 @@ class Claims(Protocol):
     def done(self, fit_ids: Iterable[str]) -> set[str]:
         """Those finished by any sweep."""
         ...
-PRIMARY_PROBE = "logreg"
+
+
 DEFAULT_BATCH_SIZE = 25
 
 
@@ -100,8 +102,8 @@ def plan_fits(datasets: Iterable[str | Dataset], encoders: Iterable[str] | None,
         else:
             refs = []
             for enc in encoders:
-                encoder_id, _, regime = enc.partition("@")
-                refs.append(FeatureSetRef(dataset, encoder_id, regime or "frozen"))
+                key = EncoderKey.parse(enc)
+                refs.append(FeatureSetRef(dataset, key.encoder_id, key.regime))
         for ref in refs:
             for probe in probes:
                 probe_depths = depths if depths is not None else (

@@ -1,4 +1,4 @@
-"""The run-record metrics (SPEC 4), defined once for the whole project.
+"""The run-record metrics (METHODS.md §4), defined once for the whole project.
 
 Every metric takes `(y, p, task)`:
 

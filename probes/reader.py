@@ -1,4 +1,4 @@
-"""Lazy feature reads for the probes (SPEC 4).
+"""Lazy feature reads for the probes (METHODS.md §3).
 
 Every array is opened with `dask.array.from_zarr(url, component=...)`, so a task only
 materialises the chunks holding the rows it asks for, and the graph carries a URL rather

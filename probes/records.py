@@ -12,7 +12,8 @@ import json
 
 import pandas as pd
 
-from crsbench.features.store import FROZEN, FeatureSetRef
+from crsbench.core import FROZEN, SHIFT
+from crsbench.features.store import FeatureSetRef
 
 RUN_COLUMNS: tuple[str, ...] = (
     "run_id", "fit_id", "encoder_id", "dataset_id", "eval_dataset_id", "regime", "probe",
@@ -26,7 +27,7 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
 # Conditions beyond the store's 16: the source's clean calib split (for recalibration
 # analyses) and the clean test split of a shift target (no retraining).
 CALIB = "calib"
-SHIFT = "shift"
+__all__ = ["CALIB", "SHIFT", "FitKey", "PREDICTION_COLUMNS", "RUN_COLUMNS"]
 
 
 def _digest(*parts: object) -> str:

@@ -1,4 +1,4 @@
-"""The probe registry: each probe is one decorated constructor (SPEC 4).
+"""The probe registry: each probe is one decorated constructor (METHODS.md §3).
 
 A probe is fitted on standardised training features and returns a predictor that maps
 features to probabilities: (n, K) rows summing to one for multiclass/ordinal tasks,

@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from crsbench.features.store import CONDITIONS, DEPTHS, FeatureSetRef, depth_key
+from crsbench.core import CONDITIONS, DEPTHS, FROZEN
+from crsbench.features.store import FeatureSetRef, depth_key
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
 
 
@@ -72,7 +73,7 @@ def _covering_rows(labels: np.ndarray, task: Task, rng: np.random.Generator) -> 
 
 
 def write_features(store_url: str | Path, dataset: Dataset, encoder_id: str, dim: int, *,
-                   regime: str = "frozen", seed: int = 0, signal: float = 1.0,
+                   regime: str = FROZEN, seed: int = 0, signal: float = 1.0,
                    depths: tuple[float, ...] = DEPTHS, complete: bool = True,
                    chunk_rows: int = 256, pretrained: bool = False, latent: int = 16,
                    decay: float = 0.0) -> FeatureSetRef:

@@ -1,1 +1,2 @@
-"""Package data: the warehouse view definitions, one view per .sql file, applied in file-name order."""
+"""Package data: the warehouse SQL, one object per file: `macros/` (table and scalar macros,
+named fn_*) then `views/`, each folder applied in file-name order."""

@@ -53,7 +53,7 @@ def build(db: Path, runs: pd.DataFrame, members: list[str] | None = None, panel:
 def reference_scores(runs_or_axes: pd.DataFrame, members: list[str],
                      anchors_from: list[str] | None = None, **weights) -> pd.DataFrame:
     """Aggregate axes and CRS of the members, independently of the SQL (runs_factory's pandas
-    SPEC 5.1/5.2): anchors and Pareto reference = `anchors_from` (default: the members).
+    METHODS.md §6-§8): anchors and Pareto reference = `anchors_from` (default: the members).
     Takes run records, or the encoder axes `encoder_axes` already computed from them."""
     enc = runs_or_axes if "robustness" in runs_or_axes.columns else encoder_axes(runs_or_axes)
     enc = enc[enc["encoder_id"].isin(members)].reset_index(drop=True)

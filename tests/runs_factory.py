@@ -1,5 +1,5 @@
 """Hand-built run records for the warehouse/SQL tests, and an independent reference computation
-of SPEC 5.1/5.2 in pandas/numpy (written from the SPEC, never calling the SQL views)."""
+of METHODS.md §6-§8 in pandas/numpy (written from docs/METHODS.md, never calling the SQL views)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def cell_runs(encoder: str, dataset: str, rng: np.random.Generator, *, quality: 
               conditions: Sequence[str] = PERTURBED, regime: str = "frozen",
               with_noise_rows: bool = True, ece_shift: float = 0.0, fragility: float = 1.0,
               le_power: float = 0.3) -> list[dict]:
-    """Every run the SPEC grid gives one (encoder, dataset) cell, with seed-to-seed noise.
+    """Every run the protocol grid (METHODS.md §14) gives one (encoder, dataset) cell, with seed-to-seed noise.
 
     quality moves every metric together; ece_shift, fragility and le_power move calibration,
     robustness and label efficiency on their own; the noise makes seed averaging matter. Rows the axes
@@ -74,10 +74,10 @@ def frame(rows: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-# -- independent reference computation (SPEC 5.1 / 5.2) --------------------------------------
+# -- independent reference computation (METHODS.md §6-§8) --------------------------------------
 
 def reference_axes_cell(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
-    """SPEC 5.1 in pandas: seed means first, then ratios and drops between them."""
+    """METHODS.md §6 in pandas: seed means first, then ratios and drops between them."""
     prim = runs[(runs.probe == "logreg") & (runs.depth == 1.0) & (runs.regime == regime)]
     out = []
     for (enc, ds), g in prim.groupby(["encoder_id", "dataset_id"]):
@@ -118,7 +118,7 @@ def reference_anchors(table: pd.DataFrame, members: Sequence[str]) -> dict[str, 
 def reference_crs(table: pd.DataFrame, members: Sequence[str], anchors: dict[str, tuple[float, float]],
                   w_axes: Sequence[float] = (0.25, 0.25, 0.25, 0.25),
                   w_terms: Sequence[float] = (0.60, 0.25, 0.15)) -> pd.DataFrame:
-    """SPEC 5.2 for one scope: `table` has one row per encoder (axes columns)."""
+    """METHODS.md §8 for one scope: `table` has one row per encoder (axes columns)."""
     lo = np.array([anchors[a][0] for a in AXES])
     hi = np.array([anchors[a][1] for a in AXES])
     norm = {r.encoder_id: np.clip((np.array([getattr(r, a) for a in AXES]) - lo) / (hi - lo), 0, 1)

@@ -1,5 +1,5 @@
 """Reference stability: sub-panel rankings against an independent recomputation (runs_factory's
-pandas SPEC 5.2 with the sub-panel's anchors and Pareto reference) and scipy's Kendall tau."""
+pandas METHODS.md §8 with the sub-panel's anchors and Pareto reference) and scipy's Kendall tau."""
 
 from __future__ import annotations
 

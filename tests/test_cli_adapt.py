@@ -1,4 +1,4 @@
-"""`crsbench adapt` end to end: LoRA variant -> same store -> same probe grid -> same views (SPEC 8)."""
+"""`crsbench adapt` end to end: LoRA variant -> same store -> same probe grid -> same views (METHODS.md §13)."""
 
 from __future__ import annotations
 

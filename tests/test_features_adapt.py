@@ -1,4 +1,5 @@
-"""LoRA adaptation (SPEC 8): only adapters train, the adapter round-trips, targets come from the registry."""
+"""LoRA adaptation (METHODS.md §13): only adapters train, the adapter round-trips, targets come
+from the registry."""
 
 from __future__ import annotations
 

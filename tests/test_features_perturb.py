@@ -1,4 +1,4 @@
-"""Seeded perturbations (SPEC 3 table): determinism, batch = single, severity, the table's maths."""
+"""Seeded perturbations (METHODS.md §2.3 table): determinism, batch = single, severity, the table's maths."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The encoder registry, offline weight resolution and the depth hooks (SPEC 3)."""
+"""The encoder registry, offline weight resolution and the depth hooks (METHODS.md §2)."""
 
 from __future__ import annotations
 

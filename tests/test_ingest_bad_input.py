@@ -1,4 +1,4 @@
-"""Bad input: a one-line error naming the file/row, and the warehouse left unchanged (SPEC 2).
+"""Bad input: a one-line error naming the file/row, and the warehouse left unchanged (METHODS.md §1).
 
 Each case corrupts a private copy of one generated dataset, runs `crsbench ingest`
 against a warehouse that already holds the suite, and checks the exit status, the

@@ -1,4 +1,4 @@
-"""Splits and label fractions: group-safe, stratified, deterministic, nested (SPEC 2)."""
+"""Splits and label fractions: group-safe, stratified, deterministic, nested (METHODS.md §1)."""
 
 from __future__ import annotations
 

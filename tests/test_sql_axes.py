@@ -1,4 +1,4 @@
-"""metrics_seed, axes_cell and axes_encoder against an independent pandas computation (SPEC 5.1)."""
+"""metrics_seed, axes_cell and axes_encoder against an independent pandas computation (METHODS.md §6)."""
 
 from __future__ import annotations
 

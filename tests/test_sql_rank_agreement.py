@@ -1,4 +1,4 @@
-"""crs_rank_agreement / rank_agreement against scipy and hand-worked rank statistics."""
+"""fn_rank_agreement / rank_agreement against scipy and hand-worked rank statistics."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ def macro_con():
     for statement in MIGRATIONS[0]:
         con.execute(statement)
     for name, text in sql_files():
-        if "create or replace macro" in text:  # macros only, on an empty schema
+        if name.startswith("macros/"):  # macros only, on an empty schema
             con.execute(text)
     return con
 
@@ -28,7 +28,7 @@ def macro_con():
 def _agreement(con, scores: pd.DataFrame) -> pd.DataFrame:
     con.register("scores_df", scores)
     con.execute("create or replace temp table scores as select * from scores_df")
-    return con.execute("select * from crs_rank_agreement('scores') order by grp").df().set_index("grp")
+    return con.execute("select * from fn_rank_agreement('scores') order by grp").df().set_index("grp")
 
 
 def _expected(crs: np.ndarray, auroc: np.ndarray, ids: list[str]) -> dict:

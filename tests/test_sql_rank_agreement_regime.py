@@ -1,4 +1,4 @@
-"""rank_agreement_regime: frozen vs adapted rankings (SPEC 8) against scipy on crs_encoder's scores."""
+"""rank_agreement_regime: frozen vs adapted rankings (METHODS.md §13) against scipy on crs_encoder's scores."""
 
 from __future__ import annotations
 

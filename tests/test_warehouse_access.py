@@ -53,7 +53,7 @@ def test_plain_duckdb_in_a_fresh_process_sees_the_views(db, tmp_path):
     out = json.loads(proc.stdout)
     assert not out["crsbench_imported"]
     assert set(VIEWS) <= set(out["views"])
-    assert {"crs_scores", "crs_normalise", "crs_dominance", "crs_rank_agreement"} <= set(out["macros"])
+    assert {"fn_crs_scores", "fn_normalise", "fn_dominance", "fn_rank_agreement"} <= set(out["macros"])
     with crsbench.Warehouse.open(db, read_only=True) as wh:
         mine = wh.sql("select encoder_id, crs, auroc, crs_rank from crs_encoder order by encoder_id")
         tau = wh.sql("select kendall_tau from rank_agreement where population = 'panel'").kendall_tau[0]

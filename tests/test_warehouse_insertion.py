@@ -1,4 +1,4 @@
-"""Fixed-reference invariance (SPEC 5.2, issue 5 item 4): adding an encoder after a panel is
+"""Fixed-reference invariance (METHODS.md §8, issue 5 item 4): adding an encoder after a panel is
 frozen changes no existing row of crs_encoder / crs_cell for that panel, bit for bit."""
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def test_new_encoder_and_variant_are_scored_against_the_panel(before_after):
 
 
 def test_cohort_mode_does_move_when_an_encoder_is_added(before_after):
-    # The contrast SPEC 5.2 draws: cohort renormalisation displaces existing scores.
+    # The contrast METHODS.md §8.6 draws: cohort renormalisation displaces existing scores.
     before, after = before_after
     old = before["cohort"].set_index("encoder_id")
     new = after["cohort"]

@@ -1,4 +1,4 @@
-"""The feature-store catalog in the warehouse: tables `encoders` and `feature_sets` (SPEC 3, 5).
+"""The feature-store catalog in the warehouse: tables `encoders` and `feature_sets` (METHODS.md §2).
 
 The Zarr store is the truth; these tables are its index for SQL. `record_feature_set`
 upserts one row from a feature set's group attributes, `sync_catalog` rescans a whole

@@ -22,11 +22,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError, crs_constants_sql
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION
 
 DEFAULT_DB = "crsbench.duckdb"
 _EMPTY_PART = "part-00000000-empty.parquet"
+# The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
+CONSTANTS_FILE = "macros/000_crs_constants.sql"
 
 
 def default_db_path() -> Path:
@@ -43,15 +45,26 @@ def _sql_string_literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
+SQL_FOLDERS = ("macros", "views")
+# Macros of earlier releases, before every macro was named fn_*: dropped when the SQL is applied,
+# so an upgraded warehouse does not keep a second, stale copy of a definition.
+_RETIRED_MACROS = ("exact_mean", "crs_axes_cell", "crs_axes_aggregate", "crs_normalise",
+                   "crs_dominance", "crs_scores", "crs_scores_weighted", "crs_rank_agreement",
+                   "crs_anchors", "crs_panel_candidates")
+
+
 def sql_files() -> list[tuple[str, str]]:
-    """The view definitions shipped in `sql/`, in file-name order."""
-    folder = resources.files("crsbench.sql")
-    files = sorted(
-        (entry.name, entry.read_text(encoding="utf-8"))
-        for entry in folder.iterdir()
-        if entry.name.endswith(".sql")
-    )
-    return files
+    """The SQL objects shipped in `sql/`: every macro, then every view, each folder in file-name
+    order, as (path relative to sql/, text). Macros come first because views call them."""
+    root = resources.files("crsbench.sql")
+    files: list[tuple[str, str]] = []
+    for folder in SQL_FOLDERS:
+        entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")),
+                         key=lambda e: e.name)
+        files += [(f"{folder}/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
+    # First of all: the constant macros generated from crsbench.core (the CRS weights, the
+    # encoder-key format), so the SQL reads those from their one home rather than a copy.
+    return [(CONSTANTS_FILE, crs_constants_sql()), *files]
 
 
 class Warehouse:
@@ -141,7 +154,7 @@ class Warehouse:
         self._drop_orphan_predictions()
 
     def apply_views(self) -> None:
-        """(Re)create the part-backed views and every view in `sql/`, in file order."""
+        """(Re)create the part-backed views and every macro and view in `sql/`, in file order."""
         with self.transaction():
             for kind in PART_SCHEMAS:
                 # part-* only: in-flight writes are ".tmp-*.parquet" files that vanish on rename
@@ -160,11 +173,14 @@ class Warehouse:
                 "create or replace view predictions as select p.* exclude (filename) "
                 "from predictions_parts p where p.run_id in (select run_id from runs)"
             )
+            for name in _RETIRED_MACROS:
+                self.con.execute(f"drop macro table if exists {name}")
+                self.con.execute(f"drop macro if exists {name}")
             for name, text in sql_files():
                 try:
                     self.con.execute(text)
                 except duckdb.Error as exc:
-                    raise RuntimeError(f"view file sql/{name} failed: {exc}") from exc
+                    raise RuntimeError(f"sql/{name} failed: {exc}") from exc
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:

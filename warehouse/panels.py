@@ -1,4 +1,4 @@
-"""Reference panels (SPEC 5.2): a named, frozen set of encoders and its anchors per scope.
+"""Reference panels (METHODS.md §8): a named, frozen set of encoders and its anchors per scope.
 
 Freezing stores, for every dataset scope the members are observed on and for `global`, the
 anchors lo = min and hi = max of each axis over the members' values (regime 'frozen', complete
@@ -17,10 +17,10 @@ import duckdb
 import pandas as pd
 
 from crsbench import __version__
+from crsbench.core import AXES
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
-AXES = ("discrimination", "calibration", "label_efficiency", "robustness")
 GLOBAL_SCOPE = "global"
 PANEL_MODE = "fixed"
 COHORT = "cohort"
@@ -31,7 +31,7 @@ _MEMBER_AXES_SQL = """
     where regime = 'frozen' and list_contains(?, encoder_id)
     order by scope, encoder_id
 """
-# The anchors come from the crs_anchors macro, the same definition cohort mode and the bootstrap use.
+# The anchors come from the fn_anchors macro, the same definition cohort mode and the bootstrap use.
 _ANCHORS_SQL = """
     with members as (
         select 'panel' as grp, scope, encoder_id, true as in_panel, discrimination, calibration,
@@ -39,7 +39,7 @@ _ANCHORS_SQL = """
         from axes_scoped
         where regime = 'frozen' and list_contains(?, encoder_id)
     )
-    select scope, axis, lo, hi, n_members from crs_anchors('members') order by scope, axis
+    select scope, axis, lo, hi, n_members from fn_anchors('members') order by scope, axis
 """
 
 
@@ -57,7 +57,7 @@ def _clean_members(encoders: Sequence[str]) -> tuple[str, ...]:
 
 
 def check_anchors(anchors: pd.DataFrame, member_axes: pd.DataFrame, panel: str) -> None:
-    """Refuse a degenerate anchor (hi = lo), naming its scope and axis (SPEC 5.2)."""
+    """Refuse a degenerate anchor (hi = lo), naming its scope and axis (METHODS.md §8)."""
     order = {axis: i for i, axis in enumerate(AXES)}
     for row in sorted(anchors.itertuples(), key=lambda r: (r.scope, order[r.axis])):
         if not row.hi > row.lo:

@@ -1,4 +1,4 @@
-"""Analyses over the warehouse (SPEC 6 and 7), each registered by name.
+"""Analyses over the warehouse (METHODS.md §11 and 7), each registered by name.
 
 Add one by writing a module in this package:
 

@@ -1,12 +1,12 @@
-"""Paired-seed bootstrap of the CRS ranking (SPEC 6).
+"""Paired-seed bootstrap of the CRS ranking (METHODS.md §10.1).
 
 A replicate draws, for every dataset, one multiset of that dataset's seeds with replacement
 (as many draws as seeds, normally 5) and applies it to every encoder: the resampling is
 paired, so encoders are compared on the same probe seeds. Inside the replicate everything
-is recomputed from the run records by the one SQL definition: seed means (exact_mean over the
-drawn rows, a seed drawn twice counting twice), cell axes (`crs_axes_cell`), aggregate axes
-(`crs_axes_aggregate`), anchors over the panel members (`crs_anchors`) and the CRS
-(`crs_scores`, grp = replicate id). Replicate 0 is the identity multiset (every seed once):
+is recomputed from the run records by the one SQL definition: seed means (fn_exact_mean over the
+drawn rows, a seed drawn twice counting twice), cell axes (`fn_axes_cell`), aggregate axes
+(`fn_axes_aggregate`), anchors over the panel members (`fn_anchors`) and the CRS
+(`fn_crs_scores`, grp = replicate id). Replicate 0 is the identity multiset (every seed once):
 the point estimate, equal bit for bit to `crs_encoder` while the panel's runs are those it
 was frozen on. Replicates 1..R are the random ones every probability and interval uses.
 
@@ -42,11 +42,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.analyses.criterion import registered, resolve_population
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
-from crsbench.features.store import FROZEN
-from crsbench.ingest.types import CrsbenchError
-from crsbench.probes.grid import PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 ENCODER_COLUMNS = ["panel", "encoder_id", "crs", "crs_median", "crs_lo", "crs_hi", "auroc",
@@ -64,12 +62,12 @@ _SEEDS_SQL = """
 
 # One query for all replicates. $draws: (dataset_id, multiset, seed), one row per draw;
 # $replicates: (replicate, dataset_id, multiset). The seed means below are metrics_seed's
-# exact_mean over the drawn rows, so the identity multiset reproduces axes_cell bit for bit.
+# fn_exact_mean over the drawn rows, so the identity multiset reproduces axes_cell bit for bit.
 _REPLICATES_SQL = """
 with seed_means as (
     select d.multiset as grp, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe,
-           r.depth, r.label_fraction, r.condition, exact_mean(r.auroc) as auroc_mean,
-           exact_mean(r.ece) as ece_mean, bool_and(r.pretrained) as pretrained
+           r.depth, r.label_fraction, r.condition, fn_exact_mean(r.auroc) as auroc_mean,
+           fn_exact_mean(r.ece) as ece_mean, bool_and(r.pretrained) as pretrained
     from runs r
     join {draws} d on d.dataset_id = r.dataset_id and d.seed = r.seed
     where r.probe = $probe and r.depth = 1.0 and r.regime = $regime
@@ -77,7 +75,7 @@ with seed_means as (
     group by all
 ),
 cells as materialized (
-    select * from crs_axes_cell('seed_means')
+    select * from fn_axes_cell('seed_means')
 ),
 replicate_cells as (
     select b.replicate as grp, c.* exclude (grp)
@@ -85,7 +83,7 @@ replicate_cells as (
     join cells c on c.grp = b.multiset and c.dataset_id = b.dataset_id
 ),
 aggregates as materialized (
-    select * from crs_axes_aggregate('replicate_cells')
+    select * from fn_axes_aggregate('replicate_cells')
 ),
 replicate_axes as (
     select grp, 'global' as scope, encoder_id, true as in_panel, discrimination, calibration,
@@ -93,10 +91,10 @@ replicate_axes as (
     from aggregates
 ),
 replicate_anchors as (
-    select * from crs_anchors('replicate_axes')
+    select * from fn_anchors('replicate_axes')
 )
 select s.grp as replicate, s.encoder_id, s.crs, a.discrimination as auroc
-from crs_scores('replicate_axes', 'replicate_anchors') s
+from fn_crs_scores('replicate_axes', 'replicate_anchors') s
 join aggregates a on a.grp = s.grp and a.encoder_id = s.encoder_id
 order by replicate, encoder_id
 """

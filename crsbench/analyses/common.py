@@ -1,6 +1,6 @@
 """Reading what the analyses need from the warehouse: run records, seed means, labels, predictions.
 
-Encoder analyses follow SPEC 5.1's convention: primary probe (`logreg`), frozen regime,
+Encoder analyses follow the convention of METHODS.md §6: primary probe (`logreg`), frozen regime,
 and every metric is averaged over seeds first; differences and ratios are taken
 between those seed means.
 """
@@ -12,9 +12,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from crsbench.features.store import CLEAN, FROZEN, PERTURBED_CONDITIONS
-from crsbench.ingest.types import CrsbenchError, Task
-from crsbench.probes.grid import PRIMARY_PROBE
+from crsbench.core import CLEAN, FROZEN, PERTURBED_CONDITIONS, PRIMARY_PROBE, CrsbenchError
+from crsbench.ingest.types import Task
 from crsbench.probes.metrics import METRICS as METRIC_FNS
 from crsbench.probes.records import CALIB, SHIFT
 from crsbench.warehouse.connection import Warehouse

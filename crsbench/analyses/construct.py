@@ -1,4 +1,4 @@
-"""Construct validity of the axes (SPEC 5.3 / 6): do the four axes measure different things, and
+"""Construct validity of the axes (METHODS.md §9, §11): do the four axes measure different things, and
 which label-efficiency estimator is less of a second AUROC?
 
 Read from the `axis_correlations` view (Spearman rho over the frozen-regime encoders' aggregate
@@ -16,9 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.analyses.criterion import AXES
+from crsbench.core import AXES, FROZEN
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.features.store import FROZEN
 from crsbench.warehouse.connection import Warehouse
 
 SUMMARY_COLUMNS = ["level", "n", "rho_aulc_auroc", "rho_le_auroc", "rho_aulc_le",

@@ -1,9 +1,9 @@
-"""Shared plumbing of the criterion-validation analyses (SPEC 6): which panel, its members'
+"""Shared plumbing of the criterion-validation analyses (METHODS.md §11): which panel, its members'
 axes, and scoring many groups at once through the one SQL CRS definition.
 
-Nothing here computes an axis or a score: axes come from the `crs_axes_cell` /
-`crs_axes_aggregate` macros, anchors from `crs_anchors`, scores from `crs_scores` /
-`crs_scores_weighted`, rank agreement from `crs_rank_agreement`. This module only shapes the
+Nothing here computes an axis or a score: axes come from the `fn_axes_cell` /
+`fn_axes_aggregate` macros, anchors from `fn_anchors`, scores from `fn_crs_scores` /
+`fn_crs_scores_weighted`, rank agreement from `fn_rank_agreement`. This module only shapes the
 relations those macros read (grp = replicate, sub-panel, weighting, variant, ...).
 
 The population every analysis ranks is the panel's members (frozen regime), scored on their
@@ -19,17 +19,12 @@ from contextlib import contextmanager
 
 import pandas as pd
 
-from crsbench.features.store import FROZEN
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import AXES, AXIS_WEIGHTS, CRS_WEIGHTS, FROZEN, TERM_WEIGHTS, CrsbenchError
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
 
-AXES: tuple[str, ...] = ("discrimination", "calibration", "label_efficiency", "robustness")
 GLOBAL = "global"
-AXIS_WEIGHTS = ("w_d", "w_c", "w_le", "w_r")
-TERM_WEIGHTS = ("w_dom", "w_ideal", "w_worst")
-DEFAULT_WEIGHTS: dict[str, float] = {"w_d": 0.25, "w_c": 0.25, "w_le": 0.25, "w_r": 0.25,
-                                     "w_dom": 0.60, "w_ideal": 0.25, "w_worst": 0.15}
+DEFAULT_WEIGHTS: dict[str, float] = dict(CRS_WEIGHTS)
 AXES_COLUMNS = ["grp", "scope", "encoder_id", "in_panel", *AXES]
 
 
@@ -78,22 +73,22 @@ def member_axes(wh: Warehouse, members: Sequence[str]) -> pd.DataFrame:
 
 
 def panel_anchors(wh: Warehouse, panel: str, members: Sequence[str]) -> pd.DataFrame:
-    """Global anchors (axis, lo, hi): the panel's frozen ones, or crs_anchors over the cohort."""
+    """Global anchors (axis, lo, hi): the panel's frozen ones, or fn_anchors over the cohort."""
     if panel != panels.COHORT:
         return wh.sql("select axis, lo, hi from reference_anchors where panel = ? and scope = ? "
                       "order by axis", [panel, GLOBAL])
     axes = member_axes(wh, members).assign(grp="cohort", scope=GLOBAL, in_panel=True)[AXES_COLUMNS]
     with registered(wh, {"axes": axes}) as n:
-        return wh.sql(f"select axis, lo, hi from crs_anchors('{n['axes']}') order by axis")
+        return wh.sql(f"select axis, lo, hi from fn_anchors('{n['axes']}') order by axis")
 
 
 def score_groups(wh: Warehouse, axes: pd.DataFrame, anchors: pd.DataFrame | None = None,
                  weights: pd.DataFrame | None = None) -> pd.DataFrame:
-    """crs_scores over many groups in one query.
+    """fn_crs_scores over many groups in one query.
 
     axes: (grp, scope, encoder_id, in_panel, four raw axes). anchors: (grp, scope, axis, lo, hi),
-    or None for crs_anchors over each (grp, scope)'s in_panel rows. weights: None for the SPEC
-    defaults, else (grp, w_d, w_c, w_le, w_r, w_dom, w_ideal, w_worst) for crs_scores_weighted.
+    or None for fn_anchors over each (grp, scope)'s in_panel rows. weights: None for the protocol
+    defaults (METHODS.md §14), else (grp, w_d, w_c, w_le, w_r, w_dom, w_ideal, w_worst) for fn_crs_scores_weighted.
     Returns (grp, scope, encoder_id, dominance, ideal, worst, crs).
     """
     frames = {"axes": axes[AXES_COLUMNS]}
@@ -103,22 +98,22 @@ def score_groups(wh: Warehouse, axes: pd.DataFrame, anchors: pd.DataFrame | None
         frames["weights"] = weights[["grp", *AXIS_WEIGHTS, *TERM_WEIGHTS]]
     with registered(wh, frames) as n:
         anchor_rel = n.get("anchors", "_crit_computed_anchors")
-        scores = (f"crs_scores_weighted('{n['axes']}', '{anchor_rel}', '{n['weights']}')"
-                  if weights is not None else f"crs_scores('{n['axes']}', '{anchor_rel}')")
+        scores = (f"fn_crs_scores_weighted('{n['axes']}', '{anchor_rel}', '{n['weights']}')"
+                  if weights is not None else f"fn_crs_scores('{n['axes']}', '{anchor_rel}')")
         # Relation names are generated identifiers (never user input); values travel in frames.
-        query = (f"with _crit_computed_anchors as (select * from crs_anchors('{n['axes']}')) "
+        query = (f"with _crit_computed_anchors as (select * from fn_anchors('{n['axes']}')) "
                  f"select * from {scores}")
         return wh.sql(query)
 
 
 def anchors_of(wh: Warehouse, axes: pd.DataFrame) -> pd.DataFrame:
-    """crs_anchors over each (grp, scope)'s in_panel rows: (grp, scope, axis, lo, hi, n_members)."""
+    """fn_anchors over each (grp, scope)'s in_panel rows: (grp, scope, axis, lo, hi, n_members)."""
     with registered(wh, {"axes": axes[AXES_COLUMNS]}) as n:
-        return wh.sql(f"select * from crs_anchors('{n['axes']}') order by grp, scope, axis")
+        return wh.sql(f"select * from fn_anchors('{n['axes']}') order by grp, scope, axis")
 
 
 def rank_agreement(wh: Warehouse, scores: pd.DataFrame, reference: pd.Series) -> pd.DataFrame:
-    """crs_rank_agreement of each grp's ranking (scores: grp, encoder_id, crs) against one
+    """fn_rank_agreement of each grp's ranking (scores: grp, encoder_id, crs) against one
     reference ranking (reference: encoder_id -> score); see `agreement`."""
     frame = scores[["grp", "encoder_id", "crs"]].copy()
     frame["auroc"] = frame["encoder_id"].map(reference).astype(float)
@@ -126,7 +121,7 @@ def rank_agreement(wh: Warehouse, scores: pd.DataFrame, reference: pd.Series) ->
 
 
 def agreement(wh: Warehouse, pairs: pd.DataFrame) -> pd.DataFrame:
-    """crs_rank_agreement per grp of two scores of the same encoders (grp, encoder_id, crs, auroc).
+    """fn_rank_agreement per grp of two scores of the same encoders (grp, encoder_id, crs, auroc).
 
     The macro compares a `crs` column with an `auroc` column; the validation analyses put the
     ranking under test in `crs` and the ranking it is compared with in `auroc`, so kendall_tau /
@@ -135,4 +130,4 @@ def agreement(wh: Warehouse, pairs: pd.DataFrame) -> pd.DataFrame:
     top3_overlap, top5_overlap).
     """
     with registered(wh, {"scores": pairs[["grp", "encoder_id", "crs", "auroc"]]}) as n:
-        return wh.sql(f"select * from crs_rank_agreement('{n['scores']}') order by grp")
+        return wh.sql(f"select * from fn_rank_agreement('{n['scores']}') order by grp")

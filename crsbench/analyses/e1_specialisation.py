@@ -1,4 +1,4 @@
-"""E1: domain specialisation and shift retention (SPEC 7).
+"""E1: domain specialisation and shift retention (METHODS.md §12).
 
 Per encoder with a matched domain (encoders.domain in derm/eye/rad): `in` = the
 datasets whose domain equals the encoder's, `out` = every other dataset it was probed
@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crsbench.core import FROZEN
 from crsbench.analyses.common import CLEAN, SHIFT, datasets_frame, encoders_frame, seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.features.store import FROZEN
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
 

@@ -1,4 +1,4 @@
-"""E2: post-hoc recalibration fitted on the calib split, applied to test (SPEC 7).
+"""E2: post-hoc recalibration fitted on the calib split, applied to test (METHODS.md §12).
 
 For each primary fit (logreg, frozen, full depth, full labels, one seed) every method in
 `crsbench.analyses.recalibration` is fitted on that fit's stored `calib` predictions and

@@ -1,4 +1,4 @@
-"""E3: representation depth (SPEC 7).
+"""E3: representation depth (METHODS.md §12).
 
 Seed-mean clean AUROC and ECE of the primary probe (full labels, frozen) at 25/50/75/100 %
 depth per encoder x dataset. A sweep's best depth is the one with the highest AUROC;

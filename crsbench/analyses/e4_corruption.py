@@ -1,4 +1,4 @@
-"""E4: corruption vs confidence (SPEC 7).
+"""E4: corruption vs confidence (METHODS.md §12).
 
 Per cell (encoder x dataset; primary probe, full depth, full labels, frozen, seed means)
 and condition (the 15 corruptions, plus the shift target where one exists):

@@ -1,4 +1,4 @@
-"""E5: prompting generative vision-language models vs feature probing (SPEC 7).
+"""E5: prompting generative vision-language models vs feature probing (METHODS.md §12).
 
     crsbench analyze e5 --model /models/llava-med --dataset isic2019 [--set n_images=200]
 

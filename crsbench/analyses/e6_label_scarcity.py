@@ -1,4 +1,4 @@
-"""E6: label scarcity and the crossover fraction (SPEC 7).
+"""E6: label scarcity and the crossover fraction (METHODS.md §12).
 
 Seed-mean clean AUROC of the primary probe (full depth, frozen) per encoder x dataset x
 label fraction. Reported: AUROC at 1 % and 10 % of labels, and the crossover fraction:

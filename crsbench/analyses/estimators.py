@@ -1,9 +1,9 @@
-"""Estimator substitution (SPEC 6): is the CRS ranking an artefact of the chosen estimators?
+"""Estimator substitution (METHODS.md §11): is the CRS ranking an artefact of the chosen estimators?
 
 Each variant swaps one estimator, recomputes the axes with the one definition
-(`crs_axes_cell` over the seed means of metrics_seed, `crs_axes_aggregate`), recomputes the
-anchors over the panel members (`crs_anchors`; the frozen anchors belong to the default axes)
-and scores with `crs_scores`, all variants in one query with grp = variant:
+(`fn_axes_cell` over the seed means of metrics_seed, `fn_axes_aggregate`), recomputes the
+anchors over the panel members (`fn_anchors`; the frozen anchors belong to the default axes)
+and scores with `fn_crs_scores`, all variants in one query with grp = variant:
 * calibration_adaptive_ece: calibration = 1 - adaptive ECE (15 equal-mass bins);
 * calibration_brier:        calibration = 1 - Brier score;
 * discrimination_qwk:       on ordinal datasets (datasets.task = 'ordinal'), discrimination =
@@ -15,7 +15,7 @@ and scores with `crs_scores`, all variants in one query with grp = variant:
 * robustness_corruption_only: robustness over the 15 perturbations only (no shift term).
 `default` is the same pipeline with nothing swapped (equal to crs_encoder while the panel's runs
 are those it was frozen on). Each variant's ranking of the members is compared with the
-default's: Kendall tau-b, Top-3 (crs_rank_agreement), mean and max |CRS change|.
+default's: Kendall tau-b, Top-3 (fn_rank_agreement), mean and max |CRS change|.
 """
 
 from __future__ import annotations
@@ -26,11 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.analyses.criterion import (AXES, GLOBAL, agreement, registered,
-                                         resolve_population, score_groups)
+from crsbench.core import AXES, FROZEN, PRIMARY_PROBE
+from crsbench.analyses.criterion import GLOBAL, agreement, registered, resolve_population, score_groups
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.features.store import FROZEN
-from crsbench.probes.grid import PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 # metric whose seed mean stands in for ECE in the calibration axis -> its metrics_seed column
@@ -77,7 +75,7 @@ CELL_COLUMNS = ["grp", "encoder_id", "dataset_id", "regime", *AXES, "aulc", "com
 
 
 def variant_cells(wh: Warehouse, members: Sequence[str], variants: Sequence[Variant]) -> pd.DataFrame:
-    """Cell axes of the members under each variant (grp = variant name), via crs_axes_cell."""
+    """Cell axes of the members under each variant (grp = variant name), via fn_axes_cell."""
     seed = wh.sql(_SEED_MEANS_SQL, [PRIMARY_PROBE, FROZEN, list(members)])
     frames = []
     for v in variants:
@@ -86,7 +84,7 @@ def variant_cells(wh: Warehouse, members: Sequence[str], variants: Sequence[Vari
     stacked = pd.concat(frames, ignore_index=True).drop(
         columns=["ece_adaptive_mean", "brier_mean", "qwk_mean", "ordinal_mae_mean"])
     with registered(wh, {"seed_means": stacked}) as n:
-        cells = wh.sql(f"select * from crs_axes_cell('{n['seed_means']}')")
+        cells = wh.sql(f"select * from fn_axes_cell('{n['seed_means']}')")
     ordinal = wh.sql(_ORDINAL_SQL, [PRIMARY_PROBE, FROZEN, list(members)])
     for v in variants:
         if v.ordinal is None:
@@ -102,11 +100,11 @@ def variant_cells(wh: Warehouse, members: Sequence[str], variants: Sequence[Vari
 
 
 def score_cells(wh: Warehouse, cells: pd.DataFrame, per_dataset: bool = True) -> pd.DataFrame:
-    """CRS per (grp, scope, encoder) for scope = 'global' (crs_axes_aggregate) and, if
+    """CRS per (grp, scope, encoder) for scope = 'global' (fn_axes_aggregate) and, if
     per_dataset, each dataset; every row a member, anchors over the members per (grp, scope).
     Adds the raw discrimination (the scope's AUROC unless an ordinal variant swapped it)."""
     with registered(wh, {"cells": cells}) as n:
-        aggregate = wh.sql(f"select * from crs_axes_aggregate('{n['cells']}')")
+        aggregate = wh.sql(f"select * from fn_axes_aggregate('{n['cells']}')")
     parts = [aggregate.assign(scope=GLOBAL)]
     if per_dataset:
         parts.append(cells[cells["complete"]].rename(columns={"dataset_id": "scope"}))

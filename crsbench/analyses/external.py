@@ -1,11 +1,11 @@
-"""External validity (SPEC 6): does the CRS predict what it was not computed from?
+"""External validity (METHODS.md §11): does the CRS predict what it was not computed from?
 
 Leave one dataset out (`lodo`): for each dataset h, the members' aggregate axes over their other
-datasets (`crs_axes_aggregate`), anchors over the members (`crs_anchors`) and the CRS
-(`crs_scores`), grp = h. Two predictors, the LODO CRS and the LODO aggregate AUROC, each against
+datasets (`fn_axes_aggregate`), anchors over the members (`fn_anchors`) and the CRS
+(`fn_crs_scores`), grp = h. Two predictors, the LODO CRS and the LODO aggregate AUROC, each against
 two rankings of the held-out dataset: its AUROC (the discrimination axis) and its per-dataset
 CRS (anchors over the members observed on h). Reported: Spearman rho, Kendall tau-b, Top-3
-overlap (`crs_rank_agreement`) and whether the predictor's top encoder is among the held-out
+overlap (`fn_rank_agreement`) and whether the predictor's top encoder is among the held-out
 ranking's top ones (ties count as recovered).
 
 Shift (`shift`): for each shift pair (source -> target) the target AUROC (condition 'shift',
@@ -22,11 +22,10 @@ from typing import Any
 
 import pandas as pd
 
+from crsbench.core import FROZEN, PRIMARY_PROBE
 from crsbench.analyses.criterion import GLOBAL, agreement, resolve_population
 from crsbench.analyses.estimators import VARIANTS, score_cells, variant_cells
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.features.store import FROZEN
-from crsbench.probes.grid import PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 DEFAULT_VARIANT = next(v for v in VARIANTS if v.name == "default")

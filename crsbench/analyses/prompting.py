@@ -1,4 +1,4 @@
-"""E5 prompts and the deterministic answer parser (SPEC 7): pure text, no model.
+"""E5 prompts and the deterministic answer parser (METHODS.md §12): pure text, no model.
 
 Five prompt styles are built from a dataset's label names: `simple`, `multiple_choice`,
 `chain_of_thought`, `refined` and `few_shot` (the simple question after solved examples).

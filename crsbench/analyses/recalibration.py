@@ -1,4 +1,4 @@
-"""Post-hoc recalibration maps fitted on a calib split (SPEC 7, E2).
+"""Post-hoc recalibration maps fitted on a calib split (METHODS.md §12, E2).
 
 Only stored probabilities exist (no logits), so the maps act on log-probabilities,
 which for a softmax probe equal its logits up to a per-row constant that softmax

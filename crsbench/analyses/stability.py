@@ -1,20 +1,20 @@
-"""Reference stability and insertion (SPEC 6): how much the CRS ranking depends on who is in
+"""Reference stability and insertion (METHODS.md §11): how much the CRS ranking depends on who is in
 the reference panel, and what adding encoders does to existing scores.
 
 `stability`: every member of the panel (n of them) is scored on its aggregate axes against
 sub-panels: the n leave-one-out panels and `random_panels` random panels of each of two sizes,
-with the anchors and the Pareto reference recomputed over the sub-panel (`crs_anchors`,
-`crs_scores`, one query with grp = sub-panel). Each sub-panel's ranking of all n members is
+with the anchors and the Pareto reference recomputed over the sub-panel (`fn_anchors`,
+`fn_crs_scores`, one query with grp = sub-panel). Each sub-panel's ranking of all n members is
 compared with the full panel's (anchors over all members) by Kendall tau-b and Top-3 overlap
-(`crs_rank_agreement`). Sizes: 12 and 10 for the paper's 15 members; for other n they scale as
+(`fn_rank_agreement`). Sizes: 12 and 10 for the paper's 15 members; for other n they scale as
 round(n * 12 / 15) and round(n * 10 / 15), clipped to [min(3, n - 1), n - 1].
 
 `insertion`: `trials` times, a random base of n - 3 members (n - k with k = min(3, n - 2))
 is scored, then the other k are added one at a time. After each insertion, the displacement
 |CRS after - CRS before| of every base encoder is measured in two modes, both computed:
 * cohort: anchors and Pareto reference recomputed over everyone scored so far;
-* fixed: the base's anchors (crs_anchors over the base, computed once) and the base as the
-  Pareto reference; the inserted encoders are scored but are not members. SPEC 5.2 promises 0.
+* fixed: the base's anchors (fn_anchors over the base, computed once) and the base as the
+  Pareto reference; the inserted encoders are scored but are not members. METHODS.md §8.5 promises 0.
 """
 
 from __future__ import annotations
@@ -164,5 +164,6 @@ def run_insertion(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     notes = [f"panel {panel}: {len(plans)} trials, base of {len(plans[0][0])}, "
              f"{len(plans[0][1])} insertions each",
              f"fixed reference: largest displacement {fixed_max!r} "
-             + ("(exactly 0, as SPEC 5.2 promises)" if fixed_max == 0.0 else "(NOT 0: invariance broken)")]
+             + ("(exactly 0, as METHODS.md §8.5 promises)" if fixed_max == 0.0
+                else "(NOT 0: invariance broken)")]
     return AnalysisResult(tables={"insertions": table}, summary=summary, notes=notes)

@@ -1,15 +1,15 @@
-"""Scalarisation sensitivity (SPEC 6): does the CRS ranking survive other weights?
+"""Scalarisation sensitivity (METHODS.md §11): does the CRS ranking survive other weights?
 
 The panel members are scored on their aggregate axes against the panel's frozen global anchors
-(cohort anchors without a panel) under many weightings in one query: `crs_scores_weighted`
-with grp = weighting, the same definition `crs_scores` applies with the SPEC defaults.
+(cohort anchors without a panel) under many weightings in one query: `fn_crs_scores_weighted`
+with grp = weighting, the same definition `fn_crs_scores` applies with the protocol defaults (METHODS.md §14).
 * `axis` draws: axis weights (w_d, w_c, w_le, w_r) ~ Dirichlet(alpha, alpha, alpha, alpha),
   component weights at their defaults (0.60, 0.25, 0.15);
 * `component` draws: (w_dom, w_ideal, w_worst) ~ Dirichlet(alpha, alpha, alpha), axis weights
   at 1/4 each;
 * `alternative`: axis weights (0.30, 0.30, 0.15, 0.25), components at their defaults.
 Each ranking is compared with the default weighting's by Kendall tau-b and Top-3
-(`crs_rank_agreement`); "Top-3 unchanged" means the same three encoders (in any order).
+(`fn_rank_agreement`); "Top-3 unchanged" means the same three encoders (in any order).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def weight_draws(draws: int, alpha: float, rng: np.random.Generator) -> pd.DataF
 
 def weight_sensitivity(wh: Warehouse, members: Sequence[str], anchors: pd.DataFrame,
                        weights: pd.DataFrame) -> pd.DataFrame:
-    """Rank agreement of each weighting (weights: grp, family, w_*) with the SPEC defaults.
+    """Rank agreement of each weighting (weights: grp, family, w_*) with the protocol defaults (METHODS.md §14).
 
     anchors: the global (axis, lo, hi) every weighting uses. Returns DRAW_COLUMNS per grp.
     """

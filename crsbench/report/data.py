@@ -13,14 +13,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import AXES, FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
-AXES: tuple[str, ...] = ("discrimination", "calibration", "label_efficiency", "robustness")
 AXIS_LABELS: dict[str, str] = {"discrimination": "Discrimination", "calibration": "Calibration",
                                "label_efficiency": "Label efficiency", "robustness": "Robustness"}
-PRIMARY_PROBE = "logreg"
-FROZEN = "frozen"
 GLOBAL_SCOPE = "global"
 
 

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from crsbench.core import FROZEN
 from crsbench.report.figures import png_bytes
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -66,7 +67,7 @@ def badge_random() -> str:
 
 def encoder_cell(encoder_id: str, random_init: set[str], regime: str | None = None,
                  in_panel: bool = False) -> str:
-    name = esc(encoder_id if regime in (None, "frozen") else f"{encoder_id} [{regime}]")
+    name = esc(encoder_id if regime in (None, FROZEN) else f"{encoder_id} [{regime}]")
     marks = badge_random() if encoder_id in random_init else ""
     if in_panel:
         marks += '<span class="badge badge-panel" title="member of the reference panel">panel</span>'

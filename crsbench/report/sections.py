@@ -12,6 +12,7 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from crsbench.core import FROZEN
 from crsbench.report import figures as figs
 from crsbench.report.data import AXES, AXIS_LABELS, ReportData
 from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
@@ -67,7 +68,7 @@ def _bootstrap(data: ReportData) -> tuple[pd.DataFrame | None, dict[str, str]]:
     if "panel" in frame.columns and data.panel is not None:
         frame = frame[frame["panel"] == data.panel]
     if "regime" in frame.columns:
-        frame = frame[frame["regime"].fillna("frozen") == "frozen"]
+        frame = frame[frame["regime"].fillna(FROZEN) == FROZEN]
     cols = {
         "p_rank1": pick(frame, "p_rank1", "p_rank_1", "p_first", "prob_rank1"),
         "p_top3": pick(frame, "p_top3", "p_top_3", "prob_top3"),

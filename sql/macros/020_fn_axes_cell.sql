@@ -1,17 +1,17 @@
--- Table macro crs_axes_cell(seed_means): THE one definition of the four reliability axes of a
--- cell (SPEC 5.1). The axes_cell view calls it on metrics_seed; the validation analyses call it on
--- resampled or substituted seed means (bootstrap multisets, other calibration estimators, no shift
--- rows), so every axis in crsbench comes from this text.
+-- Table macro fn_axes_cell(seed_means) returns one row per (grp, encoder, dataset, regime) with a
+-- full-label clean AUROC: the four reliability axes of that cell; docs/METHODS.md §6 (Axes).
+-- THE one definition of the axes. The axes_cell view calls it on metrics_seed; the validation
+-- analyses call it on resampled or substituted seed means (bootstrap multisets, other
+-- calibration estimators, no shift rows), so every axis in crsbench comes from this text.
 --   seed_means  name of a relation with one row per (grp, encoder_id, dataset_id, eval_dataset_id,
 --               regime, probe, depth, label_fraction, condition) and columns auroc_mean, ece_mean
---               (seed means, e.g. exact_mean over seeds) and pretrained. grp is any key (the view
---               uses one constant; the bootstrap a seed-multiset id).
--- Returns one row per (grp, encoder_id, dataset_id, regime) with a full-label clean AUROC:
---   (grp, encoder_id, dataset_id, regime, discrimination, calibration, label_efficiency,
---    robustness, aulc, n_perturbed, n_shift, complete, pretrained)
+--               (seed means, e.g. fn_exact_mean over seeds) and pretrained. grp is any key (the
+--               view uses one constant; the bootstrap a seed-multiset id).
+-- Returns (grp, encoder_id, dataset_id, regime, discrimination, calibration, label_efficiency,
+--          robustness, aulc, n_perturbed, n_shift, complete, pretrained)
 -- From the primary probe (logreg) at full depth (1.0); ratios and drops are taken between the
--- given seed means; means use exact_mean and the AULC sum a fraction-ordered list, so every value
--- is reproducible bit for bit.
+-- given seed means; means use fn_exact_mean and the AULC sum a fraction-ordered list, so every
+-- value is reproducible bit for bit.
 --   discrimination   = AUROC_clean(100 %)
 --   calibration      = 1 - ECE_clean(100 %)   (ece_mean may carry another miscalibration estimate)
 --   label_efficiency = mean over the observed fractions f < 1 of AUROC_clean(f) / AUROC_clean(100 %)
@@ -23,7 +23,7 @@
 --                      trapezoid rule over the observed fractions, divided by the log10 span of those
 --                      fractions (= 2 for the 1 %..100 % grid): a mean AUROC in [0, 1], not an axis.
 -- 'calib' rows are ignored. An axis with no rows is NULL; `complete` says all four are observed.
-create or replace macro crs_axes_cell(seed_means) as table
+create or replace macro fn_axes_cell(seed_means) as table
 with primary_runs as (
     select * from query_table(seed_means) where probe = 'logreg' and depth = 1.0
 ),
@@ -46,7 +46,7 @@ curve as (
 ),
 efficiency as (
     select c.grp, c.encoder_id, c.dataset_id, c.regime,
-           exact_mean(case when c.label_fraction < 1.0 then c.auroc / f.auroc_full end)
+           fn_exact_mean(case when c.label_fraction < 1.0 then c.auroc / f.auroc_full end)
                as label_efficiency,
            list_sum(list((c.x - c.x_prev) * (c.auroc + c.auroc_prev) / 2 order by c.label_fraction)
                     filter (where c.x_prev is not null))
@@ -66,7 +66,7 @@ deltas as (
 ),
 robust as (
     select grp, encoder_id, dataset_id, regime,
-           1 - (0.5 * exact_mean(delta) + 0.5 * max(delta)) as robustness,
+           1 - (0.5 * fn_exact_mean(delta) + 0.5 * max(delta)) as robustness,
            count(*) filter (where condition <> 'shift') as n_perturbed,
            count(*) filter (where condition = 'shift') as n_shift
     from deltas
@@ -86,3 +86,5 @@ select f.grp, f.encoder_id, f.dataset_id, f.regime,
 from full_clean f
 left join efficiency e using (grp, encoder_id, dataset_id, regime)
 left join robust r using (grp, encoder_id, dataset_id, regime);
+
+comment on macro table fn_axes_cell is 'Table macro fn_axes_cell(seed_means): the one definition of the four reliability axes (discrimination, calibration, label_efficiency, robustness) plus AULC of each (grp, encoder, dataset, regime), from seed-mean rows of the logreg probe at depth 1.0. Returns grp, encoder_id, dataset_id, regime, the axes, aulc, n_perturbed, n_shift, complete, pretrained. docs/METHODS.md §6.';

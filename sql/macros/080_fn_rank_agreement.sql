@@ -1,6 +1,7 @@
--- Table macro crs_rank_agreement(scores): one row per grp, how the CRS ranking agrees with the
--- AUROC ranking (SPEC 5.3). `scores` names a relation (grp, encoder_id, crs, auroc); rows with a
--- NULL crs or auroc are left out. Both rankings are descending (rank 1 = best).
+-- Table macro fn_rank_agreement(scores) returns one row per grp: how the CRS ranking agrees with
+-- the AUROC ranking; docs/METHODS.md §9.1 (Rank agreement).
+-- `scores` names a relation (grp, encoder_id, crs, auroc); rows with a NULL crs or auroc are left
+-- out. Both rankings are descending (rank 1 = best).
 --   n                     encoders ranked
 --   kendall_tau           Kendall tau-b with ties: (nc - nd) / sqrt((n0 - t_crs)(n0 - t_auroc)),
 --                         n0 = n(n-1)/2, t_x = pairs tied on x (as scipy.stats.kendalltau)
@@ -9,7 +10,7 @@
 --   mean_abs_displacement mean |rank_crs - rank_auroc| over encoders, average ranks for ties
 --   top3/top5_overlap     |top-k by CRS  and  top-k by AUROC| / min(k, n); ties at the cut are
 --                         broken by encoder_id so each top-k holds exactly min(k, n) encoders
-create or replace macro crs_rank_agreement(scores) as table
+create or replace macro fn_rank_agreement(scores) as table
 with s as (
     select grp, encoder_id, crs, auroc
     from query_table(scores)
@@ -56,3 +57,5 @@ select g.grp, g.n,
        g.mean_abs_displacement, g.top3_overlap, g.top5_overlap
 from per_group g
 left join pair_counts p on p.grp = g.grp;
+
+comment on macro table fn_rank_agreement is 'Table macro fn_rank_agreement(scores): per grp, agreement of the CRS and AUROC rankings (descending): n, kendall_tau (tau-b), spearman_rho, reversals of pairs, mean_abs_displacement, top3_overlap, top5_overlap. docs/METHODS.md §9.1.';

@@ -1,12 +1,13 @@
--- Table macro crs_normalise(axes, anchors): one row per row of `axes` whose (grp, scope) has
--- anchors, with every axis normalised, SPEC 5.2: x~ = clip((x - lo) / (hi - lo), 0, 1).
+-- Table macro fn_normalise(axes, anchors) returns one row per row of `axes` whose (grp, scope)
+-- has anchors, every axis normalised x~ = clip((x - lo) / (hi - lo), 0, 1); docs/METHODS.md §8.2
+-- (Normalisation).
 -- `axes` and `anchors` are relation names (a table, view or CTE) read with query_table():
 --   axes    (grp, scope, encoder_id, in_panel, discrimination, calibration, label_efficiency, robustness)
 --   anchors (grp, scope, axis, lo, hi), axis in the four axis names above
 -- A degenerate anchor (hi = lo) or a NULL axis gives NULL (never a silent 0 or 1);
 -- freezing a panel refuses degenerate anchors, so only ad-hoc callers can meet it.
 -- Returns (grp, scope, encoder_id, in_panel, discrimination, calibration, label_efficiency, robustness).
-create or replace macro crs_normalise(axes, anchors) as table
+create or replace macro fn_normalise(axes, anchors) as table
 with bounds as (
     select grp, scope,
            max(lo) filter (where axis = 'discrimination') as d_lo,
@@ -36,3 +37,5 @@ select grp, scope, encoder_id, in_panel,
        case when le < 0 then 0.0 when le > 1 then 1.0 else le end as label_efficiency,
        case when r < 0 then 0.0 when r > 1 then 1.0 else r end as robustness
 from scaled;
+
+comment on macro table fn_normalise is 'Table macro fn_normalise(axes, anchors): each axis scaled by its (grp, scope) anchors, x~ = clip((x - lo) / (hi - lo), 0, 1) in [0, 1], NULL for a NULL axis or degenerate anchor; returns grp, scope, encoder_id, in_panel and the four normalised axes. docs/METHODS.md §8.2.';

@@ -1,0 +1,18 @@
+"""The bottom of the flow: names, keys, errors and the registry class every stage shares.
+
+`crsbench.core` imports nothing else from crsbench; every other package may import it.
+"""
+
+from crsbench.core.constants import (AXES, AXIS_WEIGHTS, CLEAN, CONDITIONS, CRS_WEIGHTS, DEPTHS, FROZEN, LORA,
+                                     PERTURBATIONS, PERTURBED_CONDITIONS, PRIMARY_PROBE, SEVERITIES, SHIFT, TERM_WEIGHTS,
+                                     lora_regime)
+from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError
+from crsbench.core.keys import EncoderKey
+from crsbench.core.registry import Registry
+from crsbench.core.sql import crs_constants_sql
+
+__all__ = [
+    "AXES", "AXIS_WEIGHTS", "CLEAN", "CONDITIONS", "CRS_WEIGHTS", "DEPTHS", "EXIT_BUG", "EXIT_OK", "EXIT_USER",
+    "FROZEN", "LORA", "PERTURBATIONS", "PERTURBED_CONDITIONS", "PRIMARY_PROBE", "SEVERITIES", "SHIFT", "TERM_WEIGHTS",
+    "CrsbenchError", "EncoderKey", "InputError", "Registry", "crs_constants_sql", "lora_regime",
+]

@@ -1,0 +1,44 @@
+"""The names every stage shares: reliability axes, CRS weights, depths, conditions, regimes.
+
+This is their one home (docs/METHODS.md). SQL reads the CRS weights through the `fn_crs_weight(name)`
+macro that `crsbench.core.sql` renders from them, so the score's defaults cannot drift.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Final
+
+# The four reliability axes, in the order every table, chart and weight vector uses (METHODS §6).
+AXES: Final[tuple[str, ...]] = ("discrimination", "calibration", "label_efficiency", "robustness")
+# Weight names: one per axis (in AXES order) for the ideal-point distance, then the three terms.
+AXIS_WEIGHTS: Final[tuple[str, ...]] = ("w_d", "w_c", "w_le", "w_r")
+TERM_WEIGHTS: Final[tuple[str, ...]] = ("w_dom", "w_ideal", "w_worst")
+# The default CRS weights (METHODS §8.3): equal axes; dominance 0.60, ideal 0.25, worst 0.15.
+CRS_WEIGHTS: Final = MappingProxyType({
+    "w_d": 0.25, "w_c": 0.25, "w_le": 0.25, "w_r": 0.25,
+    "w_dom": 0.60, "w_ideal": 0.25, "w_worst": 0.15,
+})
+
+# Relative depths at which features are read (METHODS §2).
+DEPTHS: Final[tuple[float, ...]] = (0.25, 0.50, 0.75, 1.0)
+PERTURBATIONS: Final[tuple[str, ...]] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
+SEVERITIES: Final[tuple[int, ...]] = (1, 2, 3)
+CLEAN: Final = "clean"
+PERTURBED_CONDITIONS: Final[tuple[str, ...]] = tuple(f"{p}-s{s}" for p in PERTURBATIONS for s in SEVERITIES)
+CONDITIONS: Final[tuple[str, ...]] = (CLEAN, *PERTURBED_CONDITIONS)
+# The run-record condition of a model evaluated on the paired external dataset (E7).
+SHIFT: Final = "shift"
+
+# The probe whose grid covers every depth and fraction; the axes and the CRS are read from it (METHODS §3).
+PRIMARY_PROBE: Final = "logreg"
+
+# Regimes: the frozen backbone, or one LoRA adaptation seed (`lora-s<seed>`).
+FROZEN: Final = "frozen"
+LORA: Final = "lora"
+
+
+def lora_regime(seed: int) -> str:
+    """The feature-store / run-record regime of one adaptation seed: `lora-s<seed>`."""
+    return f"{LORA}-s{int(seed)}"
+

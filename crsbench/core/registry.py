@@ -1,0 +1,97 @@
+"""`Registry[T]`: named entries with a decorator, lookup with suggestions, and listing.
+
+Every pluggable set in crsbench (encoders, adapters, probes, perturbations, metrics,
+analyses) is one `Registry`. Built-in entries register on import of their module
+(`builtins` names those modules, imported on first lookup so listing stays cheap);
+third-party packages add entries through an entry-point group, loaded the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
+from typing import Any, Generic, TypeVar
+
+from crsbench.core.errors import CrsbenchError
+
+T = TypeVar("T")
+F = TypeVar("F")
+
+
+class Registry(Generic[T]):
+    """Entries of one kind by name.
+
+    `make(name, obj, **meta)` turns what the decorator wraps into the stored entry (by
+    default the object itself). Registering a name twice is a bug, not a user error.
+    """
+
+    def __init__(self, kind: str, *, make: Callable[..., T] | None = None,
+                 builtins: tuple[str, ...] = (), entry_point_group: str | None = None) -> None:
+        self.kind = kind
+        self._make = make
+        self._builtins = builtins
+        self._group = entry_point_group
+        self._entries: dict[str, T] = {}
+        self._loaded = False
+
+    def add(self, name: str, entry: T) -> T:
+        """Store one entry under `name`."""
+        if name in self._entries and self._entries[name] is not entry:
+            raise ValueError(f"{self.kind} {name!r} registered twice")
+        self._entries[name] = entry
+        return entry
+
+    def register(self, name: str, **meta: Any) -> Callable[[F], F]:
+        """Decorator: `@REG.register("name", **meta)` stores `make(name, obj, **meta)`."""
+        def wrap(obj: F) -> F:
+            self.add(name, self._make(name, obj, **meta) if self._make else obj)  # type: ignore[arg-type]
+            return obj
+        return wrap
+
+    def get(self, name: str) -> T:
+        """The entry called `name`; an unknown name is a CrsbenchError naming the close matches."""
+        self.load()
+        try:
+            return self._entries[name]
+        except KeyError:
+            raise CrsbenchError(self._unknown(name)) from None
+
+    def names(self) -> list[str]:
+        """Every registered name, sorted."""
+        self.load()
+        return sorted(self._entries)
+
+    def items(self) -> list[tuple[str, T]]:
+        """(name, entry) pairs sorted by name."""
+        self.load()
+        return sorted(self._entries.items())
+
+    def __contains__(self, name: object) -> bool:
+        self.load()
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        self.load()
+        return len(self._entries)
+
+    def load(self) -> None:
+        """Import the built-in modules and the plugins of the entry-point group, once."""
+        if self._loaded:
+            return
+        self._loaded = True  # set first: the modules imported below register into self
+        for module in self._builtins:
+            importlib.import_module(module)
+        if self._group:
+            for point in entry_points(group=self._group):
+                point.load()  # a plugin registers its entries on import, like a built-in module
+
+    def _unknown(self, name: str) -> str:
+        known = sorted(self._entries)
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        return f"unknown {self.kind} {name!r}{hint} (expected one of: {', '.join(known)})"
