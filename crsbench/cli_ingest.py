@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -59,7 +60,9 @@ def ingest_command(
     path: Annotated[Path, typer.Argument(help="The dataset folder (or its label CSV / .npz file).")],
     name: Annotated[str, typer.Option("--name", help="Name of the dataset in the warehouse.")],
     db: DbOption = default_db_path(),
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a dataset of the same name.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a dataset of the same name; runs and "
+                       "feature sets of other data are retired (kept in retired_* archives), after asking.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Retire without asking (with --replace).")] = False,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Record bad rows in ingest_errors and ingest "
                                                                "the rest, instead of stopping at the first.")] = False,
     shift_target: Annotated[list[str] | None, typer.Option("--shift-target", help="Declare a shift pair "
@@ -80,9 +83,21 @@ def ingest_command(
                 raise CrsbenchError(f"dataset {name!r} already exists in {db}; use --replace to overwrite it")
     with progress() as bar:
         ds = ingest(adapter, path, name, skip_bad=skip_bad, progress=bar, **options)
+    if replace and db.exists():
+        with Warehouse.open(db, read_only=True) as wh:
+            impact = wh_datasets.replacement_impact(wh, ds)
+        if impact.anything and not yes:
+            if not sys.stdin.isatty():
+                raise CrsbenchError(f"{impact.describe()}; pass --yes to confirm")
+            typer.confirm(f"{impact.describe()}. Continue?", abort=True, err=True)
     with Warehouse.open(db) as wh:
         wh_datasets.load_dataset(wh, ds, replace=replace, shift_targets=shift_target or [],
                                  shift_sources=shift_source or [])
+    if replace:
+        from crsbench.cli_features import default_store
+        from crsbench.features.store import FeatureStore, retire_dataset_features
+
+        retire_dataset_features(FeatureStore(default_store(db)), ds.name, ds.image_digest())
     counts = ds.images["split"].value_counts()
     split_text = ", ".join(f"{s} {int(counts.get(s, 0))}" for s in ("train", "calib", "test"))
     human = (f"ingested {ds.name} ({ds.adapter}, {ds.task.value}, {len(ds.label_names)} labels): "

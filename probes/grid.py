@@ -39,7 +39,7 @@ from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, Fe
 from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
                                    ProgressFn, Task)
 from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise, check_feature_set
-from crsbench.probes.records import FitKey
+from crsbench.probes.records import FitKey, fit_data_digest
 from crsbench.probes.registry import get_probe, probe_names
 from crsbench.probes.tasks import Chunk, eval_sets, run_chunk
 
@@ -285,6 +285,28 @@ class _Distributed:
         self.client.close()
 
 
+def identify(fits: Iterable[FitKey], datasets: Mapping[str, Dataset],
+             shift_targets: Mapping[str, Sequence[str]], store: FeatureStore) -> list[FitKey]:
+    """The fits with their data digest and weights hash filled in (what makes fit ids change
+    when a dataset, a shift target or an encoder's weights change)."""
+    data: dict[str, str] = {}
+    weights: dict[FeatureSetRef, str] = {}
+    out = []
+    for fit in fits:
+        if fit.dataset_id not in data:
+            targets = {t: datasets[t].data_digest() for t in shift_targets.get(fit.dataset_id, ())
+                       if t in datasets}
+            data[fit.dataset_id] = fit_data_digest(datasets[fit.dataset_id].data_digest(), targets)
+        ref = fit.feature_set
+        if ref not in weights:
+            try:
+                weights[ref] = str(store.attrs(ref).get("weights_hash") or "")
+            except CrsbenchError:
+                weights[ref] = ""  # a missing feature set is reported by the input checks
+        out.append(dataclasses.replace(fit, data_digest=data[fit.dataset_id], weights_hash=weights[ref]))
+    return sorted(out)
+
+
 def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: FeatureStore, *,
              shift_targets: Mapping[str, Sequence[str]], done: set[str], sink: Sink,
              scheduler: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
@@ -297,16 +319,17 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
     known probes); a bad input raises CrsbenchError with nothing passed to `sink`.
     With `claims`, a fit is computed only once it is claimed (see the module notes).
     """
-    all_fits = sorted(set(fits))
+    given = sorted(set(fits))
+    for fit in given:
+        get_probe(fit.probe)
+        if fit.dataset_id not in datasets:
+            raise CrsbenchError(f"dataset {fit.dataset_id!r} of fit {fit} was not given")
+    all_fits = identify(given, datasets, shift_targets, store)
     todo = [f for f in all_fits if f.fit_id not in done]
     summary = GridSummary(planned=len(all_fits), skipped=len(all_fits) - len(todo), fitted=0,
                           runs=0, batches=0)
     if not todo:
         return summary
-    for fit in todo:
-        get_probe(fit.probe)
-        if fit.dataset_id not in datasets:
-            raise CrsbenchError(f"dataset {fit.dataset_id!r} of fit {fit} was not given")
     _check_training_subsets(todo, datasets)
     executor = _Distributed(scheduler) if scheduler else _InProcess()
     try:

@@ -81,6 +81,13 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
         raise CrsbenchError(
             f"feature set {ref.path} in {store.url} is incomplete; finish it with 'crsbench "
             f"extract --encoder {ref.encoder_id} --dataset {ref.dataset}'")
+    stored_digest = store.attrs(ref).get("image_digest")
+    if stored_digest is not None and stored_digest != dataset.image_digest():
+        raise CrsbenchError(
+            f"feature set {ref.path} in {store.url} was extracted from other images than dataset "
+            f"{ref.dataset!r} now holds (image digest {stored_digest[:12]} there, "
+            f"{dataset.image_digest()[:12]} now); re-extract it with 'crsbench extract --encoder "
+            f"{ref.encoder_id} --dataset {ref.dataset}'")
     ids = store.image_ids(ref.dataset)
     expected = dataset.images["image_id"].astype(str).to_numpy()
     if ids.shape != expected.shape:

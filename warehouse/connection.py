@@ -164,8 +164,19 @@ class Warehouse:
                     f"read_parquet({_sql_string_literal(glob)}, union_by_name = true, "
                     f"filename = true)"
                 )
+            # Fits retired by `ingest --replace` (warehouse/retire.py) stay in their parts but
+            # leave the views; the archive views show exactly them.
             self.con.execute(
-                "create or replace view runs as select * exclude (filename) from runs_parts"
+                "create or replace view runs as select * exclude (filename) from runs_parts "
+                "where fit_id not in (select fit_id from retired_fits)"
+            )
+            self.con.execute(
+                "create or replace view retired_runs as select * exclude (filename) from runs_parts "
+                "where fit_id in (select fit_id from retired_fits)"
+            )
+            self.con.execute(
+                "create or replace view retired_predictions as select p.* exclude (filename) "
+                "from predictions_parts p where p.fit_id in (select fit_id from retired_fits)"
             )
             # A batch writes its predictions part before its runs part; until the runs
             # part lands (or if the writer died in between) those predictions are hidden.

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 1
+from crsbench.warehouse.retire import RETIRE_DDL
+
+SCHEMA_VERSION = 2
 
 # Each entry migrates from version i to i + 1; applied in order on a read-write open.
 MIGRATIONS: list[list[str]] = [
@@ -54,6 +56,8 @@ MIGRATIONS: list[list[str]] = [
             analysis varchar, table_name varchar, params varchar, code_version varchar,
             created_at timestamp)""",
     ],
+    # Retiring what a replaced dataset made stale (warehouse/retire.py): nothing is deleted.
+    list(RETIRE_DDL),
 ]
 
 RUNS_SCHEMA = pa.schema(
