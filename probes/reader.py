@@ -81,13 +81,6 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
         raise CrsbenchError(
             f"feature set {ref.path} in {store.url} is incomplete; finish it with 'crsbench "
             f"extract --encoder {ref.encoder_id} --dataset {ref.dataset}'")
-    stored_digest = store.attrs(ref).get("image_digest")
-    if stored_digest is not None and stored_digest != dataset.image_digest():
-        raise CrsbenchError(
-            f"feature set {ref.path} in {store.url} was extracted from other images than dataset "
-            f"{ref.dataset!r} now holds (image digest {stored_digest[:12]} there, "
-            f"{dataset.image_digest()[:12]} now); re-extract it with 'crsbench extract --encoder "
-            f"{ref.encoder_id} --dataset {ref.dataset}'")
     ids = store.image_ids(ref.dataset)
     expected = dataset.images["image_id"].astype(str).to_numpy()
     if ids.shape != expected.shape:
@@ -99,6 +92,14 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
         raise CrsbenchError(
             f"feature store {store.url} row {first} of dataset {ref.dataset!r} is image "
             f"{ids[first]!r}, the dataset has {expected[first]!r} there; re-extract it")
+    # Same ids in the same order, but other image content (a replaced dataset):
+    stored_digest = store.attrs(ref).get("image_digest")
+    if stored_digest is not None and stored_digest != dataset.image_digest():
+        raise CrsbenchError(
+            f"feature set {ref.path} in {store.url} was extracted from other images than dataset "
+            f"{ref.dataset!r} now holds (image digest {stored_digest[:12]} there, "
+            f"{dataset.image_digest()[:12]} now); re-extract it with 'crsbench extract --encoder "
+            f"{ref.encoder_id} --dataset {ref.dataset}'")
     for depth in depths:
         # Each depth has its own width (CNN stages differ); conditions of a depth must agree.
         dims: set[int] = set()
