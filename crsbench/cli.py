@@ -7,6 +7,7 @@ family lives in its own `cli_*.py` module that registers onto `app`.
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Annotated
 
@@ -55,6 +56,7 @@ def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"
     from crsbench.output import print_frame
 
     with Warehouse.open(db, read_only=True) as wh:
+        wh.lock_down()
         try:
             frame = wh.sql(query)
         except Exception as exc:  # duckdb raises many error types; all are the user's query
@@ -77,6 +79,10 @@ def _register_command_modules() -> None:
 _register_command_modules()
 
 
+def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+    console.err(f"warning: {message}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status (0 ok, 1 user error, 2 internal)."""
     # typer >= 0.24 vendors click: its exceptions are typer.Exit / typer.Abort /
@@ -84,7 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     from typer.exceptions import TyperException
 
     try:
-        app(args=argv, prog_name="crsbench", standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.showwarning = _warn_one_line
+            app(args=argv, prog_name="crsbench", standalone_mode=False)
     except CrsbenchError as exc:
         console.fail(f"error: {exc}", 1)
         return 1

@@ -40,6 +40,20 @@ def default_store(db: Path) -> str:
     return check_store_url(os.environ.get(STORE_ENV)) or str(db.with_name(db.name + ".features.zarr"))
 
 
+EncodersFileOption = Annotated[list[Path] | None, typer.Option(
+    "--encoders", help="TOML file of [encoder.<id>] tables (repeatable); also $CRSBENCH_ENCODERS "
+                       "and crsbench.toml beside the warehouse.")]
+
+
+def use_encoder_files(files: list[Path] | None, db: Path) -> None:
+    """Register user encoders from --encoders files and the warehouse's crsbench.toml."""
+    from crsbench.features.user import add_encoder_file, project_file
+
+    project_file(db)
+    for file in files or []:
+        add_encoder_file(file)
+
+
 StoreOption = Annotated[str | None, typer.Option(
     "--store", callback=check_store_url,
     help="Feature store URL, any fsspec URL (default $CRSBENCH_STORE or <db>.features.zarr); "
@@ -57,7 +71,8 @@ def _expand(values: list[str], every: list[str], keyword: str) -> list[str]:
 
 @app.command("extract")
 def extract_command(
-    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="Encoder id (see 'crsbench encoders'); "
+    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="Encoder id (see 'crsbench encoders'), "
+                                                "or timm:<name>, hf:<repo or folder>, open_clip:<arch>; "
                                                 "repeatable; 'all-tiny' for every random-init entry.")],
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="Dataset name; repeatable; 'all'.")],
     store: StoreOption = None,
@@ -71,6 +86,10 @@ def extract_command(
     compute_dtype: Annotated[str, typer.Option("--compute-dtype",
                                                help="Model dtype: float32, bfloat16 or float16.")] = "float32",
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")] = 256,
+    encoders_file: EncodersFileOption = None,
+    allow_download: Annotated[bool, typer.Option(
+        "--allow-download", help="Let hub ids fetch missing weights into the Hugging Face cache "
+                                 "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).")] = False,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
     from crsbench.features.extraction import extract
@@ -78,6 +97,7 @@ def extract_command(
     from crsbench.warehouse.datasets import list_datasets, read_dataset
 
     url = store or default_store(db)
+    use_encoder_files(encoders_file, db)
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
         names = _expand(dataset, list_datasets(wh), "all")
         datasets = [read_dataset(wh, name) for name in names]
@@ -94,9 +114,10 @@ def extract_command(
                     continue  # chest-only encoders have no cell outside chest X-rays (never imputed)
                 attrs = extract(ds, entry, url, device=device, batch_size=batch_size, force=force,
                                 weights=str(weights) if weights else None, progress=bar, dtype=dtype,
-                                compute_dtype=compute_dtype, chunk_rows=chunk_rows)
+                                compute_dtype=compute_dtype, chunk_rows=chunk_rows,
+                                allow_download=allow_download or None)
                 with Warehouse.open(db) as wh:
-                    catalog.register_encoder(wh, entry)
+                    catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
                     catalog.record_feature_set(wh, url, FeatureSetRef(ds.name, entry.id), attrs)
                 results.append({"encoder": entry.id, "dataset": ds.name,
                                 "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
@@ -112,19 +133,23 @@ def extract_command(
 def encoders_command(
     check_weights: Annotated[bool, typer.Option("--check-weights", help="Also say whether each pretrained "
                                                 "encoder's weights are available locally.")] = False,
+    encoders_file: EncodersFileOption = None,
+    db: DbOption = default_db_path(),
 ) -> None:
-    """List the encoder registry: family, scope, domain, loader, checkpoint, input size, pooling."""
+    """List every encoder (built-in, TOML, plugin) with its origin, family, scope, loader, input size."""
+    use_encoder_files(encoders_file, db)
     rows = []
     for e in list_encoders():
-        row = {"id": e.id, "family": e.family, "scope": e.scope, "domain": e.domain, "loader": e.loader,
-               "checkpoint": e.checkpoint, "input_size": e.input_size, "pooling": e.pooling,
-               "pretrained": e.pretrained, "chest_only": e.chest_only}
+        row = {"id": e.id, "origin": e.origin, "family": e.family, "scope": e.scope, "domain": e.domain,
+               "loader": e.loader, "checkpoint": e.checkpoint, "input_size": e.input_size,
+               "pooling": e.pooling, "pretrained": e.pretrained, "chest_only": e.chest_only}
         if check_weights:
-            from crsbench.features.loaders import weights_status
+            from crsbench.features.weights import weights_status
 
             row["weights"] = weights_status(e)
         rows.append(row)
-    print_frame(pd.DataFrame(rows), title="encoders", key="encoders")
+    print_frame(pd.DataFrame(rows), title="encoders (also: timm:<name>, hf:<repo or folder>, "
+                                          "open_clip:<arch>)", key="encoders")
 
 
 @app.command("feature-sets")

@@ -142,3 +142,20 @@ def adapters_command() -> None:
         for e in ADAPTERS.values()
     ])
     print_frame(frame, title="dataset adapters", key="adapters")
+
+
+dataset_app = typer.Typer(help="Manage one ingested dataset.", no_args_is_help=True)
+app.add_typer(dataset_app, name="dataset")
+
+
+@dataset_app.command("relocate")
+def relocate_command(
+    name: Annotated[str, typer.Argument(help="The ingested dataset whose images moved.")],
+    path: Annotated[Path, typer.Argument(help="Its new root folder (or label CSV / .npz file).")],
+    db: DbOption = default_db_path(),
+) -> None:
+    """Point a dataset at the folder its images moved to; every image's SHA-256 is checked first."""
+    with Warehouse.open(db) as wh, progress() as bar:
+        checked = wh_datasets.relocate_dataset(wh, name, path, progress=bar)
+    emit({"dataset": name, "root": str(path), "images_checked": checked},
+         f"relocated {name} to {path} ({checked} images match their ingested SHA-256)")

@@ -87,7 +87,11 @@ def probe_command(
             "seeds": tuple(seed) or FRACTION_SEEDS, "depths": tuple(depth) or None}
     fits = _plan(names, encoder, feature_store, bool(dataset), **grid)
     # Fit claims let several `probe` processes share one warehouse without repeating a fit.
-    with progress() as bar, FitClaims(parts_dir_for(Path(db))) as claims:
+    def compacted_done() -> set[str]:
+        with Warehouse.open(db, read_only=True) as reader:
+            return reader.done_fit_ids()
+
+    with progress() as bar, FitClaims(parts_dir_for(Path(db)), compacted_done=compacted_done) as claims:
         summary = run_grid(fits, datasets, feature_store, shift_targets=shifts, done=done,
                            sink=wh.append_runs, scheduler=scheduler, batch_size=batch_size,
                            progress=bar, claims=claims)

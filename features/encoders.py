@@ -1,9 +1,13 @@
-"""The registered encoders: the paper's 15 families and the tiny random-init architectures.
+"""The built-in encoders: the paper's 15 families and the tiny random-init architectures.
 
 Checkpoint ids, input sizes and normalisation are the ones each publisher released
 (hub model cards / preprocessor configs, or the authors' inference code where the weights
 live outside the hub, noted in `source`). Checkpoints written `name:file` are published
-outside the Hugging Face Hub and must be placed under `$CRSBENCH_WEIGHTS/<id>/`.
+outside the Hugging Face Hub and must be placed under `$CRSBENCH_WEIGHTS/<id>/`. Where a
+published checkpoint's keys differ from the library model, the entry declares the conversion
+(`KeyConversion`); loading is strict, so anything the conversion does not account for is an
+error. Any other library model needs no entry (`timm:`/`hf:`/`open_clip:` ids, `by_id`), and a
+user's own models come from TOML files or plugins (`user`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from pathlib import Path
 from torch import nn
 
 from crsbench.features.loaders import hf_vision_model, open_clip_model, timm_model
-from crsbench.features.registry import EncoderEntry, register_encoder
+from crsbench.features.registry import EncoderEntry, KeyConversion, register_encoder
 
 IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 HALF = {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
@@ -21,12 +25,16 @@ OPENAI_CLIP = {"mean": (0.48145466, 0.4578275, 0.40821073),
                "std": (0.26862954, 0.26130258, 0.27577711)}
 RESNET_STAGES = ("layer1", "layer2", "layer3", "layer4")
 TIMM_VIT = {"depth_blocks": "blocks", "final_norm": "norm"}
-HF_CLIP_LIKE = {"depth_blocks": "vision_model.encoder.layers",
-                "final_norm": "vision_model.post_layernorm"}
+# Relative to the hook root, which is the `vision_model` wrapper where a class has one.
+HF_CLIP_LIKE = {"depth_blocks": "encoder.layers", "final_norm": "post_layernorm"}
 NO_CLS = {"prefix_tokens": 0}  # SigLIP-family towers have no CLS token
 HF_DINOV2 = {"depth_blocks": "encoder.layer", "final_norm": "layernorm"}
 VIT_LORA = ("qkv", "proj", "fc1", "fc2")
 HF_LORA = ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
+DINOV2_LORA = ("q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2")
+# Dual-encoder hub checkpoints hold a text tower crsbench never runs.
+HF_TEXT_TOWER = KeyConversion(drop_prefixes=("text_model.", "logit_scale", "logit_bias"))
+OPEN_CLIP_IMAGE_TOWER = KeyConversion(keep_prefix="visual.")
 
 
 # -- general-purpose ----------------------------------------------------------------------------
@@ -47,7 +55,9 @@ def vit_b16(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 @register_encoder("clip", family="CLIP", scope="general", domain="none", loader="transformers",
                   checkpoint="openai/clip-vit-base-patch16", input_size=224, **OPENAI_CLIP,
-                  pooling="projection", token_pool="cls", **HF_CLIP_LIKE, lora_targets=HF_LORA)
+                  pooling="projection", token_pool="cls", **HF_CLIP_LIKE, lora_targets=HF_LORA,
+                  convert=KeyConversion(drop_prefixes=("text_model.", "text_projection",
+                                                       "logit_scale")))
 def clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "CLIPVisionModelWithProjection")
 
@@ -55,14 +65,15 @@ def clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder("siglip", family="SigLIP", scope="general", domain="none", loader="transformers",
                   checkpoint="google/siglip-base-patch16-224", input_size=224, **HALF,
                   pooling="projection", token_pool="mean", **HF_CLIP_LIKE, **NO_CLS,
-                  lora_targets=HF_LORA)
+                  lora_targets=HF_LORA, convert=HF_TEXT_TOWER)
 def siglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "SiglipVisionModel")
 
 
 @register_encoder("dinov2", family="DINOv2", scope="general", domain="none", loader="transformers",
                   checkpoint="facebook/dinov2-base", input_size=224, **IMAGENET, pooling="cls",
-                  **HF_DINOV2, lora_targets=("query", "key", "value", "dense", "fc1", "fc2"))
+                  **HF_DINOV2, lora_targets=DINOV2_LORA,
+                  convert=KeyConversion(drop_prefixes=("mask_token",)))
 def dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "Dinov2Model")
 
@@ -76,21 +87,29 @@ def mae(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 # -- broad medical ------------------------------------------------------------------------------
 
+# Only the image tower is built, from the repo's open_clip_config.json: the PubMedBERT text
+# config that open_clip would fetch from a second repo is never needed.
 @register_encoder("biomedclip", family="BiomedCLIP", scope="broad_medical", domain="none",
                   loader="open_clip",
                   checkpoint="hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224",
                   input_size=224, **OPENAI_CLIP, pooling="projection", token_pool="cls",
-                  depth_blocks="visual.trunk.blocks", final_norm="visual.trunk.norm",
-                  lora_targets=VIT_LORA)
+                  depth_blocks="trunk.blocks", final_norm="trunk.norm", lora_targets=VIT_LORA,
+                  convert=OPEN_CLIP_IMAGE_TOWER)
 def biomedclip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return open_clip_model(entry, weights)
 
 
+# LLaVA(-Med) feeds its language model the penultimate layer of the frozen CLIP tower
+# (`mm_vision_select_layer = -2`, patch tokens, no post-layernorm); the probe reads that same
+# representation, so the 100 % depth is layer 23 of 24, mean over patch tokens, unnormalised.
 @register_encoder("llava-med", family="LLaVA-Med", scope="broad_medical", domain="none",
                   loader="transformers", checkpoint="microsoft/llava-med-v1.5-mistral-7b",
-                  input_size=336, **OPENAI_CLIP, pooling="mean", **HF_CLIP_LIKE,
-                  lora_targets=HF_LORA,
-                  source="vision tower of LLaVA-Med v1.5 (frozen CLIP ViT-L/14-336, patch tokens)",
+                  input_size=336, **OPENAI_CLIP, pooling="mean", depth_blocks="encoder.layers",
+                  skip_last_blocks=1, lora_targets=HF_LORA,
+                  convert=KeyConversion(drop_prefixes=("text_model.", "text_projection",
+                                                       "logit_scale", "visual_projection")),
+                  source="vision tower of LLaVA-Med v1.5 (frozen CLIP ViT-L/14-336, "
+                         "penultimate layer as LLaVA selects it)",
                   model_kwargs={"hub_repo": "openai/clip-vit-large-patch14-336"})
 def llava_med(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "CLIPVisionModel")
@@ -99,7 +118,7 @@ def llava_med(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder("medsiglip", family="MedSigLIP", scope="broad_medical", domain="none",
                   loader="transformers", checkpoint="google/medsiglip-448", input_size=448, **HALF,
                   pooling="projection", token_pool="mean", **HF_CLIP_LIKE, **NO_CLS,
-                  lora_targets=HF_LORA)
+                  lora_targets=HF_LORA, convert=HF_TEXT_TOWER)
 def medsiglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "SiglipVisionModel")
 
@@ -115,53 +134,64 @@ def medgemma_4b(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 # -- specialty ----------------------------------------------------------------------------------
 
+# RETFound is an MAE pretraining checkpoint under "model": the MAE decoder is not part of the encoder.
 @register_encoder("retfound", family="RETFound", scope="specialty", domain="eye", loader="timm",
                   checkpoint="YukunZhou/RETFound_mae_natureCFP",
                   weights_file="RETFound_mae_natureCFP.pth", input_size=224, **IMAGENET,
-                  pooling="mean", **TIMM_VIT, lora_targets=VIT_LORA)
+                  pooling="mean", **TIMM_VIT, lora_targets=VIT_LORA,
+                  convert=KeyConversion(state_key="model", drop_prefixes=("mask_token", "decoder_")))
 def retfound(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    return timm_model(entry, weights, arch="vit_large_patch16_224", state_key="model",
-                      global_pool="token")
+    return timm_model(entry, weights, arch="vit_large_patch16_224", global_pool="token")
 
 
+# PanDerm is CAE/BEiT-style (PanDerm classification/models/modeling_finetune.py): the encoder's
+# keys sit under "encoder.", attention has q_bias/v_bias and no key bias, and blocks carry
+# layer scales gamma_1/gamma_2, which timm's ViT holds as qkv.bias and ls1/ls2.gamma.
 @register_encoder("panderm", family="PanDerm", scope="specialty", domain="derm", loader="timm",
                   checkpoint="gdrive:panderm_ll_data6_checkpoint-499.pth",
                   weights_file="panderm_ll_data6_checkpoint-499.pth", input_size=224, **IMAGENET,
                   pooling="mean", **TIMM_VIT, lora_targets=VIT_LORA,
+                  convert=KeyConversion(state_key="model", keep_prefix="encoder.",
+                                        drop_prefixes=("head.",), merge_qv_bias=True,
+                                        rename={".gamma_1": ".ls1.gamma", ".gamma_2": ".ls2.gamma"}),
+                  model_kwargs={"init_values": 0.1},
                   source="https://github.com/SiyuanYan1/PanDerm (Google Drive link in its README)")
 def panderm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    return timm_model(entry, weights, arch="vit_large_patch16_224", state_key="model",
-                      strip_prefixes=("encoder.",), global_pool="token")
+    return timm_model(entry, weights, arch="vit_large_patch16_224", global_pool="token")
 
 
 @register_encoder("rad-dino", family="RAD-DINO", scope="specialty", domain="rad",
                   loader="transformers", checkpoint="microsoft/rad-dino", input_size=518,
                   mean=(0.5307,) * 3, std=(0.2583,) * 3, pooling="cls", **HF_DINOV2,
-                  lora_targets=("query", "key", "value", "dense", "fc1", "fc2"))
+                  lora_targets=DINOV2_LORA, convert=KeyConversion(drop_prefixes=("mask_token",)))
 def rad_dino(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "Dinov2Model")
 
 
+# hi-ml-multimodal's ImageModel: a torchvision ResNet-50 at encoder.encoder plus a projector
+# that the image features do not use; timm's resnet50 has the same keys and forward.
 @register_encoder("biovil", family="BioViL", scope="specialty", domain="rad", loader="timm",
                   checkpoint="microsoft/BiomedVLP-CXR-BERT-specialized",
                   weights_file="biovil_image_resnet50_proj_size_128.pt", input_size=480,
                   mean=(0.0,) * 3, std=(1.0,) * 3, pooling="avgpool", depth_blocks=RESNET_STAGES,
                   chest_only=True, lora_targets=("conv1", "conv2", "conv3"),
+                  convert=KeyConversion(keep_prefix="encoder.encoder.", drop_prefixes=("fc.",)),
                   source="hi-ml-multimodal BioViL image encoder (resize 512, centre crop 480, "
                          "no normalisation)")
 def biovil(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    return timm_model(entry, weights, arch="resnet50", strip_prefixes=("encoder.encoder.",))
+    return timm_model(entry, weights, arch="resnet50")
 
 
 @register_encoder("chexzero", family="CheXzero", scope="specialty", domain="rad",
                   loader="open_clip", checkpoint="gdrive:best_64_5e-05_original_22000_0.864.pt",
                   weights_file="best_64_5e-05_original_22000_0.864.pt", input_size=224,
                   mean=(101.48761 / 255,) * 3, std=(83.43944 / 255,) * 3, pooling="projection",
-                  token_pool="cls", depth_blocks="visual.transformer.resblocks",
-                  final_norm="visual.ln_post", chest_only=True, lora_targets=("c_fc", "c_proj"),
+                  token_pool="cls", depth_blocks="transformer.resblocks", final_norm="ln_post",
+                  chest_only=True, lora_targets=("c_fc", "c_proj"), convert=OPEN_CLIP_IMAGE_TOWER,
+                  model_kwargs={"arch": "ViT-B-32-quickgelu"},
                   source="https://github.com/rajpurkarlab/CheXzero (CLIP ViT-B/32 on MIMIC-CXR)")
 def chexzero(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    return open_clip_model(entry, weights, arch="ViT-B-32-quickgelu")
+    return open_clip_model(entry, weights)
 
 
 # -- tiny random-initialised architectures (tests and the demo; pretrained = false) -------------

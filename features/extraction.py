@@ -33,6 +33,7 @@ from crsbench.features.store import (CLEAN, CONDITIONS, DEPTHS, FROZEN, FeatureS
                                      claim_dataset, depth_key)
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
+from crsbench.core.provenance import collect, to_json
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
 DTYPES = {"float16": np.float16, "float32": np.float32}
@@ -255,7 +256,8 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
             weights: str | None = None, force: bool = False, progress: ProgressFn | None = None,
             chunk_rows: int = 256, dtype: str = "float16", compute_dtype: str = "float32",
             conditions: Sequence[str] = CONDITIONS, workers: int = 4,
-            perturb_backend: str = "auto", threads: int | None = None) -> dict[str, Any]:
+            perturb_backend: str = "auto", threads: int | None = None,
+            allow_download: bool | None = None) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
     `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
@@ -283,6 +285,10 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     backend = perturb_backend if perturb_backend != "auto" else (
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
+    if not force and store.is_complete(ref):
+        return {**store.attrs(ref), "skipped": True}
+    # Built before the store is touched: a bad checkpoint or absent weights writes nothing.
+    model = model if model is not None else entry.build(weights, allow_download=allow_download)
     root = store.root(writable=True)
     claim_dataset(root, dataset, store.url)
 
@@ -291,7 +297,6 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     if ref.path in root and root[ref.path].attrs.get("complete"):
         return {**dict(root[ref.path].attrs), "skipped": True}
 
-    model = model if model is not None else entry.build(weights)
     weights_hash = state_dict_hash(model)
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
     tap = DepthTap(model, entry)
@@ -316,6 +321,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
         torch.set_num_threads(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)))
+    extraction_threads = torch.get_num_threads()
     try:
         ex.run(arrays, pending, done, total)
     finally:
@@ -323,6 +329,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         ex.close()
         tap.close()
     _finish(group, arrays, ref, ex.test_mask, settings, store.url)
+    group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
     attrs = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started
     attrs["skipped"] = False

@@ -28,11 +28,14 @@ from crsbench.features.store import DEPTHS
 from crsbench.ingest.types import CrsbenchError
 
 
-def depth_modules(root: nn.Module, blocks: str | tuple[str, ...]) -> dict[float, tuple[str, nn.Module]]:
-    """{depth: (module path, module)} for the four depths."""
+def depth_modules(root: nn.Module, blocks: str | tuple[str, ...],
+                  skip_last: int = 0) -> dict[float, tuple[str, nn.Module]]:
+    """{depth: (module path, module)} for the four depths (a container's last `skip_last` blocks
+    left out of the grid)."""
     if isinstance(blocks, str):
         container = submodule(root, blocks)
         children = list(container.children())
+        children = children[:len(children) - skip_last] if skip_last else children
         paths = [f"{blocks}.{i}" for i in range(len(children))]
     else:
         paths = list(blocks)
@@ -53,7 +56,7 @@ class DepthTap:
         self.model = model
         self.entry = entry
         root = getattr(model, "hook_root", model)
-        self.modules = depth_modules(root, entry.depth_blocks)
+        self.modules = depth_modules(root, entry.depth_blocks, entry.skip_last_blocks)
         self.norm = submodule(root, entry.final_norm) if entry.final_norm else None
         self.prefix_tokens = (entry.prefix_tokens if entry.prefix_tokens is not None
                               else int(getattr(root, "num_prefix_tokens", 1)))

@@ -1,13 +1,19 @@
-"""The encoder registry (METHODS.md §2): one entry per encoder family, data plus one constructor.
+"""The encoder registry (METHODS.md §2): one entry per encoder, data plus one constructor.
 
-Adding an encoder is adding an entry (see `crsbench.features.encoders`); nothing else in
-the code names a particular encoder. This module imports no torch so that listing the
-registry (`crsbench encoders`) stays instant.
+Entries come from four places, each recorded as the entry's `origin`:
+* `built-in`: the paper's families and the tiny random-init architectures (`features.encoders`);
+* `id`: any library model named on the command line, `timm:<name>`, `hf:<repo or folder>`,
+  `open_clip:<arch>` (`features.by_id`), resolved from the library's own configuration;
+* `toml:<file>`: `[encoder.<id>]` tables of a user's TOML file (`features.user`);
+* `plugin:<dist>`: the `crsbench.encoders` entry-point group of pip-installed packages.
+Nothing else in the code names a particular encoder. This module imports no torch so that
+listing the registry (`crsbench encoders`) stays instant.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -19,10 +25,37 @@ if TYPE_CHECKING:
 
 SCOPES: tuple[str, ...] = ("general", "broad_medical", "specialty")
 DOMAINS: tuple[str, ...] = ("derm", "eye", "rad", "none")
-LOADERS: tuple[str, ...] = ("timm", "transformers", "open_clip")
+LOADERS: tuple[str, ...] = ("timm", "transformers", "open_clip", "python")
 POOLINGS: tuple[str, ...] = ("cls", "mean", "projection", "avgpool")
 
 Constructor = Callable[["EncoderEntry", "Path | None"], "nn.Module"]
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyConversion:
+    """How a published checkpoint's keys map onto the library model: declared data, never code.
+
+    Applied in this order: take `state_key` if the file nests its state dict under it; keep
+    only the keys under `keep_prefix` (stripped) when the file has any; strip
+    `strip_prefixes`; drop keys under `drop_prefixes` (parts of the published model crsbench
+    does not run: decoders, text towers, classifier heads); replace substrings by `rename`;
+    with `merge_qv_bias`, fold BEiT/CAE-style `attn.q_bias` + `attn.v_bias` into the
+    `attn.qkv.bias` the library model has (the key bias is zero in those models). What is left
+    must match the model exactly: `allow_missing` names model keys no checkpoint carries.
+    """
+
+    state_key: str | None = None
+    keep_prefix: str | None = None
+    strip_prefixes: tuple[str, ...] = ()
+    drop_prefixes: tuple[str, ...] = ()
+    rename: Mapping[str, str] = dataclasses.field(default_factory=dict, hash=False)
+    merge_qv_bias: bool = False
+    allow_missing: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dataclasses.asdict(self)
+        out["rename"] = dict(self.rename)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -32,12 +65,15 @@ class EncoderEntry:
     `depth_blocks` names where the depth hooks go, relative to the model's `hook_root`:
     one dotted path to a block container (transformer blocks; the blocks at 25/50/75/100 %
     of its length are hooked) or a tuple of several module paths (CNN stages; the stage
-    nearest each depth is hooked). `final_norm` is applied to the tokens of every depth
-    before pooling, so all depths are on the scale of the model's own output. With
-    `pooling="projection"` the 100 % feature is the model's projected embedding (its
-    forward output) and the shallower depths pool tokens by `token_pool`. Mean pooling skips
-    `prefix_tokens` leading tokens (CLS, registers); None reads timm's `num_prefix_tokens`
-    and otherwise assumes one CLS token.
+    nearest each depth is hooked). `skip_last_blocks` leaves the container's last blocks out
+    of the depth grid (LLaVA reads its vision tower's penultimate layer, so that is its 100 %).
+    `final_norm` is applied to the tokens of every depth before pooling, so all depths are on
+    the scale of the model's own output. With `pooling="projection"` the 100 % feature is the
+    model's projected embedding (its forward output) and the shallower depths pool tokens by
+    `token_pool`. Mean pooling skips `prefix_tokens` leading tokens (CLS, registers); None
+    reads timm's `num_prefix_tokens` and otherwise assumes one CLS token. `weights_path` is a
+    user's own weight file or folder (TOML entries). `extra_repos` are
+    further hub repos the entry needs besides its own (checked by `--check-weights`).
     """
 
     id: str
@@ -57,9 +93,14 @@ class EncoderEntry:
     final_norm: str | None = None
     token_pool: str = "cls"
     prefix_tokens: int | None = None
+    skip_last_blocks: int = 0
     lora_targets: tuple[str, ...] = ()
     weights_file: str | None = None
+    weights_path: str | None = None
+    extra_repos: tuple[str, ...] = ()
+    convert: KeyConversion = KeyConversion()
     source: str = ""
+    origin: str = "built-in"
     model_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
     constructor: Constructor | None = dataclasses.field(default=None, compare=False, hash=False,
                                                         repr=False)
@@ -70,9 +111,11 @@ class EncoderEntry:
                   ("token_pool", self.token_pool, ("cls", "mean")))
         for name, value, allowed in checks:
             if value not in allowed:
-                raise ValueError(f"encoder {self.id!r}: {name} {value!r} not in {allowed}")
+                raise CrsbenchError(f"encoder {self.id!r}: {name} {value!r} not in {allowed}")
         if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
-            raise ValueError(f"encoder {self.id!r}: mean/std need three values, std > 0")
+            raise CrsbenchError(f"encoder {self.id!r}: mean/std need three values, std > 0")
+        if self.input_size < 1:
+            raise CrsbenchError(f"encoder {self.id!r}: input_size must be positive")
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able description (stored in the Zarr attrs and the warehouse)."""
@@ -82,14 +125,22 @@ class EncoderEntry:
         out["depth_blocks"] = (self.depth_blocks if isinstance(self.depth_blocks, str)
                                else list(self.depth_blocks))
         out["lora_targets"] = list(self.lora_targets)
-        out["model_kwargs"] = dict(self.model_kwargs)
+        out["extra_repos"] = list(self.extra_repos)
+        out["convert"] = self.convert.to_dict()
+        out["model_kwargs"] = {k: list(v) if isinstance(v, tuple) else v
+                               for k, v in self.model_kwargs.items()}
         return out
 
-    def build(self, weights: Path | str | None = None) -> "nn.Module":
-        """Construct the model in eval mode; weights resolve offline (see `loaders`)."""
+    def build(self, weights: Path | str | None = None, *,
+              allow_download: bool | None = None) -> "nn.Module":
+        """Construct the model in eval mode; weights resolve offline unless downloads are allowed
+        (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`)."""
+        from crsbench.features.weights import download_policy
+
         if self.constructor is None:
             raise CrsbenchError(f"encoder {self.id!r} has no constructor")
-        model = self.constructor(self, Path(weights) if weights is not None else None)
+        with download_policy(allow_download):
+            model = self.constructor(self, Path(weights) if weights is not None else None)
         return model.eval()
 
 
@@ -100,25 +151,51 @@ def register_encoder(id: str, **fields: Any) -> Callable[[Constructor], Construc
     """Decorator: register `fn(entry, weights) -> nn.Module` under `id` with the entry's fields."""
 
     def decorate(fn: Constructor) -> Constructor:
-        if id in _REGISTRY:
-            raise ValueError(f"encoder {id!r} is registered twice")
-        _REGISTRY[id] = EncoderEntry(id=id, constructor=fn, **fields)
+        add_entry(EncoderEntry(id=id, constructor=fn, **fields))
         return fn
 
     return decorate
 
 
+def add_entry(entry: EncoderEntry) -> EncoderEntry:
+    """Register a complete entry (TOML files and plugins come through here)."""
+    if entry.id in _REGISTRY:
+        raise CrsbenchError(f"encoder {entry.id!r} is registered twice "
+                            f"({_REGISTRY[entry.id].origin} and {entry.origin})")
+    if ":" in entry.id:
+        raise CrsbenchError(f"encoder id {entry.id!r} may not contain ':' (reserved for "
+                            f"timm:/hf:/open_clip: ids)")
+    _REGISTRY[entry.id] = entry
+    return entry
+
+
+def remove_entries(origin: str) -> None:
+    """Forget every entry of one origin (a TOML file re-read, tests)."""
+    for key in [k for k, e in _REGISTRY.items() if e.origin == origin]:
+        del _REGISTRY[key]
+
+
 def _ensure_loaded() -> None:
-    from crsbench.features import encoders  # noqa: F401  (registers the entries)
+    from crsbench.features import encoders  # noqa: F401  (registers the built-in entries)
+    from crsbench.features.user import load_user_encoders
+
+    load_user_encoders()
 
 
 def get_encoder(id: str) -> EncoderEntry:
+    """The entry registered under `id`, or one resolved from a `timm:`/`hf:`/`open_clip:` id."""
     _ensure_loaded()
-    try:
+    if id in _REGISTRY:
         return _REGISTRY[id]
-    except KeyError:
-        known = ", ".join(sorted(_REGISTRY))
-        raise CrsbenchError(f"unknown encoder {id!r}; known encoders: {known}") from None
+    from crsbench.features.by_id import ID_SOURCES, entry_from_id
+
+    if id.partition(":")[0] in ID_SOURCES and ":" in id:
+        return entry_from_id(id)
+    close = difflib.get_close_matches(id, list(_REGISTRY), n=3, cutoff=0.5)
+    hint = (f"did you mean {', '.join(close)}?" if close
+            else f"known encoders: {', '.join(sorted(_REGISTRY))}")
+    raise CrsbenchError(f"unknown encoder {id!r}; {hint} (or name a library model: "
+                        f"{', '.join(f'{s}:<name>' for s in ID_SOURCES)})")
 
 
 def list_encoders(*, pretrained: bool | None = None) -> list[EncoderEntry]:
@@ -128,5 +205,5 @@ def list_encoders(*, pretrained: bool | None = None) -> list[EncoderEntry]:
 
 
 def tiny_encoder_ids() -> list[str]:
-    """The random-initialised entries used by tests and the demo (`all-tiny` on the CLI)."""
-    return [e.id for e in list_encoders(pretrained=False)]
+    """The random-initialised built-in entries used by tests and the demo (`all-tiny`)."""
+    return [e.id for e in list_encoders(pretrained=False) if e.origin == "built-in"]

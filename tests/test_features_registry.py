@@ -76,15 +76,6 @@ def test_missing_checkpoint_says_where_to_put_it_and_never_downloads(tmp_path, m
     assert not (tmp_path / "empty-cache").exists() or not any((tmp_path / "empty-cache").rglob("*.safetensors"))
 
 
-def test_open_clip_entries_fail_clearly_without_the_package(tmp_path, monkeypatch):
-    # open_clip is not a dependency; hide it even where someone installed it, so this always runs.
-    monkeypatch.setitem(sys.modules, "open_clip", None)
-    (tmp_path / "biomedclip").mkdir()
-    monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path))
-    with pytest.raises(CrsbenchError, match="open_clip"):
-        get_encoder("biomedclip").build()
-
-
 def test_local_weights_are_loaded_and_a_mismatched_file_is_refused(tmp_path, monkeypatch):
     tiny = get_encoder("tiny-resnet18")
     source = tiny.build()
@@ -100,7 +91,7 @@ def test_local_weights_are_loaded_and_a_mismatched_file_is_refused(tmp_path, mon
     assert state_dict_hash(entry.build()) == state_dict_hash(source)
     assert state_dict_hash(entry.build()) != state_dict_hash(tiny.build())
     torch.save({"conv1.weight": source.conv1.weight}, weights)
-    with pytest.raises(CrsbenchError, match="missing keys"):
+    with pytest.raises(CrsbenchError, match=r"missing keys \(bn1.weight"):
         entry.build()
     torch.save({"conv1.weight": torch.zeros(1)}, weights)
     with pytest.raises(CrsbenchError, match="do not fit"):

@@ -244,3 +244,14 @@ def test_unknown_panel_is_a_user_error(tmp_path):
     with Warehouse.open(db, read_only=True) as wh, pytest.raises(CrsbenchError, match="panel 'nope' not found"):
         build_report(wh, tmp_path / "r.html", panel="nope")
     assert not (tmp_path / "r.html").exists()
+
+
+def test_footer_prints_the_provenance_of_every_batch(full_report):
+    import numpy
+    import torch
+
+    out, _, _ = full_report
+    footer = re.search(r'<footer id="provenance">.*?</footer>', out.read_text(encoding="utf-8"), re.S).group(0)
+    cells = re.findall(r"<td>(.*?)</td>", footer)
+    assert cells[0] == "probe batch"
+    assert numpy.__version__ in cells and torch.backends.cpu.get_cpu_capability() in cells and "cpu" in cells

@@ -25,6 +25,7 @@ def db(tmp_path_factory):
     with crsbench.Warehouse.open(path) as wh:
         wh.append_runs(frame([r for e in PROFILES for r in encoder_runs(e)]))
         freeze_panel(wh, "p", ["e1", "e2", "e3", "e4"])
+        wh.compact_parts()  # the rows now live in the file: any client, any working directory
     return path
 
 
@@ -94,3 +95,17 @@ def test_sql_cli_prints_a_view(db, capsys):
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert len(rows) == 5 and rows[0]["crs"] >= rows[-1]["crs"]
     assert isinstance(pd.DataFrame(rows), pd.DataFrame)
+
+
+def test_the_ibis_backend_api_works(db):
+    with crsbench.Warehouse.open(db, read_only=True) as wh:
+        backend = wh.ibis()
+        tables = backend.list_tables()
+        assert set(VIEWS) <= set(tables) and "runs" in tables
+        runs = backend.table("runs")
+        n = wh.sql("select count(*) n from runs").n[0]
+        assert runs.count().execute() == n
+        assert sum(len(b) for b in runs.to_pyarrow_batches(chunk_size=50)) == n
+        assert backend.sql("select count(*) as n from crs_encoder").execute().n[0] == len(
+            wh.sql("select * from crs_encoder"))
+        assert backend.get_schema("crs_encoder").names == tuple(wh.sql("select * from crs_encoder").columns)

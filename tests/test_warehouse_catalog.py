@@ -36,7 +36,11 @@ def test_record_sync_and_list(aptos, tmp_path):
         rows = catalog.feature_sets(wh)
         assert len(rows) == 1
         row = rows.iloc[0]
-        assert (row.dataset_id, row.encoder_id, row.regime, row.store_url) == ("aptos", ENTRY.id, "frozen", url)
+        # the store lies in the warehouse's directory: recorded relative to it, so both can move together
+        assert (row.dataset_id, row.encoder_id, row.regime, row.store_url) == ("aptos", ENTRY.id, "frozen", "f.zarr")
+        assert catalog.resolve_url(wh, row.store_url) == url
+        prov = wh.sql("select * from provenance where kind = 'feature set'").iloc[0]
+        assert prov.id == f"aptos/{ENTRY.id}/frozen" and prov.device == "cpu" and prov.threads >= 1
         assert bool(row.complete) and not bool(row.pretrained)
         assert row.dim == 320 and row.n_images == aptos.n_images and row.image_digest == aptos.image_digest()
         assert list(row.conditions) == ["clean", "jpeg-s1"] and list(row.depths) == ["d025", "d050", "d075", "d100"]

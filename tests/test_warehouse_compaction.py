@@ -1,8 +1,9 @@
-"""Warehouse.compact_parts(): many sweep parts merged into one, nothing lost or duplicated."""
+"""Warehouse.compact_parts(): the sweep's parts folded into the file, nothing lost or duplicated."""
 
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -50,40 +51,103 @@ def _state(db):
                 wh.sql("select * from crs_encoder order by encoder_id"))
 
 
-def test_compaction_keeps_every_row_and_every_score(db):
+def test_compaction_folds_every_part_into_the_file_and_keeps_every_score(db, tmp_path):
     runs, preds, crs = _state(db)
     assert len(_parts(db, "runs")) == 15 and len(_parts(db, "predictions")) == 15
     with Warehouse.open(db) as wh:
         assert wh.compact_parts() == 15
-    assert len(_parts(db, "runs")) == 1 and _parts(db, "runs") == _parts(db, "predictions")
+        assert wh.sql("select count(*) n from batches").n[0] == 15  # each batch's provenance kept
+    assert _parts(db, "runs") == [] and _parts(db, "predictions") == [] and _parts(db, "batches") == []
     runs2, preds2, crs2 = _state(db)
     pd.testing.assert_frame_equal(runs2, runs)
     pd.testing.assert_frame_equal(preds2, preds)
     pd.testing.assert_frame_equal(crs2, crs, check_exact=True)
-    with Warehouse.open(db) as wh:  # a later open keeps the merged predictions (no orphan)
+    # the file alone, without its parts folder, elsewhere, answers the same
+    alone = tmp_path / "alone" / "copy.duckdb"
+    alone.parent.mkdir()
+    shutil.copyfile(db, alone)
+    for frame_a, frame_b in zip(_state(alone), (runs, preds, crs)):
+        pd.testing.assert_frame_equal(frame_a, frame_b, check_exact=True)
+    with Warehouse.open(db) as wh:
+        assert wh.compact_parts() == 0
+
+
+def test_appending_after_compaction_adds_parts_folded_in_at_the_next(db):
+    with Warehouse.open(db) as wh:
+        wh.compact_parts()
+        extra = frame(encoder_runs("e4"))
+        wh.append_runs(extra, _predictions(extra))
+    runs, preds, _ = _state(db)
+    assert len(_parts(db, "runs")) == 1 and len(runs) == 4 * len(extra)
+    assert set(extra.run_id) <= set(runs.run_id)
+    with Warehouse.open(db) as wh:
         assert wh.compact_parts() == 1
-    assert len(_state(db)[1]) == len(preds)
-
-
-def test_an_interrupted_compaction_is_finished_or_rolled_back(db):
-    runs, _, _ = _state(db)
-    parts = db.parent / (db.name + ".parts")
-    sources = _parts(db, "runs")
-    # crashed after the merged runs part landed: the next open deletes the sources
-    merged = "part-99999999999999999999-compact-deadbeef.parquet"
-    (parts / "runs" / merged).write_bytes((parts / "runs" / sources[0]).read_bytes())
-    (parts / f"compact-{merged}.json").write_text(json.dumps(sources[:1]))
-    # crashed before: only a merged predictions part exists, and it is removed
-    lost = "part-99999999999999999998-compact-feedface.parquet"
-    (parts / "predictions" / lost).write_bytes((parts / "predictions" / sources[1]).read_bytes())
-    (parts / f"compact-{lost}.json").write_text(json.dumps(sources[1:2]))
-    with Warehouse.open(db):
-        pass
-    assert not list(parts.glob("compact-*.json"))
-    assert sources[0] not in _parts(db, "runs") and merged in _parts(db, "runs")
-    assert lost not in _parts(db, "predictions") and sources[1] in _parts(db, "runs")
-    runs2, _, _ = _state(db)
+    runs2, preds2, _ = _state(db)
     pd.testing.assert_frame_equal(runs2, runs)
+    pd.testing.assert_frame_equal(preds2, preds)
+
+
+def test_a_compaction_that_died_after_its_commit_counts_nothing_twice(db):
+    runs, preds, crs = _state(db)
+    saved = {p: p.read_bytes() for p in (db.parent / (db.name + ".parts")).rglob("part-*.parquet")
+             if "empty" not in p.name}
+    with Warehouse.open(db) as wh:
+        wh.compact_parts()
+    for path, payload in saved.items():  # as if the process died before deleting its sources
+        path.write_bytes(payload)
+    state = _state(db)
+    pd.testing.assert_frame_equal(state[0], runs)
+    pd.testing.assert_frame_equal(state[1], preds)
+    with Warehouse.open(db):  # the next read-write open deletes the folded parts
+        pass
+    assert _parts(db, "runs") == []
+    pd.testing.assert_frame_equal(_state(db)[2], crs, check_exact=True)
+
+
+def test_a_compaction_that_fails_before_its_commit_changes_nothing(db, monkeypatch):
+    runs, preds, _ = _state(db)
+    before = _parts(db, "runs")
+    with Warehouse.open(db) as wh:
+        real = wh.con
+
+        class Failing:
+            def __getattr__(self, name):
+                return getattr(real, name)
+
+            def executemany(self, *args, **kwargs):
+                raise OSError("disk full")
+
+        wh.con = Failing()
+        with pytest.raises(OSError, match="disk full"):
+            wh.compact_parts()
+        wh.con = real
+        assert wh.sql("select count(*) n from runs_compacted").n[0] == 0
+    assert _parts(db, "runs") == before
+    pd.testing.assert_frame_equal(_state(db)[0], runs)
+    pd.testing.assert_frame_equal(_state(db)[1], preds)
+
+
+def test_duplicate_run_records_reach_no_view_twice(tmp_path):
+    # Two batches hold the same run ids with different numbers: the earliest part wins, with its
+    # own predictions, before and after compaction (chosen independently here with pandas).
+    db = tmp_path / "dup.duckdb"
+    runs = frame(encoder_runs("e1"))
+    again = runs.head(20).copy()
+    again["auroc"] = 0.123
+    with Warehouse.open(db) as wh:
+        first = wh.append_runs(runs, _predictions(runs))
+        second = wh.append_runs(again, _predictions(again).assign(probs=[[0.9, 0.1]] * 6))
+        wh.append_runs(again, None)
+    assert first < second
+    for compact in (False, True):
+        if compact:
+            with Warehouse.open(db) as wh:
+                wh.compact_parts()
+        got, preds, _ = _state(db)
+        assert len(got) == got.run_id.nunique() == len(runs)
+        want = runs.set_index("run_id").auroc
+        assert np.allclose(got.set_index("run_id").auroc.loc[want.index], want)
+        assert len(preds) == 6 and all(list(p) == [0.25, 0.75] for p in preds.probs)
 
 
 def test_compaction_needs_a_read_write_open(db):

@@ -7,6 +7,7 @@ store (e.g. after extracting elsewhere), `register_encoder` upserts a registry e
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -19,19 +20,21 @@ from crsbench.warehouse.connection import Warehouse
 _FEATURE_SET_COLUMNS = (
     "dataset_id", "encoder_id", "regime", "store_url", "depths", "conditions", "dim", "dtype",
     "n_images", "image_digest", "complete", "pretrained", "checkpoint", "weights_hash",
-    "code_version",
+    "code_version", "provenance",
 )
 
 
-def register_encoder(wh: Warehouse, entry: EncoderEntry) -> None:
-    """Insert or update the encoder's row (keyed by encoder_id)."""
+def register_encoder(wh: Warehouse, entry: EncoderEntry, weights_hash: str | None = None) -> None:
+    """Insert or update the encoder's row (keyed by encoder_id), with its resolved spec as JSON."""
     with wh.transaction() as con:
         con.execute("delete from encoders where encoder_id = ?", [entry.id])
         con.execute(
             "insert into encoders (encoder_id, family, scope, domain, loader, checkpoint, pretrained, "
-            "input_size, pooling, registered_at) values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp)",
+            "input_size, pooling, registered_at, origin, spec, weights_hash) "
+            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?, ?, ?)",
             [entry.id, entry.family, entry.scope, entry.domain, entry.loader, entry.checkpoint,
-             entry.pretrained, entry.input_size, entry.pooling],
+             entry.pretrained, entry.input_size, entry.pooling, entry.origin,
+             json.dumps(entry.to_dict()), weights_hash],
         )
 
 
@@ -47,13 +50,23 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]
         list(attrs.get("conditions", CONDITIONS)), int(attrs["dim"]), attrs.get("dtype", "float16"),
         int(attrs["n_images"]), attrs["image_digest"], bool(attrs.get("complete", False)),
         bool(attrs.get("pretrained", True)), attrs.get("checkpoint"), attrs.get("weights_hash"),
-        attrs.get("code_version"),
+        attrs.get("code_version"), attrs.get("provenance"),
     ]
+
+
+def portable_url(wh: Warehouse, store_url: str) -> str:
+    """`store_url` as the catalog records it (relative when inside the warehouse's directory)."""
+    return wh.portable_path(store_url)
+
+
+def resolve_url(wh: Warehouse, store_url: str) -> str:
+    """The location of a catalogued store for this copy of the warehouse."""
+    return wh.resolve_path(store_url)
 
 
 def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> None:
     """Insert or update the catalog row of one feature set (keyed by dataset, encoder, regime, store)."""
-    row = _row(store_url, ref, attrs)
+    row = _row(portable_url(wh, store_url), ref, attrs)
     with wh.transaction() as con:
         _upsert(con, row)
 
@@ -78,15 +91,16 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
     encoders seen in the store are upserted into `encoders` too.
     """
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
-    rows = [_row(store.url, ref, store.attrs(ref)) for ref in store.feature_sets()]
+    url = portable_url(wh, store.url)
+    rows = [_row(url, ref, store.attrs(ref)) for ref in store.feature_sets()]
     seen = {(r[0], r[1], r[2]) for r in rows}
     with wh.transaction() as con:
         stale = con.execute("select dataset_id, encoder_id, regime from feature_sets "
-                            "where store_url = ?", [store.url]).fetchall()
+                            "where store_url = ?", [url]).fetchall()
         for key in stale:
             if tuple(key) not in seen:
                 con.execute("delete from feature_sets where dataset_id = ? and encoder_id = ? and "
-                            "regime = ? and store_url = ?", [*key, store.url])
+                            "regime = ? and store_url = ?", [*key, url])
         for row in rows:
             _upsert(con, row)
     for encoder_id in sorted({r[1] for r in rows}):

@@ -31,7 +31,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import fsspec
@@ -55,15 +55,19 @@ class FitClaims:
     """The claims of one sweep. `acquire` before computing, `release` after the batch lands.
 
     `parts_dir` is the warehouse's parts folder (a path or fsspec URL); its `runs/`
-    parts are where finished fits are looked up.
+    parts are where finished fits are looked up. `compacted_done` returns the fit ids the
+    warehouse file holds; it is asked when parts this sweep has seen disappear (a compaction
+    folded them into the file meanwhile).
     """
 
-    def __init__(self, parts_dir: Path | str, *, lease_s: float = DEFAULT_LEASE_S) -> None:
+    def __init__(self, parts_dir: Path | str, *, lease_s: float = DEFAULT_LEASE_S,
+                 compacted_done: Callable[[], set[str]] | None = None) -> None:
         self.fs, root = fsspec.core.url_to_fs(str(parts_dir))
         self.root = root.rstrip("/")
         self.folder = f"{self.root}/claims"
         self.fs.makedirs(self.folder, exist_ok=True)
         self.lease_s = float(lease_s)
+        self.compacted_done = compacted_done
         self.host = socket.gethostname()
         self.token = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex}"
         self.held: set[str] = set()
@@ -214,6 +218,9 @@ class FitClaims:
             names = [n for n in listed
                      if n.rsplit("/", 1)[-1].startswith("part-") and n.endswith(".parquet")]
             vanished = False
+            if self._seen_parts - set(names) and self.compacted_done is not None:
+                self._done.update(self.compacted_done())  # folded into the file meanwhile
+            self._seen_parts &= set(names)
             for name in sorted(set(names) - self._seen_parts):
                 try:
                     with self.fs.open(name, "rb") as fh:

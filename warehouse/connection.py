@@ -8,10 +8,10 @@ retry briefly while another command holds the file's write lock.
 
 from __future__ import annotations
 
-import json
 import os
+import sys
 import time
-import uuid
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
@@ -20,29 +20,28 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from crsbench.core import CrsbenchError, crs_constants_sql
-from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION
+from crsbench.warehouse import parts
+from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, glob_escape, parts_dir_for
+from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION, duckdb_type
+
+__all__ = ["DEFAULT_DB", "MissingPartsWarning", "Warehouse", "default_db_path", "parts_dir_for", "sql_files"]
 
 DEFAULT_DB = "crsbench.duckdb"
-_EMPTY_PART = "part-00000000-empty.parquet"
 # The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
 CONSTANTS_FILE = "macros/000_crs_constants.sql"
+# Files are written in the storage format of DuckDB 1.4, so every client from 1.4 on (the 1.5 shell,
+# ibis, DBeaver) opens them; DuckDB 2.x's default format is unreadable to them.
+STORAGE_COMPATIBILITY = "v1.4.0"
+
+
+class MissingPartsWarning(UserWarning):
+    """Parts a read-write open once saw are gone; the views serve what remains."""
 
 
 def default_db_path() -> Path:
     return Path(os.environ.get("CRSBENCH_DB", DEFAULT_DB))
-
-
-def parts_dir_for(db_path: Path) -> Path:
-    return db_path.with_name(db_path.name + ".parts")
-
-
-def _sql_string_literal(value: str) -> str:
-    # DDL cannot take bound parameters, and a persisted view must name its Parquet
-    # folder literally so the plain duckdb CLI can read it; quote it safely.
-    return "'" + value.replace("'", "''") + "'"
 
 
 SQL_FOLDERS = ("macros", "views")
@@ -68,23 +67,47 @@ def sql_files() -> list[tuple[str, str]]:
 
 
 class Warehouse:
-    """The DuckDB warehouse. Use `Warehouse.open(path)` as a context manager."""
+    """The DuckDB warehouse. Use `Warehouse.open(path)` as a context manager.
+
+    Nothing stored in the file names a path inside the warehouse's own directory: the persisted part
+    views read `<db>.parts` relative to the directory (a plain duckdb client started there, or with
+    `SET file_search_path` to it, reads them), and every crsbench connection shadows them with
+    temporary views over this copy's own parts, so a copied or moved warehouse, opened read-only or
+    not from any working directory, reads its own runs. After `compact_parts()` the rows live in the
+    file and the persisted views read no file at all.
+    """
 
     def __init__(self, path: Path | str | None = None, read_only: bool = False,
                  lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path) if path is not None else default_db_path()
-        self.parts_dir = parts_dir_for(self.path).resolve()
+        self.parts_dir = parts_dir_for(self.path.absolute())
         self.read_only = read_only
+        self._closed = False
+        self._reading_parts = False
         if read_only and not self.path.exists():
             raise CrsbenchError(
                 f"warehouse {self.path} does not exist; create it with "
                 f"'crsbench warehouse init --db {self.path}' or run 'crsbench demo'"
             )
         self.con = self._connect(lock_timeout_s)
-        if not read_only:
-            self._migrate()
-            self._prepare_parts()
-            self.apply_views()
+        try:
+            self._check_version()
+            if not read_only:
+                self._migrate()
+                self._prepare_parts()
+            self.attach_parts()
+            if not read_only:
+                self.apply_views()
+                self._record_parts()
+            self.missing_parts = self._missing_parts()
+        except BaseException:
+            self.close()
+            raise
+        if self.missing_parts:
+            shown = ", ".join(self.missing_parts[:5]) + (" ..." if len(self.missing_parts) > 5 else "")
+            warnings.warn(f"warehouse {self.path}: {len(self.missing_parts)} Parquet part(s) missing from "
+                          f"{self.parts_dir} ({shown}); serving the compacted rows and the parts that "
+                          f"remain", MissingPartsWarning, stacklevel=3)
 
     @classmethod
     @contextmanager
@@ -96,94 +119,174 @@ class Warehouse:
             wh.close()
 
     def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
+        config = {} if self.read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
         if not self.read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
+        target = self._connect_path()
         deadline = time.monotonic() + lock_timeout_s
         delay = 0.05
         while True:
             try:
-                return duckdb.connect(str(self.path), read_only=self.read_only)
+                return duckdb.connect(target, read_only=self.read_only, config=config)
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower() or time.monotonic() > deadline:
                     raise CrsbenchError(f"cannot open warehouse {self.path}: {exc}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
+            except duckdb.SerializationException as exc:
+                raise CrsbenchError(f"cannot open warehouse {self.path}: written by a newer DuckDB "
+                                    f"({str(exc).splitlines()[0]})") from exc
+
+    def _connect_path(self) -> str:
+        # DuckDB (2.0) takes a '?' in a database path for the start of options and writes the WAL
+        # elsewhere (`sp?ace/w.duckdb` -> `sp.wal?ace/...`), so a write would fail half-way.
+        if "?" in str(self.path.absolute()) and not self.read_only:
+            raise CrsbenchError(f"warehouse {self.path}: DuckDB cannot write a database whose path "
+                                f"contains '?'; rename the folder or the file")
+        return str(self.path)
 
     def close(self) -> None:
+        self._closed = True
         self.con.close()
 
     # -- schema ---------------------------------------------------------------------
 
     def schema_version(self) -> int:
         exists = self.con.execute(
-            "select count(*) from information_schema.tables where table_name = 'schema_info'"
+            "select count(*) from information_schema.tables where table_name = 'schema_info' "
+            "and table_schema = 'main'"
         ).fetchone()[0]
         if not exists:
             return 0
         row = self.con.execute("select max(version) from schema_info").fetchone()
         return int(row[0] or 0)
 
-    def _migrate(self) -> None:
+    def _check_version(self) -> None:
         current = self.schema_version()
         if current > SCHEMA_VERSION:
+            from crsbench import __version__
+
+            writer = self.con.execute(
+                "select max_by(crsbench_version, version) from schema_info").fetchone()[0]
             raise CrsbenchError(
-                f"warehouse {self.path} has schema version {current}, newer than this "
-                f"crsbench ({SCHEMA_VERSION}); upgrade crsbench"
+                f"warehouse {self.path} has schema v{current}, written by crsbench {writer}; this crsbench "
+                f"{__version__} reads schema v{SCHEMA_VERSION} or older: upgrade to crsbench {writer} or later"
             )
-        if current == SCHEMA_VERSION:
-            return
-        with self.transaction():
-            self.con.execute(
-                "create table if not exists schema_info(version integer, applied_at timestamp)"
+        if self.read_only and current < SCHEMA_VERSION:
+            raise CrsbenchError(
+                f"warehouse {self.path} has schema v{current}, older than this crsbench's "
+                f"v{SCHEMA_VERSION}; open it read-write once to migrate it: "
+                f"crsbench warehouse init --db {self.path}"
             )
-            for version in range(current, SCHEMA_VERSION):
-                for statement in MIGRATIONS[version]:
-                    self.con.execute(statement)
+
+    def _migrate(self) -> None:
+        from crsbench import __version__
+
+        current = self.schema_version()
+        if current < SCHEMA_VERSION:
+            with self.transaction():
                 self.con.execute(
-                    "insert into schema_info values (?, current_timestamp)", [version + 1]
+                    "create table if not exists schema_info(version integer, applied_at timestamp, "
+                    "crsbench_version varchar)"
                 )
+                for version in range(current, SCHEMA_VERSION):
+                    for statement in MIGRATIONS[version]:
+                        self.con.execute(statement)
+                    self.con.execute(
+                        "insert into schema_info (version, applied_at, crsbench_version) "
+                        "values (?, current_timestamp, ?)", [version + 1, __version__]
+                    )
+        self._sync_compacted_columns()
+
+    def _sync_compacted_columns(self) -> None:
+        # The compacted tables follow the part schemas: a column a later crsbench adds to the
+        # parts is added here too (older rows read it as null, like older parts do).
+        for kind, schema in PART_SCHEMAS.items():
+            have = {r[0] for r in self.con.execute(
+                "select column_name from information_schema.columns where table_name = ? "
+                "and table_schema = 'main'", [f"{kind}_compacted"]).fetchall()}
+            for field in schema:
+                if field.name not in have:
+                    self.con.execute(f"alter table {kind}_compacted add column {field.name} "
+                                     f"{duckdb_type(field)}")
+
+    # -- parts ----------------------------------------------------------------------
 
     def _prepare_parts(self) -> None:
         for kind, schema in PART_SCHEMAS.items():
             folder = self.parts_dir / kind
             folder.mkdir(parents=True, exist_ok=True)
-            empty = folder / _EMPTY_PART
+            empty = folder / EMPTY_PART
             if not empty.exists():
-                _atomic_write_parquet(schema.empty_table(), empty)
-        self._finish_compactions()
+                parts.atomic_write_parquet(schema.empty_table(), empty)
+        self._drop_compacted_parts()
         self._drop_orphan_predictions()
+
+    def attach_parts(self, sources: dict[str, list[Path]] | None = None) -> None:
+        """Point this connection's temporary `<kind>_parts` views at this copy's parts.
+
+        They shadow the persisted views for this connection only, so nothing is written to the
+        file (read-only opens need it) and a copy never reads another copy's parts. With
+        `sources`, exactly those files (compaction folds a fixed set).
+        """
+        for kind, schema in PART_SCHEMAS.items():
+            folder = self.parts_dir / kind
+            if sources is not None:
+                files = sources.get(kind, [])
+                relation = (f"select {', '.join(schema.names)}, part from ({parts.read_part_list_sql(files)})"
+                            if files else parts.file_free_sql(schema))
+            else:
+                present = folder.is_dir() and any(folder.glob(PART_PATTERN))
+                pattern = glob_escape(str(folder)) + "/" + PART_PATTERN if present else None
+                relation = parts.part_relation_sql(schema, pattern)
+            self.con.execute(f"create or replace temp view {kind}_parts as {relation}")
+
+    def lock_down(self) -> None:
+        """Refuse, from now on, every file access but reading this warehouse's own parts.
+
+        For analysts' ad-hoc SQL: `COPY ... TO`, `read_csv('/etc/passwd')`, `ATTACH`, `INSTALL` fail,
+        and the configuration is locked so the query cannot turn access back on.
+        """
+        allowed = [str(self.parts_dir) + os.sep]
+        self.con.execute(f"set allowed_directories = [{', '.join(parts.sql_literal(a) for a in allowed)}]")
+        self.con.execute("set enable_external_access = false")
+        self.con.execute("set lock_configuration = true")
+
+    def _persisted_part_views(self, expect_appends: bool = False) -> None:
+        # Relative to the warehouse's directory, so a copy anywhere reads its own parts; a kind
+        # without pending parts reads no file, so the compacted file alone answers every view.
+        self._reading_parts = expect_appends or any(parts.data_parts(self.parts_dir / k) for k in PART_SCHEMAS)
+        for kind, schema in PART_SCHEMAS.items():
+            pending = expect_appends or bool(parts.data_parts(self.parts_dir / kind))
+            pattern = glob_escape(f"{self.parts_dir.name}/{kind}/") + PART_PATTERN if pending else None
+            self.con.execute(f"create or replace view main.{kind}_parts as "
+                             f"{parts.part_relation_sql(schema, pattern)}")
+
+    def expect_appends(self) -> None:
+        """Make the persisted part views read the parts folder: batches are about to be appended."""
+        if not self.read_only:
+            with self._search_path(), self.transaction():
+                self._persisted_part_views(expect_appends=True)
+
+    @contextmanager
+    def _search_path(self) -> Iterator[None]:
+        # Persisted views name their parts relative to the warehouse's directory; DuckDB resolves
+        # relative paths against file_search_path (else the working directory) when binding them.
+        # Set only while creating them: a user's own relative paths keep meaning the working directory.
+        folder = str(self.path.absolute().parent)
+        if "," not in folder:  # the setting is a comma-separated list
+            self.con.execute(f"set file_search_path = {parts.sql_literal(folder)}")
+        try:
+            yield
+        finally:
+            self.con.execute("reset file_search_path")
 
     def apply_views(self) -> None:
         """(Re)create the part-backed views and every macro and view in `sql/`, in file order."""
-        with self.transaction():
-            for kind in PART_SCHEMAS:
-                # part-* only: in-flight writes are ".tmp-*.parquet" files that vanish on rename
-                glob = str(self.parts_dir / kind / "part-*.parquet")
-                self.con.execute(
-                    f"create or replace view {kind}_parts as select * from "
-                    f"read_parquet({_sql_string_literal(glob)}, union_by_name = true, "
-                    f"filename = true)"
-                )
-            # Fits retired by `ingest --replace` (warehouse/retire.py) stay in their parts but
-            # leave the views; the archive views show exactly them.
-            self.con.execute(
-                "create or replace view runs as select * exclude (filename) from runs_parts "
-                "where fit_id not in (select fit_id from retired_fits)"
-            )
-            self.con.execute(
-                "create or replace view retired_runs as select * exclude (filename) from runs_parts "
-                "where fit_id in (select fit_id from retired_fits)"
-            )
-            self.con.execute(
-                "create or replace view retired_predictions as select p.* exclude (filename) "
-                "from predictions_parts p where p.fit_id in (select fit_id from retired_fits)"
-            )
-            # A batch writes its predictions part before its runs part; until the runs
-            # part lands (or if the writer died in between) those predictions are hidden.
-            self.con.execute(
-                "create or replace view predictions as select p.* exclude (filename) "
-                "from predictions_parts p where p.run_id in (select run_id from runs)"
-            )
+        with self._search_path(), self.transaction():
+            self._persisted_part_views()
+            for statement in parts.pending_views_sql(PART_SCHEMAS):
+                self.con.execute(statement)
             for name in _RETIRED_MACROS:
                 self.con.execute(f"drop macro table if exists {name}")
                 self.con.execute(f"drop macro if exists {name}")
@@ -192,6 +295,39 @@ class Warehouse:
                     self.con.execute(text)
                 except duckdb.Error as exc:
                     raise RuntimeError(f"sql/{name} failed: {exc}") from exc
+
+    def _record_parts(self) -> None:
+        known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
+        new = [(kind, p.name) for kind in PART_SCHEMAS for p in parts.data_parts(self.parts_dir / kind)
+               if (kind, p.name) not in known]
+        if new:
+            with self.transaction():
+                self.con.executemany("insert into parts_ledger values (?, ?, 'pending', current_timestamp)",
+                                     [list(row) for row in new])
+
+    def _missing_parts(self) -> list[str]:
+        pending = self.con.execute(
+            "select kind, part from parts_ledger where state = 'pending' order by part, kind").fetchall()
+        return [f"{kind}/{name}" for kind, name in pending if not (self.parts_dir / kind / name).exists()]
+
+    def _drop_compacted_parts(self) -> None:
+        # A compaction that crashed after its commit leaves parts already folded into the file; the
+        # views ignore them (the ledger names them), and here they go.
+        for kind, name in self.con.execute(
+                "select kind, part from parts_ledger where state = 'compacted'").fetchall():
+            (self.parts_dir / kind / name).unlink(missing_ok=True)
+
+    def _drop_orphan_predictions(self) -> None:
+        runs = {p.name for p in (self.parts_dir / "runs").glob(PART_PATTERN)}
+        for kind in ("predictions", "batches"):
+            for part in parts.data_parts(self.parts_dir / kind):
+                # Only a writer that died between its renames leaves these behind,
+                # and parts older than a minute cannot belong to a batch in flight.
+                if part.name not in runs and time.time() - part.stat().st_mtime > 60:
+                    part.unlink(missing_ok=True)
+        for tmp in self.parts_dir.glob("*/.tmp-*"):
+            if time.time() - tmp.stat().st_mtime > 60:
+                tmp.unlink(missing_ok=True)
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -211,13 +347,40 @@ class Warehouse:
         return self.con.execute(query, params or []).df()
 
     def ibis(self):
-        """An ibis connection over the same DuckDB file (tables and views as ibis tables)."""
+        """An ibis DuckDB backend over the same connection (tables and views as ibis tables).
+
+        The whole backend API works (`list_tables()`, `table()`, `sql()`, `to_pyarrow_batches()`, ...):
+        ibis 12 still calls DuckDB result methods that duckdb 2 renamed, which `_IbisConnection` maps.
+        """
         import ibis
 
-        return ibis.duckdb.from_connection(self.con)
+        return ibis.duckdb.from_connection(_IbisConnection(self.con))
 
     def table(self, name: str):
         return self.ibis().table(name)
+
+    # -- paths stored in the file -------------------------------------------------------
+
+    def portable_path(self, location: str | Path) -> str:
+        """`location` as the file stores it: relative to the warehouse's directory when inside it.
+
+        So the directory can be copied or moved with its feature store or images; anything
+        elsewhere is stored absolute (or as its URL), never relative to a working directory.
+        """
+        text = str(location)
+        if "://" in text and not text.startswith("file://"):
+            return text
+        path = Path(text.removeprefix("file://")).absolute()
+        try:
+            return path.relative_to(self.path.absolute().parent).as_posix()
+        except ValueError:
+            return str(path)
+
+    def resolve_path(self, stored: str) -> str:
+        """A stored location for this copy of the warehouse (the inverse of `portable_path`)."""
+        if "://" in stored or Path(stored).is_absolute():
+            return stored
+        return str(self.path.absolute().parent / stored)
 
     # -- run records ----------------------------------------------------------------
 
@@ -225,14 +388,20 @@ class Warehouse:
                     predictions: pd.DataFrame | pa.Table | None = None) -> str:
         """Add one atomic batch of run records (and their predictions); returns the batch id.
 
-        Needs no DuckDB write lock: parts are written to a temporary name and renamed.
+        Needs no DuckDB write lock: parts are written to a temporary name and renamed, the runs
+        part last, so the batch appears whole or not at all.
         """
-        batch = f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+        from crsbench.warehouse.provenance import batch_record
+
+        if not (self.read_only or self._closed or self._reading_parts):
+            self.expect_appends()
+        batch = parts.new_part_name()
         if predictions is not None:
-            table = _conform(predictions, PART_SCHEMAS["predictions"], "predictions")
-            _atomic_write_parquet(table, self.parts_dir / "predictions" / batch)
-        table = _conform(runs, PART_SCHEMAS["runs"], "runs")
-        _atomic_write_parquet(table, self.parts_dir / "runs" / batch)
+            table = parts.conform(predictions, PART_SCHEMAS["predictions"], "predictions")
+            parts.atomic_write_parquet(table, self.parts_dir / "predictions" / batch)
+        parts.atomic_write_parquet(batch_record(batch), self.parts_dir / "batches" / batch)
+        table = parts.conform(runs, PART_SCHEMAS["runs"], "runs")
+        parts.atomic_write_parquet(table, self.parts_dir / "runs" / batch)
         return batch
 
     def done_fit_ids(self) -> set[str]:
@@ -240,96 +409,44 @@ class Warehouse:
         return {r[0] for r in rows}
 
     def compact_parts(self) -> int:
-        """Merge every run part (and its predictions part) into one pair; returns parts merged.
+        """Fold every run part (with its predictions and provenance) into the file; returns parts folded.
 
-        A sweep writes one part per batch, and scanning hundreds of small Parquet files costs more
-        than the views' own work. Needs the read-write open: DuckDB's file lock keeps every reader
-        out meanwhile, so no query sees the merged part next to its sources. Parts that land during
-        the merge are left alone. A manifest makes a crash recoverable: the next read-write open
-        finishes (merged runs part present) or rolls back (absent) the compaction.
+        See `crsbench.warehouse.compaction.compact`.
         """
-        if self.read_only:
-            raise CrsbenchError(f"compacting {self.path} needs a read-write open")
-        runs_dir, pred_dir = self.parts_dir / "runs", self.parts_dir / "predictions"
-        sources = sorted(p for p in runs_dir.glob("part-*.parquet") if p.name != _EMPTY_PART)
-        if len(sources) < 2:
-            return len(sources)
-        pred_sources = [pred_dir / p.name for p in sources if (pred_dir / p.name).exists()]
-        name = f"part-{time.time_ns():020d}-compact-{uuid.uuid4().hex[:8]}.parquet"
-        if pred_sources:
-            _merge_parquet(pred_sources, PART_SCHEMAS["predictions"], pred_dir / name)
-        manifest = self.parts_dir / f"compact-{name}.json"
-        _atomic_write_text(manifest, json.dumps([p.name for p in sources]))
-        _merge_parquet(sources, PART_SCHEMAS["runs"], runs_dir / name)
-        for part in [*sources, *pred_sources]:
-            part.unlink(missing_ok=True)
-        manifest.unlink()
-        return len(sources)
+        from crsbench.warehouse.compaction import compact
 
-    def _finish_compactions(self) -> None:
-        for manifest in self.parts_dir.glob("compact-part-*.json"):
-            name = manifest.name.removeprefix("compact-").removesuffix(".json")
-            if (self.parts_dir / "runs" / name).exists():
-                for source in json.loads(manifest.read_text()):
-                    for kind in PART_SCHEMAS:
-                        (self.parts_dir / kind / source).unlink(missing_ok=True)
-            else:
-                (self.parts_dir / "predictions" / name).unlink(missing_ok=True)
-            manifest.unlink()
-
-    def _drop_orphan_predictions(self) -> None:
-        runs = {p.name for p in (self.parts_dir / "runs").glob("part-*.parquet")}
-        for part in (self.parts_dir / "predictions").glob("part-*.parquet"):
-            if part.name != _EMPTY_PART and part.name not in runs:
-                # Only a writer that died between its two renames leaves these behind,
-                # and parts older than a minute cannot belong to a batch in flight.
-                if time.time() - part.stat().st_mtime > 60:
-                    part.unlink(missing_ok=True)
-        for tmp in self.parts_dir.glob("*/.tmp-*"):
-            if time.time() - tmp.stat().st_mtime > 60:
-                tmp.unlink(missing_ok=True)
+        return compact(self)
 
 
-def _conform(data: pd.DataFrame | pa.Table, schema: pa.Schema, kind: str) -> pa.Table:
-    table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
-    missing = [f.name for f in schema if f.name not in table.column_names]
-    if missing:
-        raise ValueError(f"{kind} batch is missing columns: {', '.join(missing)}")
-    return table.select(schema.names).cast(schema)
+class _IbisConnection:
+    """A DuckDB connection as ibis 12 expects it: `fetch_arrow_table` / `fetch_record_batch` on
+    results, which duckdb 2 spells `to_arrow_table` / `to_arrow_reader`."""
 
+    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
+        self._con = con
 
-def _merge_parquet(sources: list[Path], schema: pa.Schema, target: Path,
-                   row_group_rows: int = 1 << 18) -> None:
-    # Sources are buffered into large row groups (scans pay per row group) and written as they
-    # fill, so memory stays bounded; older parts missing a newer column get nulls.
-    tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
-    buffered: list[pa.Table] = []
-    with pq.ParquetWriter(tmp, schema) as writer:
-        for source in sources:
-            table = pq.read_table(source)
-            for field in schema:
-                if field.name not in table.column_names:
-                    table = table.append_column(field.name, pa.nulls(len(table), field.type))
-            buffered.append(table.select(schema.names).cast(schema))
-            if sum(len(t) for t in buffered) >= row_group_rows:
-                writer.write_table(pa.concat_tables(buffered), row_group_size=row_group_rows)
-                buffered = []
-        if buffered:
-            writer.write_table(pa.concat_tables(buffered), row_group_size=row_group_rows)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    def __getattr__(self, name: str):
+        return getattr(self._con, name)
 
+    def __enter__(self) -> "_IbisConnection":
+        return self
 
-def _atomic_write_text(target: Path, text: str) -> None:
-    tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    def __exit__(self, *exc: object) -> None:
+        self._con.close()
 
+    def execute(self, *args, **kwargs) -> "_IbisConnection":
+        self._con.execute(*args, **kwargs)
+        return self
 
-def _atomic_write_parquet(table: pa.Table, target: Path) -> None:
-    tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
-    pq.write_table(table, tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, target)
+    def cursor(self) -> "_IbisConnection":
+        return _IbisConnection(self._con.cursor())
+
+    def fetch_arrow_table(self) -> pa.Table:
+        with warnings.catch_warnings():  # duckdb notes the copy a DB-API result costs; ibis needs it
+            warnings.simplefilter("ignore")
+            return self._con.to_arrow_table()
+
+    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return self._con.to_arrow_reader(rows_per_batch)

@@ -17,7 +17,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from crsbench.ingest.types import IMAGE_COLUMNS, CrsbenchError, Dataset, Task
+from crsbench.ingest.types import (IMAGE_COLUMNS, CrsbenchError, Dataset, InputError, ProgressFn, Task,
+                                   no_progress)
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.retire import Impact, retire_for_new_shift, retire_for_replacement
 from crsbench.warehouse.retire import replacement_impact as _impact
@@ -73,7 +74,7 @@ def load_dataset(wh: Warehouse, ds: Dataset, *, replace: bool = False,
         con.execute(
             "insert into datasets (dataset_id, adapter, root, task, label_names, n_images, image_digest, domain, "
             "created_at, options) values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?)",
-            [ds.name, ds.adapter, str(ds.root), ds.task.value, list(ds.label_names), ds.n_images,
+            [ds.name, ds.adapter, wh.portable_path(ds.root), ds.task.value, list(ds.label_names), ds.n_images,
              ds.image_digest(), ds.domain, json.dumps(ds.options, sort_keys=True)],
         )
         images = ds.images[list(IMAGE_COLUMNS)].astype(object).copy()
@@ -128,7 +129,7 @@ def read_dataset(wh: Warehouse, name: str) -> Dataset:
     fractions = fractions.astype({"seed": "int64", "fraction": "float64", "image_id": str})
     errors = wh.sql("select row_number as row, file, message from ingest_errors where dataset_id = ? "
                     "order by file, row_number, message", [name])
-    return Dataset(name=name, adapter=adapter, root=Path(root), task=task, label_names=list(label_names),
+    return Dataset(name=name, adapter=adapter, root=Path(wh.resolve_path(root)), task=task, label_names=list(label_names),
                    images=images, labels=labels, fractions=fractions, errors=errors,
                    domain=domain or "none", options=json.loads(options) if options else {})
 
@@ -205,3 +206,37 @@ def _drop_mismatched_pairs(con: duckdb.DuckDBPyConnection, name: str) -> None:
         rows = con.execute("select label_names from datasets where dataset_id in (?, ?)", [source, target]).fetchall()
         if len(rows) != 2 or list(rows[0][0]) != list(rows[1][0]):
             con.execute("delete from shift_pairs where source_id = ? and target_id = ?", [source, target])
+
+
+def relocate_dataset(wh: Warehouse, name: str, root: Path | str,
+                     progress: ProgressFn = no_progress) -> int:
+    """Point dataset `name` at `root` after its images moved; returns the images checked.
+
+    Every image must be found under `root` with the SHA-256 recorded at ingest, else nothing changes
+    and the first image that differs (or is missing) is named.
+    """
+    from crsbench.ingest.images import check_image
+
+    if wh.con.execute("select count(*) from datasets where dataset_id = ?", [name]).fetchone()[0] == 0:
+        known = ", ".join(list_datasets(wh)) or "none"
+        raise CrsbenchError(f"no dataset {name!r} in {wh.path} (datasets: {known})")
+    root = Path(root)
+    if not root.is_dir() and not root.is_file():
+        raise CrsbenchError(f"cannot relocate {name!r}: {root} does not exist")
+    images = wh.con.execute("select rel_path, sha256 from images where dataset_id = ? order by row_index",
+                            [name]).fetchall()
+    label = f"check {name} images under {root}"
+    for done, (rel_path, sha256) in enumerate(images):
+        try:
+            got = check_image(root, rel_path)
+        except InputError as exc:
+            raise CrsbenchError(f"cannot relocate {name!r} to {root}: {exc}") from None
+        if got != sha256:
+            raise CrsbenchError(f"cannot relocate {name!r} to {root}: image {rel_path} is not the one ingested "
+                                f"(sha256 {got[:12]}, ingested {sha256[:12]})")
+        if done % 256 == 0:
+            progress(label, done, len(images))
+    progress(label, len(images), len(images))
+    with wh.transaction() as con:
+        con.execute("update datasets set root = ? where dataset_id = ?", [wh.portable_path(root), name])
+    return len(images)

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from crsbench.warehouse.retire import RETIRE_DDL
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 4
 
 # Each entry migrates from version i to i + 1; applied in order on a read-write open.
 MIGRATIONS: list[list[str]] = [
@@ -55,6 +55,26 @@ MIGRATIONS: list[list[str]] = [
         """create table if not exists analyses(
             analysis varchar, table_name varchar, params varchar, code_version varchar,
             created_at timestamp)""",
+    ],
+    [
+        # Encoders from ids, TOML files and plugins: where each came from, its resolved spec
+        # (preprocessing, hooked layers, pooling, key conversion) and the weights that ran.
+        "alter table encoders add column if not exists origin varchar",
+        "alter table encoders add column if not exists spec json",
+        "alter table encoders add column if not exists weights_hash varchar",
+    ],
+    [
+        # Compaction folds parts into these in-file tables, so the file alone answers every view.
+        # Their columns follow PART_SCHEMAS (added by the read-write open); `part` names the source part.
+        "create table if not exists runs_compacted(part varchar)",
+        "create table if not exists predictions_compacted(part varchar)",
+        "create table if not exists batches_compacted(part varchar)",
+        # Every part a read-write open has seen (state 'pending') or that compaction folded in
+        # ('compacted'): a pending part that later disappears is named as missing.
+        """create table if not exists parts_ledger(
+            kind varchar, part varchar, state varchar, recorded_at timestamp)""",
+        "alter table schema_info add column if not exists crsbench_version varchar",
+        "alter table feature_sets add column if not exists provenance varchar",
     ],
     # Retiring what a replaced dataset made stale (warehouse/retire.py): nothing is deleted.
     list(RETIRE_DDL),
@@ -103,4 +123,26 @@ PREDICTIONS_SCHEMA = pa.schema(
     ]
 )
 
-PART_SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS_SCHEMA, "predictions": PREDICTIONS_SCHEMA}
+# One row per probe batch: the software and machine that computed it (see warehouse/provenance.py).
+BATCHES_SCHEMA = pa.schema(
+    [
+        ("batch", pa.string()),
+        ("created_at", pa.timestamp("us", tz="UTC")),
+        ("provenance", pa.string()),
+    ]
+)
+
+PART_SCHEMAS: dict[str, pa.Schema] = {"runs": RUNS_SCHEMA, "predictions": PREDICTIONS_SCHEMA,
+                                      "batches": BATCHES_SCHEMA}
+
+_DUCKDB_TYPES = {pa.string(): "varchar", pa.float64(): "double", pa.float32(): "float", pa.int32(): "integer",
+                 pa.int64(): "bigint", pa.bool_(): "boolean", pa.timestamp("us", tz="UTC"): "timestamptz",
+                 pa.list_(pa.float32()): "float[]", pa.list_(pa.float64()): "double[]"}
+
+
+def duckdb_type(field: pa.Field) -> str:
+    """The DuckDB column type of one part-schema field."""
+    try:
+        return _DUCKDB_TYPES[field.type]
+    except KeyError:
+        raise TypeError(f"part column {field.name} has type {field.type}, which has no DuckDB mapping") from None

@@ -58,7 +58,28 @@ def render_html(data: ReportData, sink: FigureSink,
             f"&middot; crsbench {esc(__version__)}"
             + (f" &middot; panel <code>{esc(data.panel)}</code>" if data.panel else " &middot; no frozen panel"))
     progress("report sections", len(sections.SECTIONS), len(sections.SECTIONS))
-    return page("CRS-Bench report", meta, _banner(data), rendered), states
+    return page("CRS-Bench report", meta, _banner(data), rendered, footer=_footer(data)), states
+
+
+_PROVENANCE = ("crsbench_version", "git_commit", "torch", "timm", "transformers", "duckdb", "numpy",
+               "scikit_learn", "cpu_capability", "threads", "device")
+
+
+def _footer(data: ReportData) -> str:
+    """What computed the numbers: each distinct software/machine setting with how much it computed."""
+    if not data.has("provenance"):
+        return ""
+    columns = ", ".join(_PROVENANCE)
+    rows = data.wh.sql(f"select kind, {columns}, count(*) as n from provenance "
+                       f"group by all order by kind, n desc")
+    if rows.empty:
+        return "<footer><p>No provenance recorded (no probe batch or feature set yet).</p></footer>"
+    head = "".join(f"<th>{esc(c)}</th>" for c in ["kind", *_PROVENANCE, "n"])
+    body = "".join("<tr>" + "".join(f"<td>{esc('' if v is None or v != v else v)}</td>" for v in row)
+                   + "</tr>" for row in rows.itertuples(index=False, name=None))
+    return (f'<footer id="provenance"><h2>Provenance</h2><p>The software and machine that computed the '
+            f"probe batches and feature sets in this warehouse (view <code>provenance</code>).</p>"
+            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></footer>")
 
 
 def build_report(wh: Warehouse, out: Path, panel: str | None = None,

@@ -127,7 +127,8 @@ def missing(reason: str, command: str) -> str:
             f'Run <code>{esc(command)}</code> to fill this section.</div>')
 
 
-def page(title: str, meta: str, banner: str, sections: Sequence[tuple[str, str, str, bool]]) -> str:
+def page(title: str, meta: str, banner: str, sections: Sequence[tuple[str, str, str, bool]],
+         footer: str = "") -> str:
     """The whole document; `sections` are (id, title, body html, is_missing)."""
     nav = " ".join(f'<a href="#{esc(sid)}">{esc(stitle)}</a>' for sid, stitle, _, _ in sections)
     body = "\n".join(
@@ -149,6 +150,7 @@ def page(title: str, meta: str, banner: str, sections: Sequence[tuple[str, str, 
 {banner}
 <nav>{nav}</nav>
 {body}
+{footer}
 </body>
 </html>
 """

@@ -1,0 +1,190 @@
+"""Any library model by id, with no registry entry: `timm:<name>`, `hf:<repo or folder>`, `open_clip:<arch>`.
+
+Everything comes from the library's own configuration:
+* input size, mean and std: timm's `resolve_data_config`, the folder's
+  `preprocessor_config.json` (the crop size where the processor crops), open_clip's
+  model config (OpenAI CLIP statistics unless it names others);
+* hooked blocks: timm's `feature_info` (stem entries at stride 2 left out), the longest block
+  list of a transformers model, open_clip's transformer or timm trunk blocks;
+* the 100 % feature is the model's own pooled output (`pooling="projection"`): for timm that
+  is `create_model(name, num_classes=0)(x)`.
+Images get the project's transform (whole image resized, no crop). The resolved entry is
+stored with the features and in the warehouse like a built-in one.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from crsbench.features.registry import EncoderEntry, KeyConversion
+from crsbench.ingest.types import CrsbenchError
+
+ID_SOURCES = ("timm", "hf", "open_clip")
+_FINAL_NORMS = ("post_layernorm", "layernorm", "norm", "final_layernorm", "ln_post")
+OPENAI_MEAN = (0.48145466, 0.4578275, 0.40821073)
+OPENAI_STD = (0.26862954, 0.26130258, 0.27577711)
+
+
+def entry_from_id(encoder_id: str, **fields: Any) -> EncoderEntry:
+    """The entry of a `<source>:<name>` id; `fields` (TOML tables) override what was resolved."""
+    source, _, name = encoder_id.partition(":")
+    if source not in ID_SOURCES or not name:
+        raise CrsbenchError(f"encoder id {encoder_id!r} is not <source>:<name> with source in {ID_SOURCES}")
+    base = _RESOLVERS[source](name)
+    return EncoderEntry(**{**base, "id": encoder_id, "family": encoder_id, "origin": "id", **fields})
+
+
+def _common(loader: str, checkpoint: str, constructor: Any) -> dict[str, Any]:
+    return {"scope": "general", "domain": "none", "loader": loader, "checkpoint": checkpoint,
+            "pooling": "projection", "constructor": constructor}
+
+
+# -- timm ---------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=32)
+def _timm(name: str) -> dict[str, Any]:
+    import timm
+    from timm.data import resolve_data_config
+
+    from crsbench.features.loaders import seeded
+
+    try:
+        with seeded():
+            model = timm.create_model(name, pretrained=False, num_classes=0)
+    except RuntimeError as exc:
+        close = timm.list_models(f"*{name.split('.')[0][:6]}*")[:5]
+        raise CrsbenchError(f"timm has no model {name!r}"
+                            + (f"; close: {', '.join(close)}" if close else "")) from exc
+    cfg = resolve_data_config({}, model=model)
+    info = [(f["module"], f["reduction"]) for f in getattr(model, "feature_info", [])]
+    # A stride-2 stem is not a depth of the network's representation; the stages after it are.
+    stages = [m for m, r in info if r >= 4] if sum(r >= 4 for _, r in info) >= 4 else [m for m, _ in info]
+    if not stages:
+        raise CrsbenchError(f"timm model {name!r} reports no feature_info; declare depth_blocks "
+                            f"in an [encoder.<id>] TOML table")
+    norm = getattr(model, "norm", None)
+    hub = model.pretrained_cfg.get("hf_hub_id") or f"timm/{name}"
+    return {**_common("timm", name, _build_timm), "input_size": int(cfg["input_size"][-1]),
+            "mean": tuple(cfg["mean"]), "std": tuple(cfg["std"]), "depth_blocks": tuple(stages),
+            "final_norm": "norm" if isinstance(norm, nn.LayerNorm) else None,
+            "token_pool": "cls" if getattr(model, "global_pool", None) == "token" else "mean",
+            "model_kwargs": {"hub_repo": hub}}
+
+
+def _build_timm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
+    from crsbench.features.loaders import timm_model
+
+    return timm_model(entry, weights)
+
+
+# -- transformers ---------------------------------------------------------------------------------
+
+def _local_or_cached(entry_like: str) -> Path | None:
+    path = Path(entry_like).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(entry_like, local_files_only=True))
+    except Exception:
+        return None
+
+
+def _hf_preprocessing(folder: Path) -> dict[str, Any]:
+    file = folder / "preprocessor_config.json"
+    if not file.is_file():
+        raise CrsbenchError(f"hf model {folder} has no preprocessor_config.json; declare "
+                            f"input_size, mean and std in an [encoder.<id>] TOML table")
+    cfg = json.loads(file.read_text(encoding="utf-8"))
+    size = cfg.get("crop_size") if cfg.get("do_center_crop") and cfg.get("crop_size") else cfg.get("size")
+    if isinstance(size, dict):
+        size = size.get("height") or size.get("shortest_edge")
+    return {"input_size": int(size), "mean": tuple(cfg.get("image_mean", OPENAI_MEAN)),
+            "std": tuple(cfg.get("image_std", OPENAI_STD))}
+
+
+def _vision_part(model: nn.Module) -> nn.Module:
+    inner = getattr(model, "vision_model", None)
+    return inner if isinstance(inner, nn.Module) else model
+
+
+def _longest_block_list(root: nn.Module) -> str:
+    lists = [(len(m), name) for name, m in root.named_modules() if isinstance(m, nn.ModuleList)]
+    if not lists:
+        raise CrsbenchError(f"{type(root).__name__} has no block list; declare depth_blocks")
+    return max(lists, key=lambda t: (t[0], -len(t[1])))[1]
+
+
+@functools.lru_cache(maxsize=32)
+def _hf(name: str) -> dict[str, Any]:
+    import torch
+    import transformers
+
+    folder = _local_or_cached(name)
+    if folder is None:
+        raise CrsbenchError(f"hf model {name!r} is neither a local folder nor in the Hugging Face "
+                            f"cache; pass a folder, or fetch it once with --allow-download")
+    config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    with torch.device("meta"):
+        model = transformers.AutoModel.from_config(config)
+    root = _vision_part(model)
+    norms = [n for n in _FINAL_NORMS if isinstance(getattr(root, n, None), nn.LayerNorm)]
+    emb = getattr(root, "embeddings", None)
+    has_cls = any(hasattr(emb, a) for a in ("class_embedding", "cls_token"))
+    checkpoint = str(folder) if Path(name).expanduser().is_dir() else name
+    return {**_common("transformers", checkpoint, _build_hf), **_hf_preprocessing(folder),
+            "depth_blocks": _longest_block_list(root), "final_norm": norms[0] if norms else None,
+            "token_pool": "cls" if has_cls else "mean", "prefix_tokens": None if has_cls else 0}
+
+
+def _build_hf(entry: EncoderEntry, weights: Path | None) -> nn.Module:
+    from crsbench.features.loaders import HFVision, hf_vision_model
+
+    local = Path(entry.checkpoint)
+    wrapped = hf_vision_model(entry, weights if weights is not None or not local.is_dir() else local)
+    assert isinstance(wrapped, HFVision)
+    inner = wrapped.model
+    if hasattr(inner, "text_model") and hasattr(inner, "vision_model"):
+        return HFVision(inner.vision_model)  # a dual encoder: its image tower alone
+    return wrapped
+
+
+# -- open_clip ------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=32)
+def _open_clip(arch: str) -> dict[str, Any]:
+    import open_clip
+
+    cfg = open_clip.get_model_config(arch)
+    if cfg is None:
+        import difflib
+
+        close = difflib.get_close_matches(arch, open_clip.list_models(), n=3)
+        raise CrsbenchError(f"open_clip has no architecture {arch!r}"
+                            + (f"; close: {', '.join(close)}" if close else ""))
+    vision = cfg["vision_cfg"]
+    pre = cfg.get("preprocess_cfg", {})
+    timm_trunk = "timm_model_name" in vision
+    size = vision.get("image_size", 224)
+    return {**_common("open_clip", arch, _build_open_clip),
+            "input_size": int(size[0] if isinstance(size, (list, tuple)) else size),
+            "mean": tuple(pre.get("mean", OPENAI_MEAN)), "std": tuple(pre.get("std", OPENAI_STD)),
+            "depth_blocks": "trunk.blocks" if timm_trunk else "transformer.resblocks",
+            "final_norm": "trunk.norm" if timm_trunk else "ln_post", "token_pool": "cls",
+            "convert": KeyConversion(keep_prefix="visual."), "model_kwargs": {"arch": arch}}
+
+
+def _build_open_clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
+    from crsbench.features.loaders import open_clip_model
+
+    return open_clip_model(entry, weights)
+
+
+_RESOLVERS = {"timm": _timm, "hf": _hf, "open_clip": _open_clip}
+

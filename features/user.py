@@ -1,0 +1,209 @@
+"""A user's own encoders without editing the package: TOML tables and `crsbench.encoders` plugins.
+
+TOML (`--encoders FILE`, `$CRSBENCH_ENCODERS`, or `crsbench.toml` beside the warehouse)::
+
+    [encoder.derm-vit]
+    source = "timm"                      # timm | hf | open_clip | python
+    model = "vit_small_patch16_224"      # library name, hub repo / folder, arch, or module:function
+    weights = "weights/derm_vit.pth"     # relative to this file
+    scope = "specialty"
+    domain = "derm"
+    pooling = "mean"                     # optional; default: the model's own pooled output
+    [encoder.derm-vit.overrides]         # any entry field the library config gets wrong
+    input_size = 384
+
+A plugin package declares `[project.entry-points."crsbench.encoders"] name = "pkg.mod:fn"`,
+where `fn()` returns an `EncoderEntry` or a list of them. Every entry records its origin
+(`toml:<file>`, `plugin:<distribution>`), shown by `crsbench encoders`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from crsbench.features.registry import (DOMAINS, POOLINGS, SCOPES, EncoderEntry, KeyConversion,
+                                        add_entry, remove_entries)
+from crsbench.ingest.types import CrsbenchError
+
+ENCODERS_ENV = "CRSBENCH_ENCODERS"
+PROJECT_FILE = "crsbench.toml"
+ENTRY_POINT_GROUP = "crsbench.encoders"
+SOURCES = ("timm", "hf", "open_clip", "python")
+
+# field: (accepted types, description); `overrides`, `convert`, `model_kwargs` are tables.
+_FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
+    "source": ((str,), f"one of {SOURCES}"), "model": ((str,), "a string"),
+    "weights": ((str,), "a path"), "scope": ((str,), f"one of {SCOPES}"),
+    "domain": ((str,), f"one of {DOMAINS}"), "pooling": ((str,), f"one of {POOLINGS}"),
+    "family": ((str,), "a string"), "pretrained": ((bool,), "true or false"),
+    "chest_only": ((bool,), "true or false"), "overrides": ((dict,), "a table"),
+    "convert": ((dict,), "a table"), "model_kwargs": ((dict,), "a table"),
+}
+_OVERRIDE_TYPES: dict[str, tuple[type, ...]] = {
+    "input_size": (int,), "mean": (list,), "std": (list,), "depth_blocks": (str, list),
+    "final_norm": (str,), "token_pool": (str,), "prefix_tokens": (int,),
+    "skip_last_blocks": (int,), "lora_targets": (list,), "weights_file": (str,),
+    "extra_repos": (list,), "trust_remote_code": (bool,),
+}
+_CONVERT_TYPES = {f.name: f.type for f in dataclasses.fields(KeyConversion)}
+
+_files: list[Path] = []
+_loaded_files: dict[Path, float] = {}
+_loaded_plugins: set[tuple[str, str]] = set()
+
+
+def add_encoder_file(path: Path | str) -> None:
+    """Read `[encoder.<id>]` tables from this file too (the CLI's `--encoders FILE`)."""
+    file = Path(path).expanduser().resolve()
+    if not file.is_file():
+        raise CrsbenchError(f"encoders file {path} not found")
+    if file not in _files:
+        _files.append(file)
+
+
+def project_file(db: Path | str) -> None:
+    """Use `crsbench.toml` beside the warehouse file when there is one."""
+    file = Path(db).expanduser().resolve().parent / PROJECT_FILE
+    if file.is_file():
+        add_encoder_file(file)
+
+
+def load_user_encoders() -> None:
+    """Register (once, again when a file changes) every TOML and plugin entry."""
+    files = list(_files)
+    env = os.environ.get(ENCODERS_ENV)
+    if env:
+        for part in env.split(os.pathsep):
+            if part and Path(part).expanduser().resolve() not in files:
+                if not Path(part).expanduser().is_file():
+                    raise CrsbenchError(f"${ENCODERS_ENV} names {part}, which is not a file")
+                files.append(Path(part).expanduser().resolve())
+    for file in files:
+        stamp = file.stat().st_mtime
+        if _loaded_files.get(file) != stamp:
+            remove_entries(f"toml:{file}")
+            for entry in read_encoder_file(file):
+                add_entry(entry)
+            _loaded_files[file] = stamp
+    _load_plugins()
+
+
+def _load_plugins() -> None:
+    for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
+        key = (ep.name, ep.value)
+        if key in _loaded_plugins:
+            continue
+        _loaded_plugins.add(key)
+        dist = getattr(ep.dist, "name", None) or ep.name
+        try:
+            produced = ep.load()()
+        except Exception as exc:
+            raise CrsbenchError(f"encoder plugin {ep.name} ({ep.value}, {dist}) failed: "
+                                f"{type(exc).__name__}: {exc}") from None
+        entries = [produced] if isinstance(produced, EncoderEntry) else produced
+        if not isinstance(entries, Iterable) or not all(isinstance(e, EncoderEntry) for e in entries):
+            raise CrsbenchError(f"encoder plugin {ep.name} ({ep.value}) must return an EncoderEntry "
+                                f"or a list of them, not {type(produced).__name__}")
+        for entry in entries:
+            add_entry(dataclasses.replace(entry, origin=f"plugin:{dist}"))
+
+
+def read_encoder_file(file: Path) -> list[EncoderEntry]:
+    try:
+        data = tomllib.loads(file.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise CrsbenchError(f"{file}: cannot read TOML ({exc})") from None
+    unknown = [k for k in data if k != "encoder"]
+    if unknown:
+        raise CrsbenchError(f"{file}: unknown top-level table {unknown[0]!r}; expected [encoder.<id>]")
+    tables = data.get("encoder", {})
+    if not isinstance(tables, dict):
+        raise CrsbenchError(f"{file}: 'encoder' must hold [encoder.<id>] tables")
+    return [_entry(file, encoder_id, table) for encoder_id, table in tables.items()]
+
+
+def _check(file: Path, where: str, field: str, value: Any, types: tuple[type, ...], what: str) -> None:
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise CrsbenchError(f"{file}: [{where}] field {field!r} must be {what}, "
+                            f"not {type(value).__name__} {value!r}")
+
+
+def _entry(file: Path, encoder_id: str, table: Any) -> EncoderEntry:
+    where = f"encoder.{encoder_id}"
+    if not isinstance(table, dict):
+        raise CrsbenchError(f"{file}: [{where}] must be a table")
+    for field, value in table.items():
+        if field not in _FIELDS:
+            raise CrsbenchError(f"{file}: [{where}] unknown field {field!r}; known: "
+                                f"{', '.join(_FIELDS)}")
+        _check(file, where, field, value, *_FIELDS[field])
+    for field in ("source", "model"):
+        if field not in table:
+            raise CrsbenchError(f"{file}: [{where}] needs field {field!r}")
+    if table["source"] not in SOURCES:
+        raise CrsbenchError(f"{file}: [{where}] field 'source' must be one of {SOURCES}, "
+                            f"not {table['source']!r}")
+    overrides = dict(table.get("overrides", {}))
+    for field, value in overrides.items():
+        if field not in _OVERRIDE_TYPES:
+            raise CrsbenchError(f"{file}: [{where}.overrides] unknown field {field!r}; known: "
+                                f"{', '.join(_OVERRIDE_TYPES)}")
+        _check(file, f"{where}.overrides", field, value, _OVERRIDE_TYPES[field], "of type "
+               + "/".join(t.__name__ for t in _OVERRIDE_TYPES[field]))
+    fields = _fields(file, where, table, overrides)
+    try:
+        if table["source"] == "python":
+            return _python_entry(file, where, encoder_id, table["model"], fields)
+        from crsbench.features.by_id import entry_from_id
+
+        resolved = entry_from_id(f"{table['source']}:{table['model']}", **fields)
+        return dataclasses.replace(resolved, id=encoder_id)
+    except CrsbenchError as exc:
+        raise CrsbenchError(f"{file}: [{where}] {exc}") from None
+
+
+def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {"origin": f"toml:{file}", "family": table.get("family", where[8:])}
+    for key in ("scope", "domain", "pooling", "pretrained", "chest_only"):
+        if key in table:
+            fields[key] = table[key]
+    if "weights" in table:
+        weights = Path(table["weights"]).expanduser()
+        fields["weights_path"] = str(weights if weights.is_absolute() else file.parent / weights)
+    if "model_kwargs" in table:
+        fields["model_kwargs"] = dict(table["model_kwargs"])
+    if "convert" in table:
+        bad = [k for k in table["convert"] if k not in _CONVERT_TYPES]
+        if bad:
+            raise CrsbenchError(f"{file}: [{where}.convert] unknown field {bad[0]!r}; known: "
+                                f"{', '.join(_CONVERT_TYPES)}")
+        conv = {k: tuple(v) if isinstance(v, list) else v for k, v in table["convert"].items()}
+        fields["convert"] = KeyConversion(**conv)
+    for key, value in overrides.items():
+        fields[key] = tuple(value) if isinstance(value, list) else value
+    return fields
+
+
+def _python_entry(file: Path, where: str, encoder_id: str, target: str,
+                  fields: dict[str, Any]) -> EncoderEntry:
+    from crsbench.features.loaders import python_model
+
+    if ":" not in target:
+        raise CrsbenchError(f"field 'model' must be 'module:function' for source 'python', "
+                            f"not {target!r}")
+    needed = [k for k in ("input_size", "mean", "std", "depth_blocks") if k not in fields]
+    if needed:
+        raise CrsbenchError(f"a python source declares {', '.join(needed)} in "
+                            f"[{where}.overrides] (no library config to read them from)")
+    fields.setdefault("pooling", "projection")
+    fields.setdefault("scope", "general")
+    fields.setdefault("domain", "none")
+    fields.setdefault("pretrained", "weights_path" in fields)
+    return EncoderEntry(id=encoder_id, loader="python", checkpoint=target,
+                        constructor=python_model, **fields)

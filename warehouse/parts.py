@@ -1,0 +1,147 @@
+"""The warehouse's append-only Parquet parts: where they live, how SQL reaches them, how they are written.
+
+A probe sweep adds each batch as Parquet parts beside the DuckDB file (`<db>.parts/<kind>/part-*.parquet`),
+each by an atomic rename, so it never needs the file's write lock. The views read the parts through
+DuckDB globs; a path is always escaped before it becomes a glob, so a warehouse under `st*r/` never
+reads the parts of `stXr/` and one under `br[1]/` still finds its own.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+EMPTY_PART = "part-00000000-empty.parquet"
+PART_PATTERN = "part-*.parquet"
+
+
+def parts_dir_for(db_path: Path) -> Path:
+    return db_path.with_name(db_path.name + ".parts")
+
+
+def glob_escape(path: str) -> str:
+    """`path` as a DuckDB glob that matches exactly that path (its `*`, `?`, `[` taken literally)."""
+    return "".join(f"[{c}]" if c in "*?[" else c for c in path)
+
+
+def sql_literal(value: str) -> str:
+    # DDL cannot take bound parameters, and a persisted view must name its Parquet folder
+    # literally so a plain duckdb client can read it; quote it safely.
+    return "'" + value.replace("'", "''") + "'"
+
+
+def data_parts(folder: Path) -> list[Path]:
+    """The parts in `folder` that hold rows (not the empty schema part), oldest first."""
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob(PART_PATTERN) if p.name != EMPTY_PART)
+
+
+def read_parts_sql(pattern: str) -> str:
+    """A relation over the parts matching the (already escaped) glob `pattern`, with each row's part name."""
+    return (f"select * exclude (filename), parse_filename(filename) as part from "
+            f"read_parquet({sql_literal(pattern)}, union_by_name = true, filename = true)")
+
+
+def read_part_list_sql(paths: list[Path]) -> str:
+    """Like `read_parts_sql` over an explicit list of files (each escaped: DuckDB globs list items too)."""
+    items = ", ".join(sql_literal(glob_escape(str(p))) for p in paths)
+    return (f"select * exclude (filename), parse_filename(filename) as part from "
+            f"read_parquet([{items}], union_by_name = true, filename = true)")
+
+
+def new_part_name() -> str:
+    import time
+
+    # Names sort in time order; the views rely on it to choose among duplicate run records.
+    return f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
+
+
+def conform(data, schema: pa.Schema, kind: str) -> pa.Table:
+    """`data` (pandas or Arrow) with exactly `schema`'s columns and types; names what is missing."""
+    table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
+    missing = [f.name for f in schema if f.name not in table.column_names]
+    if missing:
+        raise ValueError(f"{kind} batch is missing columns: {', '.join(missing)}")
+    return table.select(schema.names).cast(schema)
+
+
+def atomic_write_parquet(table: pa.Table, target: Path) -> None:
+    tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
+    pq.write_table(table, tmp)
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+
+
+# -- the views over parts and compacted rows -------------------------------------------------------
+
+def _columns(schema: pa.Schema, alias: str = "") -> str:
+    prefix = f"{alias}." if alias else ""
+    return ", ".join(f"{prefix}{name}" for name in schema.names)
+
+
+def file_free_sql(schema: pa.Schema) -> str:
+    """A typed relation with no rows and the parts' columns, reading no file."""
+    from crsbench.warehouse.schema import duckdb_type
+
+    typed = ", ".join(f"cast(null as {duckdb_type(f)}) as {f.name}" for f in schema)
+    return f"select {typed}, cast(null as varchar) as part where false"
+
+
+def part_relation_sql(schema: pa.Schema, pattern: str | None) -> str:
+    """The `<kind>_parts` relation: every part matching the escaped glob `pattern`, or none if None."""
+    if pattern is None:
+        return file_free_sql(schema)
+    return f"select {_columns(schema)}, part from ({read_parts_sql(pattern)})"
+
+
+def pending_views_sql(schemas: dict[str, pa.Schema]) -> list[str]:
+    """The persisted views that combine compacted rows with the parts not yet compacted.
+
+    `runs` keeps exactly one row per run_id whatever the parts hold: a compacted record wins,
+    then the record in the earliest part (part names sort by write time), so a duplicate batch
+    can never reach a metric. `predictions` keeps the rows of the part whose run record was
+    chosen, and none of a batch whose runs part has not landed yet (or never will).
+    """
+    runs, preds, batches = schemas["runs"], schemas["predictions"], schemas["batches"]
+    compacted = "(select part from parts_ledger where kind = '{kind}' and state = 'compacted')"
+    return [
+        f"""create or replace view runs_pending as
+            select {_columns(runs, 'p')}, p.part from runs_parts p
+            where p.part not in {compacted.format(kind='runs')}
+              and not exists (select 1 from runs_compacted c where c.run_id = p.run_id)
+            qualify row_number() over (partition by p.run_id
+                order by p.part, p.created_at, p.fit_seconds, p.auroc, p.nll, p.ece, p.brier) = 1""",
+        f"""create or replace view predictions_pending as
+            select {_columns(preds, 'p')}, p.part from predictions_parts p
+            semi join runs_pending r on p.run_id = r.run_id and p.part = r.part""",
+        f"""create or replace view batches_pending as
+            select {_columns(batches, 'p')}, p.part from batches_parts p
+            where p.part not in {compacted.format(kind='batches')}""",
+        # Fits retired by `ingest --replace` (warehouse/retire.py) keep their rows but leave
+        # `runs`/`predictions`; the archive views `retired_*` show exactly them.
+        f"""create or replace view runs_all as
+            select {_columns(runs)} from runs_compacted
+            union all select {_columns(runs)} from runs_pending""",
+        f"""create or replace view predictions_all as
+            select {_columns(preds)} from predictions_compacted
+            union all select {_columns(preds)} from predictions_pending""",
+        f"""create or replace view runs as
+            select {_columns(runs)} from runs_all where fit_id not in (select fit_id from retired_fits)""",
+        f"""create or replace view predictions as
+            select {_columns(preds)} from predictions_all
+            where fit_id not in (select fit_id from retired_fits)""",
+        f"""create or replace view retired_runs as
+            select {_columns(runs)} from runs_all where fit_id in (select fit_id from retired_fits)""",
+        f"""create or replace view retired_predictions as
+            select {_columns(preds)} from predictions_all
+            where fit_id in (select fit_id from retired_fits)""",
+        f"""create or replace view batches as
+            select {_columns(batches)}, part from batches_compacted
+            union all select {_columns(batches)}, part from batches_pending""",
+    ]

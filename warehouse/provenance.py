@@ -1,0 +1,16 @@
+"""The provenance of probe batches in the warehouse: one `batches` part row per appended batch."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from crsbench.core.provenance import collect, to_json
+from crsbench.warehouse.schema import BATCHES_SCHEMA
+
+
+def batch_record(batch: str, device: str = "cpu") -> pa.Table:
+    """The one-row `batches` part of `batch`: when it was written and the software that computed it."""
+    return pa.table({"batch": [batch], "created_at": [datetime.now(timezone.utc)],
+                     "provenance": [to_json(collect(device=device))]}, schema=BATCHES_SCHEMA)
