@@ -131,7 +131,10 @@ def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -
     The group goes to `{store}.retired/{name}@{old digest[:12]}` (nothing is deleted), so the
     dataset can be extracted afresh. Features of the same images are left in place.
     """
+    import os
+
     import fsspec
+    from fsspec.implementations.local import LocalFileSystem
 
     try:
         group = store.root()[name]
@@ -147,7 +150,10 @@ def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -
     source = f"{root.rstrip('/')}/{name}"
     target = f"{root.rstrip('/')}.retired/{name}@{known[:12]}"
     fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
-    fs.mv(source, target, recursive=True)
+    if isinstance(fs, LocalFileSystem):
+        os.rename(source, target)  # fs.mv would expand '*' or '[' in a hostile folder name
+    else:
+        fs.mv(source, target, recursive=True)
     return target
 
 

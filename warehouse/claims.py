@@ -179,7 +179,7 @@ class FitClaims:
 
     def _remove(self, path: str) -> None:
         try:
-            self.fs.rm(path)
+            self.fs.rm_file(path)  # never `rm`: it expands glob characters in the path
         except FileNotFoundError:
             pass
 
