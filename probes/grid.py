@@ -220,15 +220,19 @@ class _InProcess:
         pool = ThreadPoolExecutor(max_workers=self.workers)
         source = iter(jobs)
         pending: dict[Future, Job] = {}
+
+        def top_up() -> None:
+            while len(pending) < self.workers and (job := next(source, None)) is not None:
+                pending[pool.submit(run_chunk, *job)] = job
+
         try:
-            while True:
-                while len(pending) < self.workers and (job := next(source, None)) is not None:
-                    pending[pool.submit(run_chunk, *job)] = job
-                if not pending:
-                    return
+            top_up()
+            while pending:
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
-                    yield pending.pop(future), future.result()
+                    job = pending.pop(future)
+                    top_up()  # before the result is written, so no thread waits on the sink
+                    yield job, future.result()
         finally:
             # A failed sink (or any error) stops the sweep: drop the chunks not yet started.
             pool.shutdown(wait=True, cancel_futures=True)
@@ -252,7 +256,7 @@ class _Distributed:
         return self.client.compute(graphs, sync=True)
 
     def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
-        from distributed import wait as dask_wait
+        from distributed import as_completed
 
         scattered: dict[str, object] = {}
 
@@ -269,17 +273,23 @@ class _Distributed:
         slots = max(1, 2 * sum(self.client.nthreads().values()))
         source = iter(jobs)
         pending: dict = {}
-        while True:
-            while len(pending) < slots and (job := next(source, None)) is not None:
+        running = as_completed(loop=self.client.loop)
+
+        def submit_next() -> None:
+            job = next(source, None)
+            if job is not None:
                 chunk, store, ds, targets, stats = job
                 future = self.client.submit(run_chunk, chunk, store, remote(ds),
                                             [remote(t) for t in targets], stats, pure=False)
                 pending[future] = job
-            if not pending:
-                return
-            finished = dask_wait(list(pending), return_when="FIRST_COMPLETED").done
-            for future in finished:
-                yield pending.pop(future), future.result()
+                running.add(future)
+
+        for _ in range(slots):
+            submit_next()
+        for future in running:
+            job = pending.pop(future)
+            submit_next()  # before the result is written, so workers never wait on the sink
+            yield job, future.result()
 
     def close(self) -> None:
         self.client.close()
