@@ -7,6 +7,7 @@ family lives in its own `cli_*.py` module that registers onto `app`.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Annotated
@@ -51,24 +52,37 @@ def warehouse_compact(db: DbOption = default_db_path()) -> None:
 
 @app.command("sql")
 def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"select * from crs_encoder\".")],
+        fmt: Annotated[str, typer.Option("--format", "-f", help="table (default), csv, json or markdown.")]
+        = "table",
         db: DbOption = default_db_path()) -> None:
-    """Run a read-only SQL query on the warehouse and print the result as a table."""
-    from crsbench.output import print_frame
+    """Run a read-only SQL query on the warehouse and print the result.
 
+    Read-only for real: nothing outside the warehouse's own files can be read or written.
+    """
+    from crsbench.output import print_frame
+    from crsbench.warehouse.export import render
+
+    if fmt not in ("table", "csv", "json", "markdown"):
+        raise CrsbenchError(f"unknown --format {fmt!r}; choose table, csv, json or markdown")
     with Warehouse.open(db, read_only=True) as wh:
         wh.lock_down()
         try:
             frame = wh.sql(query)
         except Exception as exc:  # duckdb raises many error types; all are the user's query
             raise CrsbenchError(f"query failed: {str(exc).splitlines()[0]}") from exc
-    print_frame(frame, title=None)
+    if fmt == "table" or console.json_mode:
+        print_frame(frame, title=None)
+    else:
+        import pyarrow as pa
+
+        sys.stdout.write(render(pa.Table.from_pandas(frame, preserve_index=False), fmt))
 
 
 def _register_command_modules() -> None:
     # Imported for their side effect of adding commands to `app`.
     from crsbench import cli_ingest  # noqa: F401
     for name in ("cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report",
-                 "cli_adapt"):
+                 "cli_adapt", "cli_export"):
         try:
             __import__(f"crsbench.{name}")
         except ModuleNotFoundError as exc:
@@ -83,8 +97,22 @@ def _warn_one_line(message, category, filename, lineno, file=None, line=None) ->
     console.err(f"warning: {message}")
 
 
+GLOBAL_FLAGS = ("--json", "--quiet", "-q")
+
+
+def hoist_global_flags(argv: list[str]) -> list[str]:
+    """`argv` with --json/--quiet moved before the subcommand, so they work after it too.
+
+    Tokens after a `--` separator are arguments, never flags, and stay where they are.
+    """
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [a for a in argv[:end] if a in GLOBAL_FLAGS]
+    return [*flags, *[a for a in argv[:end] if a not in GLOBAL_FLAGS], *argv[end:]]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status (0 ok, 1 user error, 2 internal)."""
+    argv = hoist_global_flags(list(sys.argv[1:] if argv is None else argv))
     # typer >= 0.24 vendors click: its exceptions are typer.Exit / typer.Abort /
     # typer.exceptions.TyperException (usage errors), not click's.
     from typer.exceptions import TyperException
@@ -117,10 +145,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from crsbench import __version__
+
+        sys.stdout.write(f"crsbench {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _global_options(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Print the crsbench version and exit.")] = False,
 ) -> None:
     """Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench)."""
     console.configure(quiet=quiet, json_mode=json_out)
