@@ -14,39 +14,29 @@ from typing import Annotated
 
 import typer
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.bench import Bench
+from crsbench.cli_app import DbOption, app
+from crsbench.core import EXIT_BUG, EXIT_USER, CrsbenchError
 from crsbench.output import console, emit
-from crsbench.warehouse.connection import Warehouse, default_db_path
+from crsbench.warehouse.connection import default_db_path
 
-app = typer.Typer(
-    name="crsbench",
-    help="Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench).",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+__all__ = ["DbOption", "app", "main"]
+
 warehouse_app = typer.Typer(help="Create and inspect the DuckDB warehouse.", no_args_is_help=True)
 app.add_typer(warehouse_app, name="warehouse")
-
-DbOption = Annotated[
-    Path,
-    typer.Option("--db", envvar="CRSBENCH_DB", help="Warehouse DuckDB file (default crsbench.duckdb or $CRSBENCH_DB)."),
-]
 
 
 @warehouse_app.command("init")
 def warehouse_init(db: DbOption = default_db_path()) -> None:
     """Create an empty warehouse with every table and view (idempotent)."""
-    with Warehouse.open(db) as wh:
-        version = wh.schema_version()
+    version = Bench(db).init()
     emit({"db": str(db), "schema_version": version}, f"warehouse ready: {db} (schema v{version})")
 
 
 @warehouse_app.command("compact")
 def warehouse_compact(db: DbOption = default_db_path()) -> None:
     """Merge the run/prediction Parquet parts a sweep wrote into one (faster view queries)."""
-    with Warehouse.open(db) as wh:
-        merged = wh.compact_parts()
+    merged = Bench(db).compact()
     emit({"db": str(db), "parts_merged": merged}, f"compacted {merged} run parts into one: {db}")
 
 
@@ -64,12 +54,7 @@ def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"
 
     if fmt not in ("table", "csv", "json", "markdown"):
         raise CrsbenchError(f"unknown --format {fmt!r}; choose table, csv, json or markdown")
-    with Warehouse.open(db, read_only=True) as wh:
-        wh.lock_down()
-        try:
-            frame = wh.sql(query)
-        except Exception as exc:  # duckdb raises many error types; all are the user's query
-            raise CrsbenchError(f"query failed: {str(exc).splitlines()[0]}") from exc
+    frame = Bench(db).sql(query)
     if fmt == "table" or console.json_mode:
         print_frame(frame, title=None)
     else:
@@ -80,8 +65,7 @@ def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"
 
 def _register_command_modules() -> None:
     # Imported for their side effect of adding commands to `app`.
-    from crsbench import cli_ingest  # noqa: F401
-    for name in ("cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report",
+    for name in ("cli_ingest", "cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report",
                  "cli_adapt", "cli_export"):
         try:
             __import__(f"crsbench.{name}")
@@ -122,13 +106,13 @@ def main(argv: list[str] | None = None) -> int:
             warnings.showwarning = _warn_one_line
             app(args=argv, prog_name="crsbench", standalone_mode=False)
     except CrsbenchError as exc:
-        console.fail(f"error: {exc}", 1)
-        return 1
+        console.fail(f"error: {exc}", exc.exit_code)
+        return exc.exit_code
     except typer.Exit as exc:
         return exc.exit_code
     except typer.Abort:
-        console.fail("aborted", 1)
-        return 1
+        console.fail("aborted", EXIT_USER)
+        return EXIT_USER
     except TyperException as exc:
         if type(exc).__name__ == "NoArgsIsHelpError":
             console.err(exc.format_message())  # the help text itself
@@ -140,8 +124,9 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - last-resort handler for the CLI
         if os.environ.get("CRSBENCH_DEBUG"):
             raise
-        console.fail(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)", 2)
-        return 2
+        console.fail(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)",
+                     EXIT_BUG)
+        return EXIT_BUG
     return 0
 
 

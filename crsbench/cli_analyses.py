@@ -9,11 +9,12 @@ import pandas as pd
 import typer
 from rich.markup import escape
 
-from crsbench.analyses import analyses, get_analysis, run_analysis, table_name
-from crsbench.cli import DbOption, app
-from crsbench.ingest.types import CrsbenchError
+from crsbench.analyses import AnalysisResult, analyses, get_analysis, table_name
+from crsbench.bench import Bench
+from crsbench.cli_app import DbOption, app
+from crsbench.core import CrsbenchError
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.warehouse.connection import Warehouse, default_db_path
+from crsbench.warehouse.connection import default_db_path
 
 
 def parse_settings(settings: list[str]) -> dict[str, Any]:
@@ -59,16 +60,26 @@ def analyze(
     if name == "list":
         print_frame(_registry_frame(), title="analyses", key="analyses")
         return
-    spec = get_analysis(name)
     params = {"panel": panel, "reference": reference, "replicates": replicates, "seed": seed,
               "model": model, "dataset": dataset, **parse_settings(settings or [])}
-    with Warehouse.open(db) as wh, progress() as bar:
+    analyze_and_render(Bench(db), name, params)
+
+
+def analyze_and_render(bench: Bench, name: str, params: dict[str, Any]) -> AnalysisResult:
+    """Run one analysis under a progress bar and print its summary, notes and stored tables."""
+    spec = get_analysis(name)
+    with progress() as bar:
         # Analyses report no inner steps; the bar shows that one is running and for how long.
         bar(f"analysis {name}", 0, 1)
-        result = run_analysis(wh, name, params)
+        result = bench.analyze(name, **params)
         bar(f"analysis {name}", 1, 1)
+    render_analysis(name, spec.description, result)
+    return result
+
+
+def render_analysis(name: str, description: str, result: AnalysisResult) -> None:
     tables = [table_name(name, part) for part in [*result.tables, "summary"]]
     if not console.json_mode:
-        print_frame(result.summary, title=f"{name}: {spec.description}")
+        print_frame(result.summary, title=f"{name}: {description}")
     human = "\n".join([*(escape(n) for n in result.notes), f"stored: {', '.join(tables)}"])
     emit({"analysis": name, "tables": tables, "notes": result.notes, "summary": result.summary}, human)

@@ -6,10 +6,11 @@ from typing import Annotated
 
 import typer
 
-from crsbench.cli import DbOption, app
+from crsbench.bench import Bench, Leaderboard
+from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, print_frame
-from crsbench.warehouse.connection import Warehouse, default_db_path
 from crsbench.warehouse import panels
+from crsbench.warehouse.connection import default_db_path
 
 panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).",
                         no_args_is_help=True)
@@ -23,8 +24,7 @@ def panel_freeze(
     db: DbOption = default_db_path(),
 ) -> None:
     """Freeze a reference panel: store its members and anchors per dataset and `global`."""
-    with Warehouse.open(db) as wh:
-        panel = panels.freeze_panel(wh, name, encoders.split(","))
+    panel = Bench(db).freeze_panel(name, encoders.split(","))
     emit({"panel": panel.name, "members": list(panel.members), "anchors": panel.anchors},
          f"froze panel {panel.name}: {len(panel.members)} encoders, "
          f"{panel.anchors.scope.nunique()} scopes ({', '.join(sorted(panel.anchors.scope.unique()))})")
@@ -33,8 +33,7 @@ def panel_freeze(
 @panel_app.command("list")
 def panel_list(db: DbOption = default_db_path()) -> None:
     """List the frozen panels."""
-    with Warehouse.open(db, read_only=True) as wh:
-        frame = panels.list_panels(wh)
+    frame = Bench(db).panels()
     frame["members"] = frame["members"].map(lambda m: ", ".join(m))
     print_frame(frame, title="reference panels", key="panels")
 
@@ -43,8 +42,7 @@ def panel_list(db: DbOption = default_db_path()) -> None:
 def panel_show(name: Annotated[str, typer.Argument(help="Panel name.")],
                db: DbOption = default_db_path()) -> None:
     """Show a panel's members and anchors."""
-    with Warehouse.open(db, read_only=True) as wh:
-        panel = panels.get_panel(wh, name)
+    panel = Bench(db).panel(name)
     if console.json_mode:
         emit({"panel": panel.name, "mode": panel.mode, "frozen_at": str(panel.frozen_at),
               "members": list(panel.members), "anchors": panel.anchors})
@@ -60,8 +58,11 @@ def leaderboard(
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard next to the AUROC ranking, and the rank-agreement row."""
-    with Warehouse.open(db, read_only=True) as wh:
-        used, board, agreement = panels.leaderboard(wh, panel)
+    render_leaderboard(Bench(db).leaderboard(panel))
+
+
+def render_leaderboard(result: Leaderboard) -> None:
+    used, board, agreement = result.panel, result.board, result.agreement
     if console.json_mode:
         emit({"panel": used, "leaderboard": board, "rank_agreement": agreement})
         return

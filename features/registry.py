@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -176,7 +177,7 @@ def remove_entries(origin: str) -> None:
 
 
 def _ensure_loaded() -> None:
-    from crsbench.features import encoders  # noqa: F401  (registers the built-in entries)
+    importlib.import_module("crsbench.features.encoders")  # registers the built-in entries
     from crsbench.features.user import load_user_encoders
 
     load_user_encoders()

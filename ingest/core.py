@@ -42,7 +42,7 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
     """Read a dataset in its published layout into a validated, split `Dataset`.
 
     `options` are the adapter's own (e.g. uncertainty='ones' for chexpert); see
-    `crsbench.ingest.ADAPTERS[adapter].options`. Bad rows raise an InputError naming
+    `crsbench.ingest.ADAPTERS.get(adapter).options`. Bad rows raise an InputError naming
     the file and line, unless `skip_bad`, which records them in `Dataset.errors`.
     """
     entry = get_adapter(adapter)

@@ -25,8 +25,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-import crsbench
-from crsbench.core import PRIMARY_PROBE, EncoderKey
+from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
                                    ProgressFn, Task)
@@ -274,7 +273,7 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
         if progress:
             progress("checking features", 1, 1)
         jobs = []
-        version = crsbench.__version__
+        version = __version__
         for ref, depth, members in _chunks(todo, batch_size):
             pretrained = bool(store.attrs(ref).get("pretrained", True))
             chunk = Chunk(ref, depth, tuple(members), pretrained, version)

@@ -66,6 +66,25 @@ def sql_files() -> list[tuple[str, str]]:
     return [(CONSTANTS_FILE, crs_constants_sql()), *files]
 
 
+def append_run_parts(parts_dir: Path, runs: pd.DataFrame | pa.Table,
+                     predictions: pd.DataFrame | pa.Table | None = None) -> str:
+    """Write one batch of run records as Parquet parts, with no connection; returns the batch id.
+
+    A long sweep closes the warehouse after `Warehouse.expect_appends()` (so the persisted views
+    read the parts folder) and then writes its batches through this.
+    """
+    from crsbench.warehouse.provenance import batch_record
+
+    batch = parts.new_part_name()
+    if predictions is not None:
+        table = parts.conform(predictions, PART_SCHEMAS["predictions"], "predictions")
+        parts.atomic_write_parquet(table, parts_dir / "predictions" / batch)
+    parts.atomic_write_parquet(batch_record(batch), parts_dir / "batches" / batch)
+    table = parts.conform(runs, PART_SCHEMAS["runs"], "runs")
+    parts.atomic_write_parquet(table, parts_dir / "runs" / batch)
+    return batch
+
+
 class Warehouse:
     """The DuckDB warehouse. Use `Warehouse.open(path)` as a context manager.
 
@@ -164,7 +183,7 @@ class Warehouse:
     def _check_version(self) -> None:
         current = self.schema_version()
         if current > SCHEMA_VERSION:
-            from crsbench import __version__
+            from crsbench.core import __version__
 
             writer = self.con.execute(
                 "select max_by(crsbench_version, version) from schema_info").fetchone()[0]
@@ -180,7 +199,7 @@ class Warehouse:
             )
 
     def _migrate(self) -> None:
-        from crsbench import __version__
+        from crsbench.core import __version__
 
         current = self.schema_version()
         if current < SCHEMA_VERSION:
@@ -391,18 +410,9 @@ class Warehouse:
         Needs no DuckDB write lock: parts are written to a temporary name and renamed, the runs
         part last, so the batch appears whole or not at all.
         """
-        from crsbench.warehouse.provenance import batch_record
-
         if not (self.read_only or self._closed or self._reading_parts):
             self.expect_appends()
-        batch = parts.new_part_name()
-        if predictions is not None:
-            table = parts.conform(predictions, PART_SCHEMAS["predictions"], "predictions")
-            parts.atomic_write_parquet(table, self.parts_dir / "predictions" / batch)
-        parts.atomic_write_parquet(batch_record(batch), self.parts_dir / "batches" / batch)
-        table = parts.conform(runs, PART_SCHEMAS["runs"], "runs")
-        parts.atomic_write_parquet(table, self.parts_dir / "runs" / batch)
-        return batch
+        return append_run_parts(self.parts_dir, runs, predictions)
 
     def done_fit_ids(self) -> set[str]:
         rows = self.con.execute("select distinct fit_id from runs").fetchall()
