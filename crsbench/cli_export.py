@@ -8,9 +8,9 @@ from typing import Annotated
 
 import typer
 
-from crsbench.cli import DbOption, app
+from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 EXPORT_FORMATS = ("csv", "parquet", "json", "markdown", "latex")
 

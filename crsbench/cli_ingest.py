@@ -13,7 +13,7 @@ from crsbench.cli_app import DbOption, app
 from crsbench.core import CrsbenchError
 from crsbench.ingest import ADAPTERS, make_suite
 from crsbench.output import emit, print_frame, progress
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 def _adapter_help() -> str:
