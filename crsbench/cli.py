@@ -90,8 +90,9 @@ register_lazy({
     "probe": ("crsbench.cli_probes", "Fit the probe grid on cached features and record every evaluation (idempotent, "
                                      "resumable)."),
     "panel": ("crsbench.cli_panels", "Freeze and inspect reference panels (fixed-reference CRS)."),
-    "leaderboard": ("crsbench.cli_panels", "Print the CRS leaderboard next to the AUROC ranking, and the "
-                                           "rank-agreement row."),
+    "leaderboard": ("crsbench.cli_panels", "Print the CRS leaderboard with 95 % intervals and ties next to the AUROC "
+                                           "ranking, and the rank-agreement row; warn about noisy anchors and "
+                                           "incomplete cells."),
     "analyze": ("crsbench.cli_analyses", "Run an analysis on the warehouse; its outputs become tables "
                                          "analysis_NAME_*."),
     "report": ("crsbench.cli_report", "Write the HTML report: CRS vs AUROC, profiles, rank reordering, per-dataset "
