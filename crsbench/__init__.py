@@ -1,20 +1,28 @@
-"""crsbench: feature store and analysis warehouse for choosing medical image encoders."""
+"""crsbench: feature store and analysis warehouse for choosing medical image encoders.
+
+The library API is `crsbench.Bench` (see docs/API.md); the command line is a thin layer over it.
+"""
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
-__all__ = ["Warehouse", "__version__"]
+from crsbench.core.version import __version__
+
+__all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "ProbeConfig", "Warehouse", "__version__"]
 
 if TYPE_CHECKING:
+    from crsbench.bench import AdaptConfig, Bench, ExtractConfig, IngestConfig, ProbeConfig
     from crsbench.warehouse.connection import Warehouse
+
+# Lazy, so `import crsbench` stays cheap (no duckdb/pandas) for the CLI and the stages.
+_LAZY = {"Warehouse": "crsbench.warehouse.connection", "Bench": "crsbench.bench",
+         "AdaptConfig": "crsbench.bench", "ExtractConfig": "crsbench.bench", "IngestConfig": "crsbench.bench",
+         "ProbeConfig": "crsbench.bench"}
 
 
 def __getattr__(name: str) -> Any:
-    # Lazy, so `import crsbench` stays cheap (no duckdb/pandas) for the CLI and the stages.
-    if name == "Warehouse":
-        from crsbench.warehouse.connection import Warehouse
-
-        return Warehouse
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'crsbench' has no attribute {name!r}")

@@ -9,11 +9,12 @@ import pandas as pd
 import typer
 from rich.markup import escape
 
-from crsbench.analyses import analyses, get_analysis, run_analysis, table_name
-from crsbench.cli import DbOption, app
-from crsbench.ingest.types import CrsbenchError
+from crsbench.analyses import AnalysisResult, analyses, get_analysis, table_name
+from crsbench.bench import Bench
+from crsbench.cli_app import DbOption, app
+from crsbench.core import CrsbenchError
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.warehouse.connection import Warehouse, default_db_path
+from crsbench.core.constants import default_db_path
 
 
 def parse_settings(settings: list[str]) -> dict[str, Any]:
@@ -44,7 +45,10 @@ def analyze(
     panel: Annotated[str | None, typer.Option("--panel", help="Reference panel whose CRS to use.")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="Reference encoder id (e6).")] = None,
     replicates: Annotated[int | None, typer.Option(
-        "--replicates", help="Bootstrap replicates (bootstrap; default 10,000).")] = None,
+        "--replicates", help="Bootstrap replicates (bootstrap; default 1,000, at least 100).")] = None,
+    resample: Annotated[str | None, typer.Option(
+        "--resample", help="bootstrap: images+seeds (default), seeds (the paper's paired-seed "
+                           "bootstrap) or images.")] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Random seed (bootstrap, stability, insertion, weights).")] = None,
     model: Annotated[str | None, typer.Option(
@@ -59,16 +63,27 @@ def analyze(
     if name == "list":
         print_frame(_registry_frame(), title="analyses", key="analyses")
         return
-    spec = get_analysis(name)
     params = {"panel": panel, "reference": reference, "replicates": replicates, "seed": seed,
+              "resample": resample,
               "model": model, "dataset": dataset, **parse_settings(settings or [])}
-    with Warehouse.open(db) as wh, progress() as bar:
+    analyze_and_render(Bench(db), name, params)
+
+
+def analyze_and_render(bench: Bench, name: str, params: dict[str, Any]) -> AnalysisResult:
+    """Run one analysis under a progress bar and print its summary, notes and stored tables."""
+    spec = get_analysis(name)
+    with progress() as bar:
         # Analyses report no inner steps; the bar shows that one is running and for how long.
         bar(f"analysis {name}", 0, 1)
-        result = run_analysis(wh, name, params)
+        result = bench.analyze(name, **params)
         bar(f"analysis {name}", 1, 1)
+    render_analysis(name, spec.description, result)
+    return result
+
+
+def render_analysis(name: str, description: str, result: AnalysisResult) -> None:
     tables = [table_name(name, part) for part in [*result.tables, "summary"]]
     if not console.json_mode:
-        print_frame(result.summary, title=f"{name}: {spec.description}")
+        print_frame(result.summary, title=f"{name}: {description}")
     human = "\n".join([*(escape(n) for n in result.notes), f"stored: {', '.join(tables)}"])
     emit({"analysis": name, "tables": tables, "notes": result.notes, "summary": result.summary}, human)

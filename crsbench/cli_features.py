@@ -2,42 +2,18 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Annotated
-from urllib.parse import urlsplit
 
 import pandas as pd
 import typer
 
-from crsbench.cli import DbOption, app
-from crsbench.features.registry import get_encoder, list_encoders, tiny_encoder_ids
-from crsbench.features.store import FeatureSetRef, FeatureStore
-from crsbench.ingest.types import CrsbenchError
+from crsbench.bench import Bench, ExtractConfig
+from crsbench.cli_app import DbOption, StoreOption, app
+from crsbench.features.registry import list_encoders
+from crsbench.pipeline.extract import use_encoder_files
 from crsbench.output import emit, print_frame, progress
-from crsbench.warehouse.connection import Warehouse, default_db_path
-
-STORE_ENV = "CRSBENCH_STORE"
-
-
-def check_store_url(url: str | None) -> str | None:
-    """Refuse a store URL carrying a password: it would be recorded in the catalog and printed.
-
-    Object-store credentials come only from the standard environment/config that fsspec
-    backends already read (AWS_* variables or ~/.aws for s3://, see docs/SCALING.md).
-    """
-    if url and "://" in url:
-        netloc = urlsplit(url).netloc
-        if "@" in netloc and ":" in netloc.rpartition("@")[0]:
-            raise CrsbenchError(f"store URL {url.split('://', 1)[0]}://...@{netloc.rpartition('@')[2]} "
-                                "embeds credentials; put them in the environment or the backend's "
-                                "config instead (see docs/SCALING.md)")
-    return url
-
-
-def default_store(db: Path) -> str:
-    """`$CRSBENCH_STORE`, else `<db>.features.zarr` beside the warehouse file."""
-    return check_store_url(os.environ.get(STORE_ENV)) or str(db.with_name(db.name + ".features.zarr"))
+from crsbench.core.constants import default_db_path
 
 
 EncodersFileOption = Annotated[list[Path] | None, typer.Option(
@@ -45,28 +21,12 @@ EncodersFileOption = Annotated[list[Path] | None, typer.Option(
                        "and crsbench.toml beside the warehouse.")]
 
 
-def use_encoder_files(files: list[Path] | None, db: Path) -> None:
-    """Register user encoders from --encoders files and the warehouse's crsbench.toml."""
-    from crsbench.features.user import add_encoder_file, project_file
-
-    project_file(db)
-    for file in files or []:
-        add_encoder_file(file)
-
-
-StoreOption = Annotated[str | None, typer.Option(
-    "--store", callback=check_store_url,
-    help="Feature store URL, any fsspec URL (default $CRSBENCH_STORE or <db>.features.zarr); "
-         "s3:// credentials and endpoint come from the standard AWS environment/config.")]
-
-
-def _expand(values: list[str], every: list[str], keyword: str) -> list[str]:
-    out: list[str] = []
-    for value in values:
-        for item in (every if value == keyword else [value]):
-            if item not in out:
-                out.append(item)
-    return out
+def render_extract(store_url: str, frame: pd.DataFrame) -> None:
+    rows = frame.to_dict("records")
+    emit({"store": store_url, "feature_sets": frame},
+         f"feature store {store_url}:\n" + "\n".join(
+             f"  {r['encoder']} x {r['dataset']}: {r['status']}"
+             + (f" in {r['seconds']:.1f} s" if r["status"] == "extracted" else "") for r in rows))
 
 
 @app.command("extract")
@@ -92,41 +52,13 @@ def extract_command(
                                  "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).")] = False,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
-    from crsbench.features.extraction import extract
-    from crsbench.warehouse import catalog
-    from crsbench.warehouse.datasets import list_datasets, read_dataset
-
-    url = store or default_store(db)
-    use_encoder_files(encoders_file, db)
-    with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
-        names = _expand(dataset, list_datasets(wh), "all")
-        datasets = [read_dataset(wh, name) for name in names]
-    encoders = [get_encoder(e) for e in _expand(encoder, tiny_encoder_ids(), "all-tiny")]
-    if weights is not None and len(encoders) != 1:
-        raise CrsbenchError("--weights applies to exactly one --encoder")
-    results = []
+    bench = Bench(db, store)
+    config = ExtractConfig(device=device, batch_size=batch_size, force=force, weights=weights, dtype=dtype,
+                           compute_dtype=compute_dtype, chunk_rows=chunk_rows,
+                           encoder_files=tuple(encoders_file or ()), allow_download=allow_download)
     with progress() as bar:
-        for entry in encoders:
-            for ds in datasets:
-                if entry.chest_only and ds.domain != "rad" and "all" in dataset:
-                    results.append({"encoder": entry.id, "dataset": ds.name, "status": "not applicable",
-                                    "seconds": 0.0})
-                    continue  # chest-only encoders have no cell outside chest X-rays (never imputed)
-                attrs = extract(ds, entry, url, device=device, batch_size=batch_size, force=force,
-                                weights=str(weights) if weights else None, progress=bar, dtype=dtype,
-                                compute_dtype=compute_dtype, chunk_rows=chunk_rows,
-                                allow_download=allow_download or None)
-                with Warehouse.open(db) as wh:
-                    catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
-                    catalog.record_feature_set(wh, url, FeatureSetRef(ds.name, entry.id), attrs)
-                results.append({"encoder": entry.id, "dataset": ds.name,
-                                "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
-                                "seconds": round(float(attrs.get("seconds", 0.0)), 2)})
-    frame = pd.DataFrame(results)
-    emit({"store": url, "feature_sets": frame},
-         f"feature store {url}:\n" + "\n".join(
-             f"  {r['encoder']} x {r['dataset']}: {r['status']}"
-             + (f" in {r['seconds']:.1f} s" if r["status"] == "extracted" else "") for r in results))
+        frame = bench.extract(encoder, dataset, config, progress=bar)
+    render_extract(bench.store, frame)
 
 
 @app.command("encoders")
@@ -137,7 +69,7 @@ def encoders_command(
     db: DbOption = default_db_path(),
 ) -> None:
     """List every encoder (built-in, TOML, plugin) with its origin, family, scope, loader, input size."""
-    use_encoder_files(encoders_file, db)
+    use_encoder_files(encoders_file or [], db)
     rows = []
     for e in list_encoders():
         row = {"id": e.id, "origin": e.origin, "family": e.family, "scope": e.scope, "domain": e.domain,
@@ -159,14 +91,7 @@ def feature_sets_command(
     sync: Annotated[bool, typer.Option("--sync", help="Rescan the store and update the catalog first.")] = False,
 ) -> None:
     """List the feature-set catalog (dataset, encoder, regime, dims, complete)."""
-    from crsbench.warehouse import catalog
-
-    if sync:
-        url = store or default_store(db)
-        with Warehouse.open(db) as wh:
-            catalog.sync_catalog(wh, FeatureStore(url))
-    with Warehouse.open(db, read_only=True) as wh:
-        frame = catalog.feature_sets(wh)
+    frame = Bench(db, store).feature_sets(sync=sync)
     cols = ["dataset_id", "encoder_id", "regime", "dim", "dtype", "n_images", "complete", "pretrained",
             "store_url"]
     print_frame(frame[cols] if not frame.empty else frame, title="feature sets", key="feature_sets")

@@ -9,12 +9,12 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from crsbench.cli import DbOption, app
-from crsbench.ingest import ADAPTERS, ingest, make_suite
-from crsbench.ingest.types import CrsbenchError
+from crsbench.bench import Bench, IngestConfig
+from crsbench.cli_app import DbOption, app
+from crsbench.core import CrsbenchError
+from crsbench.ingest import ADAPTERS, make_suite
 from crsbench.output import emit, print_frame, progress
-from crsbench.warehouse import datasets as wh_datasets
-from crsbench.warehouse.connection import Warehouse, default_db_path
+from crsbench.core.constants import default_db_path
 
 
 def _adapter_help() -> str:
@@ -76,28 +76,13 @@ def ingest_command(
 
     Everything is validated first and written in one transaction, so a bad input leaves the warehouse unchanged.
     """
-    options = _parse_options(option or [])
-    if not replace and db.exists():  # fail before the slow image checks; load_dataset checks again
-        with Warehouse.open(db, read_only=True) as wh:
-            if name in wh_datasets.list_datasets(wh):
-                raise CrsbenchError(f"dataset {name!r} already exists in {db}; use --replace to overwrite it")
+    config = IngestConfig(replace=replace, skip_bad=skip_bad, shift_targets=tuple(shift_target or ()),
+                          shift_sources=tuple(shift_source or ()), options=_parse_options(option or []),
+                          yes=yes)
+    # Asked only on a terminal; elsewhere retiring needs --yes (the error says so).
+    confirm = (lambda text: typer.confirm(f"{text}. Continue?", err=True)) if sys.stdin.isatty() else None
     with progress() as bar:
-        ds = ingest(adapter, path, name, skip_bad=skip_bad, progress=bar, **options)
-    if replace and db.exists():
-        with Warehouse.open(db, read_only=True) as wh:
-            impact = wh_datasets.replacement_impact(wh, ds)
-        if impact.anything and not yes:
-            if not sys.stdin.isatty():
-                raise CrsbenchError(f"{impact.describe()}; pass --yes to confirm")
-            typer.confirm(f"{impact.describe()}. Continue?", abort=True, err=True)
-    with Warehouse.open(db) as wh:
-        wh_datasets.load_dataset(wh, ds, replace=replace, shift_targets=shift_target or [],
-                                 shift_sources=shift_source or [])
-    if replace:
-        from crsbench.cli_features import default_store
-        from crsbench.features.store import FeatureStore, retire_dataset_features
-
-        retire_dataset_features(FeatureStore(default_store(db)), ds.name, ds.image_digest())
+        ds = Bench(db).ingest(adapter, path, name, config, progress=bar, confirm=confirm)
     counts = ds.images["split"].value_counts()
     split_text = ", ".join(f"{s} {int(counts.get(s, 0))}" for s in ("train", "calib", "test"))
     human = (f"ingested {ds.name} ({ds.adapter}, {ds.task.value}, {len(ds.label_names)} labels): "
@@ -119,16 +104,14 @@ def shift_command(
     db: DbOption = default_db_path(),
 ) -> None:
     """Declare a distribution-shift pair SOURCE -> TARGET (both ingested, same label names)."""
-    with Warehouse.open(db) as wh:
-        wh_datasets.declare_shift(wh, source, target)
+    Bench(db).declare_shift(source, target)
     emit({"source": source, "target": target}, f"declared shift {source} -> {target}")
 
 
 @app.command("datasets")
 def datasets_command(db: DbOption = default_db_path()) -> None:
     """List the ingested datasets with their task, split sizes and shift targets."""
-    with Warehouse.open(db, read_only=True) as wh:
-        frame = wh_datasets.dataset_summary(wh)
+    frame = Bench(db).datasets()
     print_frame(frame, title=f"datasets in {db}", key="datasets")
 
 
@@ -155,7 +138,7 @@ def relocate_command(
     db: DbOption = default_db_path(),
 ) -> None:
     """Point a dataset at the folder its images moved to; every image's SHA-256 is checked first."""
-    with Warehouse.open(db) as wh, progress() as bar:
-        checked = wh_datasets.relocate_dataset(wh, name, path, progress=bar)
+    with progress() as bar:
+        checked = Bench(db).relocate(name, path, progress=bar)
     emit({"dataset": name, "root": str(path), "images_checked": checked},
          f"relocated {name} to {path} ({checked} images match their ingested SHA-256)")

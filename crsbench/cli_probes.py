@@ -2,53 +2,26 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from crsbench.cli import DbOption, app
-from crsbench.cli_features import StoreOption, default_store
-from crsbench.features.store import FeatureStore
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset
+from crsbench.bench import Bench, ProbeConfig
+from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.output import emit, progress
-from crsbench.probes.grid import DEFAULT_BATCH_SIZE, plan_fits, run_grid
-from crsbench.probes.records import FitKey
-from crsbench.warehouse.claims import FitClaims
-from crsbench.warehouse.connection import Warehouse, default_db_path, parts_dir_for
+from crsbench.probes.grid import DEFAULT_BATCH_SIZE, GridSummary
+from crsbench.core.constants import default_db_path
 
 
-def _chosen_datasets(all_names: list[str], requested: list[str], pairs: list[tuple[str, str]]) -> list[str]:
-    for name in requested:
-        if name not in all_names:
-            raise CrsbenchError(f"no dataset {name!r} in the warehouse (datasets: {', '.join(all_names) or 'none'})")
-    if requested:
-        return list(dict.fromkeys(requested))
-    # A dataset that is the shift target of another is evaluation-only unless named.
-    targets = {t for _, t in pairs}
-    return [n for n in all_names if n not in targets]
-
-
-def _plan(datasets: list[str], encoders: list[str], store: FeatureStore, named_datasets: bool,
-          **grid) -> list[FitKey]:
-    present = {(r.dataset, r.key) for r in store.feature_sets()}
-    fits: list[FitKey] = []
-    for name in datasets:
-        if encoders:
-            # Both named: every pair is planned (a missing feature set is then an error);
-            # encoders named alone: the datasets each was extracted on.
-            keys = [e for e in encoders if named_datasets or (name, e) in present]
-            fits += plan_fits([name], keys, store, **grid) if keys else []
-        else:
-            fits += plan_fits([name], None, store, **grid)
-    for enc in encoders:
-        if not any(f.feature_set.key == enc for f in fits):
-            raise CrsbenchError(f"encoder {enc!r} has no feature set for {', '.join(datasets)} in "
-                                f"{store.url}; run 'crsbench extract --encoder {enc} --dataset ...'")
-    if not fits:
-        raise CrsbenchError(f"no feature sets for {', '.join(datasets)} in {store.url}; "
-                            "run 'crsbench extract' first")
-    return fits
+def render_probe(bench: Bench, summary: GridSummary) -> None:
+    emit(
+        {"db": str(bench.db), "store": bench.store, "planned": summary.planned,
+         "skipped": summary.skipped, "fitted": summary.fitted, "runs": summary.runs,
+         "batches": summary.batches, "by_others": summary.by_others},
+        f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
+        f"batches), {summary.skipped} of {summary.planned} already done"
+        + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else ""),
+    )
 
 
 @app.command("probe")
@@ -72,34 +45,9 @@ def probe_command(
     db: DbOption = default_db_path(),
 ) -> None:
     """Fit the probe grid on cached features and record every evaluation (idempotent, resumable)."""
-    from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
-
-    # The warehouse connection is held only while reading; runs are then added as Parquet
-    # parts (append_runs needs no connection), so analysts can query during the sweep.
-    with Warehouse.open(db) as wh:
-        names = _chosen_datasets(list_datasets(wh), dataset, shift_pairs(wh))
-        shifts = {name: shift_targets(wh, name) for name in names}
-        needed = dict.fromkeys(names + [t for ts in shifts.values() for t in ts])
-        datasets: dict[str, Dataset] = {name: read_dataset(wh, name) for name in needed}
-        done = wh.done_fit_ids()
-    feature_store = FeatureStore(store or default_store(db))
-    grid = {"probes": probe or None, "fractions": tuple(fraction) or LABEL_FRACTIONS,
-            "seeds": tuple(seed) or FRACTION_SEEDS, "depths": tuple(depth) or None}
-    fits = _plan(names, encoder, feature_store, bool(dataset), **grid)
-    # Fit claims let several `probe` processes share one warehouse without repeating a fit.
-    def compacted_done() -> set[str]:
-        with Warehouse.open(db, read_only=True) as reader:
-            return reader.done_fit_ids()
-
-    with progress() as bar, FitClaims(parts_dir_for(Path(db)), compacted_done=compacted_done) as claims:
-        summary = run_grid(fits, datasets, feature_store, shift_targets=shifts, done=done,
-                           sink=wh.append_runs, scheduler=scheduler, batch_size=batch_size,
-                           progress=bar, claims=claims)
-    emit(
-        {"db": str(db), "store": feature_store.url, "planned": summary.planned,
-         "skipped": summary.skipped, "fitted": summary.fitted, "runs": summary.runs,
-         "batches": summary.batches, "by_others": summary.by_others},
-        f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
-        f"batches), {summary.skipped} of {summary.planned} already done"
-        + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else ""),
-    )
+    bench = Bench(db, store)
+    config = ProbeConfig(probes=tuple(probe), depths=tuple(depth), fractions=tuple(fraction), seeds=tuple(seed),
+                         scheduler=scheduler, batch_size=batch_size)
+    with progress() as bar:
+        summary = bench.probe(encoder, dataset, config, progress=bar)
+    render_probe(bench, summary)

@@ -6,10 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
-from crsbench.cli import DbOption, app
+from crsbench.bench import Bench
+from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.warehouse.connection import Warehouse, default_db_path
+from crsbench.core.constants import default_db_path
 
 
 @app.command("report")
@@ -20,10 +22,13 @@ def report(
     db: DbOption = default_db_path(),
 ) -> None:
     """Write the HTML report: CRS vs AUROC, profiles, rank reordering, per-dataset tables, analyses."""
-    from crsbench.report import build_report  # matplotlib loads only for this command
+    report_and_render(Bench(db), out, panel, figures)
 
-    with Warehouse.open(db, read_only=True) as wh, progress() as bar:
-        result = build_report(wh, out, panel=panel, figures_dir=figures, progress=bar)
+
+def report_and_render(bench: Bench, out: Path, panel: str | None, figures: Path | None) -> None:
+    """Write the report under a progress bar and say what was written and what is missing."""
+    with progress() as bar:
+        result = bench.report(out, panel=panel, figures=figures, progress=bar)
     gaps = {k: v for k, v in result.sections.items() if v != "ok"}
     lines = [f"wrote {out} ({len(result.figures)} figures"
              + (f", PNGs in {figures}" if figures else "") + ")"]
@@ -38,15 +43,13 @@ def report(
 @app.command("status")
 def status(db: DbOption = default_db_path()) -> None:
     """Summarise the warehouse: datasets, encoders, feature sets, runs, panels, analyses."""
-    from crsbench.report.status import warehouse_status
-
-    with Warehouse.open(db, read_only=True) as wh:
-        state = warehouse_status(wh)
+    state = Bench(db).status()
     counts = state.counts()
     if console.json_mode:
         emit({"db": str(db), "schema_version": state.schema_version, "counts": counts,
               "datasets": state.datasets, "encoders": state.encoders, "feature_sets": state.feature_sets,
-              "runs": state.runs, "panels": state.panels, "analyses": state.analyses})
+              "runs": state.runs, "panels": state.panels, "analyses": state.analyses,
+              "incomplete_cells": state.incomplete_cells})
         return
     console.print(f"warehouse {db} (schema v{state.schema_version}): {counts['datasets']} datasets, "
                   f"{counts['encoders']} encoders, feature sets {counts['feature_sets_complete']} complete / "
@@ -60,3 +63,7 @@ def status(db: DbOption = default_db_path()) -> None:
     incomplete = state.feature_sets[~state.feature_sets["complete"].fillna(False).astype(bool)]
     if len(incomplete):
         print_frame(incomplete, title="incomplete feature sets (rerun extraction to finish them)")
+    if state.incomplete_cells:
+        console.print("incomplete cells (left out of the CRS until 'crsbench probe' fills them):")
+        for line in state.incomplete_cells:
+            console.print(f"  {escape(line)}")

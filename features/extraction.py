@@ -23,7 +23,7 @@ import torch
 import zarr
 from zarr.codecs import BloscCodec
 
-import crsbench
+from crsbench.core import __version__
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
@@ -74,7 +74,7 @@ class _Extractor:
 
     def _on_host(self, condition: str) -> bool:
         name, _ = parse_condition(condition)  # type: ignore[misc]
-        return self.s["perturb_backend"] == "numpy" or PERTURBATION_REGISTRY[name].on_cpu
+        return self.s["perturb_backend"] == "numpy" or PERTURBATION_REGISTRY.get(name).on_cpu
 
     # -- planning ---------------------------------------------------------------------------
     def chunk_bounds(self, k: int) -> tuple[int, int]:
@@ -89,7 +89,7 @@ class _Extractor:
         host: dict[str, list[Future]] = {}
         for cond in self.host_conditions:
             name, sev = parse_condition(cond)  # type: ignore[misc]
-            ref = PERTURBATION_REGISTRY[name]
+            ref = PERTURBATION_REGISTRY.get(name)
             host[cond] = [self.pool.submit(_host_perturb, ref.reference, images[i], ref.levels[sev],
                                            seed_key(self.ids[start + i], name, sev))
                           for i in test]
@@ -304,7 +304,7 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         "weights_hash": weights_hash, "image_digest": dataset.image_digest(), "dtype": dtype,
         "compute_dtype": compute_dtype, "chunk_rows": int(chunk_rows), "batch_size": int(batch_size),
         "device_type": dev.type, "perturb_backend": backend, "conditions": list(conditions),
-        "code_version": crsbench.__version__,
+        "code_version": __version__,
     }
     group = _open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 

@@ -31,8 +31,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from crsbench.features.store import CLEAN, PERTURBATIONS, SEVERITIES
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CLEAN, SEVERITIES, CrsbenchError, Registry
 
 REFERENCE_SIZE = 224  # blur sigmas are given at 224 px and scale with the image's short side
 RICIAN_TOLERANCE = 1  # grey levels; every other perturbation is exact
@@ -47,15 +46,17 @@ class Perturbation:
     on_cpu: bool = False  # the batched path runs on the CPU whatever the device (codecs)
 
 
-REGISTRY: dict[str, Perturbation] = {}
+def _entry(name: str, cls: type, levels: dict[int, float], on_cpu: bool = False) -> Perturbation:
+    return Perturbation(name, levels, cls.reference, cls.batched, on_cpu)  # type: ignore[attr-defined]
 
 
-def register_perturbation(name: str, levels: dict[int, float], on_cpu: bool = False):
-    def decorate(cls: type) -> type:
-        REGISTRY[name] = Perturbation(name, levels, cls.reference, cls.batched, on_cpu)
-        return cls
+# The built-in entries below are registered as this module loads; their names are core's PERTURBATIONS.
+REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group="crsbench.perturbations")
 
-    return decorate
+
+def register_perturbation(name: str, levels: dict[int, float], on_cpu: bool = False) -> Callable[[type], type]:
+    """Class decorator: its `reference` and `batched` static methods become perturbation `name`."""
+    return REGISTRY.register(name, levels=levels, on_cpu=on_cpu)
 
 
 def seed_key(image_id: str, perturbation: str, severity: int) -> bytes:
@@ -67,15 +68,13 @@ def parse_condition(condition: str) -> tuple[str, int] | None:
     if condition == CLEAN:
         return None
     name, _, sev = condition.rpartition("-s")
-    if name not in REGISTRY or not sev.isdigit() or int(sev) not in REGISTRY[name].levels:
+    if name not in REGISTRY or not sev.isdigit() or int(sev) not in REGISTRY.get(name).levels:
         raise CrsbenchError(f"unknown condition {condition!r}")
     return name, int(sev)
 
 
 def _lookup(perturbation: str, severity: int) -> tuple[Perturbation, float]:
-    if perturbation not in REGISTRY:
-        raise CrsbenchError(f"unknown perturbation {perturbation!r}; expected one of {PERTURBATIONS}")
-    entry = REGISTRY[perturbation]
+    entry = REGISTRY.get(perturbation)
     if severity not in entry.levels:
         raise CrsbenchError(f"severity {severity!r} of {perturbation}; expected one of {SEVERITIES}")
     return entry, entry.levels[severity]

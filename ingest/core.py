@@ -43,7 +43,7 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
     """Read a dataset in its published layout into a validated, split `Dataset`.
 
     `options` are the adapter's own (e.g. uncertainty='ones' for chexpert); see
-    `crsbench.ingest.ADAPTERS[adapter].options`. Bad rows raise an InputError naming
+    `crsbench.ingest.ADAPTERS.get(adapter).options`. Bad rows raise an InputError naming
     the file and line, unless `skip_bad`, which records them in `Dataset.errors`.
     Every adapter also takes `domain` and `rare_classes` ('refuse', or 'merge' to fold
     multiclass classes that cannot reach every split into one class; see ingest.labels).

@@ -11,8 +11,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from crsbench.core import CrsbenchError, Registry
 from crsbench.ingest.source import RowLog, Source
-from crsbench.ingest.types import CrsbenchError, ProgressFn, Task
+from crsbench.ingest.types import ProgressFn, Task
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,21 +55,21 @@ class AdapterEntry:
         return out
 
 
-ADAPTERS: dict[str, AdapterEntry] = {}
+def _entry(name: str, read: Reader, *, task: Task | None, description: str, domain: str = "none",
+           options: Mapping[str, AdapterOption] | None = None) -> AdapterEntry:
+    return AdapterEntry(name, task, description, dict(options or {}), read, domain)
+
+
+ADAPTERS: Registry[AdapterEntry] = Registry(
+    "adapter", make=_entry, entry_point_group="crsbench.adapters",
+    builtins=("crsbench.ingest.adapter_isic", "crsbench.ingest.adapter_cxr", "crsbench.ingest.adapter_generic"))
 
 
 def register_adapter(name: str, *, task: Task | None, description: str, domain: str = "none",
                      options: Mapping[str, AdapterOption] | None = None) -> Callable[[Reader], Reader]:
-    def register(read: Reader) -> Reader:
-        if name in ADAPTERS:
-            raise RuntimeError(f"adapter {name!r} registered twice")
-        ADAPTERS[name] = AdapterEntry(name, task, description, dict(options or {}), read, domain)
-        return read
-    return register
+    """Decorator: `read` becomes adapter `name` (see AdapterEntry for the fields)."""
+    return ADAPTERS.register(name, task=task, description=description, domain=domain, options=options)
 
 
 def get_adapter(name: str) -> AdapterEntry:
-    try:
-        return ADAPTERS[name]
-    except KeyError:
-        raise CrsbenchError(f"unknown adapter {name!r}; expected one of: {', '.join(sorted(ADAPTERS))}") from None
+    return ADAPTERS.get(name)

@@ -33,8 +33,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-import crsbench
-from crsbench.core import PRIMARY_PROBE, EncoderKey
+from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
                                    ProgressFn, Task)
@@ -351,7 +350,7 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
             store, checks, compute=executor.compute)
         if progress:
             progress("checking features", 1, 1)
-        version = crsbench.__version__
+        version = __version__
         waiting: list[FitKey] = []
 
         def jobs(chunks: Iterable[tuple[FeatureSetRef, float, list[FitKey]]]) -> Iterator[Job]:

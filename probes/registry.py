@@ -12,7 +12,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.core import Registry
+from crsbench.ingest.types import Task
 
 Predictor = Callable[[np.ndarray], np.ndarray]
 # (x_train (n, D) float, y_train (n,) int or (n, L) 0/1, task, n_outputs K or L, seed) -> predictor
@@ -27,34 +28,30 @@ class ProbeEntry:
     # share a training set then share one fit (fraction 1.0 is the same for every seed).
     seeded: bool
     description: str
+    # True when fitting only prepares the training rows (k-NN): the sweep then fits again at
+    # each evaluation and drops the fit, so a chunk never holds every subset's copy at once.
+    deferred: bool = False
 
 
-_PROBES: dict[str, ProbeEntry] = {}
+def _entry(name: str, fit: FitFn, *, seeded: bool, description: str,
+           deferred: bool = False) -> ProbeEntry:
+    return ProbeEntry(name=name, fit=fit, seeded=seeded, description=description, deferred=deferred)
 
 
-def register_probe(name: str, *, seeded: bool, description: str) -> Callable[[FitFn], FitFn]:
-    def wrap(fn: FitFn) -> FitFn:
-        if name in _PROBES:
-            raise ValueError(f"probe {name!r} registered twice")
-        _PROBES[name] = ProbeEntry(name=name, fit=fn, seeded=seeded, description=description)
-        return fn
+# crsbench.probes.estimators registers logreg, mlp and knn on first lookup.
+PROBES: Registry[ProbeEntry] = Registry("probe", make=_entry, builtins=("crsbench.probes.estimators",),
+                                        entry_point_group="crsbench.probes")
 
-    return wrap
+
+def register_probe(name: str, *, seeded: bool, description: str,
+                   deferred: bool = False) -> Callable[[FitFn], FitFn]:
+    """Decorator: `fit` becomes probe `name`."""
+    return PROBES.register(name, seeded=seeded, description=description, deferred=deferred)
 
 
 def get_probe(name: str) -> ProbeEntry:
-    _load_builtin()
-    try:
-        return _PROBES[name]
-    except KeyError:
-        known = ", ".join(sorted(_PROBES))
-        raise CrsbenchError(f"unknown probe {name!r}; expected one of: {known}") from None
+    return PROBES.get(name)
 
 
 def probe_names() -> tuple[str, ...]:
-    _load_builtin()
-    return tuple(_PROBES)
-
-
-def _load_builtin() -> None:
-    from crsbench.probes import estimators  # noqa: F401  (registers logreg, mlp, knn)
+    return tuple(PROBES.names())

@@ -29,7 +29,7 @@ def toy_analysis():
         return AnalysisResult(tables=parts, summary=pd.DataFrame({"n": [params["size"]]}), notes=["ok"])
 
     yield calls
-    registry._REGISTRY.pop("toy", None)
+    registry.ANALYSES.remove("toy")
 
 
 def test_every_encoder_analysis_is_registered():

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from crsbench.cli import main
-from crsbench.cli_adapt import default_adapter_root, parse_seeds
+from crsbench.pipeline.adapt import parse_seeds
+from crsbench.pipeline.stores import default_adapter_root
 from crsbench.features.adapt import ADAPTER_FILE, adapter_dir
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import CrsbenchError
@@ -105,7 +106,7 @@ def test_rerun_reuses_adapter_and_features(pipeline):
 
 
 def test_seed_parsing_and_bad_input(ingested_db, tmp_path, capsys):
-    assert parse_seeds("0,1, 2,1") == [0, 1, 2]
+    assert parse_seeds("0,1, 2,1") == (0, 1, 2)
     for bad in ("", "a,b", "-1"):
         with pytest.raises(CrsbenchError):
             parse_seeds(bad)

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from crsbench.report import SECTION_IDS, build_report
-from crsbench.report.browser import find_chromium, inspect_page
+from browser_support import find_chromium, inspect_page
 from crsbench.warehouse.connection import Warehouse
 from test_report import build_warehouse
 

@@ -22,13 +22,13 @@ import pandas as pd
 import pyarrow as pa
 
 from crsbench.core import CrsbenchError, crs_constants_sql
+from crsbench.core.constants import DEFAULT_DB, default_db_path
 from crsbench.warehouse import parts
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION, duckdb_type
 
 __all__ = ["DEFAULT_DB", "MissingPartsWarning", "Warehouse", "default_db_path", "parts_dir_for", "sql_files"]
 
-DEFAULT_DB = "crsbench.duckdb"
 # The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
 CONSTANTS_FILE = "macros/000_crs_constants.sql"
 # Files are written in the storage format of DuckDB 1.4, so every client from 1.4 on (the 1.5 shell,
@@ -38,10 +38,6 @@ STORAGE_COMPATIBILITY = "v1.4.0"
 
 class MissingPartsWarning(UserWarning):
     """Parts a read-write open once saw are gone; the views serve what remains."""
-
-
-def default_db_path() -> Path:
-    return Path(os.environ.get("CRSBENCH_DB", DEFAULT_DB))
 
 
 SQL_FOLDERS = ("macros", "views")
@@ -64,6 +60,25 @@ def sql_files() -> list[tuple[str, str]]:
     # First of all: the constant macros generated from crsbench.core (the CRS weights, the
     # encoder-key format), so the SQL reads those from their one home rather than a copy.
     return [(CONSTANTS_FILE, crs_constants_sql()), *files]
+
+
+def append_run_parts(parts_dir: Path, runs: pd.DataFrame | pa.Table,
+                     predictions: pd.DataFrame | pa.Table | None = None) -> str:
+    """Write one batch of run records as Parquet parts, with no connection; returns the batch id.
+
+    A long sweep closes the warehouse after `Warehouse.expect_appends()` (so the persisted views
+    read the parts folder) and then writes its batches through this.
+    """
+    from crsbench.warehouse.provenance import batch_record
+
+    batch = parts.new_part_name()
+    if predictions is not None:
+        table = parts.conform(predictions, PART_SCHEMAS["predictions"], "predictions")
+        parts.atomic_write_parquet(table, parts_dir / "predictions" / batch)
+    parts.atomic_write_parquet(batch_record(batch), parts_dir / "batches" / batch)
+    table = parts.conform(runs, PART_SCHEMAS["runs"], "runs")
+    parts.atomic_write_parquet(table, parts_dir / "runs" / batch)
+    return batch
 
 
 class Warehouse:
@@ -164,7 +179,7 @@ class Warehouse:
     def _check_version(self) -> None:
         current = self.schema_version()
         if current > SCHEMA_VERSION:
-            from crsbench import __version__
+            from crsbench.core import __version__
 
             writer = self.con.execute(
                 "select max_by(crsbench_version, version) from schema_info").fetchone()[0]
@@ -180,7 +195,7 @@ class Warehouse:
             )
 
     def _migrate(self) -> None:
-        from crsbench import __version__
+        from crsbench.core import __version__
 
         current = self.schema_version()
         if current < SCHEMA_VERSION:
@@ -391,18 +406,9 @@ class Warehouse:
         Needs no DuckDB write lock: parts are written to a temporary name and renamed, the runs
         part last, so the batch appears whole or not at all.
         """
-        from crsbench.warehouse.provenance import batch_record
-
         if not (self.read_only or self._closed or self._reading_parts):
             self.expect_appends()
-        batch = parts.new_part_name()
-        if predictions is not None:
-            table = parts.conform(predictions, PART_SCHEMAS["predictions"], "predictions")
-            parts.atomic_write_parquet(table, self.parts_dir / "predictions" / batch)
-        parts.atomic_write_parquet(batch_record(batch), self.parts_dir / "batches" / batch)
-        table = parts.conform(runs, PART_SCHEMAS["runs"], "runs")
-        parts.atomic_write_parquet(table, self.parts_dir / "runs" / batch)
-        return batch
+        return append_run_parts(self.parts_dir, runs, predictions)
 
     def done_fit_ids(self) -> set[str]:
         rows = self.con.execute("select distinct fit_id from runs").fetchall()

@@ -16,8 +16,7 @@ from datetime import datetime, timezone
 import duckdb
 import pandas as pd
 
-from crsbench import __version__
-from crsbench.core import AXES
+from crsbench.core import AXES, __version__
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 

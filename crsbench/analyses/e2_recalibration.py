@@ -1,7 +1,7 @@
 """E2: post-hoc recalibration fitted on the calib split, applied to test (METHODS.md §12).
 
 For each primary fit (logreg, frozen, full depth, full labels, one seed) every method in
-`crsbench.analyses.recalibration` is fitted on that fit's stored `calib` predictions and
+`crsbench.probes.calibration` is fitted on that fit's stored `calib` predictions and
 applied to the same fit's test predictions under every stored condition: clean, the 15
 corruptions and, where present, the shift target. ECE, Brier and AUROC are recomputed
 before and after with `crsbench.probes.metrics`. Cell results average each metric over
@@ -21,7 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from crsbench.analyses.common import (CALIB, CLEAN, SHIFT, dataset_task, fit_predictions, label_matrix,
                                       labels_of, load_runs)
-from crsbench.analyses.recalibration import CALIBRATORS, make_calibrator
+from crsbench.probes.calibration import CALIBRATORS, make_calibrator
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.ingest.types import CrsbenchError, Task
 from crsbench.probes import metrics

@@ -200,7 +200,7 @@ def run_e5(wh: Warehouse, params: Mapping[str, Any], generate: GenerateFn | None
             stored = stored[keep]
         done = set(map(tuple, stored[KEY].itertuples(index=False, name=None)))
         if generate is None:
-            from crsbench.analyses.vlm import HFGenerator
+            from crsbench.features.vlm import HFGenerator
 
             generate = HFGenerator(model_id, device=params["device"],
                                    max_new_tokens=int(params["max_new_tokens"]))

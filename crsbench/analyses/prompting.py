@@ -23,11 +23,11 @@ import dataclasses
 import re
 from collections.abc import Sequence
 
+from crsbench.features.vlm import LETTERS
 from crsbench.ingest.types import Task
 
 STYLES: tuple[str, ...] = ("simple", "multiple_choice", "chain_of_thought", "refined", "few_shot")
 UNPARSED = "unparsed"
-LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 # Spelled-out names for the label codes the datasets publish (first = display name).
 LABEL_ALIASES: dict[str, tuple[str, ...]] = {

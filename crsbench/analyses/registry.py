@@ -11,17 +11,16 @@ with one row per table in the `analyses` table.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 import pkgutil
 import re
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from crsbench import __version__
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError, Registry, __version__
 from crsbench.warehouse.connection import Warehouse
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -53,8 +52,17 @@ class AnalysisSpec:
     params: Mapping[str, Any]
 
 
-_REGISTRY: dict[str, AnalysisSpec] = {}
-_LOADED = False
+def _spec(name: str, fn: AnalysisFn, *, params: Mapping[str, Any] | None = None,
+          description: str | None = None) -> AnalysisSpec:
+    doc = (fn.__doc__ or "").strip().splitlines()
+    return AnalysisSpec(name, fn, description or (doc[0] if doc else ""), dict(params or {}))
+
+
+# Every module of this package registers its analyses on import; discovering them (the
+# builtins) means adding an analysis never touches a shared list.
+ANALYSES: Registry[AnalysisSpec] = Registry(
+    "analysis", make=_spec, entry_point_group="crsbench.analyses",
+    builtins=tuple(f"crsbench.analyses.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])))
 
 
 def register_analysis(name: str, *, params: Mapping[str, Any] | None = None,
@@ -62,41 +70,16 @@ def register_analysis(name: str, *, params: Mapping[str, Any] | None = None,
     """Register `fn` as analysis `name`; `params` declares every accepted param and its default."""
     if not _NAME.match(name) or name in _RESERVED:
         raise ValueError(f"invalid analysis name {name!r}")
-
-    def decorate(fn: AnalysisFn) -> AnalysisFn:
-        if name in _REGISTRY and _REGISTRY[name].fn is not fn:
-            raise ValueError(f"analysis {name!r} is registered twice")
-        doc = (fn.__doc__ or "").strip().splitlines()
-        _REGISTRY[name] = AnalysisSpec(name, fn, description or (doc[0] if doc else ""),
-                                       dict(params or {}))
-        return fn
-
-    return decorate
-
-
-def _load_all() -> None:
-    # Every module of this package registers its analyses on import; discovering them
-    # here means adding an analysis never touches a shared list.
-    global _LOADED
-    if _LOADED:
-        return
-    package = importlib.import_module("crsbench.analyses")
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"crsbench.analyses.{module.name}")
-    _LOADED = True
+    return ANALYSES.register(name, params=params, description=description)
 
 
 def analyses() -> dict[str, AnalysisSpec]:
     """All registered analyses by name, sorted."""
-    _load_all()
-    return dict(sorted(_REGISTRY.items()))
+    return dict(sorted(ANALYSES.items()))
 
 
 def get_analysis(name: str) -> AnalysisSpec:
-    known = analyses()
-    if name not in known:
-        raise CrsbenchError(f"unknown analysis {name!r}; known: {', '.join(known)}")
-    return known[name]
+    return ANALYSES.get(name)
 
 
 def resolve_params(spec: AnalysisSpec, params: Mapping[str, Any] | None) -> dict[str, Any]:

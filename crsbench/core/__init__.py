@@ -10,9 +10,10 @@ from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, In
 from crsbench.core.keys import EncoderKey
 from crsbench.core.registry import Registry
 from crsbench.core.sql import crs_constants_sql
+from crsbench.core.version import __version__
 
 __all__ = [
     "AXES", "AXIS_WEIGHTS", "CLEAN", "CONDITIONS", "CRS_WEIGHTS", "DEPTHS", "EXIT_BUG", "EXIT_OK", "EXIT_USER",
     "FROZEN", "LORA", "PERTURBATIONS", "PERTURBED_CONDITIONS", "PRIMARY_PROBE", "SEVERITIES", "SHIFT", "TERM_WEIGHTS",
-    "CrsbenchError", "EncoderKey", "InputError", "Registry", "crs_constants_sql", "lora_regime",
+    "CrsbenchError", "EncoderKey", "InputError", "Registry", "__version__", "crs_constants_sql", "lora_regime",
 ]

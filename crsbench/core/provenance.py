@@ -43,7 +43,7 @@ def _version(distribution: str) -> str | None:
 
 @functools.lru_cache(maxsize=1)
 def _static() -> dict[str, Any]:
-    from crsbench import __version__
+    from crsbench.core.version import __version__
 
     return {"crsbench_version": __version__, "git_commit": git_commit(),
             **{key: _version(dist) for key, dist in LIBRARIES.items()}}

@@ -24,7 +24,9 @@ class Registry(Generic[T]):
     """Entries of one kind by name.
 
     `make(name, obj, **meta)` turns what the decorator wraps into the stored entry (by
-    default the object itself). Registering a name twice is a bug, not a user error.
+    default the object itself). Registering a name twice with a different entry is a bug,
+    not a user error. Listing follows registration order (a registry may mean something
+    by it, e.g. the metrics' column order); callers sort where they want sorted.
     """
 
     def __init__(self, kind: str, *, make: Callable[..., T] | None = None,
@@ -38,10 +40,14 @@ class Registry(Generic[T]):
 
     def add(self, name: str, entry: T) -> T:
         """Store one entry under `name`."""
-        if name in self._entries and self._entries[name] is not entry:
+        if name in self._entries and self._entries[name] != entry:
             raise ValueError(f"{self.kind} {name!r} registered twice")
         self._entries[name] = entry
         return entry
+
+    def remove(self, name: str) -> None:
+        """Forget one entry (entries re-read from a user's file that changed)."""
+        self._entries.pop(name, None)
 
     def register(self, name: str, **meta: Any) -> Callable[[F], F]:
         """Decorator: `@REG.register("name", **meta)` stores `make(name, obj, **meta)`."""
@@ -58,15 +64,24 @@ class Registry(Generic[T]):
         except KeyError:
             raise CrsbenchError(self._unknown(name)) from None
 
+    def remove(self, name: str) -> None:
+        """Forget `name` if registered (tests and plugin reloads)."""
+        self._entries.pop(name, None)
+
     def names(self) -> list[str]:
-        """Every registered name, sorted."""
+        """Every registered name, in registration order."""
         self.load()
-        return sorted(self._entries)
+        return list(self._entries)
+
+    def values(self) -> list[T]:
+        """Every entry, in registration order."""
+        self.load()
+        return list(self._entries.values())
 
     def items(self) -> list[tuple[str, T]]:
-        """(name, entry) pairs sorted by name."""
+        """(name, entry) pairs in registration order."""
         self.load()
-        return sorted(self._entries.items())
+        return list(self._entries.items())
 
     def __contains__(self, name: object) -> bool:
         self.load()

@@ -10,7 +10,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from crsbench import __version__
+from crsbench.core import __version__
 from crsbench.ingest.types import ProgressFn, no_progress
 from crsbench.report import sections, sections_curves  # noqa: F401  (registers the sections, in order)
 from crsbench.report.data import ReportData, gather

@@ -14,8 +14,10 @@ from pathlib import Path
 
 import numpy as np
 
-from crsbench.analyses.prompting import LETTERS
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
+
+# Option letters of a multiple-choice prompt, in order; the generator scores the first n.
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 class HFGenerator:

@@ -2,7 +2,8 @@
 
 Talks the DevTools protocol over `--remote-debugging-pipe` (null-terminated JSON on
 file descriptors 3 and 4), so it needs no websocket library and no network port.
-Used by the report's browser test and by `scripts/screenshot_report.sh`.
+Test support (not shipped in the package): used by the report's browser test and by
+`scripts/screenshot_report.sh`.
 """
 
 from __future__ import annotations
@@ -275,13 +276,13 @@ def _collect_events(events: list[dict[str, Any]], report: PageReport) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m crsbench.report.browser REPORT.html OUT.png [WIDTH [HEIGHT]]`: screenshot a report.
+    """`python tests/browser_support.py REPORT.html OUT.png [WIDTH [HEIGHT]]`: screenshot a report.
 
     Without HEIGHT the whole page is captured; with it, only the top WIDTH x HEIGHT view.
     """
     args = sys.argv[1:] if argv is None else argv
     if len(args) not in (2, 3, 4) or not all(a.isdigit() for a in args[2:]):
-        print("usage: python -m crsbench.report.browser REPORT.html OUT.png [WIDTH [HEIGHT]]", file=sys.stderr)
+        print("usage: python tests/browser_support.py REPORT.html OUT.png [WIDTH [HEIGHT]]", file=sys.stderr)
         return 1
     width = int(args[2]) if len(args) > 2 else 1280
     height = int(args[3]) if len(args) > 3 else 900

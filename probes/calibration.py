@@ -32,7 +32,8 @@ from scipy.special import expit, log_softmax, softmax
 from sklearn.isotonic import IsotonicRegression
 from sklearn.linear_model import LogisticRegression
 
-from crsbench.ingest.types import InputError, Task
+from crsbench.core import InputError, Registry
+from crsbench.ingest.types import Task
 
 # Scaling maps act on log p, so the floor only guards log(0): it must not merge small but
 # distinct probabilities (that would break the order temperature scaling keeps).
@@ -46,6 +47,11 @@ class Calibrator(Protocol):
     def fit(self, p: np.ndarray, y: np.ndarray) -> "Calibrator": ...
 
     def transform(self, p: np.ndarray) -> np.ndarray: ...
+
+
+# Recalibration methods by name: a factory `task -> Calibrator` each (the classes below).
+CALIBRATORS: Registry[Callable[[Task], Calibrator]] = Registry("recalibration method",
+                                                               entry_point_group="crsbench.calibrators")
 
 
 def _check(p: np.ndarray, y: np.ndarray | None, task: Task) -> tuple[np.ndarray, np.ndarray | None]:
@@ -144,12 +150,14 @@ class _Scaling:
         return 1.0 / self.w
 
 
+@CALIBRATORS.register("temperature")
 class TemperatureScaling(_Scaling):
     """softmax(log p / T) (multilabel: sigmoid(logit p_j / T_j))."""
 
     per_class = False
 
 
+@CALIBRATORS.register("vector")
 class VectorScaling(_Scaling):
     """softmax(w * log p + b), per-class w >= 0 and b (multilabel: Platt scaling per label)."""
 
@@ -159,6 +167,7 @@ class VectorScaling(_Scaling):
 # -- isotonic ---------------------------------------------------------------------------------
 
 
+@CALIBRATORS.register("isotonic")
 class IsotonicCalibration:
     """One-vs-rest isotonic regression per class (rows renormalised) or per label."""
 
@@ -187,6 +196,7 @@ class IsotonicCalibration:
 # -- Dirichlet ---------------------------------------------------------------------------------
 
 
+@CALIBRATORS.register("dirichlet")
 class DirichletCalibration:
     """Multinomial logistic regression on log p (Kull et al. 2019); beta calibration per label."""
 
@@ -227,18 +237,5 @@ class DirichletCalibration:
         return q
 
 
-CALIBRATORS: dict[str, Callable[[Task], Calibrator]] = {
-    "temperature": TemperatureScaling,
-    "vector": VectorScaling,
-    "isotonic": IsotonicCalibration,
-    "dirichlet": DirichletCalibration,
-}
-
-
 def make_calibrator(method: str, task: Task) -> Calibrator:
-    try:
-        factory = CALIBRATORS[method]
-    except KeyError:
-        raise InputError(f"unknown recalibration method {method!r}; "
-                         f"expected one of: {', '.join(CALIBRATORS)}") from None
-    return factory(task)
+    return CALIBRATORS.get(method)(task)

@@ -7,7 +7,7 @@ import pytest
 from scipy.special import expit, softmax
 from sklearn.metrics import roc_auc_score
 
-from crsbench.analyses.recalibration import (CALIBRATORS, TemperatureScaling, VectorScaling,
+from crsbench.probes.calibration import (CALIBRATORS, TemperatureScaling, VectorScaling,
                                              make_calibrator)
 from crsbench.ingest.types import CrsbenchError, Task
 from crsbench.probes import metrics

@@ -1,0 +1,242 @@
+"""`crsbench.Bench`: the library API every notebook, script and CLI command goes through.
+
+    bench = crsbench.Bench("bench.duckdb")
+    bench.ingest("isic2019", "/data/ISIC2019", "isic")
+    bench.extract(["tiny-vit"], ["isic"], ExtractConfig(batch_size=32))
+    bench.probe(encoders=["tiny-vit"])
+    bench.freeze_panel("ref", ["tiny-vit", "tiny-convnext"])
+    bench.leaderboard("ref").board                      # a DataFrame
+
+Each call opens the warehouse for as long as it needs it and closes it again, so a Bench
+holds no lock between calls; long calls take an optional `progress(description, done, total)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from crsbench.core import CrsbenchError
+from crsbench.ingest.types import Dataset, ProgressFn
+from crsbench.pipeline.adapt import AdaptConfig, AdaptResult
+from crsbench.pipeline.extract import ExtractConfig
+from crsbench.pipeline.ingest import IngestConfig
+from crsbench.pipeline.probe import ProbeConfig
+from crsbench.pipeline.stores import check_store_url, default_store
+from crsbench.warehouse.connection import Warehouse
+
+if TYPE_CHECKING:
+    from crsbench.analyses.registry import AnalysisResult
+    from crsbench.probes.grid import GridSummary
+    from crsbench.report import ReportResult
+    from crsbench.report.status import WarehouseStatus
+    from crsbench.warehouse.panels import Panel
+
+__all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "Leaderboard", "ProbeConfig"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaderboard:
+    panel: str  # the panel used, or 'cohort' when none is frozen
+    board: pd.DataFrame  # frozen-regime CRS leaderboard, best first
+    agreement: pd.DataFrame  # AUROC ranking vs CRS ranking, one row per population
+    resample: str | None = None  # the bootstrap whose intervals the board carries (None: none yet)
+    agreement_intervals: pd.DataFrame | None = None  # statistic, estimate, lo, hi
+    warnings: list[str] = dataclasses.field(default_factory=list)  # anchor noise
+    incomplete: list[str] = dataclasses.field(default_factory=list)  # what incomplete cells lack
+
+
+class Bench:
+    """One warehouse (a DuckDB file and its Parquet parts) and its feature store."""
+
+    def __init__(self, db: Path | str, store: str | None = None) -> None:
+        self.db = Path(db)
+        self.store = check_store_url(store) or default_store(self.db)
+
+    def __repr__(self) -> str:
+        return f"Bench(db={str(self.db)!r}, store={self.store!r})"
+
+    # -- warehouse ----------------------------------------------------------------------------
+
+    def init(self) -> int:
+        """Create the warehouse with every table and view (idempotent); returns the schema version."""
+        with Warehouse.open(self.db) as wh:
+            return wh.schema_version()
+
+    def compact(self) -> int:
+        """Merge the run/prediction parts into one per kind; returns how many were merged."""
+        with Warehouse.open(self.db) as wh:
+            return wh.compact_parts()
+
+    def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
+        """Run a read-only query in a sandbox (no file access beyond the warehouse's own parts);
+        a failing query is a CrsbenchError with DuckDB's first line."""
+        with Warehouse.open(self.db, read_only=True) as wh:
+            wh.lock_down()
+            try:
+                return wh.sql(query, params)
+            except Exception as exc:  # duckdb raises many error types; all are the caller's query
+                raise CrsbenchError(f"query failed: {str(exc).splitlines()[0]}") from exc
+
+    def status(self) -> WarehouseStatus:
+        """What the warehouse holds: datasets, encoders, feature sets, runs, panels, analyses."""
+        from crsbench.report.status import warehouse_status
+
+        from crsbench.report.uncertainty import missing_lines
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            state = warehouse_status(wh)
+            state.incomplete_cells = missing_lines(wh, regime=None)
+            return state
+
+    # -- ingest -------------------------------------------------------------------------------
+
+    def make_suite(self, out: Path | str, scale: float = 1.0, image_size: int = 128, seed: int = 0,
+                   progress: ProgressFn | None = None) -> dict[str, Path]:
+        """Write the embedded demo suite (four toy datasets in their published layouts)."""
+        from crsbench.ingest import make_suite
+
+        return make_suite(Path(out), scale=scale, image_size=image_size, seed=seed, progress=progress)
+
+    def ingest(self, adapter: str, path: Path | str, name: str, config: IngestConfig = IngestConfig(),
+               progress: ProgressFn | None = None,
+               confirm: Callable[[str], bool] | None = None) -> Dataset:
+        """Ingest one dataset (validated first, written in one transaction). Replacing it with
+        other data retires its stale runs and feature sets if `config.yes` or `confirm(text)`."""
+        from crsbench.pipeline.ingest import ingest_dataset
+
+        return ingest_dataset(self.db, adapter, Path(path), name, config, progress, confirm=confirm,
+                              store=self.store)
+
+    def ingest_suite(self, suite: Path | str, scale: float = 1.0, image_size: int = 128,
+                     progress: ProgressFn | None = None) -> pd.DataFrame:
+        """Generate and ingest the embedded suite's missing datasets and declare its shift pair."""
+        from crsbench.pipeline.ingest import ingest_suite
+
+        return ingest_suite(self.db, Path(suite), scale, image_size, progress)
+
+    def relocate(self, name: str, path: Path | str, progress: ProgressFn | None = None) -> int:
+        """Point a dataset at the folder its images moved to (every SHA-256 checked first);
+        returns the number of images checked."""
+        from crsbench.ingest.types import no_progress
+        from crsbench.warehouse.datasets import relocate_dataset
+
+        with Warehouse.open(self.db) as wh:
+            return relocate_dataset(wh, name, Path(path), progress=progress or no_progress)
+
+    def declare_shift(self, source: str, target: str) -> None:
+        """Declare a distribution-shift pair: probes fitted on `source` are also evaluated on `target`."""
+        from crsbench.warehouse.datasets import declare_shift
+
+        with Warehouse.open(self.db) as wh:
+            declare_shift(wh, source, target)
+
+    def datasets(self) -> pd.DataFrame:
+        """The ingested datasets with their task, split sizes and shift targets."""
+        from crsbench.warehouse.datasets import dataset_summary
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return dataset_summary(wh)
+
+    # -- features and probes ------------------------------------------------------------------
+
+    def extract(self, encoders: Sequence[str], datasets: Sequence[str] = ("all",),
+                config: ExtractConfig = ExtractConfig(), progress: ProgressFn | None = None) -> pd.DataFrame:
+        """Extract every depth and condition once per encoder and dataset (resumable)."""
+        from crsbench.pipeline.extract import extract_all
+
+        return extract_all(self.db, self.store, list(encoders), list(datasets), config, progress)
+
+    def feature_sets(self, sync: bool = False) -> pd.DataFrame:
+        """The feature-set catalog; `sync` rescans the store first."""
+        from crsbench.warehouse import catalog
+
+        if sync:
+            from crsbench.features.store import FeatureStore
+
+            with Warehouse.open(self.db) as wh:
+                catalog.sync_catalog(wh, FeatureStore(self.store))
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return catalog.feature_sets(wh)
+
+    def probe(self, encoders: Sequence[str] = (), datasets: Sequence[str] = (),
+              config: ProbeConfig = ProbeConfig(), progress: ProgressFn | None = None) -> GridSummary:
+        """Fit the probe grid on cached features and record every evaluation (idempotent)."""
+        from crsbench.pipeline.probe import probe_all
+
+        return probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
+
+    def adapt(self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(),
+              progress: ProgressFn | None = None) -> AdaptResult:
+        """LoRA-adapt `encoder` on `dataset` per seed and extract each variant `encoder@lora-s<seed>`."""
+        from crsbench.pipeline.adapt import adapt_encoder
+
+        return adapt_encoder(self.db, self.store, encoder, dataset, config, progress)
+
+    # -- panels, scores, analyses, report -----------------------------------------------------
+
+    def freeze_panel(self, name: str, encoders: Sequence[str]) -> Panel:
+        """Freeze a reference panel: its members and their anchors per dataset and `global`."""
+        from crsbench.warehouse.panels import freeze_panel
+
+        with Warehouse.open(self.db) as wh:
+            return freeze_panel(wh, name, list(encoders))
+
+    def panels(self) -> pd.DataFrame:
+        """The frozen panels, oldest first."""
+        from crsbench.warehouse.panels import list_panels
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return list_panels(wh)
+
+    def panel(self, name: str) -> Panel:
+        """One frozen panel: members and anchors."""
+        from crsbench.warehouse.panels import get_panel
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return get_panel(wh, name)
+
+    def leaderboard(self, panel: str | None = None, resample: str | None = None) -> Leaderboard:
+        """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
+        with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
+        if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack."""
+        from crsbench.report import uncertainty
+        from crsbench.warehouse.panels import leaderboard
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            used, board, agreement = leaderboard(wh, panel)
+            boot = uncertainty.bootstrap_resample(wh, used, resample)
+            return Leaderboard(used, uncertainty.with_intervals(wh, used, board, boot), agreement,
+                               boot, uncertainty.agreement_intervals(wh, used, boot),
+                               uncertainty.anchor_noise_warnings(wh, used, boot),
+                               uncertainty.missing_lines(wh))
+
+    def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
+        """(whether any bootstrap informs the panel's anchor noise, one warning per axis and scope
+        whose anchor range is below 2x its noise)."""
+        from crsbench.report import uncertainty
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            known = bool(len(wh.sql("select 1 from panel_anchor_noise where panel = ? limit 1", [panel])))
+            return known, uncertainty.anchor_noise_warnings(wh, panel)
+
+    def analyze(self, name: str, **params: Any) -> AnalysisResult:
+        """Run a registered analysis (params None mean its defaults) and store its tables."""
+        from crsbench.analyses import run_analysis
+
+        with Warehouse.open(self.db) as wh:
+            return run_analysis(wh, name, params)
+
+    def report(self, out: Path | str = "report.html", panel: str | None = None, figures: Path | str | None = None,
+               progress: ProgressFn | None = None) -> ReportResult:
+        """Write the self-contained HTML report (and, with `figures`, every figure as PNG)."""
+        from crsbench.ingest.types import no_progress
+        from crsbench.report import build_report
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return build_report(wh, Path(out), panel=panel, figures_dir=Path(figures) if figures else None,
+                                progress=progress or no_progress)

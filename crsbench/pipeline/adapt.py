@@ -1,0 +1,104 @@
+"""LoRA variants of one encoder, one per seed, extracted beside its frozen features (METHODS.md §13).
+
+Each seed: train (or reuse) the adapter, save it, reload it onto a fresh base and extract the
+variant `encoder@lora-s<seed>` into the same feature store, on the dataset and on its shift
+targets, through the same one-pass `extract`; the catalog then lists it beside the frozen set,
+and probing `ENC@lora-s0` gives it the same probe grid and views.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pandas as pd
+
+from crsbench.core import CrsbenchError, EncoderKey, lora_regime
+from crsbench.ingest.types import ProgressFn
+from crsbench.pipeline.stores import default_adapter_root
+from crsbench.warehouse.connection import Warehouse
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptConfig:
+    """Seeds and training settings (METHODS.md §13: 8 epochs), where adapters go, base weights."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    epochs: int = 8
+    batch_size: int = 32
+    max_steps: int | None = None  # stop training after this many steps (smoke runs)
+    device: str = "cpu"
+    out: Path | None = None  # adapter folder root; default <store>.adapters beside the store
+    weights: Path | None = None  # local base weights (file or model folder)
+    force: bool = False  # retrain adapters and re-extract their features
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptResult:
+    root: Path  # the adapter folder root
+    variants: pd.DataFrame  # encoder (key), dataset, adapter, trained, features
+    notes: list[str]
+    first_key: EncoderKey  # the variant of the first seed, to probe next
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """'0,1,2' -> (0, 1, 2): non-negative, duplicates dropped."""
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise CrsbenchError(f"--seeds expects comma-separated integers, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise CrsbenchError(f"--seeds expects non-negative integers, got {text!r}")
+    return tuple(dict.fromkeys(seeds))
+
+
+def adapt_encoder(db: Path, store_url: str, encoder: str, dataset: str, config: AdaptConfig,
+                  progress: ProgressFn | None = None) -> AdaptResult:
+    """Train (or reuse) one adapter per seed and extract each variant on the dataset and its shift targets."""
+    from crsbench.features.adapt import ADAPTER_FILE, LoraSettings, adapt, adapter_dir, load_adapted, save_adapter
+    from crsbench.features.extraction import extract
+    from crsbench.features.registry import get_encoder
+    from crsbench.features.store import FeatureSetRef
+    from crsbench.warehouse import catalog
+    from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_targets
+
+    if not config.seeds or min(config.seeds) < 0:
+        raise CrsbenchError(f"adaptation seeds must be non-negative integers, got {config.seeds!r}")
+    settings = LoraSettings(epochs=config.epochs, batch_size=config.batch_size, max_steps=config.max_steps)
+    from crsbench.features.user import project_file
+
+    project_file(db)  # the warehouse's crsbench.toml encoders
+    entry = get_encoder(encoder)
+    root = config.out or default_adapter_root(store_url)
+    base_weights = str(config.weights) if config.weights else None
+    with Warehouse.open(db, read_only=True) as wh:  # no write lock held while training
+        if dataset not in list_datasets(wh):
+            raise CrsbenchError(f"no dataset {dataset!r} in the warehouse {db}")
+        source = read_dataset(wh, dataset)
+        targets = [read_dataset(wh, t) for t in shift_targets(wh, dataset)]
+    rows, notes = [], []
+    for seed in config.seeds:
+        folder = adapter_dir(root, entry.id, dataset, seed)
+        trained = config.force or not (folder / ADAPTER_FILE).exists()
+        if trained:
+            result = adapt(source, entry, seed=seed, settings=settings, device=config.device,
+                           weights=base_weights, progress=progress)
+            save_adapter(result, folder, {
+                "encoder_id": entry.id, "dataset": dataset, "seed": seed, "regime": lora_regime(seed),
+                **{k: getattr(settings, k) for k in ("rank", "alpha", "dropout", "lr", "epochs", "batch_size",
+                                                     "max_steps")}})
+            if result.adapter_norm == 0.0:
+                notes.append(f"seed {seed}: the adapters received no gradient (still at their "
+                             f"zero init); the variant equals the frozen encoder")
+        # What is extracted is what was saved: always reload from the adapter folder.
+        model = load_adapted(entry, folder, weights=base_weights)
+        for ds in [source, *targets]:
+            ref = FeatureSetRef(ds.name, entry.id, lora_regime(seed))
+            attrs = extract(ds, entry, store_url, regime=ref.regime, model=model, device=config.device,
+                            force=trained, progress=progress)
+            with Warehouse.open(db) as wh:
+                catalog.register_encoder(wh, entry)
+                catalog.record_feature_set(wh, store_url, ref, attrs)
+            rows.append({"encoder": ref.key, "dataset": ds.name, "adapter": str(folder), "trained": trained,
+                         "features": "skipped (complete)" if attrs.get("skipped") else "extracted"})
+    return AdaptResult(root, pd.DataFrame(rows), notes, EncoderKey(entry.id, lora_regime(config.seeds[0])))

@@ -1,0 +1,96 @@
+"""Extraction over many encoders and datasets, each feature set recorded in the catalog."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from crsbench.core import CrsbenchError
+from crsbench.ingest.types import ProgressFn
+from crsbench.warehouse.connection import Warehouse
+
+ALL_DATASETS = "all"
+ALL_TINY = "all-tiny"
+
+
+@dataclasses.dataclass(frozen=True)
+class ExtractConfig:
+    """How to extract: device, batch, storage and compute dtypes, the resume unit, a local checkpoint.
+
+    `weights` (a local file or model folder) applies to exactly one encoder; `force` redoes
+    complete feature sets; `encoder_files` are TOML files of user encoders (besides
+    $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse); `allow_download` lets hub ids
+    fetch missing weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1).
+    """
+
+    device: str = "cpu"
+    batch_size: int = 64
+    force: bool = False
+    weights: Path | None = None
+    dtype: str = "float16"
+    compute_dtype: str = "float32"
+    chunk_rows: int = 256
+    encoder_files: tuple[Path, ...] = ()
+    allow_download: bool = False
+
+
+def use_encoder_files(files: Sequence[Path], db: Path) -> None:
+    """Register user encoders from TOML files and the warehouse's crsbench.toml."""
+    from crsbench.features.user import add_encoder_file, project_file
+
+    project_file(db)
+    for file in files:
+        add_encoder_file(file)
+
+
+def expand(values: Sequence[str], every: Sequence[str], keyword: str) -> list[str]:
+    """`values` with `keyword` replaced by `every`, duplicates dropped, order kept."""
+    out: list[str] = []
+    for value in values:
+        for item in (every if value == keyword else [value]):
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def extract_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Sequence[str],
+                config: ExtractConfig, progress: ProgressFn | None = None) -> pd.DataFrame:
+    """Extract every (encoder, dataset) pair once (complete sets are skipped unless forced).
+
+    `encoders` may name 'all-tiny' and `datasets` 'all'. With 'all', chest-only encoders skip
+    non-chest datasets (a cell that does not exist, never imputed); named explicitly, such a
+    pair is an error. Returns one row per pair: encoder, dataset, status, seconds.
+    """
+    from crsbench.features.extraction import extract
+    from crsbench.features.registry import get_encoder, tiny_encoder_ids
+    from crsbench.features.store import FeatureSetRef
+    from crsbench.warehouse import catalog
+    from crsbench.warehouse.datasets import list_datasets, read_dataset
+
+    use_encoder_files(config.encoder_files, db)
+    with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
+        names = expand(datasets, list_datasets(wh), ALL_DATASETS)
+        loaded = [read_dataset(wh, name) for name in names]
+    entries = [get_encoder(e) for e in expand(encoders, tiny_encoder_ids(), ALL_TINY)]
+    if config.weights is not None and len(entries) != 1:
+        raise CrsbenchError("--weights applies to exactly one --encoder")
+    rows = []
+    for entry in entries:
+        for ds in loaded:
+            if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
+                rows.append({"encoder": entry.id, "dataset": ds.name, "status": "not applicable", "seconds": 0.0})
+                continue
+            attrs = extract(ds, entry, store_url, device=config.device, batch_size=config.batch_size,
+                            force=config.force, weights=str(config.weights) if config.weights else None,
+                            progress=progress, dtype=config.dtype, compute_dtype=config.compute_dtype,
+                            chunk_rows=config.chunk_rows, allow_download=config.allow_download or None)
+            with Warehouse.open(db) as wh:
+                catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
+                catalog.record_feature_set(wh, store_url, FeatureSetRef(ds.name, entry.id), attrs)
+            rows.append({"encoder": entry.id, "dataset": ds.name,
+                         "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
+                         "seconds": round(float(attrs.get("seconds", 0.0)), 2)})
+    return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds"])

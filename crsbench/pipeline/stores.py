@@ -1,0 +1,39 @@
+"""Where the feature store of a warehouse lives, and the check that keeps secrets out of its URL."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from crsbench.core import CrsbenchError
+
+STORE_ENV = "CRSBENCH_STORE"
+
+
+def check_store_url(url: str | None) -> str | None:
+    """Refuse a store URL carrying a password: it would be recorded in the catalog and printed.
+
+    Object-store credentials come only from the standard environment/config that fsspec
+    backends already read (AWS_* variables or ~/.aws for s3://, see docs/SCALING.md).
+    """
+    if url and "://" in url:
+        netloc = urlsplit(url).netloc
+        if "@" in netloc and ":" in netloc.rpartition("@")[0]:
+            raise CrsbenchError(f"store URL {url.split('://', 1)[0]}://...@{netloc.rpartition('@')[2]} "
+                                "embeds credentials; put them in the environment or the backend's "
+                                "config instead (see docs/SCALING.md)")
+    return url
+
+
+def default_store(db: Path) -> str:
+    """`$CRSBENCH_STORE`, else `<db>.features.zarr` beside the warehouse file."""
+    return check_store_url(os.environ.get(STORE_ENV)) or str(db.with_name(db.name + ".features.zarr"))
+
+
+def default_adapter_root(store_url: str) -> Path:
+    """`<store>.adapters` beside a local feature store."""
+    if "://" in store_url and not store_url.startswith("file://"):
+        raise CrsbenchError(f"feature store {store_url} is not local; give --out for the adapters")
+    path = Path(store_url.removeprefix("file://"))
+    return path.with_name(path.name + ".adapters")
