@@ -19,12 +19,13 @@ import duckdb
 
 from crsbench.core import CrsbenchError
 from crsbench.core.schema import ObjectKind, Schema
-from crsbench.warehouse.schema import PART, PARTS, PARTS_LEDGER, SCHEMA_INFO, TABLES
+from crsbench.warehouse.schema import (PART, PARTS, PARTS_LEDGER, RETIRED_FEATURE_SETS, RETIRED_FITS, SCHEMA_INFO,
+                                       TABLES)
 
 
 def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:
     """(kind, declaration) of every object whose comments come from Python declarations."""
-    for table in (*TABLES, SCHEMA_INFO, PARTS_LEDGER):
+    for table in (*TABLES, SCHEMA_INFO, PARTS_LEDGER, RETIRED_FITS, RETIRED_FEATURE_SETS):
         yield "table", table
     for kind, declare in PARTS.items():
         schema = declare()
@@ -36,6 +37,11 @@ def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:
                              f"with its part name. " + schema.doc, with_part.columns)
         yield "view", Schema(f"{kind}_pending", f"The `{kind}` rows of the parts not yet compacted. "
                              + schema.doc, with_part.columns)
+        if kind != "batches":  # retiring applies to run records and their predictions
+            yield "view", Schema(f"{kind}_all", f"Every `{kind}` row, retired fits included. "
+                                 + schema.doc, schema.columns)
+            yield "view", Schema(f"retired_{kind}", f"The `{kind}` rows of retired fits (table "
+                                 f"retired_fits), kept for the record. " + schema.doc, schema.columns)
 
 
 def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None) -> None:

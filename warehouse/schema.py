@@ -24,7 +24,7 @@ from crsbench.probes.records import runs_schema
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _M = "docs/METHODS.md"
 
@@ -174,6 +174,27 @@ PARTS_LEDGER = Schema("parts_ledger", f"One row per Parquet part a read-write op
     Column("recorded_at", "TIMESTAMP", f"When the state was recorded. {_M} §4.2."),
 ), since=3)
 
+# Retiring what a replaced dataset made stale (warehouse/retire.py): nothing is deleted.
+RETIRED_FITS = Schema("retired_fits", f"One row per retired probe fit: its runs and predictions leave the "
+                                      f"`runs`/`predictions` views (kept in retired_runs / "
+                                      f"retired_predictions). {_M} §1.", (
+    Column("fit_id", "VARCHAR", f"The retired fit (runs.fit_id). {_M} §3."),
+    Column("dataset_id", "VARCHAR", f"Dataset whose replacement (or new shift target) retired it. {_M} §1."),
+    Column("data_digest", "VARCHAR", f"Digest of the data the fit was made with ('shift:<target>' when a "
+                                     f"new shift target retired it). {_M} §1."),
+    Column("reason", "VARCHAR", f"'dataset replaced' or 'shift target declared'. {_M} §1."),
+    Column("retired_at", "TIMESTAMP", f"When it was retired. {_M} §1."),
+), since=4)
+RETIRED_FEATURE_SETS = Schema("retired_feature_sets", f"One row per feature set retired because its "
+                                                      f"dataset's images were replaced. {_M} §2.4.", (
+    Column("dataset_id", "VARCHAR", f"Dataset of the feature set. {_M} §1."),
+    Column("encoder_id", "VARCHAR", f"Encoder of the feature set. {_M} §2."),
+    Column("regime", "VARCHAR", f"Regime of the feature set. {_M} §13."),
+    Column("image_digest", "VARCHAR", f"Image digest the features were extracted from. {_M} §1."),
+    Column("record", "JSON", f"The retired feature_sets row, as JSON. {_M} §2.4."),
+    Column("retired_at", "TIMESTAMP", f"When it was retired. {_M} §2.4."),
+), since=4)
+
 BATCHES = Schema("batches", f"One row per appended probe batch: the software and machine that computed "
                             f"it (view provenance). {_M} §4.", (
     Column("batch", "VARCHAR", f"Batch id: the name of its runs part. {_M} §4."),
@@ -190,7 +211,8 @@ COMPACTED: tuple[Schema, ...] = tuple(Schema(f"{kind}_compacted", "", (PART,), s
 
 
 def _migration(version: int) -> list[str]:
-    created = [t for t in (*TABLES, PARTS_LEDGER, *COMPACTED) if t.since == version]
+    created = [t for t in (*TABLES, PARTS_LEDGER, *COMPACTED, RETIRED_FITS, RETIRED_FEATURE_SETS)
+               if t.since == version]
     grown = [t for t in (*TABLES, SCHEMA_INFO) if t.since < version]
     return [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
 
