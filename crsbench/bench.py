@@ -14,7 +14,7 @@ holds no lock between calls; long calls take an optional `progress(description, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,11 +103,14 @@ class Bench:
         return make_suite(Path(out), scale=scale, image_size=image_size, seed=seed, progress=progress)
 
     def ingest(self, adapter: str, path: Path | str, name: str, config: IngestConfig = IngestConfig(),
-               progress: ProgressFn | None = None) -> Dataset:
-        """Ingest one dataset (validated first, written in one transaction)."""
+               progress: ProgressFn | None = None,
+               confirm: Callable[[str], bool] | None = None) -> Dataset:
+        """Ingest one dataset (validated first, written in one transaction). Replacing it with
+        other data retires its stale runs and feature sets if `config.yes` or `confirm(text)`."""
         from crsbench.pipeline.ingest import ingest_dataset
 
-        return ingest_dataset(self.db, adapter, Path(path), name, config, progress)
+        return ingest_dataset(self.db, adapter, Path(path), name, config, progress, confirm=confirm,
+                              store=self.store)
 
     def ingest_suite(self, suite: Path | str, scale: float = 1.0, image_size: int = 128,
                      progress: ProgressFn | None = None) -> pd.DataFrame:
