@@ -9,7 +9,6 @@ retry briefly while another command holds the file's write lock.
 from __future__ import annotations
 
 import os
-import sys
 import time
 import warnings
 from collections.abc import Iterator
@@ -240,8 +239,8 @@ class Warehouse:
             # registered metric too) is in the views before any part holds it.
             if not empty.exists() or not _same_fields(pq.read_schema(empty), schema):
                 parts.atomic_write_parquet(schema.empty_table(), empty)
-        self._drop_compacted_parts()
-        self._drop_orphan_predictions()
+        folded = self.con.execute("select kind, part from parts_ledger where state = 'compacted'").fetchall()
+        parts.drop_stale(self.parts_dir, folded)
 
     def attach_parts(self, sources: dict[str, list[Path]] | None = None) -> None:
         """Point this connection's temporary `<kind>_parts` views at this copy's parts.
@@ -333,25 +332,6 @@ class Warehouse:
             "select kind, part from parts_ledger where state = 'pending' order by part, kind").fetchall()
         return [f"{kind}/{name}" for kind, name in pending if not (self.parts_dir / kind / name).exists()]
 
-    def _drop_compacted_parts(self) -> None:
-        # A compaction that crashed after its commit leaves parts already folded into the file; the
-        # views ignore them (the ledger names them), and here they go.
-        for kind, name in self.con.execute(
-                "select kind, part from parts_ledger where state = 'compacted'").fetchall():
-            (self.parts_dir / kind / name).unlink(missing_ok=True)
-
-    def _drop_orphan_predictions(self) -> None:
-        runs = {p.name for p in (self.parts_dir / "runs").glob(PART_PATTERN)}
-        for kind in ("predictions", "batches"):
-            for part in parts.data_parts(self.parts_dir / kind):
-                # Only a writer that died between its renames leaves these behind,
-                # and parts older than a minute cannot belong to a batch in flight.
-                if part.name not in runs and time.time() - part.stat().st_mtime > 60:
-                    part.unlink(missing_ok=True)
-        for tmp in self.parts_dir.glob("*/.tmp-*"):
-            if time.time() - tmp.stat().st_mtime > 60:
-                tmp.unlink(missing_ok=True)
-
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
         self.con.execute("begin transaction")
@@ -373,11 +353,13 @@ class Warehouse:
         """An ibis DuckDB backend over the same connection (tables and views as ibis tables).
 
         The whole backend API works (`list_tables()`, `table()`, `sql()`, `to_pyarrow_batches()`, ...):
-        ibis 12 still calls DuckDB result methods that duckdb 2 renamed, which `_IbisConnection` maps.
+        ibis 12 still calls DuckDB result methods that duckdb 2 renamed, which `IbisConnection` maps.
         """
         import ibis
 
-        return ibis.duckdb.from_connection(_IbisConnection(self.con))
+        from crsbench.warehouse.ibis_backend import IbisConnection
+
+        return ibis.duckdb.from_connection(IbisConnection(self.con))
 
     def table(self, name: str):
         return self.ibis().table(name)
@@ -430,40 +412,6 @@ class Warehouse:
         from crsbench.warehouse.compaction import compact
 
         return compact(self)
-
-
-class _IbisConnection:
-    """A DuckDB connection as ibis 12 expects it: `fetch_arrow_table` / `fetch_record_batch` on
-    results, which duckdb 2 spells `to_arrow_table` / `to_arrow_reader`."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._con = con
-
-    def __getattr__(self, name: str):
-        return getattr(self._con, name)
-
-    def __enter__(self) -> "_IbisConnection":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._con.close()
-
-    def execute(self, *args, **kwargs) -> "_IbisConnection":
-        self._con.execute(*args, **kwargs)
-        return self
-
-    def cursor(self) -> "_IbisConnection":
-        return _IbisConnection(self._con.cursor())
-
-    def fetch_arrow_table(self) -> pa.Table:
-        with warnings.catch_warnings():  # duckdb notes the copy a DB-API result costs; ibis needs it
-            warnings.simplefilter("ignore")
-            return self._con.to_arrow_table()
-
-    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return self._con.to_arrow_reader(rows_per_batch)
 
 
 def _same_fields(a: pa.Schema, b: pa.Schema) -> bool:
