@@ -62,6 +62,10 @@ def test_every_question_runs_and_answers(warehouse):
             assert not guide.answer(wh, question).empty, question.title
     text = guide.render(path)
     assert text.count("```sql") == 10 and "(no rows)" not in text
+    with crsbench.Warehouse.open(path, read_only=True) as wh:  # stored analyses are in the dictionary
+        comment = wh.con.execute("select comment from duckdb_tables() "
+                                 "where table_name = 'analysis_bootstrap_summary'").fetchone()[0]
+    assert comment.startswith("Output 'summary' of analysis bootstrap (crsbench analyze bootstrap)")
 
 
 def test_blur_at_half_depth_matches_pandas(warehouse):
