@@ -285,8 +285,8 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     backend = perturb_backend if perturb_backend != "auto" else (
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
-    if not force and store.is_complete(ref):
-        return {**store.attrs(ref), "skipped": True}
+    if not force and store.is_complete(ref) and store.attrs(ref).get("image_digest") == dataset.image_digest():
+        return {**store.attrs(ref), "skipped": True}  # other images fall through to claim_dataset's refusal
     # Built before the store is touched: a bad checkpoint or absent weights writes nothing.
     model = model if model is not None else entry.build(weights, allow_download=allow_download)
     root = store.root(writable=True)
