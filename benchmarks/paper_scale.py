@@ -244,7 +244,7 @@ def main() -> int:
 
     say(f"evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
           + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items()))
-    say(f"warehouse client (Warehouse.append_runs), wall s per prediction row: {client_row * 1e6:.2f} us")
+    say(f"warehouse client (Warehouse.append_runs), CPU s per prediction row: {client_row * 1e6:.2f} us")
     say(f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "
           f"{memory['peak_gb']:.2f} GB = {memory['ratio']:.2f} x the analytic bytes "
           f"({memory['model_gb']:.2f} GB) + {memory['base_gb']:.2f} GB after imports")
