@@ -14,7 +14,7 @@ holds no lock between calls; long calls take an optional `progress(description, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from crsbench.probes.grid import GridSummary
     from crsbench.report import ReportResult
     from crsbench.report.status import WarehouseStatus
+    from crsbench.warehouse.dictionary import Entry
     from crsbench.warehouse.panels import Panel
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "Leaderboard", "ProbeConfig"]
@@ -82,6 +83,14 @@ class Bench:
             except Exception as exc:  # duckdb raises many error types; all are the caller's query
                 raise CrsbenchError(f"query failed: {str(exc).splitlines()[0]}") from exc
 
+    def describe(self, name: str | None = None) -> list[Entry]:
+        """The data dictionary stored in the file: every table, view and macro with its comment
+        and columns (or parameters), or only the one called `name`."""
+        from crsbench.warehouse.dictionary import describe
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return describe(wh.con, name)
+
     def status(self) -> WarehouseStatus:
         """What the warehouse holds: datasets, encoders, feature sets, runs, panels, analyses."""
         from crsbench.report.status import warehouse_status
@@ -103,11 +112,14 @@ class Bench:
         return make_suite(Path(out), scale=scale, image_size=image_size, seed=seed, progress=progress)
 
     def ingest(self, adapter: str, path: Path | str, name: str, config: IngestConfig = IngestConfig(),
-               progress: ProgressFn | None = None) -> Dataset:
-        """Ingest one dataset (validated first, written in one transaction)."""
+               progress: ProgressFn | None = None,
+               confirm: Callable[[str], bool] | None = None) -> Dataset:
+        """Ingest one dataset (validated first, written in one transaction). Replacing it with
+        other data retires its stale runs and feature sets if `config.yes` or `confirm(text)`."""
         from crsbench.pipeline.ingest import ingest_dataset
 
-        return ingest_dataset(self.db, adapter, Path(path), name, config, progress)
+        return ingest_dataset(self.db, adapter, Path(path), name, config, progress, confirm=confirm,
+                              store=self.store)
 
     def ingest_suite(self, suite: Path | str, scale: float = 1.0, image_size: int = 128,
                      progress: ProgressFn | None = None) -> pd.DataFrame:

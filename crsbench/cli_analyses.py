@@ -14,7 +14,7 @@ from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
 from crsbench.core import CrsbenchError
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 def parse_settings(settings: list[str]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from crsbench.bench import Bench, Leaderboard
 from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, print_frame
 from crsbench.warehouse import panels
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).",
                         no_args_is_help=True)

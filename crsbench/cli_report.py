@@ -11,7 +11,7 @@ from rich.markup import escape
 from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 @app.command("report")

@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.schema import PREDICTIONS
 from crsbench.features.store import PERTURBED_CONDITIONS
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
 from crsbench.probes.metrics import all_metrics
-from crsbench.probes.records import PREDICTION_COLUMNS, RUN_COLUMNS, FitKey, run_id
+from crsbench.probes.records import FitKey, run_id, runs_schema
 from crsbench.probes.synthetic import make_dataset
 from crsbench.warehouse.connection import Warehouse, parts_dir_for
 from crsbench.warehouse.datasets import load_dataset
@@ -72,8 +73,8 @@ def cell_batches(ds: Dataset, encoder: str, quality: float, k: int,
                     "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ds.name,
                     "condition": condition, "row_index": rows.astype(np.int32),
                     "image_id": ds.images["image_id"].to_numpy()[rows], "probs": list(p)}))
-    return (pd.DataFrame(runs, columns=list(RUN_COLUMNS)),
-            pd.concat(preds, ignore_index=True)[list(PREDICTION_COLUMNS)])
+    return (pd.DataFrame(runs, columns=runs_schema().names),
+            pd.concat(preds, ignore_index=True)[PREDICTIONS.names])
 
 
 def build_world(folder: Path, encoders: dict[str, float] | None = None) -> Path:

@@ -123,6 +123,14 @@ def test_timm_id_extract_then_probe_matches_timm_forward(tiny_db, tmp_path, caps
     assert resolved["input_size"] == 224 and resolved["mean"] == pytest.approx([0.485, 0.456, 0.406])
     assert resolved["depth_blocks"] == ["layer1", "layer2", "layer3", "layer4"]
     assert resolved["pooling"] == "projection"
+    # A rescan of the store registers the entry that ran, from the store's own record.
+    with Warehouse.open(db) as wh:
+        wh.sql("delete from encoders")
+        from crsbench.warehouse import catalog
+
+        catalog.sync_catalog(wh, str(db) + ".features.zarr")
+        again = wh.sql("select spec, weights_hash from encoders where encoder_id = 'timm:resnet18'")
+    assert json.loads(again.iloc[0]["spec"]) == resolved and again.iloc[0]["weights_hash"] == row["weights_hash"]
 
 
 def test_wrong_architecture_is_refused_naming_keys_and_writes_nothing(tiny_db, tmp_path, capsys):
@@ -352,3 +360,23 @@ def test_toml_found_beside_the_warehouse_and_through_the_environment(tmp_path, m
     assert listed["beside"] == f"toml:{tmp_path / 'crsbench.toml'}"
     assert listed["from-env"] == f"toml:{tmp_path / 'env.toml'}"
     assert not get_encoder("beside").pretrained  # random init, labelled so
+
+
+def test_a_second_repo_is_checked_by_check_weights_and_by_loading(tmp_path, monkeypatch):
+    import dataclasses
+
+    from huggingface_hub import constants
+
+    weights = _r18_weights(tmp_path / "r18.pth")
+    entry = dataclasses.replace(get_encoder("timm:resnet18"), extra_repos=("org/text-tower",),
+                                weights_path=str(weights))
+    assert weights_status(entry) == "missing"
+    with pytest.raises(CrsbenchError, match="also needs the hub repo.* org/text-tower"):
+        entry.build()
+    snap = Path(constants.HF_HUB_CACHE) / "models--org--text-tower" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (snap.parent.parent / "refs").mkdir()
+    (snap.parent.parent / "refs" / "main").write_text("0" * 40)
+    assert weights_status(entry) == "local"
+    assert entry.build() is not None

@@ -54,6 +54,27 @@ def read_part_list_sql(paths: list[Path]) -> str:
             f"read_parquet([{items}], union_by_name = true, filename = true)")
 
 
+def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
+    """Delete what no view may read any more: parts already folded into the file, and leftovers.
+
+    A compaction that crashed after its commit leaves `folded` parts behind (the views already
+    ignore them). Only a writer that died between its renames leaves a predictions or batches part
+    without its runs part, or a temporary file; older than a minute, none belongs to a batch in flight.
+    """
+    import time
+
+    for kind, name in folded:
+        (parts_dir / kind / name).unlink(missing_ok=True)
+    runs = {p.name for p in (parts_dir / "runs").glob(PART_PATTERN)}
+    for kind in ("predictions", "batches"):
+        for part in data_parts(parts_dir / kind):
+            if part.name not in runs and time.time() - part.stat().st_mtime > 60:
+                part.unlink(missing_ok=True)
+    for tmp in parts_dir.glob("*/.tmp-*"):
+        if time.time() - tmp.stat().st_mtime > 60:
+            tmp.unlink(missing_ok=True)
+
+
 def new_part_name() -> str:
     import time
 
@@ -123,12 +144,24 @@ def pending_views_sql(schemas: dict[str, pa.Schema]) -> list[str]:
         f"""create or replace view batches_pending as
             select {_columns(batches, 'p')}, p.part from batches_parts p
             where p.part not in {compacted.format(kind='batches')}""",
-        f"""create or replace view runs as
+        # Fits retired by `ingest --replace` (warehouse/retire.py) keep their rows but leave
+        # `runs`/`predictions`; the archive views `retired_*` show exactly them.
+        f"""create or replace view runs_all as
             select {_columns(runs)} from runs_compacted
             union all select {_columns(runs)} from runs_pending""",
-        f"""create or replace view predictions as
+        f"""create or replace view predictions_all as
             select {_columns(preds)} from predictions_compacted
             union all select {_columns(preds)} from predictions_pending""",
+        f"""create or replace view runs as
+            select {_columns(runs)} from runs_all where fit_id not in (select fit_id from retired_fits)""",
+        f"""create or replace view predictions as
+            select {_columns(preds)} from predictions_all
+            where fit_id not in (select fit_id from retired_fits)""",
+        f"""create or replace view retired_runs as
+            select {_columns(runs)} from runs_all where fit_id in (select fit_id from retired_fits)""",
+        f"""create or replace view retired_predictions as
+            select {_columns(preds)} from predictions_all
+            where fit_id in (select fit_id from retired_fits)""",
         f"""create or replace view batches as
             select {_columns(batches)}, part from batches_compacted
             union all select {_columns(batches)}, part from batches_pending""",
