@@ -196,7 +196,10 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5
 
 
 @register_analysis("bootstrap", params={"panel": None, "replicates": 10_000, "seed": 0,
-                                        "tier_threshold": 0.5, "keep_replicates": True})
+                                        "tier_threshold": 0.5, "keep_replicates": True},
+                   outputs={"encoders": ENCODER_COLUMNS, "pairs": PAIR_COLUMNS,
+                            "replicates": ("replicate", "encoder_id", "crs", "rank"),
+                            "summary": ("encoder_id", "crs", "crs_lo", "crs_hi", "p_rank1", "p_top3", "leading_tier")})
 def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Paired-seed bootstrap: P(rank 1), P(top 3) and 95 % CRS intervals per panel member."""
     replicates = int(params["replicates"])

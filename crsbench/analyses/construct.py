@@ -48,7 +48,8 @@ def construct_summary(correlations: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-@register_analysis("construct", params={})
+@register_analysis("construct", params={}, outputs={
+    "correlations": ("level", "axis_a", "axis_b"), "summary": SUMMARY_COLUMNS})
 def run_construct(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Construct validity: AULC vs relative-retention LE against AUROC; largest axis correlation."""
     correlations = wh.sql("select level, axis_a, axis_b, spearman_rho, n from axis_correlations "

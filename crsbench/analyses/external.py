@@ -110,7 +110,9 @@ def shift_validity(wh: Warehouse, members: tuple[str, ...]) -> pd.DataFrame:
     return result.drop(columns="grp")
 
 
-@register_analysis("external", params={"panel": None})
+@register_analysis("external", params={"panel": None}, outputs={
+    "lodo": ("held_out", "predictor", "outcome", *RESULT_COLUMNS),
+    "shift": ("source", "target", "predictor", *RESULT_COLUMNS), "summary": ("part", "predictor", "outcome", "spearman_rho", "top3_overlap", "winner_recovered")})
 def run_external(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """External validity: leave-one-dataset-out CRS and shift-target AUROC vs CRS without shift."""
     panel, members = resolve_population(wh, params["panel"])
