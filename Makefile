@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench clean-venv
+.PHONY: demo test lint soak bench clean-venv
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,12 @@ lint: $(STAMP)
 test: lint
 	bash scripts/test-deps.sh
 	$(VENV)/bin/python -m pytest -q
+
+# The fault suite at length: many fuzz examples, several kill points per stage, a fresh seed.
+soak: $(STAMP)
+	seed=$${CRSBENCH_FAULT_SEED:-$$(date +%s)}; echo "fault seed $$seed"; \
+	CRSBENCH_SOAK=1 CRSBENCH_FAULT_SEED=$$seed $(VENV)/bin/python -m pytest -q tests/test_fault_fuzz.py \
+	  tests/test_fault_kill.py tests/test_fault_concurrency.py
 
 bench: $(STAMP)
 	for b in extract probe crs_query analyses scale; do $(VENV)/bin/python benchmarks/$$b.py || exit 1; done

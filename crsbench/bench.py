@@ -14,7 +14,7 @@ holds no lock between calls; long calls take an optional `progress(description, 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +44,10 @@ class Leaderboard:
     panel: str  # the panel used, or 'cohort' when none is frozen
     board: pd.DataFrame  # frozen-regime CRS leaderboard, best first
     agreement: pd.DataFrame  # AUROC ranking vs CRS ranking, one row per population
+    resample: str | None = None  # the bootstrap whose intervals the board carries (None: none yet)
+    agreement_intervals: pd.DataFrame | None = None  # statistic, estimate, lo, hi
+    warnings: list[str] = dataclasses.field(default_factory=list)  # anchor noise
+    incomplete: list[str] = dataclasses.field(default_factory=list)  # what incomplete cells lack
 
 
 class Bench:
@@ -82,8 +86,12 @@ class Bench:
         """What the warehouse holds: datasets, encoders, feature sets, runs, panels, analyses."""
         from crsbench.report.status import warehouse_status
 
+        from crsbench.report.uncertainty import missing_lines
+
         with Warehouse.open(self.db, read_only=True) as wh:
-            return warehouse_status(wh)
+            state = warehouse_status(wh)
+            state.incomplete_cells = missing_lines(wh, regime=None)
+            return state
 
     # -- ingest -------------------------------------------------------------------------------
 
@@ -95,11 +103,14 @@ class Bench:
         return make_suite(Path(out), scale=scale, image_size=image_size, seed=seed, progress=progress)
 
     def ingest(self, adapter: str, path: Path | str, name: str, config: IngestConfig = IngestConfig(),
-               progress: ProgressFn | None = None) -> Dataset:
-        """Ingest one dataset (validated first, written in one transaction)."""
+               progress: ProgressFn | None = None,
+               confirm: Callable[[str], bool] | None = None) -> Dataset:
+        """Ingest one dataset (validated first, written in one transaction). Replacing it with
+        other data retires its stale runs and feature sets if `config.yes` or `confirm(text)`."""
         from crsbench.pipeline.ingest import ingest_dataset
 
-        return ingest_dataset(self.db, adapter, Path(path), name, config, progress)
+        return ingest_dataset(self.db, adapter, Path(path), name, config, progress, confirm=confirm,
+                              store=self.store)
 
     def ingest_suite(self, suite: Path | str, scale: float = 1.0, image_size: int = 128,
                      progress: ProgressFn | None = None) -> pd.DataFrame:
@@ -189,12 +200,29 @@ class Bench:
         with Warehouse.open(self.db, read_only=True) as wh:
             return get_panel(wh, name)
 
-    def leaderboard(self, panel: str | None = None) -> Leaderboard:
-        """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode)."""
+    def leaderboard(self, panel: str | None = None, resample: str | None = None) -> Leaderboard:
+        """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
+        with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
+        if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack."""
+        from crsbench.report import uncertainty
         from crsbench.warehouse.panels import leaderboard
 
         with Warehouse.open(self.db, read_only=True) as wh:
-            return Leaderboard(*leaderboard(wh, panel))
+            used, board, agreement = leaderboard(wh, panel)
+            boot = uncertainty.bootstrap_resample(wh, used, resample)
+            return Leaderboard(used, uncertainty.with_intervals(wh, used, board, boot), agreement,
+                               boot, uncertainty.agreement_intervals(wh, used, boot),
+                               uncertainty.anchor_noise_warnings(wh, used, boot),
+                               uncertainty.missing_lines(wh))
+
+    def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
+        """(whether any bootstrap informs the panel's anchor noise, one warning per axis and scope
+        whose anchor range is below 2x its noise)."""
+        from crsbench.report import uncertainty
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            known = bool(len(wh.sql("select 1 from panel_anchor_noise where panel = ? limit 1", [panel])))
+            return known, uncertainty.anchor_noise_warnings(wh, panel)
 
     def analyze(self, name: str, **params: Any) -> AnalysisResult:
         """Run a registered analysis (params None mean its defaults) and store its tables."""

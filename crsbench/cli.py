@@ -7,17 +7,18 @@ family lives in its own `cli_*.py` module that registers onto `app`.
 from __future__ import annotations
 
 import os
+import sys
 import warnings
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
+from crsbench.cli_lazy import register_lazy
 from crsbench.core import EXIT_BUG, EXIT_USER, CrsbenchError
+from crsbench.core.constants import default_db_path
 from crsbench.output import console, emit
-from crsbench.warehouse.connection import default_db_path
 
 __all__ = ["DbOption", "app", "main"]
 
@@ -28,46 +29,103 @@ app.add_typer(warehouse_app, name="warehouse")
 @warehouse_app.command("init")
 def warehouse_init(db: DbOption = default_db_path()) -> None:
     """Create an empty warehouse with every table and view (idempotent)."""
+    from crsbench.bench import Bench
+
     version = Bench(db).init()
     emit({"db": str(db), "schema_version": version}, f"warehouse ready: {db} (schema v{version})")
 
 
 @warehouse_app.command("compact")
 def warehouse_compact(db: DbOption = default_db_path()) -> None:
-    """Merge the run/prediction Parquet parts a sweep wrote into one (faster view queries)."""
+    """Fold the Parquet parts a sweep wrote into the file: one file any DuckDB client opens, faster queries."""
+    from crsbench.bench import Bench
+
     merged = Bench(db).compact()
-    emit({"db": str(db), "parts_merged": merged}, f"compacted {merged} run parts into one: {db}")
+    emit({"db": str(db), "parts_merged": merged}, f"compacted {merged} run parts into the file: {db}")
 
 
 @app.command("sql")
 def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"select * from crs_encoder\".")],
+        fmt: Annotated[str, typer.Option("--format", "-f", help="table (default), csv, json or markdown.")]
+        = "table",
         db: DbOption = default_db_path()) -> None:
-    """Run a read-only SQL query on the warehouse and print the result as a table."""
+    """Run a read-only SQL query on the warehouse and print the result.
+
+    Read-only for real: nothing outside the warehouse's own files can be read or written.
+    """
+    from crsbench.bench import Bench
     from crsbench.output import print_frame
+    from crsbench.warehouse.export import render
 
-    print_frame(Bench(db).sql(query), title=None)
+    if fmt not in ("table", "csv", "json", "markdown"):
+        raise CrsbenchError(f"unknown --format {fmt!r}; choose table, csv, json or markdown")
+    frame = Bench(db).sql(query)
+    if fmt == "table" or console.json_mode:
+        print_frame(frame, title=None)
+    else:
+        import pyarrow as pa
 
-
-def _register_command_modules() -> None:
-    # Imported for their side effect of adding commands to `app`.
-    for name in ("cli_ingest", "cli_features", "cli_probes", "cli_panels", "cli_analyses", "cli_demo", "cli_report",
-                 "cli_adapt"):
-        try:
-            __import__(f"crsbench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"crsbench.{name}":
-                raise
+        sys.stdout.write(render(pa.Table.from_pandas(frame, preserve_index=False), fmt))
 
 
-_register_command_modules()
+# Every other command, by the module that registers it: imported only when it runs (crsbench.cli_lazy).
+register_lazy({
+    "make-suite": ("crsbench.cli_ingest", "Generate the embedded demo suite: toy ISIC 2019, APTOS 2019, CheXpert and "
+                                          "MIMIC-CXR-JPG stand-ins in their real published layouts, ready for "
+                                          "`crsbench ingest`."),
+    "ingest": ("crsbench.cli_ingest", "Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, "
+                                      "splits, label fractions."),
+    "shift": ("crsbench.cli_ingest", "Declare a distribution-shift pair SOURCE -> TARGET (both ingested, same label "
+                                     "names)."),
+    "datasets": ("crsbench.cli_ingest", "List the ingested datasets with their task, split sizes and shift targets."),
+    "dataset": ("crsbench.cli_ingest", "Manage one ingested dataset."),
+    "adapters": ("crsbench.cli_ingest", "List the dataset adapters and their options."),
+    "encoders": ("crsbench.cli_features", "List every encoder (built-in, TOML, plugin) with its origin, family, scope, "
+                                          "loader, input size."),
+    "extract": ("crsbench.cli_features", "Extract features for every depth and condition, once per encoder and dataset "
+                                         "(resumable)."),
+    "feature-sets": ("crsbench.cli_features", "List the feature-set catalog (dataset, encoder, regime, dims, complete)."),
+    "adapt": ("crsbench.cli_adapt", "Train LoRA adapters (one per seed), save them, and extract each variant as regime "
+                                    "lora-s<seed>."),
+    "probe": ("crsbench.cli_probes", "Fit the probe grid on cached features and record every evaluation (idempotent, "
+                                     "resumable)."),
+    "panel": ("crsbench.cli_panels", "Freeze and inspect reference panels (fixed-reference CRS)."),
+    "leaderboard": ("crsbench.cli_panels", "Print the CRS leaderboard with 95 % intervals and ties next to the AUROC "
+                                           "ranking, and the rank-agreement row; warn about noisy anchors and "
+                                           "incomplete cells."),
+    "analyze": ("crsbench.cli_analyses", "Run an analysis on the warehouse; its outputs become tables "
+                                         "analysis_NAME_*."),
+    "report": ("crsbench.cli_report", "Write the HTML report: CRS vs AUROC, profiles, rank reordering, per-dataset "
+                                      "tables, analyses."),
+    "status": ("crsbench.cli_report", "Summarise the warehouse: datasets, encoders, feature sets, runs, panels, "
+                                      "analyses."),
+    "export": ("crsbench.cli_export", "Export a view, table or read-only query as CSV, Parquet, JSON, Markdown or "
+                                      "LaTeX."),
+    "demo": ("crsbench.cli_demo", "Run the whole chain on the embedded toy suite (no downloads) and print the CRS "
+                                  "leaderboard."),
+})
 
 
 def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:
     console.err(f"warning: {message}")
 
 
+GLOBAL_FLAGS = ("--json", "--quiet", "-q")
+
+
+def hoist_global_flags(argv: list[str]) -> list[str]:
+    """`argv` with --json/--quiet moved before the subcommand, so they work after it too.
+
+    Tokens after a `--` separator are arguments, never flags, and stay where they are.
+    """
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [a for a in argv[:end] if a in GLOBAL_FLAGS]
+    return [*flags, *[a for a in argv[:end] if a not in GLOBAL_FLAGS], *argv[end:]]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console-script entry point; returns the exit status (0 ok, 1 user error, 2 internal)."""
+    argv = hoist_global_flags(list(sys.argv[1:] if argv is None else argv))
     # typer >= 0.24 vendors click: its exceptions are typer.Exit / typer.Abort /
     # typer.exceptions.TyperException (usage errors), not click's.
     from typer.exceptions import TyperException
@@ -101,10 +159,24 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from crsbench import __version__
+
+        sys.stdout.write(f"crsbench {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _global_options(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
+    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
+                                          help="Print the crsbench version and exit.")] = False,
 ) -> None:
     """Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench)."""
     console.configure(quiet=quiet, json_mode=json_out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

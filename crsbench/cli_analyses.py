@@ -14,7 +14,7 @@ from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
 from crsbench.core import CrsbenchError
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 def parse_settings(settings: list[str]) -> dict[str, Any]:
@@ -45,7 +45,10 @@ def analyze(
     panel: Annotated[str | None, typer.Option("--panel", help="Reference panel whose CRS to use.")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="Reference encoder id (e6).")] = None,
     replicates: Annotated[int | None, typer.Option(
-        "--replicates", help="Bootstrap replicates (bootstrap; default 10,000).")] = None,
+        "--replicates", help="Bootstrap replicates (bootstrap; default 1,000, at least 100).")] = None,
+    resample: Annotated[str | None, typer.Option(
+        "--resample", help="bootstrap: images+seeds (default), seeds (the paper's paired-seed "
+                           "bootstrap) or images.")] = None,
     seed: Annotated[int | None, typer.Option(
         "--seed", help="Random seed (bootstrap, stability, insertion, weights).")] = None,
     model: Annotated[str | None, typer.Option(
@@ -61,6 +64,7 @@ def analyze(
         print_frame(_registry_frame(), title="analyses", key="analyses")
         return
     params = {"panel": panel, "reference": reference, "replicates": replicates, "seed": seed,
+              "resample": resample,
               "model": model, "dataset": dataset, **parse_settings(settings or [])}
     analyze_and_render(Bench(db), name, params)
 

@@ -11,10 +11,12 @@ from typing import Annotated
 
 import typer
 
+from crsbench.cli_lazy import LazyGroup
 from crsbench.pipeline.stores import check_store_url
 
 app = typer.Typer(
     name="crsbench",
+    cls=LazyGroup,
     help="Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench).",
     no_args_is_help=True,
     pretty_exceptions_enable=False,

@@ -13,7 +13,7 @@ from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.features.registry import list_encoders
 from crsbench.pipeline.extract import use_encoder_files
 from crsbench.output import emit, print_frame, progress
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 EncodersFileOption = Annotated[list[Path] | None, typer.Option(

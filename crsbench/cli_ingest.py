@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -13,7 +14,7 @@ from crsbench.cli_app import DbOption, app
 from crsbench.core import CrsbenchError
 from crsbench.ingest import ADAPTERS, make_suite
 from crsbench.output import emit, print_frame, progress
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 def _adapter_help() -> str:
@@ -59,7 +60,9 @@ def ingest_command(
     path: Annotated[Path, typer.Argument(help="The dataset folder (or its label CSV / .npz file).")],
     name: Annotated[str, typer.Option("--name", help="Name of the dataset in the warehouse.")],
     db: DbOption = default_db_path(),
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a dataset of the same name.")] = False,
+    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a dataset of the same name; runs and "
+                       "feature sets of other data are retired (kept in retired_* archives), after asking.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Retire without asking (with --replace).")] = False,
     skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Record bad rows in ingest_errors and ingest "
                                                                "the rest, instead of stopping at the first.")] = False,
     shift_target: Annotated[list[str] | None, typer.Option("--shift-target", help="Declare a shift pair "
@@ -74,9 +77,12 @@ def ingest_command(
     Everything is validated first and written in one transaction, so a bad input leaves the warehouse unchanged.
     """
     config = IngestConfig(replace=replace, skip_bad=skip_bad, shift_targets=tuple(shift_target or ()),
-                          shift_sources=tuple(shift_source or ()), options=_parse_options(option or []))
+                          shift_sources=tuple(shift_source or ()), options=_parse_options(option or []),
+                          yes=yes)
+    # Asked only on a terminal; elsewhere retiring needs --yes (the error says so).
+    confirm = (lambda text: typer.confirm(f"{text}. Continue?", err=True)) if sys.stdin.isatty() else None
     with progress() as bar:
-        ds = Bench(db).ingest(adapter, path, name, config, progress=bar)
+        ds = Bench(db).ingest(adapter, path, name, config, progress=bar, confirm=confirm)
     counts = ds.images["split"].value_counts()
     split_text = ", ".join(f"{s} {int(counts.get(s, 0))}" for s in ("train", "calib", "test"))
     human = (f"ingested {ds.name} ({ds.adapter}, {ds.task.value}, {len(ds.label_names)} labels): "

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
+import pandas as pd
 import typer
+from rich.markup import escape
 
 from crsbench.bench import Bench, Leaderboard
 from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, print_frame
 from crsbench.warehouse import panels
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).",
                         no_args_is_help=True)
@@ -24,10 +26,19 @@ def panel_freeze(
     db: DbOption = default_db_path(),
 ) -> None:
     """Freeze a reference panel: store its members and anchors per dataset and `global`."""
-    panel = Bench(db).freeze_panel(name, encoders.split(","))
-    emit({"panel": panel.name, "members": list(panel.members), "anchors": panel.anchors},
-         f"froze panel {panel.name}: {len(panel.members)} encoders, "
-         f"{panel.anchors.scope.nunique()} scopes ({', '.join(sorted(panel.anchors.scope.unique()))})")
+    bench = Bench(db)
+    panel = bench.freeze_panel(name, encoders.split(","))
+    # Axis intervals do not depend on the panel: an earlier bootstrap of the members counts.
+    noise_known, warnings = bench.anchor_noise(panel.name)
+    hint = ([] if noise_known else
+            [f"anchor noise not checked yet: run 'crsbench analyze bootstrap --panel {panel.name}', "
+             "then 'crsbench leaderboard' warns where an anchor range is below 2x its noise"])
+    emit({"panel": panel.name, "members": list(panel.members), "anchors": panel.anchors,
+          "warnings": warnings},
+         "\n".join([f"froze panel {panel.name}: {len(panel.members)} encoders, "
+                    f"{panel.anchors.scope.nunique()} scopes "
+                    f"({', '.join(sorted(panel.anchors.scope.unique()))})",
+                    *(f"warning: {escape(w)}" for w in warnings), *(escape(h) for h in hint)]))
 
 
 @panel_app.command("list")
@@ -55,23 +66,49 @@ def panel_show(name: Annotated[str, typer.Argument(help="Panel name.")],
 @app.command("leaderboard")
 def leaderboard(
     panel: Annotated[str | None, typer.Option("--panel", help="Frozen panel (default: the latest).")] = None,
+    resample: Annotated[str | None, typer.Option(
+        "--resample", help="Bootstrap whose intervals to show (default: images+seeds if stored, "
+                           "else seeds).")] = None,
     db: DbOption = default_db_path(),
 ) -> None:
-    """Print the CRS leaderboard next to the AUROC ranking, and the rank-agreement row."""
-    render_leaderboard(Bench(db).leaderboard(panel))
+    """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
+    rank-agreement row; warn about noisy anchors and incomplete cells."""
+    render_leaderboard(Bench(db).leaderboard(panel, resample))
 
 
 def render_leaderboard(result: Leaderboard) -> None:
     used, board, agreement = result.panel, result.board, result.agreement
+    boot, agree_ci = result.resample, result.agreement_intervals
+    notes = [*(f"warning: {w}" for w in result.warnings), *(f"incomplete: {m}" for m in result.incomplete)]
+    if boot is None:
+        notes.append(f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
+                     + ("" if used == panels.COHORT else f" --panel {used}") + "'")
     if console.json_mode:
-        emit({"panel": used, "leaderboard": board, "rank_agreement": agreement})
+        emit({"panel": used, "resample": boot, "leaderboard": board, "rank_agreement": agreement,
+              "rank_agreement_intervals": agree_ci, "warnings": result.warnings,
+              "incomplete": result.incomplete})
         return
     mode = "cohort mode: no frozen panel" if used == panels.COHORT else f"panel {used}"
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
-    short = board[["encoder_id", "crs", "crs_rank", "auroc", "auroc_rank", "in_panel", "pretrained"]]
-    print_frame(short.rename(columns={"encoder_id": "encoder", "in_panel": "panel"}),
-                title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination")
+    short = pd.DataFrame({
+        "tier": board["tier"], "encoder": board["encoder_id"], "crs": board["crs"],
+        "crs 95% CI": [_ci(lo, hi) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
+        "auroc": board["auroc"],
+        "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"])],
+        "auroc_rank": board["auroc_rank"], "panel": board["in_panel"]})
+    ties = "; =1: tied with the leader (CRS-gap interval contains 0)" if boot else ""
+    print_frame(short, title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "
+                             f"intervals: {boot or 'none'} bootstrap{ties}")
     # One column per population, one row per statistic: narrow enough for any terminal.
     agree = agreement.set_index("population").astype(object).T.rename_axis("statistic").reset_index()
     agree.columns = [str(c) for c in agree.columns]
+    if agree_ci is not None and len(agree_ci):
+        ci = {r.statistic: _ci(r.lo, r.hi) for r in agree_ci.itertuples()}
+        agree["95% CI"] = agree["statistic"].map(ci).fillna("")
     print_frame(agree, title="AUROC ranking vs CRS ranking (rank agreement)")
+    for line in notes:
+        console.print(escape(line))
+
+
+def _ci(lo: float, hi: float) -> str:
+    return "" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.4f}, {hi:.4f}]"

@@ -10,16 +10,17 @@ from crsbench.bench import Bench, ProbeConfig
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.output import emit, progress
 from crsbench.probes.grid import DEFAULT_BATCH_SIZE, GridSummary
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 def render_probe(bench: Bench, summary: GridSummary) -> None:
     emit(
         {"db": str(bench.db), "store": bench.store, "planned": summary.planned,
          "skipped": summary.skipped, "fitted": summary.fitted, "runs": summary.runs,
-         "batches": summary.batches},
+         "batches": summary.batches, "by_others": summary.by_others},
         f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
-        f"batches), {summary.skipped} of {summary.planned} already done",
+        f"batches), {summary.skipped} of {summary.planned} already done"
+        + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else ""),
     )
 
 

@@ -6,11 +6,12 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.warehouse.connection import default_db_path
+from crsbench.core.constants import default_db_path
 
 
 @app.command("report")
@@ -47,7 +48,8 @@ def status(db: DbOption = default_db_path()) -> None:
     if console.json_mode:
         emit({"db": str(db), "schema_version": state.schema_version, "counts": counts,
               "datasets": state.datasets, "encoders": state.encoders, "feature_sets": state.feature_sets,
-              "runs": state.runs, "panels": state.panels, "analyses": state.analyses})
+              "runs": state.runs, "panels": state.panels, "analyses": state.analyses,
+              "incomplete_cells": state.incomplete_cells})
         return
     console.print(f"warehouse {db} (schema v{state.schema_version}): {counts['datasets']} datasets, "
                   f"{counts['encoders']} encoders, feature sets {counts['feature_sets_complete']} complete / "
@@ -61,3 +63,7 @@ def status(db: DbOption = default_db_path()) -> None:
     incomplete = state.feature_sets[~state.feature_sets["complete"].fillna(False).astype(bool)]
     if len(incomplete):
         print_frame(incomplete, title="incomplete feature sets (rerun extraction to finish them)")
+    if state.incomplete_cells:
+        console.print("incomplete cells (left out of the CRS until 'crsbench probe' fills them):")
+        for line in state.incomplete_cells:
+            console.print(f"  {escape(line)}")

@@ -6,15 +6,15 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from rich.console import Console
-from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
-                           TimeElapsedColumn, TimeRemainingColumn)
 from rich.table import Table
 
-from crsbench.ingest.types import ProgressFn
+if TYPE_CHECKING:  # pandas and the stages load only when a command prints a frame (fast --help)
+    import pandas as pd
+
+    from crsbench.ingest.types import ProgressFn
 
 
 class _Output:
@@ -55,6 +55,8 @@ console = _Output()
 
 
 def _jsonable(value: Any) -> Any:
+    import pandas as pd
+
     if isinstance(value, pd.DataFrame):
         return json.loads(value.to_json(orient="records", date_format="iso"))
     return value
@@ -69,6 +71,8 @@ def emit(payload: dict[str, Any], human: str | None = None) -> None:
 
 
 def frame_table(frame: pd.DataFrame, title: str | None = None, max_rows: int = 60) -> Table:
+    import pandas as pd
+
     table = Table(title=title, show_lines=False)
     for col in frame.columns:
         table.add_column(str(col), justify="right" if pd.api.types.is_numeric_dtype(frame[col]) else "left")
@@ -80,6 +84,8 @@ def frame_table(frame: pd.DataFrame, title: str | None = None, max_rows: int = 6
 
 
 def _fmt(value: Any) -> str:
+    import pandas as pd
+
     if value is None or value is pd.NA or value is pd.NaT:
         return ""
     if isinstance(value, float):
@@ -108,6 +114,9 @@ def progress() -> Iterator[ProgressFn]:
 
         yield report_plain
         return
+    from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                               TimeElapsedColumn, TimeRemainingColumn)
+
     bars = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                     TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console.out,
                     transient=False)

@@ -36,7 +36,29 @@ def entry_from_id(encoder_id: str, **fields: Any) -> EncoderEntry:
     if source not in ID_SOURCES or not name:
         raise CrsbenchError(f"encoder id {encoder_id!r} is not <source>:<name> with source in {ID_SOURCES}")
     base = _RESOLVERS[source](name)
-    return EncoderEntry(**{**base, "id": encoder_id, "family": encoder_id, "origin": "id", **fields})
+    key = store_id(source, name)
+    return EncoderEntry(**{**base, "id": key, "family": key, "origin": "id", **fields})
+
+
+def store_id(source: str, name: str) -> str:
+    """The id features are stored and probed under: one path segment, so `hf:org/repo` becomes
+    `hf:org--repo` (the Hugging Face cache's spelling) and a local folder its folder name."""
+    if source == "hf" and Path(name).expanduser().is_dir():
+        return f"hf:{Path(name).expanduser().resolve().name}"
+    return f"{source}:{name.replace('/', '--')}"
+
+
+def library_defaults(fields: dict[str, Any]) -> dict[str, Any]:
+    """Input size, mean and std a library publishes for an entry's checkpoint (timm's
+    pretrained_cfg); empty when the entry declares them or the library has none."""
+    if fields.get("loader") != "timm" or {"input_size", "mean", "std"} <= set(fields):
+        return {}
+    import timm
+
+    cfg = timm.get_pretrained_cfg(str(fields.get("checkpoint")))
+    if cfg is None:
+        return {}
+    return {"input_size": int(cfg.input_size[-1]), "mean": tuple(cfg.mean), "std": tuple(cfg.std)}
 
 
 def _common(loader: str, checkpoint: str, constructor: Any) -> dict[str, Any]:
@@ -68,7 +90,8 @@ def _timm(name: str) -> dict[str, Any]:
         raise CrsbenchError(f"timm model {name!r} reports no feature_info; declare depth_blocks "
                             f"in an [encoder.<id>] TOML table")
     norm = getattr(model, "norm", None)
-    hub = model.pretrained_cfg.get("hf_hub_id") or f"timm/{name}"
+    pretrained_cfg: dict[str, Any] = getattr(model, "pretrained_cfg", None) or {}
+    hub = pretrained_cfg.get("hf_hub_id") or f"timm/{name}"
     return {**_common("timm", name, _build_timm), "input_size": int(cfg["input_size"][-1]),
             "mean": tuple(cfg["mean"]), "std": tuple(cfg["std"]), "depth_blocks": tuple(stages),
             "final_norm": "norm" if isinstance(norm, nn.LayerNorm) else None,
@@ -91,7 +114,7 @@ def _local_or_cached(entry_like: str) -> Path | None:
     from huggingface_hub import snapshot_download
 
     try:
-        return Path(snapshot_download(entry_like, local_files_only=True))
+        return Path(snapshot_download(entry_like.replace("--", "/"), local_files_only=True))
     except Exception:
         return None
 
@@ -137,7 +160,7 @@ def _hf(name: str) -> dict[str, Any]:
     norms = [n for n in _FINAL_NORMS if isinstance(getattr(root, n, None), nn.LayerNorm)]
     emb = getattr(root, "embeddings", None)
     has_cls = any(hasattr(emb, a) for a in ("class_embedding", "cls_token"))
-    checkpoint = str(folder) if Path(name).expanduser().is_dir() else name
+    checkpoint = str(folder) if Path(name).expanduser().is_dir() else name.replace("--", "/")
     return {**_common("transformers", checkpoint, _build_hf), **_hf_preprocessing(folder),
             "depth_blocks": _longest_block_list(root), "final_norm": norms[0] if norms else None,
             "token_pool": "cls" if has_cls else "mean", "prefix_tokens": None if has_cls else 0}

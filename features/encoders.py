@@ -2,7 +2,8 @@
 
 Checkpoint ids, input sizes and normalisation are the ones each publisher released
 (hub model cards / preprocessor configs, or the authors' inference code where the weights
-live outside the hub, noted in `source`). Checkpoints written `name:file` are published
+live outside the hub, noted in `source`); timm entries leave out what timm's pretrained_cfg
+already says. Checkpoints written `name:file` are published
 outside the Hugging Face Hub and must be placed under `$CRSBENCH_WEIGHTS/<id>/`. Where a
 published checkpoint's keys differ from the library model, the entry declares the conversion
 (`KeyConversion`); loading is strict, so anything the conversion does not account for is an
@@ -40,15 +41,14 @@ OPEN_CLIP_IMAGE_TOWER = KeyConversion(keep_prefix="visual.")
 # -- general-purpose ----------------------------------------------------------------------------
 
 @register_encoder("resnet50", family="ResNet-50", scope="general", domain="none", loader="timm",
-                  checkpoint="resnet50.a1_in1k", input_size=224, **IMAGENET, pooling="avgpool",
+                  checkpoint="resnet50.a1_in1k", pooling="avgpool",
                   depth_blocks=RESNET_STAGES, lora_targets=("conv1", "conv2", "conv3"))
 def resnet50(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
 @register_encoder("vit-b16", family="ViT-B/16", scope="general", domain="none", loader="timm",
-                  checkpoint="vit_base_patch16_224.augreg2_in21k_ft_in1k", input_size=224, **HALF,
-                  pooling="cls", **TIMM_VIT, lora_targets=VIT_LORA)
+                  checkpoint="vit_base_patch16_224.augreg2_in21k_ft_in1k", pooling="cls", **TIMM_VIT, lora_targets=VIT_LORA)
 def vit_b16(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
@@ -79,7 +79,7 @@ def dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 
 @register_encoder("mae", family="MAE", scope="general", domain="none", loader="timm",
-                  checkpoint="vit_base_patch16_224.mae", input_size=224, **IMAGENET, pooling="mean",
+                  checkpoint="vit_base_patch16_224.mae", pooling="mean",
                   **TIMM_VIT, lora_targets=VIT_LORA)
 def mae(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights, global_pool="token")

@@ -264,7 +264,9 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     moved to `device` and `compute_dtype` in place). A complete feature set is skipped (attrs
     returned with `skipped=True`) unless `force`. On the CPU the model gets `threads` torch
     threads (default: half the cores, so decoding and perturbing threads never oversubscribe
-    them, which slows small models tenfold) for the duration of the call.
+    them, which slows small models tenfold) for the duration of the call. The model is built
+    (weights resolved offline unless `allow_download`) before the store is touched, so a bad
+    checkpoint writes nothing.
     """
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     progress = progress or no_progress
@@ -285,10 +287,10 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     backend = perturb_backend if perturb_backend != "auto" else (
         "numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
-    if not force and store.is_complete(ref):
-        return {**store.attrs(ref), "skipped": True}
-    # Built before the store is touched: a bad checkpoint or absent weights writes nothing.
-    model = model if model is not None else entry.build(weights, allow_download=allow_download)
+    # Built before the store is touched (a bad checkpoint or absent weights writes nothing),
+    # unless the set is complete and will be skipped.
+    if model is None and (force or not store.is_complete(ref)):
+        model = entry.build(weights, allow_download=allow_download)
     root = store.root(writable=True)
     claim_dataset(root, dataset, store.url)
 
@@ -296,6 +298,8 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
         del root[ref.path]
     if ref.path in root and root[ref.path].attrs.get("complete"):
         return {**dict(root[ref.path].attrs), "skipped": True}
+    if model is None:  # the set looked complete a moment ago but is not (replaced meanwhile)
+        model = entry.build(weights, allow_download=allow_download)
 
     weights_hash = state_dict_hash(model)
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()

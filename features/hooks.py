@@ -79,11 +79,9 @@ class DepthTap:
 
     def _hook(self, depth: float):
         def capture(module: nn.Module, args: object, output: object) -> None:
-            if isinstance(output, (tuple, list)):
-                output = output[0]
-            elif not isinstance(output, torch.Tensor):  # transformers ModelOutput
-                output = output[0]  # type: ignore[index]
-            self._captured[depth] = output
+            # tuples (open_clip, older transformers) and ModelOutput both put the hidden states first
+            tensor = output if isinstance(output, torch.Tensor) else output[0]  # type: ignore[index]
+            self._captured[depth] = tensor
 
         return capture
 

@@ -75,7 +75,8 @@ def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = Non
     if entry.pretrained or weights is not None or entry.weights_path:
         # timm's published files keep the classifier timm names in pretrained_cfg; crsbench
         # builds the model without it (num_classes=0), as timm itself does.
-        head = model.pretrained_cfg.get("classifier")
+        pretrained_cfg: dict[str, Any] = getattr(model, "pretrained_cfg", None) or {}
+        head = pretrained_cfg.get("classifier")
         heads = (head,) if isinstance(head, str) else tuple(head or ())
         rules = dataclasses.replace(entry.convert, drop_prefixes=entry.convert.drop_prefixes
                                     + tuple(f"{h}." for h in heads))

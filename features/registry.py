@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import importlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError, Registry
 
 if TYPE_CHECKING:
     from torch import nn
@@ -133,7 +132,7 @@ class EncoderEntry:
         return out
 
     def build(self, weights: Path | str | None = None, *,
-              allow_download: bool | None = None) -> "nn.Module":
+              allow_download: bool | None = None) -> nn.Module:
         """Construct the model in eval mode; weights resolve offline unless downloads are allowed
         (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`)."""
         from crsbench.features.weights import download_policy
@@ -145,64 +144,67 @@ class EncoderEntry:
         return model.eval()
 
 
-_REGISTRY: dict[str, EncoderEntry] = {}
+def _make_entry(name: str, fn: Constructor, **fields: Any) -> EncoderEntry:
+    # Fields the library already publishes for the checkpoint (timm's input size, mean and
+    # std) may be left out of a built-in entry; it then carries the library's values.
+    from crsbench.features.by_id import library_defaults
+
+    return EncoderEntry(id=name, constructor=fn, **{**library_defaults(fields), **fields})
 
 
-def register_encoder(id: str, **fields: Any) -> Callable[[Constructor], Constructor]:
-    """Decorator: register `fn(entry, weights) -> nn.Module` under `id` with the entry's fields."""
-
-    def decorate(fn: Constructor) -> Constructor:
-        add_entry(EncoderEntry(id=id, constructor=fn, **fields))
-        return fn
-
-    return decorate
+ENCODERS: Registry[EncoderEntry] = Registry("encoder", make=_make_entry,
+                                            builtins=("crsbench.features.encoders",))
+# Decorator: `@register_encoder("id", **fields)` on `fn(entry, weights) -> nn.Module`.
+register_encoder = ENCODERS.register
+_ORIGIN_ORDER = {"built-in": 0, "id": 1}
 
 
 def add_entry(entry: EncoderEntry) -> EncoderEntry:
     """Register a complete entry (TOML files and plugins come through here)."""
-    if entry.id in _REGISTRY:
-        raise CrsbenchError(f"encoder {entry.id!r} is registered twice "
-                            f"({_REGISTRY[entry.id].origin} and {entry.origin})")
     if ":" in entry.id:
         raise CrsbenchError(f"encoder id {entry.id!r} may not contain ':' (reserved for "
                             f"timm:/hf:/open_clip: ids)")
-    _REGISTRY[entry.id] = entry
-    return entry
+    if entry.id in ENCODERS:
+        raise CrsbenchError(f"encoder {entry.id!r} is registered twice "
+                            f"({ENCODERS.get(entry.id).origin} and {entry.origin})")
+    return ENCODERS.add(entry.id, entry)
 
 
 def remove_entries(origin: str) -> None:
-    """Forget every entry of one origin (a TOML file re-read, tests)."""
-    for key in [k for k, e in _REGISTRY.items() if e.origin == origin]:
-        del _REGISTRY[key]
+    """Forget every entry of one origin (a TOML file re-read after a change)."""
+    for name, entry in ENCODERS.items():
+        if entry.origin == origin:
+            ENCODERS.remove(name)
 
 
 def _ensure_loaded() -> None:
-    importlib.import_module("crsbench.features.encoders")  # registers the built-in entries
     from crsbench.features.user import load_user_encoders
 
+    ENCODERS.load()
     load_user_encoders()
 
 
 def get_encoder(id: str) -> EncoderEntry:
     """The entry registered under `id`, or one resolved from a `timm:`/`hf:`/`open_clip:` id."""
     _ensure_loaded()
-    if id in _REGISTRY:
-        return _REGISTRY[id]
+    if id in ENCODERS:
+        return ENCODERS.get(id)
     from crsbench.features.by_id import ID_SOURCES, entry_from_id
 
     if id.partition(":")[0] in ID_SOURCES and ":" in id:
         return entry_from_id(id)
-    close = difflib.get_close_matches(id, list(_REGISTRY), n=3, cutoff=0.5)
+    close = difflib.get_close_matches(id, ENCODERS.names(), n=3, cutoff=0.5)
     hint = (f"did you mean {', '.join(close)}?" if close
-            else f"known encoders: {', '.join(sorted(_REGISTRY))}")
+            else f"known encoders: {', '.join(ENCODERS.names())}")
     raise CrsbenchError(f"unknown encoder {id!r}; {hint} (or name a library model: "
                         f"{', '.join(f'{s}:<name>' for s in ID_SOURCES)})")
 
 
 def list_encoders(*, pretrained: bool | None = None) -> list[EncoderEntry]:
-    """Registered entries in registration order (optionally only pretrained / random-init)."""
+    """Registered entries: built-ins (pretrained first), then TOML and plugin entries, by id."""
     _ensure_loaded()
-    return [e for e in _REGISTRY.values() if pretrained is None or e.pretrained == pretrained]
+    entries = [e for _, e in ENCODERS.items() if pretrained is None or e.pretrained == pretrained]
+    return sorted(entries, key=lambda e: (_ORIGIN_ORDER.get(e.origin, 2), not e.pretrained, e.origin))
 
 
 def tiny_encoder_ids() -> list[str]:

@@ -125,6 +125,38 @@ class FeatureStore:
         return sorted(refs, key=lambda r: (r.dataset, r.key))
 
 
+def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -> str | None:
+    """Move `{store}/{name}` aside if it holds features of other images; returns where to.
+
+    The group goes to `{store}.retired/{name}@{old digest[:12]}` (nothing is deleted), so the
+    dataset can be extracted afresh. Features of the same images are left in place.
+    """
+    import os
+
+    import fsspec
+    from fsspec.implementations.local import LocalFileSystem
+
+    try:
+        group = store.root()[name]
+    except (KeyError, CrsbenchError):
+        return None
+    known = group.attrs.get("image_digest")
+    if known is None:  # stores written without the dataset-level attribute: ask the feature sets
+        known = next((child.attrs.get("image_digest") for _, child in group.groups()
+                      if child.attrs.get("image_digest")), None)
+    if known is None or known == image_digest:
+        return None
+    fs, root = fsspec.core.url_to_fs(store.url, **(store.storage_options or {}))
+    source = f"{root.rstrip('/')}/{name}"
+    target = f"{root.rstrip('/')}.retired/{name}@{known[:12]}"
+    fs.makedirs(target.rsplit("/", 1)[0], exist_ok=True)
+    if isinstance(fs, LocalFileSystem):
+        os.rename(source, target)  # fs.mv would expand '*' or '[' in a hostile folder name
+    else:
+        fs.mv(source, target, recursive=True)
+    return target
+
+
 def claim_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
     """Write `{dataset}/image_ids` once; refuse a store made from different images."""
     digest = ds.image_digest()
@@ -133,8 +165,8 @@ def claim_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
     if known is not None and known != digest:
         raise CrsbenchError(
             f"dataset {ds.name!r} has changed since its features in {store_url} were extracted "
-            f"(image digest {known[:12]} there, {digest[:12]} now); delete {store_url}/{ds.name} "
-            f"or use another --store")
+            f"(image digest {known[:12]} there, {digest[:12]} now); 'crsbench ingest --replace' "
+            f"retires the old features, or use another --store")
     if "image_ids" not in group:
         ids = np.asarray(ds.images["image_id"].astype(str).tolist(), dtype=str)
         arr = group.create_array("image_ids", shape=ids.shape, dtype=str,

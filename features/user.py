@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import tomllib
 from collections.abc import Iterable
 from importlib import metadata
@@ -56,6 +57,7 @@ _CONVERT_TYPES = {f.name: f.type for f in dataclasses.fields(KeyConversion)}
 _files: list[Path] = []
 _loaded_files: dict[Path, float] = {}
 _loaded_plugins: set[tuple[str, str]] = set()
+_scanned_path: tuple[str, ...] = ()
 
 
 def add_encoder_file(path: Path | str) -> None:
@@ -95,6 +97,10 @@ def load_user_encoders() -> None:
 
 
 def _load_plugins() -> None:
+    global _scanned_path
+    if _scanned_path == tuple(sys.path):  # entry points only change with what is importable
+        return
+    _scanned_path = tuple(sys.path)
     for ep in metadata.entry_points(group=ENTRY_POINT_GROUP):
         key = (ep.name, ep.value)
         if key in _loaded_plugins:

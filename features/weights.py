@@ -113,7 +113,26 @@ def _local(entry: EncoderEntry, base: Path) -> tuple[Path | None, list[str]]:
 
 
 def resolve_weights(entry: EncoderEntry, weights: Path | None = None) -> Path:
-    """A local file or folder with the entry's weights, or a one-line CrsbenchError."""
+    """A local file or folder with the entry's weights, or a one-line CrsbenchError.
+
+    The entry's `extra_repos` must be in the Hugging Face cache as well (fetched when
+    downloads are allowed), so this and `--check-weights` agree."""
+    found = _resolve_main(entry, weights)
+    missing = extra_repo_gaps(entry)
+    if missing and downloads_allowed():
+        from huggingface_hub import snapshot_download
+
+        for repo in missing:
+            snapshot_download(repo)
+        missing = extra_repo_gaps(entry)
+    if missing:
+        raise CrsbenchError(f"encoder {entry.id!r} also needs the hub repo(s) {', '.join(missing)} in "
+                            f"the Hugging Face cache; fetch them on a connected machine or rerun with "
+                            f"--allow-download")
+    return found
+
+
+def _resolve_main(entry: EncoderEntry, weights: Path | None) -> Path:
     if weights is None and entry.weights_path:
         weights = Path(entry.weights_path)
     if weights is not None:
@@ -191,5 +210,4 @@ def weights_status(entry: EncoderEntry) -> str:
             resolve_weights(entry)
         except CrsbenchError:
             return "missing"
-    gaps = extra_repo_gaps(entry)
-    return f"missing: {', '.join(gaps)}" if gaps else "local"
+    return "local"

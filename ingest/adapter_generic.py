@@ -6,7 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from crsbench.ingest.images import NPZ_SEPARATOR
+from crsbench.ingest.images import NPZ_SEPARATOR, read_npz
+from crsbench.ingest.labels import MAX_LABELS, check_label_count, clean_label, clean_names, is_missing
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source, csv_line, parse_binary, read_csv, safe_rel_path
 from crsbench.ingest.types import InputError, ProgressFn, Task
@@ -15,9 +16,9 @@ MEDMNIST_SPLITS = {"train": "train", "val": "calib", "test": "test"}
 TASK_CHOICES = tuple(t.value for t in Task)
 
 
-def _names(option: str) -> list[str] | None:
-    names = [n.strip() for n in option.split(",") if n.strip()] if option else []
-    return names or None
+def _names(option: str, where: str = "--option") -> list[str] | None:
+    names = [n for n in option.split(",") if clean_label(n)] if option else []
+    return clean_names(names, where) or None
 
 
 @register_adapter(
@@ -35,18 +36,9 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         if len(found) != 1:
             raise InputError(f"{path}: expected exactly one .npz file, found {len(found)}; pass the file itself")
         path = found[0]
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{path.name}: cannot read as .npz: {exc}") from None
-    with archive:
-        arrays = {}
-        for split in MEDMNIST_SPLITS:
-            for kind in ("images", "labels"):
-                key = f"{split}_{kind}"
-                if key not in archive.files:
-                    raise InputError(f"{path.name}: missing required array {key!r} (found: {', '.join(archive.files)})")
-                arrays[key] = np.asarray(archive[key])
+    arrays = read_npz(path, [f"{split}_{kind}" for split in MEDMNIST_SPLITS for kind in ("images", "labels")])
+    for split in MEDMNIST_SPLITS:
+        _check_npz_arrays(path.name, split, arrays[f"{split}_images"], arrays[f"{split}_labels"])
     shapes = {arrays[f"{s}_labels"].reshape(len(arrays[f"{s}_labels"]), -1).shape[1] for s in MEDMNIST_SPLITS}
     if len(shapes) != 1:
         raise InputError(f"{path.name}: label arrays have different widths across splits: {sorted(shapes)}")
@@ -54,13 +46,18 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     task = Task.parse(options["task"]) if options["task"] != "auto" else (
         Task.MULTILABEL if width > 1 else Task.MULTICLASS)
     names = _names(options["labels"])
+    n_images = sum(len(arrays[f"{s}_labels"]) for s in MEDMNIST_SPLITS)
     if task is Task.MULTILABEL:
         n_labels = width
     else:
         if width != 1:
             raise InputError(f"{path.name}: a {task.value} task needs one label column, found {width}")
-        n_labels = len(names) if names else int(max(int(arrays[f"{s}_labels"].max(initial=0))
-                                                    for s in MEDMNIST_SPLITS)) + 1
+        # Bounded before anything is sized from it: one stray value of 1e9 must not allocate.
+        top = max(_largest_label(arrays[f"{s}_labels"]) for s in MEDMNIST_SPLITS)
+        n_labels = len(names) if names else top + 1
+        if not names and top >= min(MAX_LABELS, n_images):
+            check_label_count(top + 1, n_images, f"{path.name} (largest label value {top})")
+    check_label_count(n_labels, n_images, path.name)
     names = names or [str(k) for k in range(n_labels)]
     if len(names) != n_labels:
         raise InputError(f"{path.name}: {len(names)} label names given for {n_labels} labels")
@@ -68,11 +65,6 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     for split, ours in MEDMNIST_SPLITS.items():
         images = arrays[f"{split}_images"]
         labels = arrays[f"{split}_labels"].reshape(len(arrays[f"{split}_labels"]), -1)
-        if len(images) != len(labels):
-            raise InputError(f"{path.name}: {split}_images has {len(images)} rows but {split}_labels {len(labels)}")
-        if images.dtype != np.uint8 or images.ndim not in (3, 4):
-            raise InputError(f"{path.name}: {split}_images must be uint8 (N, H, W[, C]), "
-                             f"got {images.dtype} {images.shape}")
         for i, row in enumerate(labels):
             with log.row(f"{path.name}:{split}_labels", i):
                 label = _medmnist_label(row, task, n_labels)
@@ -82,14 +74,33 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     return Source(path.parent, task, names, records)
 
 
+def _check_npz_arrays(file: str, split: str, images: np.ndarray, labels: np.ndarray) -> None:
+    """Whole-array checks, before any row: dtype, shape, channel count, label type."""
+    if len(images) != len(labels):
+        raise InputError(f"{file}: {split}_images has {len(images)} rows but {split}_labels {len(labels)}")
+    if images.dtype != np.uint8 or images.ndim not in (3, 4):
+        raise InputError(f"{file}: {split}_images must be uint8 (N, H, W[, C]), got {images.dtype} {images.shape}")
+    if images.shape[1] < 1 or images.shape[2] < 1:
+        raise InputError(f"{file}: {split}_images has empty images (shape {images.shape})")
+    if images.ndim == 4 and images.shape[3] not in (1, 3, 4):
+        raise InputError(f"{file}: {split}_images has {images.shape[3]} channels (expected 1, 3 or 4)")
+    if labels.dtype.kind not in "biuf":
+        raise InputError(f"{file}: {split}_labels must be numeric, got {labels.dtype}")
+
+
+def _largest_label(labels: np.ndarray) -> int:
+    values = labels[np.isfinite(labels)] if labels.dtype.kind == "f" else labels
+    return int(values.max(initial=0)) if values.size else 0
+
+
 def _medmnist_label(row: np.ndarray, task: Task, n_labels: int) -> int | np.ndarray:
     if task is Task.MULTILABEL:
-        if not np.isin(row, (0, 1)).all():
+        if not np.isin(row, (0, 1)).all():  # NaN is not in (0, 1) either
             raise InputError(f"malformed multilabel value {row.tolist()} (expected 0/1)")
         return row.astype(np.int8)
     value = row[0]
-    if float(value) != int(value) or int(value) < 0:
-        raise InputError(f"malformed label value {value!r}")
+    if not np.isfinite(value) or float(value) != int(value) or int(value) < 0:
+        raise InputError(f"malformed label value {value.item() if hasattr(value, 'item') else value!r}")
     if int(value) >= n_labels:
         raise InputError(f"unknown class {int(value)} (expected 0-{n_labels - 1})")
     return int(value)
@@ -108,6 +119,8 @@ MANIFEST_SPLITS = {"train": "train", "calib": "calib", "val": "calib", "valid": 
         "task": AdapterOption(None, "task type: multiclass, ordinal or multilabel", TASK_CHOICES),
         "classes": AdapterOption("", "for a 'label' column: comma-separated class names in index order "
                                      "(default: sorted values; ordinal: integers 0..K-1)"),
+        "missing": AdapterOption("refuse", "a missing multilabel cell (empty, nan, NA, null): refuse the row, "
+                                           "or read it as 0 ('zeros')", ("refuse", "zeros")),
     },
 )
 def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
@@ -116,16 +129,20 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     root, name = path.parent, path.name
     frame = read_csv(path, ["path"])
     task = Task.parse(options["task"])
+    if "label" not in frame.columns and task is not Task.MULTILABEL:
+        _explain_missing_label_column(frame, name)
     if "label" in frame.columns:
         if task is Task.MULTILABEL:
             raise InputError(f"{name}: a multilabel manifest needs one 0/1 column per label, not a 'label' column")
-        names = _names(options["classes"]) or _class_names(frame["label"], task, name)
+        names = _names(options["classes"], f"{name}: option classes") or _class_names(frame["label"], task, name)
         parse = lambda row: _class_index(row["label"], names)  # noqa: E731
     else:
-        names = [c for c in frame.columns if c not in MANIFEST_RESERVED]
-        if not names:
+        columns = [c for c in frame.columns if c not in MANIFEST_RESERVED]
+        if not columns:
             raise InputError(f"{name}: missing required column 'label' (or one 0/1 column per label)")
-        parse = lambda row: _one_hot_row(row, names, task)  # noqa: E731
+        names = clean_names(columns, name)
+        allowed = {**BINARY, **({m: 0 for m in MISSING_CELLS} if options.get("missing") == "zeros" else {})}
+        parse = lambda row: _one_hot_row(row, columns, task, allowed)  # noqa: E731
     records = []
     for i, row in enumerate(frame.to_dict("records")):
         with log.row(name, csv_line(i)):
@@ -140,8 +157,20 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     return Source(root, task, names, records)
 
 
+def _explain_missing_label_column(frame, name: str) -> None:
+    """A multiclass/ordinal manifest without 'label': say so, not 'malformed value in column X'."""
+    others = [c for c in frame.columns if c not in MANIFEST_RESERVED]
+    near = [c for c in frame.columns if c != "label" and clean_label(c).lower() in ("label", "labels", "class")]
+    binary = all(clean_label(v) in BINARY for c in others for v in frame[c])
+    if near or not others or not binary:
+        found = ", ".join(frame.columns)
+        hint = f"; did you mean {near[0]!r}?" if near else " (or one 0/1 column per class)"
+        raise InputError(f"{name}: missing required column 'label'{hint} (found: {found})")
+
+
 def _class_names(values, task: Task, name: str) -> list[str]:
-    distinct = sorted({v.strip() for v in values if v.strip()})
+    distinct = sorted({clean_label(v) for v in values} - {""})
+    distinct = [v for v in distinct if not is_missing(v)]
     if task is Task.ORDINAL:
         if not all(v.isdigit() for v in distinct):
             bad = next(v for v in distinct if not v.isdigit())
@@ -152,19 +181,21 @@ def _class_names(values, task: Task, name: str) -> list[str]:
 
 
 def _class_index(value: str, names: list[str]) -> int:
-    text = value.strip()
-    if not text:
-        raise InputError("malformed label value '' in column 'label'")
+    text = clean_label(value)
+    if is_missing(text):
+        raise InputError(f"missing label {value!r} in column 'label' (a class cannot be spelled "
+                         f"empty, nan, NA or null)")
     if text not in names:
         raise InputError(f"unknown class {text!r} (expected one of: {', '.join(names)})")
     return names.index(text)
 
 
 BINARY = {"1": 1, "1.0": 1, "0": 0, "0.0": 0}
+MISSING_CELLS = ("", "nan", "NaN", "NAN", "NA", "na", "N/A", "n/a", "null", "NULL", "None", "none")
 
 
-def _one_hot_row(row: dict, names: list[str], task: Task) -> int | np.ndarray:
-    values = np.array([parse_binary(row[c], c, BINARY) for c in names], dtype=np.int8)
+def _one_hot_row(row: dict, columns: list[str], task: Task, allowed: dict[str, int]) -> int | np.ndarray:
+    values = np.array([parse_binary(clean_label(row[c]), c, allowed) for c in columns], dtype=np.int8)
     if task is Task.MULTILABEL:
         return values
     if values.sum() != 1:

@@ -18,19 +18,20 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from crsbench.ingest.images import check_image
+from crsbench.ingest.images import check_image, npz_member
+from crsbench.ingest.labels import RARE_CHOICES, check_label_count, check_splits, merge_classes, split_gaps
 from crsbench.ingest.registry import get_adapter
 from crsbench.ingest.source import Record, RowLog, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 DOMAIN_PATTERN = re.compile(r"^[a-z][a-z_]{0,31}$")
 
 
 def check_name(name: str) -> str:
     # Dataset names become Zarr group names and file-name parts downstream.
-    if not NAME_PATTERN.match(name or ""):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):  # fullmatch: no trailing newline
         raise CrsbenchError(
             f"invalid dataset name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
@@ -44,6 +45,8 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
     `options` are the adapter's own (e.g. uncertainty='ones' for chexpert); see
     `crsbench.ingest.ADAPTERS.get(adapter).options`. Bad rows raise an InputError naming
     the file and line, unless `skip_bad`, which records them in `Dataset.errors`.
+    Every adapter also takes `domain` and `rare_classes` ('refuse', or 'merge' to fold
+    multiclass classes that cannot reach every split into one class; see ingest.labels).
     """
     entry = get_adapter(adapter)
     check_name(name)
@@ -51,6 +54,9 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
     domain = str(options.pop("domain", entry.domain))
     if not DOMAIN_PATTERN.match(domain):
         raise CrsbenchError(f"invalid domain {domain!r}: use lower-case letters, e.g. derm, eye, rad or none")
+    rare = str(options.pop("rare_classes", "refuse"))
+    if rare not in RARE_CHOICES:
+        raise CrsbenchError(f"invalid rare_classes {rare!r}: expected one of {', '.join(RARE_CHOICES)}")
     resolved = entry.resolve_options(options)
     path = Path(path)
     if not path.exists():
@@ -58,15 +64,28 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
     report = progress or no_progress
     log = RowLog(skip_bad)
     source = entry.read(path, log, resolved, report)
+    check_label_count(len(source.label_names), len(source.records), path.name)
     records = _unique_ids(source.records, log)
     records = _checked_images(source.root, records, log, report)
     if not records:
         raise InputError(f"{path}: no usable images")
-    labels = _label_array(records, source.task, len(source.label_names))
-    y = one_hot(labels, len(source.label_names))
-    _require_examples(y, source.label_names, "in the dataset")
+    names = list(source.label_names)
+    labels = _label_array(records, source.task, len(names))
+    y = one_hot(labels, len(names))
+    _require_examples(y, names, "in the dataset")
     groups = [r.group_id for r in records]
-    splits = assign_splits(y, groups, [r.split for r in records])
+    fixed = [r.split for r in records]
+    splits = assign_splits(y, groups, fixed)
+    gaps = split_gaps(y, splits, names)
+    if gaps and rare == "merge":
+        if source.task is not Task.MULTICLASS:
+            raise InputError(f"rare_classes=merge applies to multiclass datasets only "
+                             f"({source.task.value} labels cannot be merged); add images")
+        labels, names = merge_classes(labels, names, list(gaps))
+        y = one_hot(labels, len(names))
+        splits = assign_splits(y, groups, fixed)
+        resolved = {**resolved, "rare_classes": rare}
+    check_splits(y, splits, names, source.task, merged=rare == "merge")
     check_group_safe(groups, splits)
     images = pd.DataFrame({
         "image_id": [r.image_id for r in records],
@@ -79,11 +98,10 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
     images = images.iloc[order].reset_index(drop=True)
     labels = labels[order]
     train = images.index[images["split"] == "train"].to_numpy()
-    _require_examples(one_hot(labels[train], len(source.label_names)), source.label_names, "in the train split")
-    fractions = label_fraction_subsets(one_hot(labels[train], len(source.label_names)),
+    fractions = label_fraction_subsets(one_hot(labels[train], len(names)),
                                        images["image_id"].to_numpy()[train])
     return Dataset(name=name, adapter=adapter, root=source.root.resolve(), task=source.task,
-                   label_names=list(source.label_names), images=images, labels=labels,
+                   label_names=names, images=images, labels=labels,
                    fractions=fractions, errors=log.frame(), domain=domain, options=resolved)
 
 
@@ -103,8 +121,8 @@ def _unique_ids(records: Sequence[Record], log: RowLog) -> list[Record]:
 def _checked_images(root: Path, records: Sequence[Record], log: RowLog, report: ProgressFn) -> list[Record]:
     """Safe paths, readable images, and their SHA-256; bad ones go through the log."""
     def check(rec: Record) -> str:
-        file_part = rec.rel_path.split("#", 1)[0]
-        safe_rel_path(root, file_part)
+        member = npz_member(rec.rel_path)
+        safe_rel_path(root, member[0] if member else rec.rel_path)
         return check_image(root, rec.rel_path)
 
     def attempt(rec: Record) -> tuple[str | None, str | None]:

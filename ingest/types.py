@@ -97,6 +97,24 @@ class Dataset:
             h.update(f"{image_id}\t{sha}\n".encode())
         return h.hexdigest()
 
+    def data_digest(self) -> str:
+        """SHA-256 over everything a probe's numbers depend on: the images (`image_digest`),
+        the task, label names, labels, splits and label-fraction subsets. Part of every fit id,
+        so a dataset replaced by other images or labels is never mistaken for the old one."""
+        import hashlib
+        import json
+
+        h = hashlib.sha256()
+        h.update(self.image_digest().encode())
+        h.update(json.dumps([str(self.task), list(self.label_names)]).encode())
+        h.update("\n".join(self.images["split"].astype(str)).encode())
+        h.update(np.ascontiguousarray(np.asarray(self.labels, dtype=np.int64)).tobytes())
+        fractions = self.fractions[["seed", "fraction", "image_id"]].astype(
+            {"seed": "int64", "fraction": "float64", "image_id": str})
+        for seed, fraction, image_id in sorted(fractions.itertuples(index=False, name=None)):
+            h.update(f"{seed}\t{fraction:.6f}\t{image_id}\n".encode())
+        return h.hexdigest()
+
 
 # A stage reports progress through this callback: (step description, done, total or None).
 # The CLI turns it into rich progress bars; library callers may pass None.

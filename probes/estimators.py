@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from crsbench.ingest.types import Task
+from crsbench.probes import knn as knn_search
 from crsbench.probes.lbfgs import fit_logreg, output_weights
 from crsbench.probes.registry import Predictor, register_probe
 
@@ -79,25 +80,19 @@ def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> 
 
 
 @register_probe(
-    "knn", seeded=False,
+    "knn", seeded=False, deferred=True,
     description=f"k-nearest neighbours, k = {KNN_K} (fewer if the training set is smaller), "
                 "Euclidean on standardised features; probability = fraction of the k "
-                "neighbours in each class (multiclass/ordinal) or with the label (multilabel)",
+                "neighbours in each class (multiclass/ordinal) or with the label (multilabel); "
+                "neighbours exactly those of a float64 search, ties to the lower training row",
 )
 def knn(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
-    train = torch.as_tensor(x, dtype=torch.float64)
+    index = knn_search.prepare(torch.as_tensor(x))
     votes = _targets(y, task, n_outputs).to(torch.float64)
-    k = min(KNN_K, train.shape[0])
-    train_sq = (train * train).sum(dim=1)
+    k = min(KNN_K, index.x64.shape[0])
 
     def predict(x_eval: np.ndarray) -> np.ndarray:
-        q = torch.as_tensor(x_eval, dtype=torch.float64)
-        out = torch.empty(q.shape[0], votes.shape[1], dtype=torch.float64)
-        for start in range(0, q.shape[0], 1024):  # bounded memory: 1024 x n_train distances
-            block = q[start:start + 1024]
-            dist = train_sq[None, :] - 2.0 * block @ train.T
-            order = torch.topk(dist, k, dim=1, largest=False).indices
-            out[start:start + 1024] = votes[order].mean(dim=1)
-        return out.numpy()
+        order = knn_search.neighbours(index, torch.as_tensor(x_eval), k)
+        return votes[order].mean(dim=1).numpy()
 
     return predict

@@ -10,6 +10,12 @@ rerun writes nothing new.
 Execution: chunks run in-process by default; given a scheduler address they are
 submitted to that `dask.distributed` cluster and their frames gathered at the client,
 which alone calls `sink`.
+
+Concurrent sweeps: given `claims` (the CLI passes `crsbench.warehouse.claims.FitClaims`),
+each chunk's fits are claimed just before the chunk is started and released after its
+batch lands, so several sweeps over one warehouse split the fits and compute each once.
+At most one chunk per worker is in flight, so a second sweep finds work left to claim.
+Fits another sweep holds are waited for at the end (or taken over if it died).
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import defaultdict
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Protocol
 
 import dask
 import numpy as np
@@ -30,11 +38,28 @@ from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, Fe
 from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
                                    ProgressFn, Task)
 from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise, check_feature_set
-from crsbench.probes.records import FitKey
+from crsbench.probes.records import FitKey, fit_data_digest
 from crsbench.probes.registry import get_probe, probe_names
 from crsbench.probes.tasks import Chunk, eval_sets, run_chunk
 
 Sink = Callable[[pd.DataFrame, pd.DataFrame], None]
+Job = tuple  # (Chunk, FeatureStore, Dataset, list[Dataset], TrainStats): run_chunk's arguments
+
+
+class Claims(Protocol):
+    """Exclusive claims on fits, shared by every sweep over one warehouse."""
+
+    def acquire(self, fit_ids: Sequence[str]) -> set[str]:
+        """The fits now held by this sweep and not yet finished by anyone."""
+        ...
+
+    def release(self, fit_ids: Iterable[str]) -> None: ...
+
+    def done(self, fit_ids: Iterable[str]) -> set[str]:
+        """Those finished by any sweep."""
+        ...
+
+
 DEFAULT_BATCH_SIZE = 25
 
 
@@ -45,6 +70,7 @@ class GridSummary:
     fitted: int
     runs: int
     batches: int
+    by_others: int = 0  # fits another concurrent sweep computed meanwhile
 
 
 def _dataset_name(d: str | Dataset) -> str:
@@ -182,18 +208,30 @@ class _InProcess:
     def compute(self, graphs: list) -> list:
         return list(dask.compute(graphs, scheduler="threads")[0])
 
-    def run(self, jobs: list[tuple]) -> Iterator[tuple[int, tuple[pd.DataFrame, pd.DataFrame]]]:
-        if self.workers == 1 or len(jobs) < 2:
-            for i, job in enumerate(jobs):
-                yield i, run_chunk(*job)
+    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
+        """Run jobs as they are drawn from `jobs`, at most one per worker in flight."""
+        if self.workers == 1:
+            for job in jobs:
+                yield job, run_chunk(*job)
             return
         previous = torch.get_num_threads()
         torch.set_num_threads(1)
         pool = ThreadPoolExecutor(max_workers=self.workers)
+        source = iter(jobs)
+        pending: dict[Future, Job] = {}
+
+        def top_up() -> None:
+            while len(pending) < self.workers and (job := next(source, None)) is not None:
+                pending[pool.submit(run_chunk, *job)] = job
+
         try:
-            pending = {pool.submit(run_chunk, *job): i for i, job in enumerate(jobs)}
-            for future in as_completed(pending):
-                yield pending[future], future.result()
+            top_up()
+            while pending:
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    job = pending.pop(future)
+                    top_up()  # before the result is written, so no thread waits on the sink
+                    yield job, future.result()
         finally:
             # A failed sink (or any error) stops the sweep: drop the chunks not yet started.
             pool.shutdown(wait=True, cancel_futures=True)
@@ -216,7 +254,7 @@ class _Distributed:
     def compute(self, graphs: list) -> list:
         return self.client.compute(graphs, sync=True)
 
-    def run(self, jobs: list[tuple]) -> Iterator[tuple[int, tuple[pd.DataFrame, pd.DataFrame]]]:
+    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
         from distributed import as_completed
 
         scattered: dict[str, object] = {}
@@ -229,38 +267,78 @@ class _Distributed:
                 scattered[ds.name] = self.client.submit(_identity, ds, pure=False)
             return scattered[ds.name]
 
-        futures = {}
-        for i, (chunk, store, source, targets, stats) in enumerate(jobs):
-            future = self.client.submit(run_chunk, chunk, store, remote(source),
-                                        [remote(t) for t in targets], stats, pure=False)
-            futures[future] = i
-        for future in as_completed(futures, loop=self.client.loop):
-            yield futures[future], future.result()
+        # One chunk per worker thread in flight (plus one queued each), so fits are
+        # claimed only shortly before they run and a concurrent sweep can take the rest.
+        slots = max(1, 2 * sum(self.client.nthreads().values()))
+        source = iter(jobs)
+        pending: dict = {}
+        running = as_completed(loop=self.client.loop)
+
+        def submit_next() -> None:
+            job = next(source, None)
+            if job is not None:
+                chunk, store, ds, targets, stats = job
+                future = self.client.submit(run_chunk, chunk, store, remote(ds),
+                                            [remote(t) for t in targets], stats, pure=False)
+                pending[future] = job
+                running.add(future)
+
+        for _ in range(slots):
+            submit_next()
+        for future in running:
+            job = pending.pop(future)
+            submit_next()  # before the result is written, so workers never wait on the sink
+            yield job, future.result()
 
     def close(self) -> None:
         self.client.close()
 
 
+def identify(fits: Iterable[FitKey], datasets: Mapping[str, Dataset],
+             shift_targets: Mapping[str, Sequence[str]], store: FeatureStore) -> list[FitKey]:
+    """The fits with their data digest and weights hash filled in (what makes fit ids change
+    when a dataset, a shift target or an encoder's weights change)."""
+    data: dict[str, str] = {}
+    weights: dict[FeatureSetRef, str] = {}
+    out = []
+    for fit in fits:
+        if fit.dataset_id not in data:
+            targets = {t: datasets[t].data_digest() for t in shift_targets.get(fit.dataset_id, ())
+                       if t in datasets}
+            data[fit.dataset_id] = fit_data_digest(datasets[fit.dataset_id].data_digest(), targets)
+        ref = fit.feature_set
+        if ref not in weights:
+            try:
+                weights[ref] = str(store.attrs(ref).get("weights_hash") or "")
+            except CrsbenchError:
+                weights[ref] = ""  # a missing feature set is reported by the input checks
+        out.append(dataclasses.replace(fit, data_digest=data[fit.dataset_id], weights_hash=weights[ref]))
+    return sorted(out)
+
+
 def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: FeatureStore, *,
              shift_targets: Mapping[str, Sequence[str]], done: set[str], sink: Sink,
              scheduler: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-             progress: ProgressFn | None = None) -> GridSummary:
+             progress: ProgressFn | None = None, claims: Claims | None = None,
+             poll_s: float = 0.5) -> GridSummary:
     """Run the fits whose ids are not in `done`; one `sink(runs, predictions)` call per chunk.
 
     Every input is checked before the first fit (feature sets complete and aligned with
     their datasets, no NaN in any array read, each training subset with every class,
     known probes); a bad input raises CrsbenchError with nothing passed to `sink`.
+    With `claims`, a fit is computed only once it is claimed (see the module notes).
     """
-    all_fits = sorted(set(fits))
+    given = sorted(set(fits))
+    for fit in given:
+        get_probe(fit.probe)
+        if fit.dataset_id not in datasets:
+            raise CrsbenchError(f"dataset {fit.dataset_id!r} of fit {fit} was not given")
+    all_fits = identify(given, datasets, shift_targets, store)
     todo = [f for f in all_fits if f.fit_id not in done]
     summary = GridSummary(planned=len(all_fits), skipped=len(all_fits) - len(todo), fitted=0,
                           runs=0, batches=0)
     if not todo:
         return summary
-    for fit in todo:
-        get_probe(fit.probe)
-        if fit.dataset_id not in datasets:
-            raise CrsbenchError(f"dataset {fit.dataset_id!r} of fit {fit} was not given")
     _check_training_subsets(todo, datasets)
     executor = _Distributed(scheduler) if scheduler else _InProcess()
     try:
@@ -272,23 +350,49 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
             store, checks, compute=executor.compute)
         if progress:
             progress("checking features", 1, 1)
-        jobs = []
         version = __version__
-        for ref, depth, members in _chunks(todo, batch_size):
-            pretrained = bool(store.attrs(ref).get("pretrained", True))
-            chunk = Chunk(ref, depth, tuple(members), pretrained, version)
-            targets = _targets_of(ref.dataset, shift_targets, datasets)
-            jobs.append((chunk, store, datasets[ref.dataset], targets, stats[(ref, depth)]))
+        waiting: list[FitKey] = []
+
+        def jobs(chunks: Iterable[tuple[FeatureSetRef, float, list[FitKey]]]) -> Iterator[Job]:
+            for ref, depth, members in chunks:
+                if claims is not None:
+                    held = claims.acquire([f.fit_id for f in members])
+                    waiting.extend(f for f in members if f.fit_id not in held)
+                    members = [f for f in members if f.fit_id in held]
+                    if not members:
+                        continue
+                pretrained = bool(store.attrs(ref).get("pretrained", True))
+                chunk = Chunk(ref, depth, tuple(members), pretrained, version)
+                targets = _targets_of(ref.dataset, shift_targets, datasets)
+                yield chunk, store, datasets[ref.dataset], targets, stats[(ref, depth)]
+
         if progress:
             progress("probe fits", 0, len(todo))
-        for i, (runs, predictions) in executor.run(jobs):
-            sink(runs, predictions)
-            summary.fitted += len(jobs[i][0].fits)
-            summary.runs += len(runs)
-            summary.batches += 1
-            if progress:
-                progress("probe fits", summary.fitted, len(todo))
+        pending = list(_chunks(todo, batch_size))
+        while pending:
+            for job, (runs, predictions) in executor.run(jobs(pending)):
+                sink(runs, predictions)
+                fitted = [f.fit_id for f in job[0].fits]
+                if claims is not None:
+                    claims.release(fitted)
+                summary.fitted += len(fitted)
+                summary.runs += len(runs)
+                summary.batches += 1
+                if progress:
+                    progress("probe fits", summary.fitted + summary.by_others, len(todo))
+            pending = []
+            if waiting and claims is not None:
+                # Fits another sweep holds: wait until they land, or claim them if it died.
+                finished = claims.done([f.fit_id for f in waiting])
+                summary.by_others += sum(f.fit_id in finished for f in waiting)
+                left = [f for f in waiting if f.fit_id not in finished]
+                waiting.clear()
+                if left:
+                    time.sleep(poll_s)
+                    pending = list(_chunks(left, batch_size))
     finally:
+        if claims is not None:
+            claims.release([f.fit_id for f in todo])
         if isinstance(executor, _Distributed):
             executor.close()
     return summary

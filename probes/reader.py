@@ -55,16 +55,16 @@ def lazy_features(store: FeatureStore, ref: FeatureSetRef, depth: float, conditi
 
 def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str,
               rows: np.ndarray) -> np.ndarray:
-    """Materialise only `rows` (store order) of one array, as float64; NaN is an error."""
+    """Materialise only `rows` (store order) of one array, as float64; NaN or +-inf is an error."""
     x = lazy_features(store, ref, depth, condition)[np.asarray(rows)]
     out = np.asarray(x.compute(scheduler="synchronous"), dtype=np.float64)
-    if np.isnan(out).any():
+    if not np.isfinite(out).all():
         raise CrsbenchError(_nan_message(ref, depth, condition))
     return out
 
 
 def _nan_message(ref: FeatureSetRef, depth: float, condition: str) -> str:
-    return (f"feature set {ref.path} has NaN features at {depth_key(depth)}/{condition}; "
+    return (f"feature set {ref.path} has NaN or infinite features at {depth_key(depth)}/{condition}; "
             f"re-run 'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'")
 
 
@@ -92,6 +92,14 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
         raise CrsbenchError(
             f"feature store {store.url} row {first} of dataset {ref.dataset!r} is image "
             f"{ids[first]!r}, the dataset has {expected[first]!r} there; re-extract it")
+    # Same ids in the same order, but other image content (a replaced dataset):
+    stored_digest = store.attrs(ref).get("image_digest")
+    if stored_digest is not None and stored_digest != dataset.image_digest():
+        raise CrsbenchError(
+            f"feature set {ref.path} in {store.url} was extracted from other images than dataset "
+            f"{ref.dataset!r} now holds (image digest {stored_digest[:12]} there, "
+            f"{dataset.image_digest()[:12]} now); re-extract it with 'crsbench extract --encoder "
+            f"{ref.encoder_id} --dataset {ref.dataset}'")
     for depth in depths:
         # Each depth has its own width (CNN stages differ); conditions of a depth must agree.
         dims: set[int] = set()
@@ -125,16 +133,16 @@ def _threads(graphs: list) -> list:
 def check_and_standardise(store: FeatureStore, checks: list[ReadCheck],
                           compute: Callable[[list], list] = _threads,
                           ) -> dict[tuple[FeatureSetRef, float], TrainStats]:
-    """One lazy pass over every array a sweep needs: NaN check plus train statistics.
+    """One lazy pass over every array a sweep needs: NaN/inf check plus train statistics.
 
-    Runs before anything is fitted, so NaN features fail the sweep before a row is written.
+    Runs before anything is fitted, so NaN or infinite features fail the sweep before a row is written.
     `compute` evaluates a list of Dask graphs (local threads, or a distributed client).
     Returns the train statistics keyed by (feature set, depth).
     """
     graphs: list[da.Array] = []
     for check in checks:
         x = lazy_features(store, check.ref, check.depth, check.condition)[check.rows].astype(np.float64)
-        graphs.append(da.isnan(x).any())
+        graphs.append(~da.isfinite(x).all())
         if check.stats:
             graphs.extend([x.mean(axis=0), x.std(axis=0)])
     computed = iter(compute(graphs))
@@ -144,6 +152,10 @@ def check_and_standardise(store: FeatureStore, checks: list[ReadCheck],
             raise CrsbenchError(_nan_message(check.ref, check.depth, check.condition))
         if check.stats:
             mean, std = next(computed), next(computed)
+            if not (np.isfinite(mean).all() and np.isfinite(std).all()):
+                # Finite values too large to square (|x| > ~1e154) overflow the statistics.
+                raise CrsbenchError(f"feature set {check.ref.path} at {depth_key(check.depth)} has "
+                                    f"features too large to standardise; re-extract it")
             std = np.where(std > 0, std, 1.0)
             stats[(check.ref, check.depth)] = TrainStats(np.asarray(mean), np.asarray(std))
     return stats

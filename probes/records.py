@@ -37,7 +37,12 @@ def _digest(*parts: object) -> str:
 
 @dataclasses.dataclass(frozen=True, order=True)
 class FitKey:
-    """One probe fit: what it is trained on and how. Its id is a hash of exactly this."""
+    """One probe fit: what it is trained on and how. Its id is a hash of exactly this.
+
+    `data_digest` identifies the data (the dataset's `data_digest`, with those of its shift
+    targets) and `weights_hash` the encoder weights its features came from; `run_grid`
+    fills both in, so replacing a dataset or re-extracting other weights changes every fit id.
+    """
 
     encoder_id: str
     dataset_id: str
@@ -46,15 +51,23 @@ class FitKey:
     label_fraction: float
     seed: int
     regime: str = FROZEN
+    data_digest: str = ""
+    weights_hash: str = ""
 
     @property
     def fit_id(self) -> str:
         return _digest("fit", self.encoder_id, self.dataset_id, round(float(self.depth), 6),
-                       self.probe, round(float(self.label_fraction), 6), int(self.seed), self.regime)
+                       self.probe, round(float(self.label_fraction), 6), int(self.seed), self.regime,
+                       self.data_digest, self.weights_hash)
 
     @property
     def feature_set(self) -> FeatureSetRef:
         return FeatureSetRef(self.dataset_id, self.encoder_id, self.regime)
+
+
+def fit_data_digest(source_digest: str, targets: dict[str, str]) -> str:
+    """The data identity of a fit: its dataset's digest and each shift target's (by name)."""
+    return _digest("data", source_digest, sorted(targets.items()))
 
 
 def run_id(fit_id: str, eval_dataset_id: str, condition: str) -> str:

@@ -28,10 +28,14 @@ class ProbeEntry:
     # share a training set then share one fit (fraction 1.0 is the same for every seed).
     seeded: bool
     description: str
+    # True when fitting only prepares the training rows (k-NN): the sweep then fits again at
+    # each evaluation and drops the fit, so a chunk never holds every subset's copy at once.
+    deferred: bool = False
 
 
-def _entry(name: str, fit: FitFn, *, seeded: bool, description: str) -> ProbeEntry:
-    return ProbeEntry(name=name, fit=fit, seeded=seeded, description=description)
+def _entry(name: str, fit: FitFn, *, seeded: bool, description: str,
+           deferred: bool = False) -> ProbeEntry:
+    return ProbeEntry(name=name, fit=fit, seeded=seeded, description=description, deferred=deferred)
 
 
 # crsbench.probes.estimators registers logreg, mlp and knn on first lookup.
@@ -39,9 +43,10 @@ PROBES: Registry[ProbeEntry] = Registry("probe", make=_entry, builtins=("crsbenc
                                         entry_point_group="crsbench.probes")
 
 
-def register_probe(name: str, *, seeded: bool, description: str) -> Callable[[FitFn], FitFn]:
+def register_probe(name: str, *, seeded: bool, description: str,
+                   deferred: bool = False) -> Callable[[FitFn], FitFn]:
     """Decorator: `fit` becomes probe `name`."""
-    return PROBES.register(name, seeded=seeded, description=description)
+    return PROBES.register(name, seeded=seeded, description=description, deferred=deferred)
 
 
 def get_probe(name: str) -> ProbeEntry:

@@ -20,7 +20,7 @@ from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import (CALIB, PREDICTION_COLUMNS, RUN_COLUMNS, SHIFT, FitKey,
                                      run_id)
-from crsbench.probes.registry import Predictor, get_probe
+from crsbench.probes.registry import Predictor, ProbeEntry, get_probe
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,13 +60,25 @@ def n_outputs(dataset: Dataset) -> int:
     return len(dataset.label_names)
 
 
-def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[Dataset],
-              stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions)."""
+# Stacked eval rows read at once (x D x 8 bytes: 0.3 GB at D = 1152): bounds a worker's
+# memory whatever the size of the test split or shift target.
+EVAL_BLOCK_ROWS = 32_768
+
+
+@dataclasses.dataclass(frozen=True)
+class Fitted:
+    key: FitKey
+    predictor: Predictor
+    n_train: int
+    seconds: float
+
+
+def fit_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, stats: TrainStats) -> list[Fitted]:
+    """Fit every probe of `chunk` on its training rows (read and standardised once)."""
     train_rows = source.split_rows("train")
     x_train = stats.apply_inplace(read_rows(store, chunk.ref, chunk.depth, CLEAN, train_rows))
     k = n_outputs(source)
-    fitted: list[tuple[FitKey, Predictor, int, float]] = []
+    fitted: list[Fitted] = []
     shared: dict[tuple[str, bytes], tuple[Predictor, float]] = {}
     for key in chunk.fits:
         entry = get_probe(key.probe)
@@ -83,38 +95,113 @@ def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[
             x_fit = x_train if len(positions) == len(train_rows) else x_train[positions]
             predictor = entry.fit(x_fit, source.labels[rows], source.task, k, key.seed)
             seconds = time.perf_counter() - start
+            if entry.deferred:
+                del predictor, x_fit
+                predictor = _refitting(entry, x_train, positions, source.labels[rows], source.task,
+                                       k, key.seed)
             if cache_key is not None:
                 shared[cache_key] = (predictor, seconds)
-        fitted.append((key, predictor, len(rows), seconds))
-    del x_train
+        fitted.append(Fitted(key, predictor, len(rows), seconds))
+    return fitted
 
+
+def _refitting(entry: ProbeEntry, x_train: np.ndarray, positions: np.ndarray, y: np.ndarray,
+               task: Task, k: int, seed: int) -> Predictor:
+    """A predictor that fits at each call and lets the fit go (a deferred probe's memory)."""
+    def predict(x_eval: np.ndarray) -> np.ndarray:
+        x_fit = x_train if len(positions) == len(x_train) else x_train[positions]
+        return entry.fit(x_fit, y, task, k, seed)(x_eval)
+
+    return predict
+
+
+def _batches(sets: list[EvalSet]) -> list[list[EvalSet]]:
+    """Eval sets of one dataset and the same rows (the 16 test conditions) go together."""
+    groups: dict[tuple[str, bytes], list[EvalSet]] = {}
+    for ev in sets:
+        groups.setdefault((ev.eval_dataset_id, ev.rows.tobytes()), []).append(ev)
+    return list(groups.values())
+
+
+def _read_batch(store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats,
+                rows: np.ndarray) -> np.ndarray:
+    """`rows` of every set of the batch, stacked condition-major and standardised in place."""
+    n = len(rows)
+    first = stats.apply_inplace(read_rows(store, batch[0].ref, depth, batch[0].store_condition, rows))
+    if len(batch) == 1:
+        return first
+    out = np.empty((len(batch) * n, first.shape[1]))
+    out[:n] = first
+    del first
+    for b, ev in enumerate(batch[1:], start=1):
+        out[b * n:(b + 1) * n] = stats.apply_inplace(
+            read_rows(store, ev.ref, depth, ev.store_condition, rows))
+    return out
+
+
+def _predict_batch(store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats,
+                   fitted: list[Fitted]) -> list[list[np.ndarray]]:
+    """probs[fit][set] over the batch's rows: one predictor call per fit and block of rows."""
+    rows = batch[0].rows
+    step = max(1, EVAL_BLOCK_ROWS // len(batch))
+    pieces: list[list[list[np.ndarray]]] = [[[] for _ in batch] for _ in fitted]
+    for start in range(0, len(rows), step):
+        block = rows[start:start + step]
+        x = _read_batch(store, depth, batch, stats, block)
+        for f, fit in enumerate(fitted):
+            probs = fit.predictor(x)
+            for b in range(len(batch)):
+                pieces[f][b].append(probs[b * len(block):(b + 1) * len(block)])
+        del x
+    return [[np.concatenate(p) for p in per_fit] for per_fit in pieces]
+
+
+def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, source: Dataset,
+                   targets: list[Dataset], stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Evaluate every fit on every eval set; returns (runs, predictions).
+
+    The 16 conditions of the test split are stacked and each predictor is called once on
+    the stack (one matrix product per fit instead of 16); calib and each shift target are
+    their own batches. Batches are read in blocks of EVAL_BLOCK_ROWS stacked rows, so a
+    shift target of 243k rows never sits in memory as one float64 matrix.
+    """
     created = dt.datetime.now(dt.UTC)
     run_rows: list[dict] = []
     pred_parts: list[pd.DataFrame] = []
     datasets = {source.name: source, **{t.name: t for t in targets}}
-    for ev in eval_sets(source, chunk.ref, targets):
-        data = datasets[ev.eval_dataset_id]
-        x_eval = stats.apply_inplace(read_rows(store, ev.ref, chunk.depth, ev.store_condition, ev.rows))
-        y_eval = data.labels[ev.rows]
-        image_ids = data.images["image_id"].to_numpy()[ev.rows]
-        for key, predictor, n_train, seconds in fitted:
-            probs = predictor(x_eval)
-            rid = run_id(key.fit_id, ev.eval_dataset_id, ev.condition)
-            run_rows.append({
-                "run_id": rid, "fit_id": key.fit_id, "encoder_id": key.encoder_id,
-                "dataset_id": key.dataset_id, "eval_dataset_id": ev.eval_dataset_id,
-                "regime": key.regime, "probe": key.probe, "depth": float(key.depth),
-                "label_fraction": float(key.label_fraction), "seed": int(key.seed),
-                "condition": ev.condition, **all_metrics(y_eval, probs, Task(data.task)),
-                "n_train": n_train, "n_test": len(ev.rows), "fit_seconds": seconds,
-                "pretrained": chunk.pretrained, "code_version": chunk.code_version,
-                "created_at": created,
-            })
-            pred_parts.append(pd.DataFrame({
-                "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ev.eval_dataset_id,
-                "condition": ev.condition, "row_index": ev.rows.astype(np.int32),
-                "image_id": image_ids, "probs": list(probs.astype(np.float32)),
-            }))
+    for batch in _batches(eval_sets(source, chunk.ref, targets)):
+        data = datasets[batch[0].eval_dataset_id]
+        rows = batch[0].rows
+        probs_by_fit = _predict_batch(store, chunk.depth, batch, stats, fitted)
+        y_eval = data.labels[rows]
+        image_ids = data.images["image_id"].to_numpy()[rows]
+        row_index = rows.astype(np.int32)
+        for fit, per_set in zip(fitted, probs_by_fit):
+            key = fit.key
+            for ev, probs in zip(batch, per_set):
+                rid = run_id(key.fit_id, ev.eval_dataset_id, ev.condition)
+                run_rows.append({
+                    "run_id": rid, "fit_id": key.fit_id, "encoder_id": key.encoder_id,
+                    "dataset_id": key.dataset_id, "eval_dataset_id": ev.eval_dataset_id,
+                    "regime": key.regime, "probe": key.probe, "depth": float(key.depth),
+                    "label_fraction": float(key.label_fraction), "seed": int(key.seed),
+                    "condition": ev.condition, **all_metrics(y_eval, probs, Task(data.task)),
+                    "n_train": fit.n_train, "n_test": len(rows), "fit_seconds": fit.seconds,
+                    "pretrained": chunk.pretrained, "code_version": chunk.code_version,
+                    "created_at": created,
+                })
+                pred_parts.append(pd.DataFrame({
+                    "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ev.eval_dataset_id,
+                    "condition": ev.condition, "row_index": row_index,
+                    "image_id": image_ids, "probs": list(probs.astype(np.float32)),
+                }))
     runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
     predictions = pd.concat(pred_parts, ignore_index=True)[list(PREDICTION_COLUMNS)]
     return runs, predictions
+
+
+def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[Dataset],
+              stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions)."""
+    fitted = fit_chunk(chunk, store, source, stats)
+    return evaluate_chunk(chunk, fitted, store, source, targets, stats)

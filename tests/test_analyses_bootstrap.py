@@ -10,8 +10,10 @@ from scipy import stats
 
 from criterion_support import build, reference_scores, scenario_runs
 from crsbench.analyses import run_analysis
-from crsbench.analyses.bootstrap import (dataset_seeds, draw_resamples, leading_tier, ranks,
-                                         replicate_scores)
+from crsbench.analyses.bootstrap import (dataset_seeds, leading_tier, ranks, replicate_scores,
+                                         stored_metrics)
+from crsbench.analyses.rescore import scored_runs
+from crsbench.analyses.resample import draw_seeds
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from runs_factory import PERTURBED, frame, run_row
@@ -28,7 +30,7 @@ def world(tmp_path_factory):
 def test_replicate_zero_is_crs_encoder_bit_for_bit(world):
     db, _ = world
     with Warehouse.open(db) as wh:
-        result = run_analysis(wh, "bootstrap", {"replicates": 200, "seed": 1})
+        result = run_analysis(wh, "bootstrap", {"replicates": 200, "seed": 1, "resample": "seeds"})
         view = wh.sql("select encoder_id, crs, auroc from crs_encoder where panel = 'p' and in_panel")
     got = result.tables["encoders"].set_index("encoder_id")
     view = view.set_index("encoder_id").loc[got.index]
@@ -43,14 +45,16 @@ def test_replicates_equal_an_independent_resampling_of_the_runs(world):
     db, runs = world
     with Warehouse.open(db) as wh:
         seeds = dataset_seeds(wh, MEMBERS)
-        resamples = draw_resamples(seeds, 5, np.random.default_rng(7))
-        got = replicate_scores(wh, MEMBERS, resamples)
+        resamples = draw_seeds(seeds, 5, np.random.default_rng(7))
+        keyed = scored_runs(wh, MEMBERS)
+        got = replicate_scores(wh, keyed, stored_metrics(keyed), resamples)
+    got = got[got["scope"] == "global"].rename(columns={"discrimination": "auroc"})
     assert seeds == {"cxr": [0, 1, 2, 3, 4], "derm": [0, 1, 2, 3, 4], "fundus": [0, 1, 2, 3, 4]}
     for replicate in range(6):
-        chosen = resamples.replicates[resamples.replicates["replicate"] == replicate]
+        chosen = resamples.combos[resamples.combos["replicate"] == replicate]
         parts = []
-        for dataset_id, multiset in zip(chosen["dataset_id"], chosen["multiset"]):
-            drawn = resamples.draws.loc[resamples.draws["multiset"] == multiset, "seed"].tolist()
+        for dataset_id, combo in zip(chosen["dataset_id"], chosen["combo"]):
+            drawn = resamples.draws.loc[resamples.draws["combo"] == combo, "seed"].tolist()
             assert len(drawn) == 5 and set(drawn) <= set(range(5))
             if replicate == 0:
                 assert drawn == [0, 1, 2, 3, 4]
@@ -88,7 +92,7 @@ def test_an_encoder_dominating_every_axis_is_always_first(tmp_path):
                        0.05 + 0.01 * ((i + 2) % 4), 0.01)
     db = build(tmp_path / "w.duckdb", frame(rows), ["top", "a", "b", "c", "d"])
     with Warehouse.open(db) as wh:
-        result = run_analysis(wh, "bootstrap", {"replicates": 200})
+        result = run_analysis(wh, "bootstrap", {"replicates": 200, "resample": "seeds"})
         tier = leading_tier(wh)
     got = result.tables["encoders"].set_index("encoder_id")
     assert got.loc["top", "p_rank1"] == 1.0 and got.loc["top", "p_top3"] == 1.0
@@ -106,7 +110,7 @@ def test_identical_seeds_collapse_every_interval_to_a_point(tmp_path):
                        0.02 + 0.015 * ((i + 1) % 5), noise=0.0)
     db = build(tmp_path / "w.duckdb", frame(rows), ["a", "b", "c", "d", "e"])
     with Warehouse.open(db) as wh:
-        result = run_analysis(wh, "bootstrap", {"replicates": 200})
+        result = run_analysis(wh, "bootstrap", {"replicates": 200, "resample": "seeds"})
     enc = result.tables["encoders"]
     assert (enc["crs_lo"] == enc["crs"]).all() and (enc["crs_hi"] == enc["crs"]).all()
     assert (enc["auroc_lo"] == enc["auroc_hi"]).all()
@@ -118,7 +122,7 @@ def test_identical_seeds_collapse_every_interval_to_a_point(tmp_path):
 def test_probabilities_and_intervals_summarise_the_stored_replicates(world):
     db, _ = world
     with Warehouse.open(db) as wh:
-        result = run_analysis(wh, "bootstrap", {"replicates": 200, "seed": 2})
+        result = run_analysis(wh, "bootstrap", {"replicates": 200, "seed": 2, "resample": "seeds"})
         stored = wh.sql("select * from analysis_bootstrap_encoders")
         params = wh.sql("select params from analyses where table_name = 'analysis_bootstrap_encoders'")
     assert '"replicates": 200' in params["params"].iloc[0]
@@ -151,11 +155,13 @@ def test_probabilities_and_intervals_summarise_the_stored_replicates(world):
 def test_same_seed_same_result_and_errors(world, tmp_path):
     db, _ = world
     with Warehouse.open(db) as wh:
-        one = run_analysis(wh, "bootstrap", {"replicates": 50, "seed": 5}, store=False)
-        two = run_analysis(wh, "bootstrap", {"replicates": 50, "seed": 5}, store=False)
-        other = run_analysis(wh, "bootstrap", {"replicates": 50, "seed": 6}, store=False)
-        with pytest.raises(CrsbenchError, match="replicates"):
-            run_analysis(wh, "bootstrap", {"replicates": 0})
+        one = run_analysis(wh, "bootstrap", {"replicates": 100, "seed": 5, "resample": "seeds"}, store=False)
+        two = run_analysis(wh, "bootstrap", {"replicates": 100, "seed": 5, "resample": "seeds"}, store=False)
+        other = run_analysis(wh, "bootstrap", {"replicates": 100, "seed": 6, "resample": "seeds"}, store=False)
+        with pytest.raises(CrsbenchError, match="replicates must be >= 100"):
+            run_analysis(wh, "bootstrap", {"replicates": 99})
+        with pytest.raises(CrsbenchError, match="resample must be one of"):
+            run_analysis(wh, "bootstrap", {"resample": "patients"})
         with pytest.raises(CrsbenchError, match="no panel named"):
             run_analysis(wh, "bootstrap", {"panel": "nope"})
     pd.testing.assert_frame_equal(one.tables["encoders"], two.tables["encoders"])
@@ -171,7 +177,8 @@ def test_cli_analyze_bootstrap_takes_replicates_and_seed(world, capsys):
     from crsbench.cli import main
 
     db, _ = world
-    assert main(["--json", "analyze", "bootstrap", "--panel", "p", "--replicates", "40", "--seed", "9",
+    assert main(["--json", "analyze", "bootstrap", "--panel", "p", "--replicates", "100", "--seed", "9",
+                 "--resample", "seeds",
                  "--db", str(db)]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert "analysis_bootstrap_encoders" in payload["tables"]
@@ -180,7 +187,7 @@ def test_cli_analyze_bootstrap_takes_replicates_and_seed(world, capsys):
     with Warehouse.open(db) as wh:
         params = json.loads(wh.sql("select params from analyses where analysis = 'bootstrap' "
                                    "limit 1")["params"].iloc[0])
-        assert (params["replicates"], params["seed"], params["panel"]) == (40, 9, "p")
-        assert wh.sql("select max(replicate) as r from analysis_bootstrap_replicates")["r"].iloc[0] == 40
+        assert (params["replicates"], params["seed"], params["panel"]) == (100, 9, "p")
+        assert wh.sql("select max(replicate) as r from analysis_bootstrap_replicates")["r"].iloc[0] == 100
     assert main(["analyze", "e3", "--seed", "1", "--db", str(db)]) == 1
     assert "does not take seed" in capsys.readouterr().err

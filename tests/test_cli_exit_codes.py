@@ -14,6 +14,7 @@ import pytest
 import typer
 
 from crsbench.cli import app, main
+from crsbench.cli_lazy import load_all
 from crsbench.report import SECTION_IDS
 from test_report import PROFILES, _run_rows, build_warehouse
 
@@ -25,6 +26,7 @@ def _leaf_commands() -> list[list[str]]:
         for name, command in sorted(group.commands.items()):
             out += walk(command, [*prefix, name]) if hasattr(command, "commands") else [[*prefix, name]]
         return out
+    load_all()  # commands load lazily; every one is wanted here
     return walk(typer.main.get_command(app), [])
 
 

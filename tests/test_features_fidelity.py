@@ -187,7 +187,7 @@ def test_retfound_mae_pretraining_dict_under_model(tmp_path, monkeypatch, hub):
 # repository is not a pip package.
 
 def _panderm_state(dim: int, depth: int, grid: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
-    r = lambda *s: 0.05 * torch.randn(*s, generator=gen)  # noqa: E731
+    r = lambda *s: 0.05 * torch.randn(*s, generator=gen)
     s = {"cls_token": r(1, 1, dim), "pos_embed": r(1, 1 + grid * grid, dim),
          "patch_embed.proj.weight": r(dim, 3, 16, 16), "patch_embed.proj.bias": r(dim),
          "norm.weight": 1 + r(dim), "norm.bias": r(dim)}
@@ -207,7 +207,7 @@ def _panderm_state(dim: int, depth: int, grid: int, gen: torch.Generator) -> dic
 def _panderm_forward(s: dict[str, torch.Tensor], x: torch.Tensor, depth: int, heads: int):
     import torch.nn.functional as F
 
-    ln = lambda t, p: F.layer_norm(t, t.shape[-1:], s[p + ".weight"], s[p + ".bias"], eps=1e-6)  # noqa: E731
+    ln = lambda t, p: F.layer_norm(t, t.shape[-1:], s[p + ".weight"], s[p + ".bias"], eps=1e-6)
     t = F.conv2d(x, s["patch_embed.proj.weight"], s["patch_embed.proj.bias"], stride=16)
     t = t.flatten(2).transpose(1, 2)
     t = torch.cat([s["cls_token"].expand(len(x), -1, -1), t], 1) + s["pos_embed"]
@@ -239,6 +239,12 @@ def test_panderm_cae_checkpoint(tmp_path, monkeypatch, hub):
     x = _x(32, 1)
     reference = _panderm_forward(state, x, 4, 2)
     _check_routes(entry, path, reference, x, tmp_path, monkeypatch, hub, routes=("weights", "env"))
+    # Without the declared layer-scale rename the gammas are not silently dropped.
+    from crsbench.ingest.types import CrsbenchError
+
+    partial = dataclasses.replace(entry.convert, rename={})
+    with pytest.raises(CrsbenchError, match=r"unexpected keys \(blocks.0.gamma_1"):
+        dataclasses.replace(entry, convert=partial).build(path)
 
 
 # -- BioViL: hi-ml-multimodal ImageModel, reproduced from microsoft/hi-ml ----------------------------
@@ -362,8 +368,31 @@ def test_dinov2_families(encoder_id, tmp_path, monkeypatch, hub):
     x = _x(28)
     _, hidden = _hidden(upstream, x)
     reference = {d: upstream.layernorm(h)[:, 0] for d, h in _grid(hidden).items()}
-    _check_routes(_entry(encoder_id, input_size=28), tmp_path / "dino", reference, x, tmp_path,
-                  monkeypatch, hub)
+    entry = _entry(encoder_id, input_size=28)
+    _check_routes(entry, tmp_path / "dino", reference, x, tmp_path, monkeypatch, hub)
+    # LoRA adapts the attention projections too, not only the MLPs.
+    from crsbench.features.adapt import lora_target_modules
+
+    targets = lora_target_modules(entry.build(tmp_path / "dino"), entry)
+    assert {t.rsplit(".", 1)[1] for t in targets} == {"q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2"}
+    assert len(targets) == 6 * 4
+
+
+def test_a_partial_transformers_folder_is_refused(tmp_path, hub):
+    import transformers as T
+    from safetensors.torch import load_file
+
+    from crsbench.ingest.types import CrsbenchError
+
+    config = T.Dinov2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                            num_attention_heads=2, image_size=28, patch_size=14)
+    T.Dinov2Model(config).save_pretrained(tmp_path / "dino")
+    file = tmp_path / "dino" / "model.safetensors"
+    state = load_file(str(file))
+    save_file({k: v for k, v in state.items() if not k.startswith(("encoder.layer.2.", "encoder.layer.3."))},
+              str(file), metadata={"format": "pt"})
+    with pytest.raises(CrsbenchError, match=r"do not fit encoder 'dinov2' .*missing keys \(encoder.layer.2"):
+        _entry("dinov2", input_size=28).build(tmp_path / "dino")
 
 
 def test_medgemma_vision_stack(tmp_path, monkeypatch, hub):

@@ -4,7 +4,6 @@ offline weights, and the bad-input errors (one line, exit 1, nothing written).""
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 
@@ -31,7 +30,8 @@ torch.set_num_threads(1)
 def isolated_registry(monkeypatch, tmp_path):
     """Each test sees only the built-in entries plus what it registers itself."""
     registry.list_encoders()
-    saved = (dict(registry._REGISTRY), list(user._files), dict(user._loaded_files), set(user._loaded_plugins))
+    saved = (set(registry.ENCODERS.names()), list(user._files), dict(user._loaded_files),
+             set(user._loaded_plugins))
     monkeypatch.delenv("CRSBENCH_ENCODERS", raising=False)
     monkeypatch.delenv("CRSBENCH_ALLOW_DOWNLOAD", raising=False)
     monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path / "no-weights"))
@@ -40,13 +40,15 @@ def isolated_registry(monkeypatch, tmp_path):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     yield
-    registry._REGISTRY.clear()
-    registry._REGISTRY.update(saved[0])
+    for name in registry.ENCODERS.names():
+        if name not in saved[0]:
+            registry.ENCODERS.remove(name)
     user._files[:] = saved[1]
     user._loaded_files.clear()
     user._loaded_files.update(saved[2])
     user._loaded_plugins.clear()
     user._loaded_plugins.update(saved[3])
+    user._scanned_path = ()
 
 
 @pytest.fixture(scope="module")
@@ -121,6 +123,14 @@ def test_timm_id_extract_then_probe_matches_timm_forward(tiny_db, tmp_path, caps
     assert resolved["input_size"] == 224 and resolved["mean"] == pytest.approx([0.485, 0.456, 0.406])
     assert resolved["depth_blocks"] == ["layer1", "layer2", "layer3", "layer4"]
     assert resolved["pooling"] == "projection"
+    # A rescan of the store registers the entry that ran, from the store's own record.
+    with Warehouse.open(db) as wh:
+        wh.sql("delete from encoders")
+        from crsbench.warehouse import catalog
+
+        catalog.sync_catalog(wh, str(db) + ".features.zarr")
+        again = wh.sql("select spec, weights_hash from encoders where encoder_id = 'timm:resnet18'")
+    assert json.loads(again.iloc[0]["spec"]) == resolved and again.iloc[0]["weights_hash"] == row["weights_hash"]
 
 
 def test_wrong_architecture_is_refused_naming_keys_and_writes_nothing(tiny_db, tmp_path, capsys):
@@ -289,3 +299,84 @@ def test_check_weights_and_offline_biomedclip_extraction_agree(tmp_path, monkeyp
                folder / "open_clip_pytorch_model.bin")
     assert weights_status(entry) == "local"  # the text tower's repo is not needed, and not cached
     assert entry.build()(torch.zeros(1, 3, 224, 224)).shape == (1, 16)
+
+
+def test_hf_folder_id_reads_the_processor_config_and_blocks(tmp_path):
+    import transformers as T
+
+    from crsbench.features.hooks import DepthTap
+
+    config = T.Dinov2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
+                            num_attention_heads=2, image_size=28, patch_size=14)
+    torch.manual_seed(0)
+    upstream = T.Dinov2Model(config).eval()
+    folder = tmp_path / "my-dino"
+    upstream.save_pretrained(folder)
+    (folder / "preprocessor_config.json").write_text(json.dumps({
+        "do_center_crop": True, "crop_size": {"height": 28, "width": 28}, "size": {"shortest_edge": 32},
+        "image_mean": [0.1, 0.2, 0.3], "image_std": [0.4, 0.5, 0.6]}))
+    entry = get_encoder(f"hf:{folder}")
+    assert (entry.input_size, entry.mean, entry.std) == (28, (0.1, 0.2, 0.3), (0.4, 0.5, 0.6))
+    assert (entry.depth_blocks, entry.final_norm, entry.origin) == ("encoder.layer", "layernorm", "id")
+    assert entry.id == "hf:my-dino"  # one store path segment
+    x = torch.randn(2, 3, 28, 28, generator=torch.Generator().manual_seed(1))
+    feats = DepthTap(entry.build(), entry)(x)
+    with torch.no_grad():
+        out = upstream(pixel_values=x, output_hidden_states=True)
+    torch.testing.assert_close(feats[1.0], out.pooler_output, rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(feats[0.5], upstream.layernorm(out.hidden_states[2])[:, 0], rtol=1e-5, atol=1e-6)
+
+
+def test_open_clip_arch_id_with_a_weights_file(tmp_path):
+    import open_clip
+
+    from crsbench.features.hooks import DepthTap
+
+    cfg = open_clip.get_model_config("ViT-B-32")
+    cfg["vision_cfg"].update({"width": 64, "layers": 4, "image_size": 64})
+    cfg["text_cfg"].update({"width": 32, "layers": 1, "heads": 2, "context_length": 8})
+    cfg["embed_dim"] = 16
+    (tmp_path / "cfg").mkdir()
+    (tmp_path / "cfg" / "crsbench-test-b32.json").write_text(json.dumps(cfg))
+    open_clip.add_model_config(tmp_path / "cfg")
+    torch.manual_seed(0)
+    upstream = open_clip.create_model("crsbench-test-b32").eval()
+    torch.save(upstream.state_dict(), tmp_path / "clip.pt")
+    entry = get_encoder("open_clip:crsbench-test-b32")
+    assert entry.input_size == 64 and entry.depth_blocks == "transformer.resblocks"
+    x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(1))
+    feats = DepthTap(entry.build(tmp_path / "clip.pt"), entry)(x)
+    with torch.no_grad():
+        torch.testing.assert_close(feats[1.0], upstream.encode_image(x), rtol=1e-5, atol=1e-6)
+
+
+def test_toml_found_beside_the_warehouse_and_through_the_environment(tmp_path, monkeypatch, capsys):
+    table = '[encoder.{}]\nsource = "timm"\nmodel = "resnet18"\npretrained = false\n'
+    (tmp_path / "crsbench.toml").write_text(table.format("beside"))
+    (tmp_path / "env.toml").write_text(table.format("from-env"))
+    monkeypatch.setenv("CRSBENCH_ENCODERS", str(tmp_path / "env.toml"))
+    assert _cli("encoders", "--db", str(tmp_path / "bench.duckdb")) == 0
+    listed = {r["id"]: r["origin"] for r in json.loads(capsys.readouterr().out)["encoders"]}
+    assert listed["beside"] == f"toml:{tmp_path / 'crsbench.toml'}"
+    assert listed["from-env"] == f"toml:{tmp_path / 'env.toml'}"
+    assert not get_encoder("beside").pretrained  # random init, labelled so
+
+
+def test_a_second_repo_is_checked_by_check_weights_and_by_loading(tmp_path, monkeypatch):
+    import dataclasses
+
+    from huggingface_hub import constants
+
+    weights = _r18_weights(tmp_path / "r18.pth")
+    entry = dataclasses.replace(get_encoder("timm:resnet18"), extra_repos=("org/text-tower",),
+                                weights_path=str(weights))
+    assert weights_status(entry) == "missing"
+    with pytest.raises(CrsbenchError, match="also needs the hub repo.* org/text-tower"):
+        entry.build()
+    snap = Path(constants.HF_HUB_CACHE) / "models--org--text-tower" / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    (snap / "config.json").write_text("{}")
+    (snap.parent.parent / "refs").mkdir()
+    (snap.parent.parent / "refs" / "main").write_text("0" * 40)
+    assert weights_status(entry) == "local"
+    assert entry.build() is not None

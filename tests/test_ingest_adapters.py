@@ -185,16 +185,16 @@ def _manifest_images(folder: Path, n: int) -> list[str]:
 
 
 def test_manifest_single_label_and_one_column_per_label(tmp_path):
-    paths = _manifest_images(tmp_path, 30)
+    paths = _manifest_images(tmp_path, 60)
     names = ["cat", "dog", "eel"]
-    pd.DataFrame({"path": paths, "label": [names[i % 3] for i in range(30)],
-                  "group": [f"s{i // 2}" for i in range(30)]}).to_csv(tmp_path / "manifest.csv", index=False)
+    pd.DataFrame({"path": paths, "label": [names[i % 3] for i in range(60)],
+                  "group": [f"s{i // 2}" for i in range(60)]}).to_csv(tmp_path / "manifest.csv", index=False)
     ds = ingest("manifest", tmp_path / "manifest.csv", "m", task="multiclass", classes="eel,dog,cat")
     assert ds.label_names == ["eel", "dog", "cat"]
     by_id = _labels_by_id(ds)
     assert all(by_id[p] == ["eel", "dog", "cat"].index(names[i % 3]) for i, p in enumerate(paths))
-    assert set(ds.images["group_id"]) == {f"s{i}" for i in range(15)}
-    wide = pd.DataFrame({"path": paths, "a": [i % 2 for i in range(30)], "b": [int(i % 3 == 0) for i in range(30)]})
+    assert set(ds.images["group_id"]) == {f"s{i}" for i in range(30)}
+    wide = pd.DataFrame({"path": paths, "a": [i % 2 for i in range(60)], "b": [int(i % 3 == 0) for i in range(60)]})
     wide.to_csv(tmp_path / "wide.csv", index=False)
     ds2 = ingest("manifest", tmp_path / "wide.csv", "w", task="multilabel")
     assert ds2.task is Task.MULTILABEL and ds2.label_names == ["a", "b"]

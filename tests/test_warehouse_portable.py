@@ -184,3 +184,19 @@ def test_provenance_of_every_batch(template):
     assert row.duckdb == duckdb.__version__ and row.device == "cpu" and row.threads >= 1
     assert row.cpu_capability == torch.backends.cpu.get_cpu_capability()
     assert json.loads(json.dumps(row.crsbench_version)) == __import__("crsbench").__version__
+
+
+def test_compaction_rewrites_a_file_made_in_duckdb_2_format(tmp_path):
+    db = tmp_path / "old.duckdb"
+    duckdb.connect(str(db)).close()  # what crsbench before the 1.4 storage setting created
+    _make(db, ("e1",))
+    with Warehouse.open(db) as wh:
+        wh.compact_parts()
+        assert int(wh.sql("select count(*) n from runs").n[0]) == N_E1
+    con = duckdb.connect(str(db), read_only=True)
+    tag = con.execute("select tags['storage_version'] from duckdb_databases() "
+                      "where database_name = current_database()").fetchone()[0]
+    n = con.execute("select count(*) from runs").fetchone()[0]
+    con.close()
+    assert tag.startswith("v1.4.0") and n == N_E1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["old.duckdb", "old.duckdb.parts"]

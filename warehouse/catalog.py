@@ -26,15 +26,20 @@ _FEATURE_SET_COLUMNS = (
 
 def register_encoder(wh: Warehouse, entry: EncoderEntry, weights_hash: str | None = None) -> None:
     """Insert or update the encoder's row (keyed by encoder_id), with its resolved spec as JSON."""
+    register_encoder_spec(wh, entry.to_dict(), weights_hash)
+
+
+def register_encoder_spec(wh: Warehouse, spec: dict[str, Any], weights_hash: str | None = None) -> None:
+    """As `register_encoder`, from a spec dict (`EncoderEntry.to_dict()`, as the store keeps it)."""
     with wh.transaction() as con:
-        con.execute("delete from encoders where encoder_id = ?", [entry.id])
+        con.execute("delete from encoders where encoder_id = ?", [spec["id"]])
         con.execute(
             "insert into encoders (encoder_id, family, scope, domain, loader, checkpoint, pretrained, "
             "input_size, pooling, registered_at, origin, spec, weights_hash) "
             "values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?, ?, ?)",
-            [entry.id, entry.family, entry.scope, entry.domain, entry.loader, entry.checkpoint,
-             entry.pretrained, entry.input_size, entry.pooling, entry.origin,
-             json.dumps(entry.to_dict()), weights_hash],
+            [spec["id"], spec.get("family"), spec.get("scope"), spec.get("domain"), spec.get("loader"),
+             spec.get("checkpoint"), bool(spec.get("pretrained", True)), spec.get("input_size"),
+             spec.get("pooling"), spec.get("origin", "built-in"), json.dumps(spec), weights_hash],
         )
 
 
@@ -92,7 +97,9 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
     """
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     url = portable_url(wh, store.url)
-    rows = [_row(url, ref, store.attrs(ref)) for ref in store.feature_sets()]
+    refs = store.feature_sets()
+    attrs = {ref: store.attrs(ref) for ref in refs}
+    rows = [_row(url, ref, attrs[ref]) for ref in refs]
     seen = {(r[0], r[1], r[2]) for r in rows}
     with wh.transaction() as con:
         stale = con.execute("select dataset_id, encoder_id, regime from feature_sets "
@@ -103,7 +110,12 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
                             "regime = ? and store_url = ?", [*key, url])
         for row in rows:
             _upsert(con, row)
+    # The entry that ran is in the store (ids, TOML and plugin entries included): register that.
+    specs = {ref.encoder_id: a for ref, a in attrs.items() if isinstance(a.get("encoder"), dict)}
     for encoder_id in sorted({r[1] for r in rows}):
+        if encoder_id in specs:
+            register_encoder_spec(wh, specs[encoder_id]["encoder"], specs[encoder_id].get("weights_hash"))
+            continue
         try:
             register_encoder(wh, get_encoder(encoder_id))
         except CrsbenchError:

@@ -22,13 +22,13 @@ import pandas as pd
 import pyarrow as pa
 
 from crsbench.core import CrsbenchError, crs_constants_sql
+from crsbench.core.constants import DEFAULT_DB, default_db_path
 from crsbench.warehouse import parts
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION, duckdb_type
 
 __all__ = ["DEFAULT_DB", "MissingPartsWarning", "Warehouse", "default_db_path", "parts_dir_for", "sql_files"]
 
-DEFAULT_DB = "crsbench.duckdb"
 # The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
 CONSTANTS_FILE = "macros/000_crs_constants.sql"
 # Files are written in the storage format of DuckDB 1.4, so every client from 1.4 on (the 1.5 shell,
@@ -38,10 +38,6 @@ STORAGE_COMPATIBILITY = "v1.4.0"
 
 class MissingPartsWarning(UserWarning):
     """Parts a read-write open once saw are gone; the views serve what remains."""
-
-
-def default_db_path() -> Path:
-    return Path(os.environ.get("CRSBENCH_DB", DEFAULT_DB))
 
 
 SQL_FOLDERS = ("macros", "views")

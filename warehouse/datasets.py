@@ -20,6 +20,8 @@ import pandas as pd
 from crsbench.ingest.types import (IMAGE_COLUMNS, CrsbenchError, Dataset, InputError, ProgressFn, Task,
                                    no_progress)
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.retire import Impact, retire_for_new_shift, retire_for_replacement
+from crsbench.warehouse.retire import replacement_impact as _impact
 
 _TABLES_BY_DATASET = {"images": "dataset_id", "labels": "dataset_id", "label_fractions": "dataset_id",
                       "ingest_errors": "dataset_id", "datasets": "dataset_id"}
@@ -58,12 +60,15 @@ def load_dataset(wh: Warehouse, ds: Dataset, *, replace: bool = False,
     """Store `ds` (and optional shift pairs with it) in one transaction.
 
     An existing dataset of the same name is an error unless `replace`; replacing
-    keeps shift pairs whose label names still match and drops the others.
+    keeps shift pairs whose label names still match and drops the others, and retires
+    the fits and feature sets made stale by other data (`warehouse.retire`).
     """
+    old = read_dataset(wh, ds.name) if _exists(wh.con, ds.name) else None
     with wh.transaction() as con:
-        if _exists(con, ds.name):
+        if old is not None:
             if not replace:
                 raise CrsbenchError(f"dataset {ds.name!r} already exists in {wh.path}; use --replace to overwrite it")
+            retire_for_replacement(con, old, ds)
             for table, column in _TABLES_BY_DATASET.items():
                 con.execute(f"delete from {table} where {column} = ?", [ds.name])
         con.execute(
@@ -94,6 +99,12 @@ def load_dataset(wh: Warehouse, ds: Dataset, *, replace: bool = False,
             _declare(con, ds.name, target)
         for source in shift_sources:
             _declare(con, source, ds.name)
+
+
+def replacement_impact(wh: Warehouse, ds: Dataset) -> Impact:
+    """What loading `ds` with replace=True would retire (see warehouse.retire)."""
+    old = read_dataset(wh, ds.name) if _exists(wh.con, ds.name) else None
+    return _impact(wh.con, old, ds)
 
 
 def read_dataset(wh: Warehouse, name: str) -> Dataset:
@@ -185,6 +196,7 @@ def _declare(con: duckdb.DuckDBPyConnection, source: str, target: str) -> None:
                        [source, target]).fetchone()[0]
     if not done:
         con.execute("insert into shift_pairs values (?, ?, current_timestamp)", [source, target])
+        retire_for_new_shift(con, source, target)
 
 
 def _drop_mismatched_pairs(con: duckdb.DuckDBPyConnection, name: str) -> None:

@@ -123,12 +123,24 @@ def pending_views_sql(schemas: dict[str, pa.Schema]) -> list[str]:
         f"""create or replace view batches_pending as
             select {_columns(batches, 'p')}, p.part from batches_parts p
             where p.part not in {compacted.format(kind='batches')}""",
-        f"""create or replace view runs as
+        # Fits retired by `ingest --replace` (warehouse/retire.py) keep their rows but leave
+        # `runs`/`predictions`; the archive views `retired_*` show exactly them.
+        f"""create or replace view runs_all as
             select {_columns(runs)} from runs_compacted
             union all select {_columns(runs)} from runs_pending""",
-        f"""create or replace view predictions as
+        f"""create or replace view predictions_all as
             select {_columns(preds)} from predictions_compacted
             union all select {_columns(preds)} from predictions_pending""",
+        f"""create or replace view runs as
+            select {_columns(runs)} from runs_all where fit_id not in (select fit_id from retired_fits)""",
+        f"""create or replace view predictions as
+            select {_columns(preds)} from predictions_all
+            where fit_id not in (select fit_id from retired_fits)""",
+        f"""create or replace view retired_runs as
+            select {_columns(runs)} from runs_all where fit_id in (select fit_id from retired_fits)""",
+        f"""create or replace view retired_predictions as
+            select {_columns(preds)} from predictions_all
+            where fit_id in (select fit_id from retired_fits)""",
         f"""create or replace view batches as
             select {_columns(batches)}, part from batches_compacted
             union all select {_columns(batches)}, part from batches_pending""",

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-SCHEMA_VERSION = 3
+from crsbench.warehouse.retire import RETIRE_DDL
+
+SCHEMA_VERSION = 4
 
 # Each entry migrates from version i to i + 1; applied in order on a read-write open.
 MIGRATIONS: list[list[str]] = [
@@ -74,6 +76,8 @@ MIGRATIONS: list[list[str]] = [
         "alter table schema_info add column if not exists crsbench_version varchar",
         "alter table feature_sets add column if not exists provenance varchar",
     ],
+    # Retiring what a replaced dataset made stale (warehouse/retire.py): nothing is deleted.
+    list(RETIRE_DDL),
 ]
 
 RUNS_SCHEMA = pa.schema(

@@ -1,32 +1,28 @@
-"""Paired-seed bootstrap of the CRS ranking (METHODS.md §10.1).
+"""Bootstrap of the CRS ranking (SPEC 6): test images jointly with seeds, or seeds alone.
 
-A replicate draws, for every dataset, one multiset of that dataset's seeds with replacement
-(as many draws as seeds, normally 5) and applies it to every encoder: the resampling is
-paired, so encoders are compared on the same probe seeds. Inside the replicate everything
-is recomputed from the run records by the one SQL definition: seed means (fn_exact_mean over the
-drawn rows, a seed drawn twice counting twice), cell axes (`fn_axes_cell`), aggregate axes
-(`fn_axes_aggregate`), anchors over the panel members (`fn_anchors`) and the CRS
-(`fn_crs_scores`, grp = replicate id). Replicate 0 is the identity multiset (every seed once):
-the point estimate, equal bit for bit to `crs_encoder` while the panel's runs are those it
-was frozen on. Replicates 1..R are the random ones every probability and interval uses.
+`resample`:
+* `images+seeds` (default): each replicate draws, per dataset, a multiset of its label-fraction
+  seeds and, per eval dataset, the test images (stratified by class, grouped by patient;
+  `resample.py`), the same draws for every encoder, condition and fraction, so the comparison is
+  paired. Run metrics are rescored from the stored predictions under the image draw (no refit;
+  `rescore.py`); test images are the largest source of noise and the seeds alone miss it.
+* `seeds`: the paper's paired-seed bootstrap; the stored run metrics, seeds resampled.
+* `images`: test images alone, every seed once.
 
-A replicate's cell axes depend only on the multiset drawn for that dataset, and a dataset
-with 5 seeds has only C(9, 5) = 126 distinct multisets, so the cells are computed once per
-distinct multiset and the R replicates reuse them: exact, not an approximation, and what
-keeps 10,000 replicates to about a second.
+Inside a replicate everything is recomputed by the one SQL definition: seed means (exact_mean
+over the drawn rows, a seed drawn twice counting twice), cell axes (`crs_axes_cell`), aggregate
+axes (`crs_axes_aggregate`), anchors over the panel members (`crs_anchors`, per dataset and
+global) and the CRS (`crs_scores`, grp = replicate). Replicate 0 is the identity (every seed
+and image once): the point estimate, equal bit for bit to `crs_encoder` while the panel's runs
+are those it was frozen on. Only cells `axes_cell` counts complete take part.
 
-A seed drawn for a dataset but missing for some encoder's cell adds nothing to that cell's
-seed mean; a cell none of whose drawn seeds exist is incomplete in that replicate and the
-encoder's aggregate uses its other cells (never imputed), as in axes_encoder.
-
-Outputs (tables analysis_bootstrap_<part>):
+Outputs: the table `bootstrap_intervals` (rows of this panel and resample replaced; see
+`intervals.py`) and the analysis tables analysis_bootstrap_<part>:
 * `encoders`: panel, encoder_id, crs (replicate 0), crs_median, crs_lo / crs_hi (2.5 / 97.5
   percentiles), auroc, auroc_lo, auroc_hi, rank (replicate 0), mean_rank, p_rank1, p_top3,
-  n_replicates, leading_tier (bool). Rank = 1 + members with a strictly higher CRS, so tied encoders share
-  a rank (P(rank 1) may then sum above 1).
-* `pairs`: panel, encoder_a, encoder_b (a = the higher point CRS), diff = crs_a - crs_b at
-  replicate 0, diff_median, diff_lo, diff_hi (95 % interval), p_a_better (share of replicates
-  with crs_a > crs_b).
+  n_replicates, leading_tier (bool). Rank = 1 + members with a strictly higher CRS.
+* `pairs`: panel, encoder_a, encoder_b (a = the higher point CRS), diff, diff_median, diff_lo,
+  diff_hi (95 % interval of crs_a - crs_b), p_a_better.
 * `replicates` (when keep_replicates): replicate, encoder_id, crs, auroc, rank.
 The leading tier: encoders with P(top 3) >= tier_threshold (0.5), plus the encoder(s) with the
 highest P(rank 1) so the tier is never empty; `leading_tier()` reads it back.
@@ -36,17 +32,21 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.analyses.criterion import registered, resolve_population
+from crsbench.analyses.intervals import interval_rows, store_intervals
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
+from crsbench.analyses.rescore import rescore, scored_runs
+from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, eval_images
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
+RESAMPLE = ("images+seeds", "seeds", "images")
+MIN_REPLICATES = 100
 ENCODER_COLUMNS = ["panel", "encoder_id", "crs", "crs_median", "crs_lo", "crs_hi", "auroc",
                    "auroc_lo", "auroc_hi", "rank", "mean_rank", "p_rank1", "p_top3",
                    "n_replicates", "leading_tier"]
@@ -60,53 +60,60 @@ _SEEDS_SQL = """
     group by dataset_id order by dataset_id
 """
 
-# One query for all replicates. $draws: (dataset_id, multiset, seed), one row per draw;
-# $replicates: (replicate, dataset_id, multiset). The seed means below are metrics_seed's
-# fn_exact_mean over the drawn rows, so the identity multiset reproduces axes_cell bit for bit.
+# One query for all replicates. $metrics: (version, key, auroc, ece), version 0 = the stored
+# run metrics; $runs: the runs by key; $combos: (replicate, dataset_id, combo, version);
+# $draws: (combo, seed), one row per seed drawn. Returns per replicate and scope (a dataset or
+# 'global') each member's CRS and its four raw axes.
 _REPLICATES_SQL = """
-with seed_means as (
-    select d.multiset as grp, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe,
+with metric_rows as (
+    select m.version, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe, r.depth,
+           r.label_fraction, r.seed, r.condition, m.auroc, m.ece, r.pretrained
+    from {metrics} m
+    join {runs} r on r.key = m.key
+),
+distinct_combos as (
+    select distinct combo, dataset_id, version from {combos}
+),
+seed_means as (
+    select c.combo as grp, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe,
            r.depth, r.label_fraction, r.condition, fn_exact_mean(r.auroc) as auroc_mean,
            fn_exact_mean(r.ece) as ece_mean, bool_and(r.pretrained) as pretrained
-    from runs r
-    join {draws} d on d.dataset_id = r.dataset_id and d.seed = r.seed
-    where r.probe = $probe and r.depth = 1.0 and r.regime = $regime
-      and list_contains($members, r.encoder_id)
+    from metric_rows r
+    join distinct_combos c on c.dataset_id = r.dataset_id and c.version = r.version
+    join {draws} d on d.combo = c.combo and d.seed = r.seed
     group by all
 ),
 cells as materialized (
     select * from fn_axes_cell('seed_means')
 ),
-replicate_cells as (
+replicate_cells as materialized (
     select b.replicate as grp, c.* exclude (grp)
-    from {replicates} b
-    join cells c on c.grp = b.multiset and c.dataset_id = b.dataset_id
+    from {combos} b
+    join cells c on c.grp = b.combo and c.dataset_id = b.dataset_id
 ),
-aggregates as materialized (
+aggregates as (
     select * from fn_axes_aggregate('replicate_cells')
 ),
-replicate_axes as (
+scoped_axes as materialized (
     select grp, 'global' as scope, encoder_id, true as in_panel, discrimination, calibration,
            label_efficiency, robustness
     from aggregates
+    union all
+    select grp, dataset_id as scope, encoder_id, true as in_panel, discrimination, calibration,
+           label_efficiency, robustness
+    from replicate_cells
+    where complete
 ),
-replicate_anchors as (
-    select * from fn_anchors('replicate_axes')
+scoped_anchors as (
+    select * from fn_anchors('scoped_axes')
 )
-select s.grp as replicate, s.encoder_id, s.crs, a.discrimination as auroc
-from fn_crs_scores('replicate_axes', 'replicate_anchors') s
-join aggregates a on a.grp = s.grp and a.encoder_id = s.encoder_id
-order by replicate, encoder_id
+select a.grp as replicate, a.scope, a.encoder_id, s.crs, a.discrimination, a.calibration,
+       a.label_efficiency, a.robustness
+from scoped_axes a
+left join fn_crs_scores('scoped_axes', 'scoped_anchors') s
+       on s.grp = a.grp and s.scope = a.scope and s.encoder_id = a.encoder_id
+order by replicate, scope, encoder_id
 """
-
-
-@dataclass(frozen=True)
-class Resamples:
-    """The paired seed multisets: `draws` (dataset_id, multiset, seed), one row per draw of each
-    distinct multiset; `replicates` (replicate, dataset_id, multiset) for replicates 0..R."""
-
-    draws: pd.DataFrame
-    replicates: pd.DataFrame
 
 
 def dataset_seeds(wh: Warehouse, members: Sequence[str]) -> dict[str, list[int]]:
@@ -115,31 +122,29 @@ def dataset_seeds(wh: Warehouse, members: Sequence[str]) -> dict[str, list[int]]
     return {row.dataset_id: [int(s) for s in row.seeds] for row in frame.itertuples()}
 
 
-def draw_resamples(seeds: Mapping[str, Sequence[int]], replicates: int,
-                   rng: np.random.Generator) -> Resamples:
-    """Replicate 0 = every seed once; 1..R = per dataset one multiset drawn with replacement."""
-    draws, maps, next_id = [], [], 0
-    for dataset_id in sorted(seeds):
-        values = np.asarray(sorted(seeds[dataset_id]))
-        k = len(values)
-        picks = np.sort(rng.integers(0, k, size=(replicates, k)), axis=1)
-        picks = np.vstack([np.arange(k)[None, :], picks])
-        distinct, which = np.unique(picks, axis=0, return_inverse=True)
-        ids = next_id + np.arange(len(distinct))
-        draws.append(pd.DataFrame({"dataset_id": dataset_id, "multiset": np.repeat(ids, k),
-                                   "seed": values[distinct.ravel()]}))
-        maps.append(pd.DataFrame({"replicate": np.arange(replicates + 1), "dataset_id": dataset_id,
-                                  "multiset": ids[np.asarray(which).ravel()]}))
-        next_id += len(distinct)
-    return Resamples(pd.concat(draws, ignore_index=True), pd.concat(maps, ignore_index=True))
+def stored_metrics(runs: pd.DataFrame) -> pd.DataFrame:
+    """Version 0 of the metrics: the run records' own (what every view reads)."""
+    return pd.DataFrame({"version": 0, "key": runs["key"], "auroc": runs["auroc"],
+                         "ece": runs["ece"]})
 
 
-def replicate_scores(wh: Warehouse, members: Sequence[str], resamples: Resamples) -> pd.DataFrame:
-    """(replicate, encoder_id, crs, auroc) for every replicate, from one SQL query."""
-    with registered(wh, {"draws": resamples.draws, "replicates": resamples.replicates}) as n:
-        # Relation names are generated identifiers; every value is a bound parameter.
-        query = _REPLICATES_SQL.format(draws=n["draws"], replicates=n["replicates"])
-        return wh.sql(query, {"probe": PRIMARY_PROBE, "regime": FROZEN, "members": list(members)})
+def rescored_metrics(auroc: np.ndarray, ece: np.ndarray, keys: np.ndarray) -> pd.DataFrame:
+    """Versions 1..R from rescore's (n_runs, R + 1) matrices (column 0, the identity, is left
+    out: version 0 is the stored metrics)."""
+    n_runs, width = auroc.shape
+    return pd.DataFrame({"version": np.tile(np.arange(1, width), n_runs),
+                         "key": np.repeat(keys, width - 1),
+                         "auroc": auroc[:, 1:].ravel(), "ece": ece[:, 1:].ravel()})
+
+
+def replicate_scores(wh: Warehouse, runs: pd.DataFrame, metrics: pd.DataFrame,
+                     draws: SeedDraws) -> pd.DataFrame:
+    """(replicate, scope, encoder_id, crs, four axes) for every replicate, from one SQL query."""
+    frames = {"metrics": metrics, "runs": runs.drop(columns=["auroc", "ece", "run_id"]),
+              "combos": draws.combos, "draws": draws.draws}
+    with registered(wh, frames) as n:
+        # Relation names are generated identifiers; every value travels in the frames.
+        return wh.sql(_REPLICATES_SQL.format(**n))
 
 
 def ranks(matrix: np.ndarray) -> np.ndarray:
@@ -195,34 +200,75 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5
     return table[ENCODER_COLUMNS], pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
-@register_analysis("bootstrap", params={"panel": None, "replicates": 10_000, "seed": 0,
-                                        "tier_threshold": 0.5, "keep_replicates": True},
-                   outputs={"encoders": ENCODER_COLUMNS, "pairs": PAIR_COLUMNS,
-                            "replicates": ("replicate", "encoder_id", "crs", "rank"),
-                            "summary": ("encoder_id", "crs", "crs_lo", "crs_hi", "p_rank1", "p_top3", "leading_tier")})
-def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
-    """Paired-seed bootstrap: P(rank 1), P(top 3) and 95 % CRS intervals per panel member."""
+def check_params(params: Mapping[str, Any]) -> tuple[int, str]:
+    """(replicates, resample), validated before anything is read or written."""
     replicates = int(params["replicates"])
-    if replicates < 1:
-        raise CrsbenchError(f"bootstrap: replicates must be >= 1, got {replicates}")
+    if replicates < MIN_REPLICATES:
+        raise CrsbenchError(f"bootstrap: --replicates must be >= {MIN_REPLICATES} for a 95 % "
+                            f"percentile interval, got {replicates}")
+    resample = str(params["resample"])
+    if resample not in RESAMPLE:
+        raise CrsbenchError(f"bootstrap: --resample must be one of {', '.join(RESAMPLE)}, "
+                            f"got {resample!r}")
+    return replicates, resample
+
+
+def bootstrap_scores(wh: Warehouse, members: Sequence[str], replicates: int, resample: str,
+                     rng: np.random.Generator, workers: int | None = None) -> pd.DataFrame:
+    """Every replicate's scores (see replicate_scores) under the chosen resampling."""
+    runs = scored_runs(wh, members)
+    if runs.empty:
+        raise CrsbenchError("bootstrap: no member has a complete cell (see 'crsbench status')")
+    images = "images" in resample
+    seeds = {d: sorted(int(s) for s in g.unique()) for d, g in runs.groupby("dataset_id")["seed"]}
+    draws = draw_seeds(seeds, replicates, rng, resample_seeds="seeds" in resample,
+                       resample_images=images)
+    metrics = [stored_metrics(runs)]
+    if images:
+        tests = {e: eval_images(wh, e) for e in sorted(runs["eval_dataset_id"].unique())}
+        weights = {e: draw_images(t, replicates, rng) for e, t in tests.items()}
+        auroc, ece = rescore(wh, runs, tests, weights, workers=workers)
+        metrics.append(rescored_metrics(auroc, ece, runs["key"].to_numpy()))
+    return replicate_scores(wh, runs, pd.concat(metrics, ignore_index=True), draws)
+
+
+@register_analysis("bootstrap", params={"panel": None, "replicates": 1_000, "seed": 0,
+                                        "resample": "images+seeds", "tier_threshold": 0.5,
+                                        "keep_replicates": True, "workers": None},
+                   outputs={"encoders": ENCODER_COLUMNS, "pairs": PAIR_COLUMNS,
+                            "replicates": ("replicate", "encoder_id", "crs", "auroc", "rank"),
+                            "summary": ("encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi",
+                                        "p_rank1", "leading_tier")})
+def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
+    """Bootstrap (test images + seeds by default): 95 % intervals, P(rank 1), ties with the leader."""
+    replicates, resample = check_params(params)
     panel, members = resolve_population(wh, params["panel"])
-    seeds = dataset_seeds(wh, members)
-    resamples = draw_resamples(seeds, replicates, np.random.default_rng(int(params["seed"])))
-    scores = replicate_scores(wh, members, resamples)
-    encoders, pairs = summarise(scores, panel, float(params["tier_threshold"]))
+    scores = bootstrap_scores(wh, members, replicates, resample,
+                              np.random.default_rng(int(params["seed"])), params["workers"])
+    global_rows = scores[scores["scope"] == "global"].rename(columns={"discrimination": "auroc"})
+    encoders, pairs = summarise(global_rows[["replicate", "encoder_id", "crs", "auroc"]], panel,
+                                float(params["tier_threshold"]))
+    intervals = interval_rows(wh, scores, panel, resample)
+    store_intervals(wh, intervals, panel, resample)
     tables = {"encoders": encoders, "pairs": pairs}
     if params["keep_replicates"]:
-        scores = scores.copy()
-        scores["rank"] = scores.groupby("replicate")["crs"].rank(method="min", ascending=False)
-        tables["replicates"] = scores
+        reps = global_rows[["replicate", "encoder_id", "crs", "auroc"]].copy()
+        reps["rank"] = reps.groupby("replicate")["crs"].rank(method="min", ascending=False)
+        tables["replicates"] = reps.reset_index(drop=True)
     tier = encoders.loc[encoders["leading_tier"], "encoder_id"]
+    tied = intervals[(intervals["metric"] == "crs_gap") & intervals["dataset_id"].isna()
+                     & (intervals["lo"] <= 0)]["encoder_id"]
     separated = int((pairs["diff_lo"] > 0).sum())
-    notes = [f"panel {panel}: {len(members)} members, {replicates} replicates over "
-             + ", ".join(f"{d} ({len(s)} seeds)" for d, s in seeds.items()),
+    datasets = sorted(scores.loc[scores["scope"] != "global", "scope"].unique())
+    notes = [f"panel {panel}: {len(members)} members, {replicates} replicates resampling "
+             f"{resample} over {', '.join(datasets)}",
+             f"tied with the leader (CRS-gap interval contains 0, shown '=1'): {', '.join(tied)}",
              f"leading tier (P(top 3) >= {params['tier_threshold']} or modal P(rank 1)): "
              + ", ".join(tier),
-             f"{separated}/{len(pairs)} pairs have a 95 % CRS-difference interval above 0"]
-    summary = encoders[["encoder_id", "crs", "crs_lo", "crs_hi", "p_rank1", "p_top3", "leading_tier"]]
+             f"{separated}/{len(pairs)} pairs have a 95 % CRS-difference interval above 0",
+             f"stored: bootstrap_intervals (panel {panel}, resample {resample})"]
+    summary = encoders[["encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi",
+                        "p_rank1", "leading_tier"]]
     return AnalysisResult(tables=tables, summary=summary, notes=notes)
 
 

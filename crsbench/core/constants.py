@@ -7,7 +7,10 @@ macro that `crsbench.core.sql` renders from them, so the score's defaults cannot
 from __future__ import annotations
 
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 # The four reliability axes, in the order every table, chart and weight vector uses (METHODS §6).
 AXES: Final[tuple[str, ...]] = ("discrimination", "calibration", "label_efficiency", "robustness")
@@ -42,3 +45,14 @@ def lora_regime(seed: int) -> str:
     """The feature-store / run-record regime of one adaptation seed: `lora-s<seed>`."""
     return f"{LORA}-s{int(seed)}"
 
+
+# The warehouse file used when neither --db nor $CRSBENCH_DB names one.
+DEFAULT_DB: Final[str] = "crsbench.duckdb"
+
+
+def default_db_path() -> "Path":
+    """`$CRSBENCH_DB`, else `crsbench.duckdb` in the working directory."""
+    import os
+    from pathlib import Path
+
+    return Path(os.environ.get("CRSBENCH_DB", DEFAULT_DB))

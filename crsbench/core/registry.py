@@ -45,6 +45,10 @@ class Registry(Generic[T]):
         self._entries[name] = entry
         return entry
 
+    def remove(self, name: str) -> None:
+        """Forget one entry (entries re-read from a user's file that changed)."""
+        self._entries.pop(name, None)
+
     def register(self, name: str, **meta: Any) -> Callable[[F], F]:
         """Decorator: `@REG.register("name", **meta)` stores `make(name, obj, **meta)`."""
         def wrap(obj: F) -> F:

@@ -65,6 +65,9 @@ def adapt_encoder(db: Path, store_url: str, encoder: str, dataset: str, config: 
     if not config.seeds or min(config.seeds) < 0:
         raise CrsbenchError(f"adaptation seeds must be non-negative integers, got {config.seeds!r}")
     settings = LoraSettings(epochs=config.epochs, batch_size=config.batch_size, max_steps=config.max_steps)
+    from crsbench.features.user import project_file
+
+    project_file(db)  # the warehouse's crsbench.toml encoders
     entry = get_encoder(encoder)
     root = config.out or default_adapter_root(store_url)
     base_weights = str(config.weights) if config.weights else None

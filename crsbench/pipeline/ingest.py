@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pandas as pd
 
 from crsbench.core import CrsbenchError
 from crsbench.ingest.types import Dataset, ProgressFn
+from crsbench.pipeline.stores import default_store
 from crsbench.warehouse.connection import Warehouse
 
 # (adapter, dataset name) of the embedded suite; the last two form its shift pair.
@@ -32,22 +33,38 @@ class IngestConfig:
     shift_targets: tuple[str, ...] = ()
     shift_sources: tuple[str, ...] = ()
     options: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    yes: bool = False  # replacing with other data: retire stale runs and feature sets without asking
 
 
 def ingest_dataset(db: Path, adapter: str, path: Path, name: str, config: IngestConfig,
-                   progress: ProgressFn | None = None) -> Dataset:
-    """Validate everything, then write the dataset in one transaction (a bad input changes nothing)."""
+                   progress: ProgressFn | None = None, *, confirm: Callable[[str], bool] | None = None,
+                   store: str | None = None) -> Dataset:
+    """Validate everything, then write the dataset in one transaction (a bad input changes nothing).
+
+    Replacing a dataset with other data retires the runs and feature sets it makes stale
+    (`crsbench.warehouse.retire`): only with `config.yes` or when `confirm(description)` says
+    yes; otherwise a CrsbenchError describes what would be retired. Features of other images
+    in `store` (default: the one beside `db`) are moved to `<store>.retired/`.
+    """
+    from crsbench.features.store import FeatureStore, retire_dataset_features
     from crsbench.ingest import ingest
-    from crsbench.warehouse.datasets import list_datasets, load_dataset
+    from crsbench.warehouse.datasets import list_datasets, load_dataset, replacement_impact
 
     if not config.replace and db.exists():  # fail before the slow image checks; load_dataset checks again
         with Warehouse.open(db, read_only=True) as wh:
             if name in list_datasets(wh):
                 raise CrsbenchError(f"dataset {name!r} already exists in {db}; use --replace to overwrite it")
     ds = ingest(adapter, path, name, skip_bad=config.skip_bad, progress=progress, **config.options)
+    if config.replace and db.exists():
+        with Warehouse.open(db, read_only=True) as wh:
+            impact = replacement_impact(wh, ds)
+        if impact.anything and not config.yes and not (confirm and confirm(impact.describe())):
+            raise CrsbenchError(f"{impact.describe()}; pass --yes to confirm")
     with Warehouse.open(db) as wh:
         load_dataset(wh, ds, replace=config.replace, shift_targets=list(config.shift_targets),
                      shift_sources=list(config.shift_sources))
+    if config.replace:
+        retire_dataset_features(FeatureStore(store or default_store(db)), ds.name, ds.image_digest())
     return ds
 
 

@@ -12,6 +12,7 @@ from crsbench.features.store import FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, ProgressFn
 from crsbench.probes.grid import DEFAULT_BATCH_SIZE, GridSummary, plan_fits, run_grid
 from crsbench.probes.records import FitKey
+from crsbench.warehouse.claims import FitClaims
 from crsbench.warehouse.connection import Warehouse, append_run_parts
 
 
@@ -84,7 +85,16 @@ def probe_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Seque
         done = wh.done_fit_ids()
         wh.expect_appends()  # the persisted views read the parts folder the sweep writes to
         sink = functools.partial(append_run_parts, wh.parts_dir)
+        parts_dir = wh.parts_dir
     store = FeatureStore(store_url)
     fits = plan(names, encoders, store, bool(datasets), config)
-    return run_grid(fits, loaded, store, shift_targets=shifts, done=done, sink=sink,
-                    scheduler=config.scheduler, batch_size=config.batch_size, progress=progress)
+
+    def compacted_done() -> set[str]:
+        with Warehouse.open(db, read_only=True) as reader:
+            return reader.done_fit_ids()
+
+    # Claims let several sweeps share one warehouse, each fit computed once (warehouse/claims.py).
+    with FitClaims(parts_dir, compacted_done=compacted_done) as claims:
+        return run_grid(fits, loaded, store, shift_targets=shifts, done=done, sink=sink,
+                        scheduler=config.scheduler, batch_size=config.batch_size, progress=progress,
+                        claims=claims)

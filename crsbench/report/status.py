@@ -19,6 +19,7 @@ class WarehouseStatus:
     runs: pd.DataFrame           # regime, probe, fits, runs
     panels: pd.DataFrame         # panel, mode, frozen_at, n_members
     analyses: pd.DataFrame       # analysis, tables, created_at
+    incomplete_cells: list[str] = dataclasses.field(default_factory=list)  # what each lacks
 
     @property
     def n_runs(self) -> int:

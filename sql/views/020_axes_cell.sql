@@ -2,15 +2,22 @@
 -- and the AULC of that cell; docs/METHODS.md §6 (Axes per cell).
 -- From the fn_axes_cell macro over the seed means of metrics_seed; see that macro for the
 -- formulas. The CRS views use regime 'frozen' for the panel. An axis with no runs yet is NULL;
--- `complete` says all four are observed, and only complete cells reach axes_encoder and CRS
--- (nothing is imputed).
+-- `complete` says all four are observed AND the cell holds every run of its grid
+-- (cell_completeness: every fraction x seed x condition x probe), and only complete cells reach
+-- axes_encoder and CRS (nothing is imputed, no mean is taken over a partial seed set).
 create or replace view axes_cell as
 with seed_means as (
     select 'all' as grp, encoder_id, dataset_id, eval_dataset_id, regime, probe, depth,
            label_fraction, condition, auroc_mean, ece_mean, pretrained
     from metrics_seed
 )
-select * exclude (grp) from fn_axes_cell('seed_means');
+select a.encoder_id, a.dataset_id, a.regime, a.discrimination, a.calibration,
+       a.label_efficiency, a.robustness, a.aulc, a.n_perturbed, a.n_shift,
+       a.complete and coalesce(g.complete, false) as complete,
+       a.pretrained
+from fn_axes_cell('seed_means') a
+left join cell_completeness g
+       on g.encoder_id = a.encoder_id and g.dataset_id = a.dataset_id and g.regime = a.regime;
 
 comment on view axes_cell is 'One row per (encoder, dataset, regime): the four reliability axes (discrimination, calibration, label_efficiency, robustness) and AULC of the cell, logreg probe at depth 1.0, seed means. docs/METHODS.md §6.';
 comment on column axes_cell.encoder_id is 'Encoder id (registry name). docs/METHODS.md §2.';
@@ -23,5 +30,5 @@ comment on column axes_cell.robustness is 'Robustness axis R = 1 - (0.5 mean + 0
 comment on column axes_cell.aulc is 'Area under the clean label-efficiency curve (AUROC against log10 fraction, trapezoids, divided by the log10 span): a mean AUROC in [0, 1], higher is better; reported, not a CRS axis. docs/METHODS.md §6.';
 comment on column axes_cell.n_perturbed is 'Number of perturbed conditions (of 15) observed at full label fraction behind robustness; count. docs/METHODS.md §6.';
 comment on column axes_cell.n_shift is 'Number of shift targets observed behind robustness (1 for CheXpert -> MIMIC-CXR, else 0); count. docs/METHODS.md §6.';
-comment on column axes_cell.complete is 'True when all four axes are observed; only complete cells reach axes_encoder and CRS (nothing is imputed). docs/METHODS.md §6.';
+comment on column axes_cell.complete is 'True when all four axes are observed and the cell holds every run of its grid (cell_completeness); only complete cells reach axes_encoder and CRS (nothing is imputed). docs/METHODS.md §6.';
 comment on column axes_cell.pretrained is 'True when every run behind the row used pretrained weights; false marks tiny random-initialised stand-ins. docs/METHODS.md §2.';

@@ -1,0 +1,264 @@
+"""Benchmark: the probe cost model at paper scale, checked against itself, and its projections.
+
+    .venv/bin/python benchmarks/paper_scale.py                 # ~10-15 min on 2 cores
+    .venv/bin/python benchmarks/paper_scale.py --write-docs    # also rewrites docs/SCALING.md section 6
+    .venv/bin/python benchmarks/paper_scale.py --quick         # smaller sizes, a smoke run
+
+Every probe kind (logreg multiclass K=8 and multilabel L=14, mlp, knn) is timed on synthetic
+standardised features with a power-law spectrum (eigenvalues ~ 1/j, randomly rotated, like
+real embeddings) at N = 10k, 25k, 50k training rows and D = 768, 1152. Times are CPU seconds
+of this process with one torch/BLAS thread (`time.process_time`): a shared machine slows the
+wall clock, much less the CPU time a computation needs. Per kind a power law
+t = a N^alpha D^beta is fitted (knn: per query); the fit on N <= 25k must predict the measured
+N = 50k times within 25 % (the self-check). Evaluation (metrics + prediction rows, through
+`run_chunk`) and the warehouse client's write (`Warehouse.append_runs`) are timed per row.
+The fitted model, with all points, then projects "one new encoder on the paper's four
+datasets" and the full 15-encoder frozen grid on this 2-core machine, a 16-core machine and
+8 such machines as dask workers, and the peak memory of one worker (the analytic bytes of
+the largest chunk, scaled by the peak RSS measured for a 25k chunk in a fresh process).
+Ends with one JSON line.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_var] = "1"  # CPU-time measurements: one thread everywhere
+
+import argparse  # noqa: E402
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import multiprocessing  # noqa: E402
+import resource  # noqa: E402
+import sys  # noqa: E402
+import tempfile  # noqa: E402
+import time  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+from concurrent.futures import ProcessPoolExecutor  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Task  # noqa: E402
+from crsbench.probes import knn as knn_search  # noqa: E402
+from crsbench.probes.lbfgs import fit_logreg  # noqa: E402
+from crsbench.probes.registry import get_probe  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import paper_scale_support as support  # noqa: E402
+
+N_CONDITIONS = 16
+TARGETS = {"new_encoder_16core_hours": 1.0, "full_grid_8workers_hours": 4.0, "peak_worker_gb": 8.0}
+KINDS = ("logreg_mc", "logreg_ml", "mlp", "knn")
+
+
+def cpu_seconds(fn: Callable[[], object], repeats: int = 1) -> float:
+    best = math.inf
+    for _ in range(repeats):
+        start = time.process_time()
+        fn()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def spectrum_features(rng: np.random.Generator, n: int, d: int, rotation: np.ndarray) -> np.ndarray:
+    """(n, d) float64 with eigenvalues ~ 1/j, rotated; generated in blocks (bounded temporaries)."""
+    scales = ((np.arange(d) + 1.0) ** -0.5).astype(np.float32)
+    out = np.empty((n, d))
+    for s in range(0, n, 8192):
+        z = rng.standard_normal((min(8192, n - s), d), dtype=np.float32) * scales
+        out[s:s + len(z)] = z @ rotation
+    return out
+
+
+@dataclasses.dataclass
+class Problem:
+    x: np.ndarray          # (n_max, D) standardised train rows
+    queries: np.ndarray    # (Q, D) standardised eval rows
+    y_mc: np.ndarray       # (n_max,) 8 classes
+    y_ml: np.ndarray       # (n_max, 14) labels
+
+
+def make_problem(n: int, d: int, n_queries: int, seed: int) -> Problem:
+    rng = np.random.default_rng([seed, d])
+    rotation = np.linalg.qr(rng.normal(size=(d, d)))[0].astype(np.float32)
+    x = spectrum_features(rng, n + n_queries, d, rotation)
+    x -= x[:n].mean(0)
+    x /= x[:n].std(0)
+    # Labels from a few directions with noise: AUROC ~0.8-0.9, like the paper's probes.
+    w = rng.normal(size=(d, 8 + 14)) / math.sqrt(d)
+    score = x @ w * 3.0
+    y_mc = (score[:n, :8] + rng.gumbel(size=(n, 8))).argmax(1)
+    y_ml = (score[:n, 8:] + rng.logistic(size=(n, 14)) > 1.2).astype(np.int8)
+    return Problem(x[:n], x[n:], y_mc, y_ml)
+
+
+def time_point(p: Problem, n: int, repeats: int) -> dict[str, float]:
+    """CPU seconds per kind at (n, D): logreg fits, mlp fit, knn per query (prepare + search)."""
+    x, q = p.x[:n], torch.as_tensor(p.queries)
+    xt = torch.as_tensor(x)
+    onehot = torch.nn.functional.one_hot(torch.as_tensor(p.y_mc[:n]), 8)
+    out = {
+        "logreg_mc": cpu_seconds(lambda: fit_logreg(xt, onehot, True), repeats),
+        "logreg_ml": cpu_seconds(lambda: fit_logreg(xt, torch.as_tensor(p.y_ml[:n]), False), repeats),
+        "mlp": cpu_seconds(lambda: get_probe("mlp").fit(x, p.y_mc[:n], Task.MULTICLASS, 8, 0), repeats),
+    }
+    out["knn"] = cpu_seconds(lambda: knn_search.neighbours(knn_search.prepare(xt), q, 5),
+                             repeats) / len(q)
+    return out
+
+
+def previous_knn(train: torch.Tensor, queries: torch.Tensor, k: int) -> torch.Tensor:
+    """The k-NN search before this benchmark: float64 brute force, 1024-query blocks."""
+    train_sq = (train * train).sum(dim=1)
+    out = []
+    for start in range(0, queries.shape[0], 1024):
+        dist = train_sq[None, :] - 2.0 * queries[start:start + 1024] @ train.T
+        out.append(torch.topk(dist, k, dim=1, largest=False).indices)
+    return torch.cat(out)
+
+
+def measure_width(d: int, sizes: tuple[int, ...], n_queries: int, repeats: int,
+                  with_knn_baseline: bool):
+    """All sizes at one width (runs in its own process); optionally the previous k-NN too."""
+    torch.set_num_threads(1)
+    problem = make_problem(sizes[-1], d, n_queries, seed=0)
+    time_point(problem, 500, 1)  # warm-up: first-call costs are not a probe's
+    points = [(n, time_point(problem, n, repeats)) for n in sizes]
+    knn_pair = None
+    if with_knn_baseline:
+        xt, q = torch.as_tensor(problem.x[:sizes[1]]), torch.as_tensor(problem.queries)
+        old = cpu_seconds(lambda: previous_knn(xt, q, 5), repeats)
+        new = cpu_seconds(lambda: knn_search.neighbours(knn_search.prepare(xt), q, 5), repeats)
+        same = bool((np.sort(previous_knn(xt, q, 5).numpy(), 1)
+                     == np.sort(knn_search.neighbours(knn_search.prepare(xt), q, 5).numpy(), 1)).all())
+        knn_pair = (old, new, same)
+    return points, knn_pair
+
+
+def measure_extras(quick: bool, n_memory: int, dim: int):
+    torch.set_num_threads(1)
+    return (support.eval_row_costs(quick), support.client_row_cost(quick),
+            support.measure_memory(n_memory, dim))
+
+
+def fit_power(points: list[tuple[int, int, float]]) -> tuple[float, float, float]:
+    """Least squares of log t = log a + alpha log N + beta log D; returns (a, alpha, beta)."""
+    a = np.array([[1.0, math.log(n), math.log(d)] for n, d, _ in points])
+    b = np.array([math.log(t) for _, _, t in points])
+    coef, *_ = np.linalg.lstsq(a, b, rcond=None)
+    return math.exp(coef[0]), float(coef[1]), float(coef[2])
+
+
+def power(model: tuple[float, float, float], n: float, d: float) -> float:
+    a, alpha, beta = model
+    return a * n ** alpha * d ** beta
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="N = 1.5k, 3k, 6k and fewer queries (smoke run)")
+    ap.add_argument("--repeats", type=int, default=1, help="repeats per measurement, the least kept")
+    ap.add_argument("--write-docs", action="store_true", help="rewrite section 6 of docs/SCALING.md")
+    args = ap.parse_args()
+    log: list[str] = []
+
+    def say(*parts: object, flush: bool = True) -> None:
+        line = " ".join(str(p) for p in parts)
+        log.append(line)
+        print(line, flush=flush)
+    torch.set_num_threads(1)
+    wall0 = time.perf_counter()
+    sizes = (1_500, 3_000, 6_000) if args.quick else (10_000, 25_000, 50_000)
+    dims = (768, 1152)
+    n_queries = 128 if args.quick else 512
+    say(f"command: python benchmarks/paper_scale.py{' --quick' if args.quick else ''}"
+          f"{' --write-docs' if args.write_docs else ''}")
+    say(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} "
+          f"on {os.cpu_count()} cores (CPU seconds, one thread, are robust to it; wall is not)")
+
+    # One process per width and one for the per-row and memory figures: CPU seconds do not
+    # depend on how many run at once, and on a shared machine three processes get more of it.
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=3, mp_context=ctx) as pool:
+        per_dim = {d: pool.submit(measure_width, d, sizes, n_queries, args.repeats, d == dims[-1])
+                   for d in dims}
+        extras = pool.submit(measure_extras, args.quick, 3000 if args.quick else 8000, dims[-1])
+        measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
+        for d in dims:
+            points, knn_pair = per_dim[d].result()
+            for n, t in points:
+                for kind in KINDS:
+                    measured[kind].append((n, d, t[kind]))
+                say(f"  N={n:>6} D={d:>5}: " + "  ".join(
+                    f"{k} {t[k] * (1e3 if k == 'knn' else 1):.2f}{'ms/query' if k == 'knn' else 's'}"
+                    for k in KINDS), flush=True)
+            if knn_pair is not None:
+                knn_old, knn_new, same = knn_pair
+        eval_row, client_row, memory = extras.result()
+
+    # -- cost model and self-check ---------------------------------------------------------
+    say("\ncost model, t = a * N^alpha * D^beta (CPU seconds, one thread; knn: per query):")
+    models, check = {}, {}
+    for kind in KINDS:
+        small = [p for p in measured[kind] if p[0] <= sizes[1]]
+        models[kind] = fit_power(measured[kind])
+        early = fit_power(small)
+        big = [p for p in measured[kind] if p[0] == sizes[-1]]
+        check[kind] = (sum(power(early, n, d) for n, d, _ in big), sum(t for _, _, t in big))
+        a, al, be = models[kind]
+        say(f"  {kind:<10} a={a:.3e} alpha={al:.2f} beta={be:.2f}   (N<=25k fit: alpha={early[1]:.2f} "
+              f"beta={early[2]:.2f}; N={sizes[-1]} predicted {check[kind][0]:.2f} vs measured "
+              f"{check[kind][1]:.2f}, {100 * (check[kind][0] / check[kind][1] - 1):+.1f} %)")
+    predicted = sum(c[0] * (n_queries if k == "knn" else 1) for k, c in check.items())
+    actual = sum(c[1] * (n_queries if k == "knn" else 1) for k, c in check.items())
+    selfcheck = 100 * abs(predicted / actual - 1)
+    worst = max(100 * abs(c[0] / c[1] - 1) for c in check.values())
+    say(f"self-check, all kinds at N={sizes[-1]} (both D) from N <= {sizes[1]}: predicted {predicted:.1f} s, "
+          f"measured {actual:.1f} s, error {selfcheck:.1f} % (worst single kind {worst:.1f} %) "
+          f"-> {'OK' if selfcheck <= 25 else 'FAILED'} (<= 25 %)")
+
+    say(f"evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
+          + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items()))
+    say(f"warehouse client (Warehouse.append_runs), wall s per prediction row: {client_row * 1e6:.2f} us")
+    say(f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "
+          f"{memory['peak_gb']:.2f} GB = {memory['ratio']:.2f} x the analytic bytes "
+          f"({memory['model_gb']:.2f} GB) + {memory['base_gb']:.2f} GB after imports")
+
+    knn_speedup = knn_old / knn_new
+    say(f"knn vs the previous float64 brute force (N={sizes[1]}, D={dims[-1]}, {n_queries} queries, "
+          f"one thread): {knn_old:.2f} s vs {knn_new:.2f} s = {knn_speedup:.2f}x, "
+          f"neighbours identical: {same}")
+
+    proj = support.project(models, eval_row, client_row, memory)
+    say()
+    for line in proj.lines:
+        say(line)
+    result = {
+        "new_encoder_16core_hours": round(proj.new_encoder_16core_h, 3),
+        "full_grid_8workers_hours": round(proj.full_grid_8workers_h, 3),
+        "selfcheck_error_pct": round(selfcheck, 2),
+        "peak_worker_gb": round(proj.peak_worker_gb, 2),
+        "knn_speedup": round(knn_speedup, 2),
+    }
+    say("\ntargets:")
+    for key, target in TARGETS.items():
+        say(f"  {key} = {result[key]:.2f} (target <= {target:g}): "
+              f"{'met' if result[key] <= target else 'NOT met, stopped by ' + proj.blockers[key]}")
+    wall = time.perf_counter() - wall0
+    say(f"benchmark wall time {wall / 60:.1f} min; load average at end "
+          f"{' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    if args.write_docs:
+        support.write_docs(Path(__file__).resolve().parents[1] / "docs" / "SCALING.md",
+                           measured, models, check, selfcheck, proj, result, knn_old, knn_new,
+                           eval_row, client_row, memory, wall, n_queries, "\n".join(log))
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    multiprocessing.set_start_method("spawn", force=True)
+    raise SystemExit(main())

@@ -1,0 +1,136 @@
+"""Run metrics under the image draws of the bootstrap, recomputed from the stored predictions.
+
+No probe is refitted: each replicate weights the stored test predictions of every run the CRS
+reads (primary probe, full depth, frozen regime: clean at every label fraction, each perturbed
+condition and shift target at 100 %) and scores them with `probes.weighted_metrics`, the run
+metrics under integer case weights. Runs whose predictions are identical (a deterministic probe
+fitted on all labels gives the same predictions for every seed) are scored once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from crsbench.analyses.criterion import registered
+from crsbench.analyses.resample import EvalImages
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
+from crsbench.probes.weighted_metrics import RunScorer
+from crsbench.warehouse.connection import Warehouse
+
+# The runs crs_axes_cell reads, of the cells axes_cell counts complete (every fraction, seed
+# and condition of the grid): one row per run, numbered `key`.
+_RUNS_SQL = """
+    select r.run_id, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe, r.depth,
+           r.label_fraction, r.seed, r.condition, r.auroc, r.ece, r.pretrained
+    from runs r
+    join axes_cell c on c.encoder_id = r.encoder_id and c.dataset_id = r.dataset_id
+         and c.regime = r.regime and c.complete
+    where r.probe = ? and r.depth = 1.0 and r.regime = ? and list_contains(?, r.encoder_id)
+      and r.condition <> 'calib'
+      and (r.condition = 'clean' and r.eval_dataset_id = r.dataset_id or r.label_fraction = 1.0)
+    order by r.encoder_id, r.dataset_id, r.eval_dataset_id, r.condition, r.label_fraction, r.seed
+"""
+
+_PREDICTIONS_SQL = """
+    select k.key, p.row_index, p.probs
+    from predictions p
+    join {keys} k on k.run_id = p.run_id
+    order by k.key, p.row_index
+"""
+
+
+def scored_runs(wh: Warehouse, members: Sequence[str]) -> pd.DataFrame:
+    """The runs the CRS of `members` reads, numbered by `key`."""
+    runs = wh.sql(_RUNS_SQL, [PRIMARY_PROBE, FROZEN, list(members)])
+    runs.insert(0, "key", np.arange(len(runs), dtype=np.int64))
+    return runs
+
+
+def _needs_ece(runs: pd.DataFrame) -> np.ndarray:
+    # Only the full-label clean ECE reaches an axis (calibration).
+    return ((runs["condition"] == "clean") & (runs["eval_dataset_id"] == runs["dataset_id"])
+            & np.isclose(runs["label_fraction"].to_numpy(float), 1.0)).to_numpy()
+
+
+def _load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """key -> (row_index, probs (n, K) float64) for the given runs."""
+    with registered(wh, {"keys": runs[["key", "run_id"]]}) as names:
+        table = wh.con.sql(_PREDICTIONS_SQL.format(keys=names["keys"])).to_arrow_table()
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if table.num_rows == 0:
+        return out
+    keys = table.column("key").to_numpy()
+    rows = table.column("row_index").to_numpy()
+    probs_col = table.column("probs").combine_chunks()
+    flat = probs_col.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+    widths = probs_col.value_lengths().to_numpy()
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)]
+    offsets = np.r_[0, np.cumsum(widths)]
+    for a, b in zip(starts, ends):
+        width = int(widths[a])
+        if not np.all(widths[a:b] == width):
+            raise CrsbenchError(f"run key {int(keys[a])}: prediction rows differ in length")
+        out[int(keys[a])] = (rows[a:b], flat[offsets[a]:offsets[b]].reshape(b - a, width))
+    return out
+
+
+def missing_cells(runs: pd.DataFrame, have: set[int]) -> list[str]:
+    """One line per (encoder, dataset) cell with runs that have no stored predictions."""
+    lacking = runs[~runs["key"].isin(list(have))]
+    lines = []
+    for (encoder, dataset), group in lacking.groupby(["encoder_id", "dataset_id"], sort=True):
+        first = group.iloc[0]
+        lines.append(f"{dataset} x {encoder}: {len(group)} runs without stored predictions "
+                     f"(e.g. {first.condition}, fraction {first.label_fraction:g}, seed {first.seed})")
+    return lines
+
+
+def rescore(wh: Warehouse, runs: pd.DataFrame, tests: Mapping[str, EvalImages],
+            weights: Mapping[str, np.ndarray], workers: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(auroc, ece), each (n_runs, R + 1): run `key` scored under each eval dataset's weight
+    columns (column 0 = every image once). ECE is NaN where no axis reads it."""
+    predictions = _load_predictions(wh, runs)
+    gaps = missing_cells(runs, set(predictions))
+    if gaps:
+        raise CrsbenchError("bootstrap: predictions missing for " + "; ".join(gaps)
+                            + " (rerun 'crsbench probe' for these cells, or use --resample seeds)")
+    width = next(iter(weights.values())).shape[1]
+    auroc = np.full((len(runs), width), np.nan)
+    ece = np.full((len(runs), width), np.nan)
+    needs_ece = _needs_ece(runs)
+    # Identical predictions on the same eval set score identically: one job per distinct set.
+    jobs: dict[tuple[str, bytes], list[int]] = defaultdict(list)
+    for key, eval_id in zip(runs["key"], runs["eval_dataset_id"]):
+        rows, probs = predictions[int(key)]
+        test = tests[eval_id]
+        if len(rows) != len(test.row_index) or not np.array_equal(rows, test.row_index):
+            run = runs.iloc[int(key)]
+            raise CrsbenchError(
+                f"bootstrap: run {run.run_id} ({run.dataset_id} x {run.encoder_id}, {run.condition}) "
+                f"has predictions for {len(rows)} rows, not the {len(test.row_index)} test images of "
+                f"{eval_id}")
+        digest = hashlib.blake2b(probs.tobytes(), digest_size=16).digest()
+        jobs[(eval_id, digest)].append(int(key))
+
+    def score(item: tuple[tuple[str, bytes], list[int]]) -> None:
+        (eval_id, _), keys = item
+        test = tests[eval_id]
+        want_ece = bool(needs_ece[keys].any())
+        scorer = RunScorer(test.labels, predictions[keys[0]][1], test.task, ece=want_ece)
+        values = scorer.auroc(weights[eval_id])
+        auroc[keys] = values
+        if want_ece:
+            ece[keys] = scorer.ece(weights[eval_id])
+
+    with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
+        list(pool.map(score, jobs.items()))
+    ece[~needs_ece] = np.nan
+    return auroc, ece

@@ -1,0 +1,24 @@
+-- One row per cell (encoder, dataset, regime) with any run: how many runs of its grid it holds
+-- and lacks (grid_missing); `complete` only when it lacks none.
+create or replace view cell_completeness as
+with cells as (
+    select encoder_id, dataset_id, regime, count(*) as n_runs
+    from (select distinct encoder_id, dataset_id, regime, probe, depth, label_fraction, seed,
+                 condition, eval_dataset_id from runs)
+    group by all
+),
+gaps as (
+    select encoder_id, dataset_id, regime, count(*) as n_missing from grid_missing group by all
+)
+select c.encoder_id, c.dataset_id, c.regime, c.n_runs, coalesce(g.n_missing, 0) as n_missing,
+       coalesce(g.n_missing, 0) = 0 as complete
+from cells c
+left join gaps g using (encoder_id, dataset_id, regime);
+
+comment on view cell_completeness is 'One row per cell (encoder, dataset, regime) with any run: runs of its grid held and lacking; complete only when none is lacking.';
+comment on column cell_completeness.encoder_id is 'Encoder of the cell.';
+comment on column cell_completeness.dataset_id is 'Dataset of the cell.';
+comment on column cell_completeness.regime is 'frozen, or the adaptation regime.';
+comment on column cell_completeness.n_runs is 'Distinct grid keys the cell has a run for.';
+comment on column cell_completeness.n_missing is 'Grid keys the cell has no run for (rows of grid_missing).';
+comment on column cell_completeness.complete is 'True when every fraction x seed x condition x probe x depth of the grid has a run.';

@@ -1,0 +1,69 @@
+-- One row per (panel, resample, encoder, regime) of crs_encoder: the CRS and AUROC with their 95 %
+-- bootstrap intervals (bootstrap_intervals, aggregate rows; frozen-regime members only, other rows
+-- have NULL intervals and resample NULL when the panel has no bootstrap yet) and the tier: '=1'
+-- for every encoder whose CRS gap to the leader has an interval reaching 0 when there are several
+-- ('1' when the leader stands alone), else its CRS rank.
+create or replace view crs_encoder_ci as
+with resamples as (
+    select distinct panel, resample from bootstrap_intervals
+),
+ci as (
+    select panel, resample, encoder_id,
+           max(lo) filter (where metric = 'crs') as crs_lo,
+           max(hi) filter (where metric = 'crs') as crs_hi,
+           max(lo) filter (where metric = 'discrimination') as auroc_lo,
+           max(hi) filter (where metric = 'discrimination') as auroc_hi,
+           max(lo) filter (where metric = 'crs_gap') as gap_lo,
+           max(hi) filter (where metric = 'crs_gap') as gap_hi,
+           max(lo) filter (where metric = 'auroc_rank') as auroc_rank_lo,
+           max(hi) filter (where metric = 'auroc_rank') as auroc_rank_hi,
+           max(replicates) filter (where metric = 'crs') as replicates
+    from bootstrap_intervals
+    where dataset_id is null and encoder_id is not null
+    group by panel, resample, encoder_id
+),
+joined as (
+    select c.panel, r.resample, c.encoder_id, c.regime, c.crs, i.crs_lo, i.crs_hi, c.auroc,
+           i.auroc_lo, i.auroc_hi, i.gap_lo, i.gap_hi, c.crs_rank, c.auroc_rank, i.auroc_rank_lo,
+           i.auroc_rank_hi, c.in_panel, c.n_datasets, c.pretrained, i.replicates
+    from crs_encoder c
+    left join resamples r on r.panel = c.panel
+    left join ci i on i.panel = c.panel and i.resample = r.resample
+         and i.encoder_id = c.encoder_id and c.regime = 'frozen'
+),
+tied as (
+    select *,
+           count(*) filter (where gap_lo <= 0) over (partition by panel, resample) as n_tied
+    from joined
+)
+select panel, resample, encoder_id, regime, crs, crs_lo, crs_hi, auroc, auroc_lo, auroc_hi,
+       case when gap_lo is null then crs_rank::varchar
+            when gap_lo <= 0 and n_tied > 1 then '=1'
+            when gap_lo <= 0 then '1'
+            else crs_rank::varchar end as tier,
+       gap_lo, gap_hi, crs_rank, auroc_rank, auroc_rank_lo, auroc_rank_hi, in_panel, n_datasets,
+       pretrained, replicates
+from tied;
+
+comment on view crs_encoder_ci is 'One row per (panel, resample, encoder, regime) of crs_encoder with 95 % bootstrap intervals of CRS and AUROC and the tier (=1: tied with the leader).';
+comment on column crs_encoder_ci.panel is 'The frozen panel.';
+comment on column crs_encoder_ci.resample is 'The bootstrap the intervals come from (images+seeds, seeds, images); NULL when the panel has none.';
+comment on column crs_encoder_ci.encoder_id is 'The encoder.';
+comment on column crs_encoder_ci.regime is 'frozen or an adaptation regime (intervals exist for frozen members only).';
+comment on column crs_encoder_ci.crs is 'Aggregate CRS (crs_encoder).';
+comment on column crs_encoder_ci.crs_lo is '2.5th percentile of the CRS over the replicates.';
+comment on column crs_encoder_ci.crs_hi is '97.5th percentile of the CRS over the replicates.';
+comment on column crs_encoder_ci.auroc is 'Aggregate AUROC (= discrimination).';
+comment on column crs_encoder_ci.auroc_lo is '2.5th percentile of the aggregate AUROC.';
+comment on column crs_encoder_ci.auroc_hi is '97.5th percentile of the aggregate AUROC.';
+comment on column crs_encoder_ci.tier is '=1 when the interval of the CRS gap to the leader reaches 0 (several encoders share rank 1), 1 for a leader alone, else the CRS rank.';
+comment on column crs_encoder_ci.gap_lo is '2.5th percentile of the leader''s CRS minus this encoder''s (paired per replicate).';
+comment on column crs_encoder_ci.gap_hi is '97.5th percentile of the CRS gap to the leader.';
+comment on column crs_encoder_ci.crs_rank is 'CRS rank against the panel (crs_encoder).';
+comment on column crs_encoder_ci.auroc_rank is 'AUROC rank against the panel (crs_encoder).';
+comment on column crs_encoder_ci.auroc_rank_lo is '2.5th percentile of the AUROC rank among the members.';
+comment on column crs_encoder_ci.auroc_rank_hi is '97.5th percentile of the AUROC rank among the members.';
+comment on column crs_encoder_ci.in_panel is 'Whether the encoder is a panel member.';
+comment on column crs_encoder_ci.n_datasets is 'Complete cells the aggregate averages.';
+comment on column crs_encoder_ci.pretrained is 'Whether the encoder carries pretrained weights.';
+comment on column crs_encoder_ci.replicates is 'Replicates with a CRS value.';

@@ -1,0 +1,65 @@
+"""Concurrent `crsbench probe` processes over one warehouse split the fits: no fit twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from crsbench.warehouse.claims import FitClaims
+from crsbench.warehouse.connection import Warehouse
+from fault_support import PLANNED_FITS, PROBE_ARGS, finish, raw_runs, start, synthetic_warehouse
+
+
+@pytest.mark.parametrize("n_procs", [2, 3])
+def test_concurrent_probes_compute_every_fit_once(tmp_path, n_procs):
+    db = synthetic_warehouse(tmp_path)
+    procs = [start(PROBE_ARGS, db) for _ in range(n_procs)]
+    reports = [finish(p) for p in procs]
+    raw = raw_runs(db)
+    assert len(raw) > 0
+    assert len(raw) == raw["run_id"].nunique(), "a run record was written twice"
+    assert raw["fit_id"].nunique() == PLANNED_FITS
+    assert sum(r["fitted"] for r in reports) == PLANNED_FITS, reports
+    for r in reports:  # every process accounts for every fit: its own, or another's
+        assert r["fitted"] + r["by_others"] + r["skipped"] == PLANNED_FITS, r
+    per_fit = raw.groupby("fit_id")["run_id"].count()
+    assert per_fit.nunique() <= 2  # derm and cxr have fixed numbers of eval sets each
+    with Warehouse.open(db, read_only=True) as wh:
+        viewed = wh.sql("select count(*) n, count(distinct run_id) d from runs")
+    assert viewed["n"].item() == viewed["d"].item() == len(raw)
+    assert not list((db.with_name(db.name + ".parts") / "claims").glob("[0-9a-f]*")), \
+        "claims left behind"
+
+
+def test_claim_is_exclusive_and_a_dead_holders_claim_is_taken_over(tmp_path):
+    parts = tmp_path / "w.duckdb.parts"
+    with FitClaims(parts) as a, FitClaims(parts) as b:
+        assert a.acquire(["f1", "f2"]) == {"f1", "f2"}
+        assert b.acquire(["f1", "f2", "f3"]) == {"f3"}
+        a.release(["f1"])
+        assert b.acquire(["f1"]) == {"f1"}
+        b.release(["f2"])  # not b's: left alone
+        assert (parts / "claims" / "f2").exists()
+    # A holder killed mid-fit on this host: its pid is gone, so the claim is stale at once.
+    (parts / "claims" / "f9").write_text(json.dumps({"owner": "x", "host": os.uname().nodename,
+                                                     "pid": 2 ** 22 + 1}))
+    # A holder elsewhere that stopped refreshing: stale once older than the lease.
+    (parts / "claims" / "f8").write_text(json.dumps({"owner": "y", "host": "elsewhere", "pid": 1}))
+    old = time.time() - 1000
+    os.utime(parts / "claims" / "f8", (old, old))
+    (parts / "claims" / "f7").write_text(json.dumps({"owner": "z", "host": "elsewhere", "pid": 1}))
+    with FitClaims(parts, lease_s=60) as c:
+        assert c.acquire(["f7", "f8", "f9"]) == {"f8", "f9"}
+
+
+def test_claims_refresh_keeps_a_slow_holder_alive(tmp_path):
+    parts = tmp_path / "w.duckdb.parts"
+    with FitClaims(parts, lease_s=0.4) as a:
+        assert a.acquire(["f1"]) == {"f1"}
+        # Host equal but a different pid is alive (ours): only the lease can make it stale.
+        with FitClaims(parts, lease_s=0.4) as b:
+            time.sleep(1.0)  # > lease: only a's refreshes keep the claim fresh
+            assert b.acquire(["f1"]) == set()
