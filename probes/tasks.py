@@ -18,8 +18,7 @@ from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureSto
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
-from crsbench.probes.records import (CALIB, PREDICTION_COLUMNS, RUN_COLUMNS, SHIFT, FitKey,
-                                     run_id)
+from crsbench.probes.records import CALIB, PREDICTION_COLUMNS, RUN_COLUMNS, SHIFT, FitKey, run_id
 from crsbench.probes.registry import Predictor, ProbeEntry, get_probe
 
 

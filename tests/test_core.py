@@ -10,8 +10,7 @@ import duckdb
 import pytest
 
 import crsbench.core.registry as registry_module
-from crsbench.core import (AXES, CRS_WEIGHTS, FROZEN, CrsbenchError, EncoderKey, InputError, Registry,
-                           crs_constants_sql)
+from crsbench.core import AXES, CRS_WEIGHTS, FROZEN, CrsbenchError, EncoderKey, InputError, Registry, crs_constants_sql
 
 REPO = Path(__file__).resolve().parents[1]
 # Every code tree the project ships or runs (pyproject's package-dir mapping, plus benchmarks).

@@ -9,7 +9,6 @@ retry briefly while another command holds the file's write lock.
 from __future__ import annotations
 
 import os
-import sys
 import time
 import warnings
 from collections.abc import Iterator

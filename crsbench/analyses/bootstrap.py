@@ -40,8 +40,8 @@ import pandas as pd
 from crsbench.analyses.criterion import registered, resolve_population
 from crsbench.analyses.intervals import interval_rows, store_intervals
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
-from crsbench.analyses.rescore import rescore, scored_runs
 from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, eval_images
+from crsbench.analyses.rescore import rescore, scored_runs
 from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.core import AXES, FROZEN
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import AXES, FROZEN
 from crsbench.warehouse.connection import Warehouse
 
 SUMMARY_COLUMNS = ["level", "n", "rho_aulc_auroc", "rho_le_auroc", "rho_aulc_le",

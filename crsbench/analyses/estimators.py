@@ -26,9 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.core import AXES, FROZEN, PRIMARY_PROBE
 from crsbench.analyses.criterion import GLOBAL, agreement, registered, resolve_population, score_groups
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import AXES, FROZEN, PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 # metric whose seed mean stands in for ECE in the calibration axis -> its metrics_seed column

@@ -25,8 +25,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.criterion import (AXES_COLUMNS, GLOBAL, anchors_of, member_axes,
-                                         rank_agreement, resolve_population, score_groups)
+from crsbench.analyses.criterion import (
+    AXES_COLUMNS,
+    GLOBAL,
+    anchors_of,
+    member_axes,
+    rank_agreement,
+    resolve_population,
+    score_groups,
+)
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse

@@ -20,9 +20,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.criterion import (AXIS_WEIGHTS, DEFAULT_WEIGHTS, GLOBAL, TERM_WEIGHTS,
-                                         member_axes, panel_anchors, rank_agreement,
-                                         resolve_population, score_groups)
+from crsbench.analyses.criterion import (
+    AXIS_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    GLOBAL,
+    TERM_WEIGHTS,
+    member_axes,
+    panel_anchors,
+    rank_agreement,
+    resolve_population,
+    score_groups,
+)
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.warehouse.connection import Warehouse
 

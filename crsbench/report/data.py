@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from crsbench.analyses.registry import get_analysis, table_name
-from crsbench.core import AXES, FROZEN, PRIMARY_PROBE, CrsbenchError
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 AXIS_LABELS: dict[str, str] = {"discrimination": "Discrimination", "calibration": "Calibration",

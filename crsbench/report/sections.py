@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 
+from crsbench.core import AXES
 from crsbench.report import figures as figs
-from crsbench.report.data import AXES, AXIS_LABELS, ReportData
+from crsbench.report.data import AXIS_LABELS, ReportData
 from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
 
 # Which command fills each kind of gap; one place, so the messages stay in step with the CLI.
