@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from crsbench.probes.grid import GridSummary
     from crsbench.report import ReportResult
     from crsbench.report.status import WarehouseStatus
+    from crsbench.warehouse.dictionary import Entry
     from crsbench.warehouse.panels import Panel
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "Leaderboard", "ProbeConfig"]
@@ -81,6 +82,14 @@ class Bench:
                 return wh.sql(query, params)
             except Exception as exc:  # duckdb raises many error types; all are the caller's query
                 raise CrsbenchError(f"query failed: {str(exc).splitlines()[0]}") from exc
+
+    def describe(self, name: str | None = None) -> list[Entry]:
+        """The data dictionary stored in the file: every table, view and macro with its comment
+        and columns (or parameters), or only the one called `name`."""
+        from crsbench.warehouse.dictionary import describe
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return describe(wh.con, name)
 
     def status(self) -> WarehouseStatus:
         """What the warehouse holds: datasets, encoders, feature sets, runs, panels, analyses."""

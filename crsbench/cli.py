@@ -14,7 +14,6 @@ from typing import Annotated
 import typer
 
 from crsbench.cli_app import DbOption, app
-from crsbench.cli_lazy import register_lazy
 from crsbench.core import EXIT_BUG, EXIT_USER, CrsbenchError
 from crsbench.core.constants import default_db_path
 from crsbench.output import console, emit
@@ -67,42 +66,6 @@ def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"
         sys.stdout.write(render(pa.Table.from_pandas(frame, preserve_index=False), fmt))
 
 
-# Every other command, by the module that registers it: imported only when it runs (crsbench.cli_lazy).
-register_lazy({
-    "make-suite": ("crsbench.cli_ingest", "Generate the embedded demo suite: toy ISIC 2019, APTOS 2019, CheXpert and "
-                                          "MIMIC-CXR-JPG stand-ins in their real published layouts, ready for "
-                                          "`crsbench ingest`."),
-    "ingest": ("crsbench.cli_ingest", "Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, "
-                                      "splits, label fractions."),
-    "shift": ("crsbench.cli_ingest", "Declare a distribution-shift pair SOURCE -> TARGET (both ingested, same label "
-                                     "names)."),
-    "datasets": ("crsbench.cli_ingest", "List the ingested datasets with their task, split sizes and shift targets."),
-    "dataset": ("crsbench.cli_ingest", "Manage one ingested dataset."),
-    "adapters": ("crsbench.cli_ingest", "List the dataset adapters and their options."),
-    "encoders": ("crsbench.cli_features", "List every encoder (built-in, TOML, plugin) with its origin, family, scope, "
-                                          "loader, input size."),
-    "extract": ("crsbench.cli_features", "Extract features for every depth and condition, once per encoder and dataset "
-                                         "(resumable)."),
-    "feature-sets": ("crsbench.cli_features", "List the feature-set catalog (dataset, encoder, regime, dims, complete)."),
-    "adapt": ("crsbench.cli_adapt", "Train LoRA adapters (one per seed), save them, and extract each variant as regime "
-                                    "lora-s<seed>."),
-    "probe": ("crsbench.cli_probes", "Fit the probe grid on cached features and record every evaluation (idempotent, "
-                                     "resumable)."),
-    "panel": ("crsbench.cli_panels", "Freeze and inspect reference panels (fixed-reference CRS)."),
-    "leaderboard": ("crsbench.cli_panels", "Print the CRS leaderboard with 95 % intervals and ties next to the AUROC "
-                                           "ranking, and the rank-agreement row; warn about noisy anchors and "
-                                           "incomplete cells."),
-    "analyze": ("crsbench.cli_analyses", "Run an analysis on the warehouse; its outputs become tables "
-                                         "analysis_NAME_*."),
-    "report": ("crsbench.cli_report", "Write the HTML report: CRS vs AUROC, profiles, rank reordering, per-dataset "
-                                      "tables, analyses."),
-    "status": ("crsbench.cli_report", "Summarise the warehouse: datasets, encoders, feature sets, runs, panels, "
-                                      "analyses."),
-    "export": ("crsbench.cli_export", "Export a view, table or read-only query as CSV, Parquet, JSON, Markdown or "
-                                      "LaTeX."),
-    "demo": ("crsbench.cli_demo", "Run the whole chain on the embedded toy suite (no downloads) and print the CRS "
-                                  "leaderboard."),
-})
 
 
 def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:

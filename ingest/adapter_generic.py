@@ -39,7 +39,7 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     arrays = read_npz(path, [f"{split}_{kind}" for split in MEDMNIST_SPLITS for kind in ("images", "labels")])
     for split in MEDMNIST_SPLITS:
         _check_npz_arrays(path.name, split, arrays[f"{split}_images"], arrays[f"{split}_labels"])
-    shapes = {arrays[f"{s}_labels"].reshape(len(arrays[f"{s}_labels"]), -1).shape[1] for s in MEDMNIST_SPLITS}
+    shapes = {_label_rows(arrays[f"{s}_labels"]).shape[1] for s in MEDMNIST_SPLITS}
     if len(shapes) != 1:
         raise InputError(f"{path.name}: label arrays have different widths across splits: {sorted(shapes)}")
     width = shapes.pop()
@@ -63,7 +63,7 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         raise InputError(f"{path.name}: {len(names)} label names given for {n_labels} labels")
     records = []
     for split, ours in MEDMNIST_SPLITS.items():
-        labels = arrays[f"{split}_labels"].reshape(len(arrays[f"{split}_labels"]), -1)
+        labels = _label_rows(arrays[f"{split}_labels"])
         for i, row in enumerate(labels):
             with log.row(f"{path.name}:{split}_labels", i):
                 label = _medmnist_label(row, task, n_labels)
@@ -85,6 +85,12 @@ def _check_npz_arrays(file: str, split: str, images: np.ndarray, labels: np.ndar
         raise InputError(f"{file}: {split}_images has {images.shape[3]} channels (expected 1, 3 or 4)")
     if labels.dtype.kind not in "biuf":
         raise InputError(f"{file}: {split}_labels must be numeric, got {labels.dtype}")
+
+
+def _label_rows(labels: np.ndarray) -> np.ndarray:
+    """(n, width) view of a label array; an empty split keeps its declared width."""
+    width = int(np.prod(labels.shape[1:])) if labels.ndim > 1 else 1
+    return labels.reshape(len(labels), width)
 
 
 def _largest_label(labels: np.ndarray) -> int:

@@ -35,18 +35,54 @@ Definitions (where conventions differ, this is the one crsbench uses):
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from crsbench.core.schema import Column
 from crsbench.ingest.types import CrsbenchError, Task
 
 N_BINS = 15
 _EPS = float(np.finfo(np.float64).eps)
 
 MetricFn = Callable[[np.ndarray, np.ndarray, Task], float]
+
+
+@dataclasses.dataclass(frozen=True)
+class Metric:
+    """A run-record metric: the function and the `runs` column it fills (DOUBLE, documented)."""
+
+    fn: MetricFn
+    column: Column
+
+    @property
+    def name(self) -> str:
+        return self.column.name
+
+
+# Registration order is the column order of the run record (after its identity columns).
+METRICS: dict[str, Metric] = {}
+
+
+def register_metric(name: str, doc: str) -> Callable[[MetricFn], MetricFn]:
+    """Decorator: `fn(y, p, task) -> float` fills run-record column `name`, documented by `doc`
+    (what it is, range, which way is better, METHODS section). The column reaches the run
+    record, the Parquet parts and the warehouse's `runs` view with no other change."""
+    def wrap(fn: MetricFn) -> MetricFn:
+        if name in METRICS:
+            raise ValueError(f"metric {name!r} registered twice")
+        METRICS[name] = Metric(fn, Column(name, "DOUBLE", doc))
+        return fn
+
+    return wrap
+
+
+def metric_columns() -> list[Column]:
+    """The run-record columns of the registered metrics, in registration order."""
+    return [m.column for m in METRICS.values()]
 
 
 def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[np.ndarray, np.ndarray, Task]:
@@ -123,6 +159,11 @@ def _onehot(y: np.ndarray, k: int) -> np.ndarray:
 
 # -- the metrics ---------------------------------------------------------------------------
 
+@register_metric(
+    "auroc",
+    "Macro one-vs-rest AUROC over the classes (or labels) whose test labels hold both "
+    "outcomes; ties count half. [0, 1], 0.5 = chance, higher is better. docs/METHODS.md §4.",
+)
 def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     target = y if task is Task.MULTILABEL else _onehot(y, p.shape[1])
@@ -131,18 +172,35 @@ def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     return float(np.mean(defined)) if defined else float("nan")
 
 
+@register_metric(
+    "ece",
+    "Expected calibration error, 15 equal-width confidence bins (top-label for "
+    "multiclass/ordinal, mean of per-label binary ECE for multilabel). [0, 1], lower is "
+    "better. docs/METHODS.md §4.",
+)
 def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
     gaps = [_bin_gap(c, h, _width_bins(c, n_bins), n_bins) for c, h in _calibration_pairs(y, p, task)]
     return float(np.mean(gaps))
 
 
+@register_metric(
+    "ece_adaptive",
+    "Adaptive ECE: as ece with 15 equal-mass bins. [0, 1], lower is better. docs/METHODS.md "
+    "§4.",
+)
 def adaptive_ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
     gaps = [_bin_gap(c, h, _mass_bins(c, n_bins), n_bins) for c, h in _calibration_pairs(y, p, task)]
     return float(np.mean(gaps))
 
 
+@register_metric(
+    "brier",
+    "Brier score: mean squared error of the probabilities against the one-hot truth (summed "
+    "over classes; mean over labels for multilabel). [0, 2] multiclass, [0, 1] multilabel; "
+    "lower is better. docs/METHODS.md §4.",
+)
 def brier(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     if task is Task.MULTILABEL:
@@ -150,6 +208,11 @@ def brier(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     return float(np.mean(np.sum((p - _onehot(y, p.shape[1])) ** 2, axis=1)))
 
 
+@register_metric(
+    "nll",
+    "Negative log-likelihood in nats (mean binary log-loss over labels for multilabel); "
+    "probabilities clipped to float64 eps. >= 0, lower is better. docs/METHODS.md §4.",
+)
 def nll(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     q = np.clip(p, _EPS, 1.0 - _EPS)
@@ -158,6 +221,11 @@ def nll(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     return float(-np.mean(np.log(q[np.arange(len(y)), y])))
 
 
+@register_metric(
+    "accuracy",
+    "Accuracy of the argmax (multilabel: mean over labels of (p >= 0.5) == y). [0, 1], higher"
+    " is better. docs/METHODS.md §4.",
+)
 def accuracy(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     if task is Task.MULTILABEL:
@@ -165,6 +233,12 @@ def accuracy(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     return float(np.mean(p.argmax(axis=1) == y))
 
 
+@register_metric(
+    "mean_confidence",
+    "Mean confidence of the prediction accuracy scores (max p; multilabel max(p, 1 - p)). [0,"
+    " 1]; neither direction is better: compare with accuracy (confidence above accuracy = "
+    "overconfident). docs/METHODS.md §4.",
+)
 def mean_confidence(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     if task is Task.MULTILABEL:
@@ -172,6 +246,11 @@ def mean_confidence(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     return float(np.mean(p.max(axis=1)))
 
 
+@register_metric(
+    "qwk",
+    "Quadratic weighted kappa between argmax grade and true grade, ordinal tasks only (NaN "
+    "otherwise). [-1, 1], 1 = perfect agreement, higher is better. docs/METHODS.md §4.",
+)
 def qwk(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     if task is not Task.ORDINAL:
@@ -189,25 +268,16 @@ def qwk(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     return float(1.0 - (weights * observed).sum() / denominator)
 
 
+@register_metric(
+    "ordinal_mae",
+    "Mean absolute error in grades of the argmax grade, ordinal tasks only (NaN otherwise). "
+    "[0, K - 1] grades, lower is better. docs/METHODS.md §4.",
+)
 def ordinal_mae(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     if task is not Task.ORDINAL:
         return float("nan")
     return float(np.mean(np.abs(p.argmax(axis=1) - y)))
-
-
-# The run-record column each metric fills, in RUNS_SCHEMA order.
-METRICS: dict[str, MetricFn] = {
-    "auroc": macro_auroc,
-    "ece": ece,
-    "ece_adaptive": adaptive_ece,
-    "brier": brier,
-    "nll": nll,
-    "accuracy": accuracy,
-    "mean_confidence": mean_confidence,
-    "qwk": qwk,
-    "ordinal_mae": ordinal_mae,
-}
 
 
 def reliability_bins(y: np.ndarray, p: np.ndarray, task: Task | str,
@@ -230,4 +300,4 @@ def reliability_bins(y: np.ndarray, p: np.ndarray, task: Task | str,
 def all_metrics(y: np.ndarray, p: np.ndarray, task: Task | str) -> dict[str, float]:
     """Every run-record metric of one evaluation, keyed by its `runs` column name."""
     y, p, task = check_predictions(y, p, task)
-    return {column: fn(y, p, task) for column, fn in METRICS.items()}
+    return {name: metric.fn(y, p, task) for name, metric in METRICS.items()}

@@ -1,7 +1,8 @@
 """Fit keys, their ids and the run-record frames the probes hand to the warehouse.
 
-The column lists mirror `crsbench.warehouse.schema.RUNS_SCHEMA` / `PREDICTIONS_SCHEMA`
-(probes may not import the warehouse; `tests/test_probes_grid.py` checks they agree).
+The run record's columns are declared once, in `crsbench.core.schema` (identity and context)
+and by each metric's registration (`crsbench.probes.metrics.register_metric`); `runs_schema`
+puts them together, and the warehouse builds its Parquet parts and comments from it.
 """
 
 from __future__ import annotations
@@ -10,24 +11,21 @@ import dataclasses
 import hashlib
 import json
 
-import pandas as pd
-
 from crsbench.core import FROZEN, SHIFT
+from crsbench.core.schema import Schema, run_schema
 from crsbench.features.store import FeatureSetRef
+from crsbench.probes.metrics import metric_columns
 
-RUN_COLUMNS: tuple[str, ...] = (
-    "run_id", "fit_id", "encoder_id", "dataset_id", "eval_dataset_id", "regime", "probe",
-    "depth", "label_fraction", "seed", "condition", "auroc", "ece", "ece_adaptive", "brier",
-    "nll", "accuracy", "mean_confidence", "qwk", "ordinal_mae", "n_train", "n_test",
-    "fit_seconds", "pretrained", "code_version", "created_at",
-)
-PREDICTION_COLUMNS: tuple[str, ...] = (
-    "run_id", "fit_id", "eval_dataset_id", "condition", "row_index", "image_id", "probs",
-)
+
+def runs_schema() -> Schema:
+    """The run record as declared now, including every metric registered so far."""
+    return run_schema(metric_columns())
+
+
 # Conditions beyond the store's 16: the source's clean calib split (for recalibration
 # analyses) and the clean test split of a shift target (no retraining).
 CALIB = "calib"
-__all__ = ["CALIB", "SHIFT", "FitKey", "PREDICTION_COLUMNS", "RUN_COLUMNS"]
+__all__ = ["CALIB", "SHIFT", "FitKey", "run_id", "runs_schema"]
 
 
 def _digest(*parts: object) -> str:
@@ -74,10 +72,3 @@ def run_id(fit_id: str, eval_dataset_id: str, condition: str) -> str:
     """The id of one evaluation of a fit: deterministic, so reruns produce the same ids."""
     return _digest("run", fit_id, eval_dataset_id, condition)
 
-
-def empty_runs() -> pd.DataFrame:
-    return pd.DataFrame({c: [] for c in RUN_COLUMNS})
-
-
-def empty_predictions() -> pd.DataFrame:
-    return pd.DataFrame({c: [] for c in PREDICTION_COLUMNS})

@@ -14,11 +14,12 @@ import time
 import numpy as np
 import pandas as pd
 
+from crsbench.core.schema import PREDICTIONS
 from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
-from crsbench.probes.records import CALIB, PREDICTION_COLUMNS, RUN_COLUMNS, SHIFT, FitKey, run_id
+from crsbench.probes.records import CALIB, SHIFT, FitKey, run_id, runs_schema
 from crsbench.probes.registry import Predictor, ProbeEntry, get_probe
 
 
@@ -194,8 +195,8 @@ def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, sour
                     "condition": ev.condition, "row_index": row_index,
                     "image_id": image_ids, "probs": list(probs.astype(np.float32)),
                 }))
-    runs = pd.DataFrame(run_rows, columns=list(RUN_COLUMNS))
-    predictions = pd.concat(pred_parts, ignore_index=True)[list(PREDICTION_COLUMNS)]
+    runs = pd.DataFrame(run_rows, columns=runs_schema().names)
+    predictions = pd.concat(pred_parts, ignore_index=True)[PREDICTIONS.names]
     return runs, predictions
 
 

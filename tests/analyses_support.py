@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
+from crsbench.probes.records import runs_schema
 from crsbench.warehouse.connection import Warehouse
-from crsbench.warehouse.schema import RUNS_SCHEMA
 
 _ids = itertools.count()
 
@@ -45,9 +45,9 @@ def run_row(encoder_id: str, dataset_id: str, *, condition: str = "clean", auroc
             ece: float = np.nan, seed: int = 0, depth: float = 1.0, fraction: float = 1.0,
             probe: str = "logreg", eval_dataset_id: str | None = None, fit_id: str | None = None,
             **metrics: float) -> dict:
-    """One run record with every RUNS_SCHEMA column (unspecified metrics NaN)."""
+    """One run record with every run-record column (unspecified metrics NaN)."""
     fit_id = fit_id or f"{encoder_id}|{dataset_id}|{probe}|{depth}|{fraction}|{seed}"
-    row = {f.name: None for f in RUNS_SCHEMA}
+    row = {name: None for name in runs_schema().names}
     row.update(
         run_id=f"run{next(_ids)}", fit_id=fit_id, encoder_id=encoder_id, dataset_id=dataset_id,
         eval_dataset_id=eval_dataset_id or dataset_id, regime="frozen", probe=probe, depth=depth,

@@ -14,10 +14,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core.schema import PREDICTIONS
 from crsbench.features.store import PERTURBED_CONDITIONS
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
 from crsbench.probes.metrics import all_metrics
-from crsbench.probes.records import PREDICTION_COLUMNS, RUN_COLUMNS, FitKey, run_id
+from crsbench.probes.records import FitKey, run_id, runs_schema
 from crsbench.probes.synthetic import make_dataset
 from crsbench.warehouse.connection import Warehouse, parts_dir_for
 from crsbench.warehouse.datasets import load_dataset
@@ -44,7 +45,8 @@ def _probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generat
     return (z / z.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-def cell_batches(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cell_batches(ds: Dataset, encoder: str, quality: float, k: int,
+                 perturbed: tuple[str, ...] = CONDITIONS) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs and predictions of one (encoder, dataset) cell: clean at every fraction x seed,
     the perturbed conditions at fraction 1.0."""
     rows = ds.split_rows("test")
@@ -54,7 +56,7 @@ def cell_batches(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.
         for seed in FRACTION_SEEDS:
             key = FitKey(encoder, ds.name, 1.0, "logreg", fraction, seed)
             strength = quality * (0.8 + 0.2 * fraction ** 0.3)
-            conditions = ["clean", *CONDITIONS] if fraction == 1.0 else ["clean"]
+            conditions = ["clean", *perturbed] if fraction == 1.0 else ["clean"]
             for c, condition in enumerate(conditions):
                 noise_seed = 0 if fraction == 1.0 else seed
                 rng = np.random.default_rng([k, len(ds.name), int(fraction * 100), noise_seed, c])
@@ -71,8 +73,8 @@ def cell_batches(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.
                     "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ds.name,
                     "condition": condition, "row_index": rows.astype(np.int32),
                     "image_id": ds.images["image_id"].to_numpy()[rows], "probs": list(p)}))
-    return (pd.DataFrame(runs, columns=list(RUN_COLUMNS)),
-            pd.concat(preds, ignore_index=True)[list(PREDICTION_COLUMNS)])
+    return (pd.DataFrame(runs, columns=runs_schema().names),
+            pd.concat(preds, ignore_index=True)[PREDICTIONS.names])
 
 
 def build_world(folder: Path, encoders: dict[str, float] | None = None) -> Path:

@@ -27,7 +27,7 @@ def main(out: str) -> None:
                 "cxr": make_dataset("cxr", "multilabel", 400, 4, seed=2)}
     url = str(root / "features.zarr")
     for ds in datasets.values():
-        write_features(url, ds, "enc", 256, depths=(1.0,), chunk_rows=128, signal=0.3,
+        write_features(url, ds, "enc", 192, depths=(1.0,), chunk_rows=128, signal=0.3,
                        latent=64, decay=1.0)
     store = FeatureStore(url)
     fits = plan_fits(list(datasets), ["enc"], store, probes=("logreg", "knn"),

@@ -167,3 +167,18 @@ def test_leaderboard_shows_intervals_ties_and_agreement_intervals(world, capsys)
     assert all(row["crs_lo"] <= row["crs"] <= row["crs_hi"] for row in board.values())
     assert {row["statistic"] for row in payload["rank_agreement_intervals"]} == {
         "kendall_tau", "spearman_rho", "reversals"}
+
+
+def test_report_leaderboard_shows_tiers_intervals_and_anchor_noise(world, tmp_path):
+    from crsbench.bench import Bench
+
+    db, _ = world
+    Bench(db).report(tmp_path / "r.html")
+    html = (tmp_path / "r.html").read_text()
+    board = html[html.find("CRS leaderboard next to AUROC</h2>"):]
+    assert ">=1<" in board and "AUROC [95% interval]" in board
+    assert "images+seeds bootstrap" in board and "kendall_tau" in board
+    with Warehouse.open(db, read_only=True) as wh:
+        flagged = wh.sql("select count(*) as n from panel_anchor_noise where panel = ? "
+                         "and amplifies_noise", [PANEL])["n"].iloc[0]
+    assert board.count("amplifies noise") >= flagged > 0

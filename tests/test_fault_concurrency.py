@@ -34,6 +34,33 @@ def test_concurrent_probes_compute_every_fit_once(tmp_path, n_procs):
         "claims left behind"
 
 
+def test_a_duplicated_batch_never_reaches_a_view(tmp_path):
+    """Whatever the parts hold (a batch written twice, e.g. by a sweep without claims), the
+    `runs` and `predictions` views keep exactly one row per run_id and metrics_seed is unchanged."""
+    import shutil
+
+    db = synthetic_warehouse(tmp_path)
+    finish(start(PROBE_ARGS[:-2] + ["--batch-size", "4"], db))
+    parts = db.with_name(db.name + ".parts")
+    with Warehouse.open(db, read_only=True) as wh:
+        before = wh.sql("select * from metrics_seed order by all")
+        n_pred = wh.sql("select count(*) n from predictions")["n"].item()
+    for kind in ("runs", "predictions"):  # one batch again, under a later part name
+        first = sorted(p for p in (parts / kind).glob("part-*.parquet") if "empty" not in p.name)[0]
+        shutil.copy(first, first.with_name("part-99999999999999999999-dup.parquet"))
+    raw = raw_runs(db)
+    assert len(raw) > raw["run_id"].nunique()
+    with Warehouse.open(db, read_only=True) as wh:
+        viewed = wh.sql("select count(*) n, count(distinct run_id) d from runs")
+        preds = wh.sql("select count(*) n, count(distinct (run_id, row_index)) d from predictions")
+        after = wh.sql("select * from metrics_seed order by all")
+    assert viewed["n"].item() == viewed["d"].item() == raw["run_id"].nunique()
+    assert preds["n"].item() == preds["d"].item() == n_pred
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(after, before)
+
+
 def test_claim_is_exclusive_and_a_dead_holders_claim_is_taken_over(tmp_path):
     parts = tmp_path / "w.duckdb.parts"
     with FitClaims(parts) as a, FitClaims(parts) as b:

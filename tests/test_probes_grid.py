@@ -13,10 +13,9 @@ from sklearn.metrics import roc_auc_score
 from crsbench.features.store import CONDITIONS, FeatureStore
 from crsbench.ingest.types import CrsbenchError
 from crsbench.probes.grid import plan_fits, run_grid
-from crsbench.probes.records import PREDICTION_COLUMNS, RUN_COLUMNS, FitKey
+from crsbench.probes.records import FitKey
 from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.warehouse.connection import Warehouse
-from crsbench.warehouse.schema import PREDICTIONS_SCHEMA, RUNS_SCHEMA
 
 torch.set_num_threads(1)
 SMALL = dict(probes=("logreg", "knn"), fractions=(0.1, 1.0), seeds=(0, 1), depths=(1.0,))
@@ -53,11 +52,6 @@ def sweep(setup, sink, done=frozenset(), **kwargs):
 
 def comparable(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.drop(columns=VOLATILE).sort_values("run_id").reset_index(drop=True)
-
-
-def test_columns_match_the_warehouse_schemas():
-    assert list(RUN_COLUMNS) == RUNS_SCHEMA.names
-    assert list(PREDICTION_COLUMNS) == PREDICTIONS_SCHEMA.names
 
 
 def test_default_plan_is_the_paper_grid(setup):

@@ -19,12 +19,14 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from crsbench.core import CrsbenchError, crs_constants_sql
 from crsbench.core.constants import DEFAULT_DB, default_db_path
 from crsbench.warehouse import parts
+from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, glob_escape, parts_dir_for
-from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_VERSION, duckdb_type
+from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_INFO, SCHEMA_VERSION, duckdb_type
 
 __all__ = ["DEFAULT_DB", "MissingPartsWarning", "Warehouse", "default_db_path", "parts_dir_for", "sql_files"]
 
@@ -199,10 +201,12 @@ class Warehouse:
         current = self.schema_version()
         if current < SCHEMA_VERSION:
             with self.transaction():
-                self.con.execute(
-                    "create table if not exists schema_info(version integer, applied_at timestamp, "
-                    "crsbench_version varchar)"
-                )
+                self.con.execute(SCHEMA_INFO.create_sql())
+                # Each migration below records itself with every schema_info column, so an older
+                # schema_info gains its later columns first.
+                for version in range(2, SCHEMA_VERSION + 1):
+                    for statement in SCHEMA_INFO.add_column_sql(version):
+                        self.con.execute(statement)
                 for version in range(current, SCHEMA_VERSION):
                     for statement in MIGRATIONS[version]:
                         self.con.execute(statement)
@@ -231,10 +235,12 @@ class Warehouse:
             folder = self.parts_dir / kind
             folder.mkdir(parents=True, exist_ok=True)
             empty = folder / EMPTY_PART
-            if not empty.exists():
+            # The empty part carries the declared schema, so every declared column (a newly
+            # registered metric too) is in the views before any part holds it.
+            if not empty.exists() or not _same_fields(pq.read_schema(empty), schema):
                 parts.atomic_write_parquet(schema.empty_table(), empty)
-        self._drop_compacted_parts()
-        self._drop_orphan_predictions()
+        folded = self.con.execute("select kind, part from parts_ledger where state = 'compacted'").fetchall()
+        parts.drop_stale(self.parts_dir, folded)
 
     def attach_parts(self, sources: dict[str, list[Path]] | None = None) -> None:
         """Point this connection's temporary `<kind>_parts` views at this copy's parts.
@@ -275,6 +281,7 @@ class Warehouse:
             pattern = glob_escape(f"{self.parts_dir.name}/{kind}/") + PART_PATTERN if pending else None
             self.con.execute(f"create or replace view main.{kind}_parts as "
                              f"{parts.part_relation_sql(schema, pattern)}")
+        apply_comments(self.con, only=[f"{kind}_parts" for kind in PART_SCHEMAS])
 
     def expect_appends(self) -> None:
         """Make the persisted part views read the parts folder: batches are about to be appended."""
@@ -309,6 +316,7 @@ class Warehouse:
                     self.con.execute(text)
                 except duckdb.Error as exc:
                     raise RuntimeError(f"sql/{name} failed: {exc}") from exc
+            apply_comments(self.con)
 
     def _record_parts(self) -> None:
         known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
@@ -323,25 +331,6 @@ class Warehouse:
         pending = self.con.execute(
             "select kind, part from parts_ledger where state = 'pending' order by part, kind").fetchall()
         return [f"{kind}/{name}" for kind, name in pending if not (self.parts_dir / kind / name).exists()]
-
-    def _drop_compacted_parts(self) -> None:
-        # A compaction that crashed after its commit leaves parts already folded into the file; the
-        # views ignore them (the ledger names them), and here they go.
-        for kind, name in self.con.execute(
-                "select kind, part from parts_ledger where state = 'compacted'").fetchall():
-            (self.parts_dir / kind / name).unlink(missing_ok=True)
-
-    def _drop_orphan_predictions(self) -> None:
-        runs = {p.name for p in (self.parts_dir / "runs").glob(PART_PATTERN)}
-        for kind in ("predictions", "batches"):
-            for part in parts.data_parts(self.parts_dir / kind):
-                # Only a writer that died between its renames leaves these behind,
-                # and parts older than a minute cannot belong to a batch in flight.
-                if part.name not in runs and time.time() - part.stat().st_mtime > 60:
-                    part.unlink(missing_ok=True)
-        for tmp in self.parts_dir.glob("*/.tmp-*"):
-            if time.time() - tmp.stat().st_mtime > 60:
-                tmp.unlink(missing_ok=True)
 
     @contextmanager
     def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -364,11 +353,13 @@ class Warehouse:
         """An ibis DuckDB backend over the same connection (tables and views as ibis tables).
 
         The whole backend API works (`list_tables()`, `table()`, `sql()`, `to_pyarrow_batches()`, ...):
-        ibis 12 still calls DuckDB result methods that duckdb 2 renamed, which `_IbisConnection` maps.
+        ibis 12 still calls DuckDB result methods that duckdb 2 renamed, which `IbisConnection` maps.
         """
         import ibis
 
-        return ibis.duckdb.from_connection(_IbisConnection(self.con))
+        from crsbench.warehouse.ibis_backend import IbisConnection
+
+        return ibis.duckdb.from_connection(IbisConnection(self.con))
 
     def table(self, name: str):
         return self.ibis().table(name)
@@ -423,35 +414,5 @@ class Warehouse:
         return compact(self)
 
 
-class _IbisConnection:
-    """A DuckDB connection as ibis 12 expects it: `fetch_arrow_table` / `fetch_record_batch` on
-    results, which duckdb 2 spells `to_arrow_table` / `to_arrow_reader`."""
-
-    def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
-        self._con = con
-
-    def __getattr__(self, name: str):
-        return getattr(self._con, name)
-
-    def __enter__(self) -> "_IbisConnection":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._con.close()
-
-    def execute(self, *args, **kwargs) -> "_IbisConnection":
-        self._con.execute(*args, **kwargs)
-        return self
-
-    def cursor(self) -> "_IbisConnection":
-        return _IbisConnection(self._con.cursor())
-
-    def fetch_arrow_table(self) -> pa.Table:
-        with warnings.catch_warnings():  # duckdb notes the copy a DB-API result costs; ibis needs it
-            warnings.simplefilter("ignore")
-            return self._con.to_arrow_table()
-
-    def fetch_record_batch(self, rows_per_batch: int = 1_000_000) -> pa.RecordBatchReader:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return self._con.to_arrow_reader(rows_per_batch)
+def _same_fields(a: pa.Schema, b: pa.Schema) -> bool:
+    return [(f.name, f.type) for f in a] == [(f.name, f.type) for f in b]

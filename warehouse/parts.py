@@ -54,6 +54,27 @@ def read_part_list_sql(paths: list[Path]) -> str:
             f"read_parquet([{items}], union_by_name = true, filename = true)")
 
 
+def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
+    """Delete what no view may read any more: parts already folded into the file, and leftovers.
+
+    A compaction that crashed after its commit leaves `folded` parts behind (the views already
+    ignore them). Only a writer that died between its renames leaves a predictions or batches part
+    without its runs part, or a temporary file; older than a minute, none belongs to a batch in flight.
+    """
+    import time
+
+    for kind, name in folded:
+        (parts_dir / kind / name).unlink(missing_ok=True)
+    runs = {p.name for p in (parts_dir / "runs").glob(PART_PATTERN)}
+    for kind in ("predictions", "batches"):
+        for part in data_parts(parts_dir / kind):
+            if part.name not in runs and time.time() - part.stat().st_mtime > 60:
+                part.unlink(missing_ok=True)
+    for tmp in parts_dir.glob("*/.tmp-*"):
+        if time.time() - tmp.stat().st_mtime > 60:
+            tmp.unlink(missing_ok=True)
+
+
 def new_part_name() -> str:
     import time
 

@@ -19,15 +19,6 @@ import duckdb
 
 from crsbench.ingest.types import Dataset
 
-RETIRE_DDL: list[str] = [
-    """create table if not exists retired_fits(
-        fit_id varchar, dataset_id varchar, data_digest varchar, reason varchar,
-        retired_at timestamp)""",
-    """create table if not exists retired_feature_sets(
-        dataset_id varchar, encoder_id varchar, regime varchar, image_digest varchar,
-        record json, retired_at timestamp)""",
-]
-
 
 @dataclasses.dataclass(frozen=True)
 class Impact:

@@ -1,4 +1,4 @@
-"""Bootstrap of the CRS ranking (SPEC 6): test images jointly with seeds, or seeds alone.
+"""Bootstrap of the CRS ranking (METHODS.md §10): test images jointly with seeds, or seeds alone.
 
 `resample`:
 * `images+seeds` (default): each replicate draws, per dataset, a multiset of its label-fraction

@@ -21,6 +21,7 @@ from typing import Any
 import pandas as pd
 
 from crsbench.core import CrsbenchError, Registry, __version__
+from crsbench.core.schema import sql_literal
 from crsbench.warehouse.connection import Warehouse
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -166,6 +167,11 @@ def store_result(wh: Warehouse, name: str, result: AnalysisResult,
                 "insert into analyses values (?, ?, ?, ?, current_timestamp)",
                 [name, table, params_json, __version__],
             )
+            # The data dictionary inside the file (crsbench describe); COMMENT takes no parameters.
+            part = table.removeprefix(f"analysis_{name}_")
+            doc = (f"Output '{part}' of analysis {name} (crsbench analyze {name}): {get_analysis(name).description} "
+                   f"Parameters and code version: table analyses. docs/METHODS.md §10-§12.")
+            con.execute(f'comment on table "{table}" is {sql_literal(doc)}')
     return list(names)
 
 

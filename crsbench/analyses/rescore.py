@@ -96,41 +96,48 @@ def missing_cells(runs: pd.DataFrame, have: set[int]) -> list[str]:
 def rescore(wh: Warehouse, runs: pd.DataFrame, tests: Mapping[str, EvalImages],
             weights: Mapping[str, np.ndarray], workers: int | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(auroc, ece), each (n_runs, R + 1): run `key` scored under each eval dataset's weight
-    columns (column 0 = every image once). ECE is NaN where no axis reads it."""
-    predictions = _load_predictions(wh, runs)
-    gaps = missing_cells(runs, set(predictions))
-    if gaps:
-        raise CrsbenchError("bootstrap: predictions missing for " + "; ".join(gaps)
-                            + " (rerun 'crsbench probe' for these cells, or use --resample seeds)")
+    columns (column 0 = every image once). ECE is NaN where no axis reads it. Predictions are
+    read one eval dataset at a time, so memory holds one dataset's predictions, not all."""
     width = next(iter(weights.values())).shape[1]
     auroc = np.full((len(runs), width), np.nan)
     ece = np.full((len(runs), width), np.nan)
     needs_ece = _needs_ece(runs)
-    # Identical predictions on the same eval set score identically: one job per distinct set.
-    jobs: dict[tuple[str, bytes], list[int]] = defaultdict(list)
-    for key, eval_id in zip(runs["key"], runs["eval_dataset_id"]):
-        rows, probs = predictions[int(key)]
-        test = tests[eval_id]
+    gaps: list[str] = []
+    for eval_id, group in runs.groupby("eval_dataset_id", sort=True):
+        predictions = _load_predictions(wh, group)
+        gaps += missing_cells(group, set(predictions))
+        if gaps:
+            continue
+        _score_eval_set(eval_id, group, predictions, tests[eval_id], weights[eval_id], needs_ece,
+                        auroc, ece, workers)
+    if gaps:
+        raise CrsbenchError("bootstrap: predictions missing for " + "; ".join(sorted(set(gaps)))
+                            + " (rerun 'crsbench probe' for these cells, or use --resample seeds)")
+    ece[~needs_ece] = np.nan
+    return auroc, ece
+
+
+def _score_eval_set(eval_id: str, runs: pd.DataFrame,
+                    predictions: Mapping[int, tuple[np.ndarray, np.ndarray]], test: EvalImages,
+                    weights: np.ndarray, needs_ece: np.ndarray, auroc: np.ndarray, ece: np.ndarray,
+                    workers: int | None) -> None:
+    # Identical predictions score identically: one job per distinct prediction set.
+    jobs: dict[bytes, list[int]] = defaultdict(list)
+    for run in runs.itertuples():
+        rows, probs = predictions[int(run.key)]
         if len(rows) != len(test.row_index) or not np.array_equal(rows, test.row_index):
-            run = runs.iloc[int(key)]
             raise CrsbenchError(
                 f"bootstrap: run {run.run_id} ({run.dataset_id} x {run.encoder_id}, {run.condition}) "
                 f"has predictions for {len(rows)} rows, not the {len(test.row_index)} test images of "
                 f"{eval_id}")
-        digest = hashlib.blake2b(probs.tobytes(), digest_size=16).digest()
-        jobs[(eval_id, digest)].append(int(key))
+        jobs[hashlib.blake2b(probs.tobytes(), digest_size=16).digest()].append(int(run.key))
 
-    def score(item: tuple[tuple[str, bytes], list[int]]) -> None:
-        (eval_id, _), keys = item
-        test = tests[eval_id]
+    def score(keys: list[int]) -> None:
         want_ece = bool(needs_ece[keys].any())
         scorer = RunScorer(test.labels, predictions[keys[0]][1], test.task, ece=want_ece)
-        values = scorer.auroc(weights[eval_id])
-        auroc[keys] = values
+        auroc[keys] = scorer.auroc(weights)
         if want_ece:
-            ece[keys] = scorer.ece(weights[eval_id])
+            ece[keys] = scorer.ece(weights)
 
     with ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        list(pool.map(score, jobs.items()))
-    ece[~needs_ece] = np.nan
-    return auroc, ece
+        list(pool.map(score, jobs.values()))

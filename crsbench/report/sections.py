@@ -13,6 +13,7 @@ import pandas as pd
 
 from crsbench.core import AXES
 from crsbench.report import figures as figs
+from crsbench.report import uncertainty
 from crsbench.report.data import AXIS_LABELS, ReportData
 from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
 
@@ -101,10 +102,28 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         return gap
     board = data.crs_encoder.copy()
     boot, cols = _bootstrap(data)
-    if boot is not None:
+    resample = None
+    if "bootstrap_intervals" in data.relations:
+        # Intervals and ties of the stored bootstrap_intervals (images+seeds preferred).
+        resample = uncertainty.bootstrap_resample(data.wh, data.panel)
+    if resample is not None:
+        board = uncertainty.with_intervals(data.wh, data.panel, board, resample)
+        cols = {"lo": "crs_lo", "hi": "crs_hi", "auroc_lo": "auroc_lo", "auroc_hi": "auroc_hi",
+                **{k: v for k, v in cols.items() if k in ("p_rank1", "p_top3")}}
+        if boot is not None and ("p_rank1" in cols or "p_top3" in cols):
+            keep = ["encoder_id", *(cols[k] for k in ("p_rank1", "p_top3") if k in cols)]
+            board = board.merge(boot[keep], on="encoder_id", how="left")
+    elif boot is not None:
         keep = ["encoder_id", *cols.values()]
         board = board.merge(boot[keep], on="encoder_id", how="left")
     members = set(data.members)
+
+    def auroc_cell(row: pd.Series) -> str:
+        text = fmt_number(row["auroc"])
+        if "auroc_lo" in cols and "auroc_hi" in cols:
+            text += (f' <span class="note">[{fmt_number(row[cols["auroc_lo"]])}, '
+                     f'{fmt_number(row[cols["auroc_hi"]])}]</span>')
+        return text
 
     def crs_cell(row: pd.Series) -> str:
         text = fmt_number(row["crs"])
@@ -119,7 +138,8 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         return f'<span class="{"up" if moved > 0 else "down"}">{"+" if moved > 0 else ""}{moved}</span>'
 
     columns = {
-        "CRS rank": lambda r: fmt_number(r["crs_rank"], 0),
+        "CRS rank": lambda r: (esc(str(r["tier"])) if resample is not None and pd.notna(r.get("tier"))
+                               else fmt_number(r["crs_rank"], 0)),
         "Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"),
                                           r["encoder_id"] in members),
         "CRS" + (" [95% interval]" if "lo" in cols else ""): crs_cell,
@@ -129,15 +149,26 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     if "p_top3" in cols:
         columns["P(top 3)"] = lambda r: fmt_number(r[cols["p_top3"]], 2)
     columns |= {
-        "AUROC": lambda r: fmt_number(r["auroc"]),
+        "AUROC" + (" [95% interval]" if "auroc_lo" in cols else ""): auroc_cell,
         "AUROC rank": lambda r: fmt_number(r["auroc_rank"], 0),
         "rank change": shift,
         "Dominance": lambda r: fmt_number(r["dominance"]),
         "Ideal point": lambda r: fmt_number(r["ideal"]),
         "Worst axis": lambda r: fmt_number(r["worst"]),
     }
-    note = ("" if boot is not None else
+    note = ("" if boot is not None or resample is not None else
             f'<p class="note">No bootstrap intervals yet: run <code>{esc(FILL["bootstrap"])}</code>.</p>')
+    if resample is not None:
+        agree = uncertainty.agreement_intervals(data.wh, data.panel, resample)
+        stats = "; ".join(f"{r.statistic} {fmt_number(r.estimate)} [{fmt_number(r.lo)}, {fmt_number(r.hi)}]"
+                          for r in agree.itertuples())
+        note += (f'<p class="note">Intervals: 95 % percentile, {esc(resample)} bootstrap. '
+                 "Rank =1: the interval of the CRS gap to the leader contains 0, so the data cannot "
+                 f"separate the encoder from the leader. AUROC vs CRS ranking: {esc(stats)}.</p>")
+        note += "".join(f'<p class="note warning">Warning: {esc(w)}.</p>'
+                        for w in uncertainty.anchor_noise_warnings(data.wh, data.panel, resample))
+    note += "".join(f'<p class="note warning">Incomplete (left out of the CRS): {esc(m)}</p>'
+                    for m in uncertainty.missing_lines(data.wh))
     return (f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
             f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
             f"(positive: the encoder rises under CRS).</p>"
@@ -239,7 +270,7 @@ def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
 def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
     boot, cols = _bootstrap(data)
     if boot is None or boot.empty:
-        return Missing("No paired-seed bootstrap results for this panel.", FILL["bootstrap"])
+        return Missing("No bootstrap results for this panel.", FILL["bootstrap"])
     boot = boot.copy()
     boot["label"] = [data.label(e) for e in boot["encoder_id"]]
     colors = figs.palette(boot["label"].tolist())
@@ -249,6 +280,6 @@ def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
     out.append(sink.embed("bootstrap_intervals",
                           figs.interval_chart(boot, "crs", cols["lo"], cols["hi"],
                                               "CRS with 95% bootstrap interval", colors),
-                          "CRS point estimate with its 95% paired-seed bootstrap interval"))
+                          "CRS point estimate with its 95% bootstrap interval"))
     return "".join(out)
 

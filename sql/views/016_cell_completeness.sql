@@ -1,5 +1,6 @@
 -- One row per cell (encoder, dataset, regime) with any run: how many runs of its grid it holds
 -- and lacks (grid_missing); `complete` only when it lacks none.
+-- docs/METHODS.md §3 (the probe grid).
 create or replace view cell_completeness as
 with cells as (
     select encoder_id, dataset_id, regime, count(*) as n_runs
@@ -15,10 +16,10 @@ select c.encoder_id, c.dataset_id, c.regime, c.n_runs, coalesce(g.n_missing, 0) 
 from cells c
 left join gaps g using (encoder_id, dataset_id, regime);
 
-comment on view cell_completeness is 'One row per cell (encoder, dataset, regime) with any run: runs of its grid held and lacking; complete only when none is lacking.';
-comment on column cell_completeness.encoder_id is 'Encoder of the cell.';
-comment on column cell_completeness.dataset_id is 'Dataset of the cell.';
-comment on column cell_completeness.regime is 'frozen, or the adaptation regime.';
-comment on column cell_completeness.n_runs is 'Distinct grid keys the cell has a run for.';
-comment on column cell_completeness.n_missing is 'Grid keys the cell has no run for (rows of grid_missing).';
-comment on column cell_completeness.complete is 'True when every fraction x seed x condition x probe x depth of the grid has a run.';
+comment on view cell_completeness is 'One row per cell (encoder, dataset, regime) with any run: runs of its grid held and lacking; complete only when none is lacking. docs/METHODS.md §3.';
+comment on column cell_completeness.encoder_id is 'Encoder of the cell. docs/METHODS.md §3.';
+comment on column cell_completeness.dataset_id is 'Dataset of the cell. docs/METHODS.md §3.';
+comment on column cell_completeness.regime is 'frozen, or the adaptation regime. docs/METHODS.md §3.';
+comment on column cell_completeness.n_runs is 'Distinct grid keys the cell has a run for. docs/METHODS.md §3.';
+comment on column cell_completeness.n_missing is 'Grid keys the cell has no run for (rows of grid_missing). docs/METHODS.md §3.';
+comment on column cell_completeness.complete is 'True when every fraction x seed x condition x probe x depth of the grid has a run. docs/METHODS.md §3.';

@@ -5,17 +5,18 @@
 -- label_efficiency, robustness, auroc_rank (rank by AUROC among the members), crs_gap (the
 -- leader's CRS minus this encoder's, paired per replicate: lo <= 0 means tied with the leader),
 -- and, per panel, kendall_tau, spearman_rho, reversals (CRS ranking against AUROC ranking).
+-- docs/METHODS.md §10 (Uncertainty).
 create table if not exists bootstrap_intervals(
     panel varchar, resample varchar, encoder_id varchar, dataset_id varchar, metric varchar,
     estimate double, lo double, hi double, replicates bigint);
 
-comment on table bootstrap_intervals is 'One row per (panel, resample, encoder, dataset, metric) of a bootstrap: point estimate and 95 % percentile interval. dataset_id NULL = aggregate; encoder_id NULL = a panel statistic.';
-comment on column bootstrap_intervals.panel is 'The frozen panel (or cohort) the bootstrap ranked.';
-comment on column bootstrap_intervals.resample is 'What was resampled: images+seeds (test images stratified by class and grouped by patient, jointly with the label-fraction seeds), seeds (the paired-seed bootstrap) or images.';
-comment on column bootstrap_intervals.encoder_id is 'The encoder; NULL for statistics of the whole panel (kendall_tau, spearman_rho, reversals).';
-comment on column bootstrap_intervals.dataset_id is 'The dataset; NULL for the aggregate over datasets.';
-comment on column bootstrap_intervals.metric is 'crs, discrimination, calibration, label_efficiency, robustness, auroc_rank, crs_gap, kendall_tau, spearman_rho or reversals.';
-comment on column bootstrap_intervals.estimate is 'The point estimate (replicate 0: every seed and image once).';
-comment on column bootstrap_intervals.lo is '2.5th percentile over the replicates.';
-comment on column bootstrap_intervals.hi is '97.5th percentile over the replicates.';
-comment on column bootstrap_intervals.replicates is 'Replicates with a value for this row.';
+comment on table bootstrap_intervals is 'One row per (panel, resample, encoder, dataset, metric) of a bootstrap: point estimate and 95 % percentile interval. dataset_id NULL = aggregate; encoder_id NULL = a panel statistic. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.panel is 'The frozen panel (or cohort) the bootstrap ranked. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.resample is 'What was resampled: images+seeds (test images stratified by class and grouped by patient, jointly with the label-fraction seeds), seeds (the paired-seed bootstrap) or images. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.encoder_id is 'The encoder; NULL for statistics of the whole panel (kendall_tau, spearman_rho, reversals). docs/METHODS.md §10.';
+comment on column bootstrap_intervals.dataset_id is 'The dataset; NULL for the aggregate over datasets. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.metric is 'crs, discrimination, calibration, label_efficiency, robustness, auroc_rank, crs_gap, kendall_tau, spearman_rho or reversals. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.estimate is 'The point estimate (replicate 0: every seed and image once). docs/METHODS.md §10.';
+comment on column bootstrap_intervals.lo is '2.5th percentile over the replicates. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.hi is '97.5th percentile over the replicates. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.replicates is 'Replicates with a value for this row. docs/METHODS.md §10.';

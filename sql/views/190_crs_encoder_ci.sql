@@ -3,6 +3,7 @@
 -- have NULL intervals and resample NULL when the panel has no bootstrap yet) and the tier: '=1'
 -- for every encoder whose CRS gap to the leader has an interval reaching 0 when there are several
 -- ('1' when the leader stands alone), else its CRS rank.
+-- docs/METHODS.md §10 (Uncertainty).
 create or replace view crs_encoder_ci as
 with resamples as (
     select distinct panel, resample from bootstrap_intervals
@@ -45,25 +46,25 @@ select panel, resample, encoder_id, regime, crs, crs_lo, crs_hi, auroc, auroc_lo
        pretrained, replicates
 from tied;
 
-comment on view crs_encoder_ci is 'One row per (panel, resample, encoder, regime) of crs_encoder with 95 % bootstrap intervals of CRS and AUROC and the tier (=1: tied with the leader).';
-comment on column crs_encoder_ci.panel is 'The frozen panel.';
-comment on column crs_encoder_ci.resample is 'The bootstrap the intervals come from (images+seeds, seeds, images); NULL when the panel has none.';
-comment on column crs_encoder_ci.encoder_id is 'The encoder.';
-comment on column crs_encoder_ci.regime is 'frozen or an adaptation regime (intervals exist for frozen members only).';
-comment on column crs_encoder_ci.crs is 'Aggregate CRS (crs_encoder).';
-comment on column crs_encoder_ci.crs_lo is '2.5th percentile of the CRS over the replicates.';
-comment on column crs_encoder_ci.crs_hi is '97.5th percentile of the CRS over the replicates.';
-comment on column crs_encoder_ci.auroc is 'Aggregate AUROC (= discrimination).';
-comment on column crs_encoder_ci.auroc_lo is '2.5th percentile of the aggregate AUROC.';
-comment on column crs_encoder_ci.auroc_hi is '97.5th percentile of the aggregate AUROC.';
-comment on column crs_encoder_ci.tier is '=1 when the interval of the CRS gap to the leader reaches 0 (several encoders share rank 1), 1 for a leader alone, else the CRS rank.';
-comment on column crs_encoder_ci.gap_lo is '2.5th percentile of the leader''s CRS minus this encoder''s (paired per replicate).';
-comment on column crs_encoder_ci.gap_hi is '97.5th percentile of the CRS gap to the leader.';
-comment on column crs_encoder_ci.crs_rank is 'CRS rank against the panel (crs_encoder).';
-comment on column crs_encoder_ci.auroc_rank is 'AUROC rank against the panel (crs_encoder).';
-comment on column crs_encoder_ci.auroc_rank_lo is '2.5th percentile of the AUROC rank among the members.';
-comment on column crs_encoder_ci.auroc_rank_hi is '97.5th percentile of the AUROC rank among the members.';
-comment on column crs_encoder_ci.in_panel is 'Whether the encoder is a panel member.';
-comment on column crs_encoder_ci.n_datasets is 'Complete cells the aggregate averages.';
-comment on column crs_encoder_ci.pretrained is 'Whether the encoder carries pretrained weights.';
-comment on column crs_encoder_ci.replicates is 'Replicates with a CRS value.';
+comment on view crs_encoder_ci is 'One row per (panel, resample, encoder, regime) of crs_encoder with 95 % bootstrap intervals of CRS and AUROC and the tier (=1: tied with the leader). docs/METHODS.md §10.';
+comment on column crs_encoder_ci.panel is 'The frozen panel. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.resample is 'The bootstrap the intervals come from (images+seeds, seeds, images); NULL when the panel has none. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.encoder_id is 'The encoder. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.regime is 'frozen or an adaptation regime (intervals exist for frozen members only). docs/METHODS.md §10.';
+comment on column crs_encoder_ci.crs is 'Aggregate CRS (crs_encoder). docs/METHODS.md §10.';
+comment on column crs_encoder_ci.crs_lo is '2.5th percentile of the CRS over the replicates. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.crs_hi is '97.5th percentile of the CRS over the replicates. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.auroc is 'Aggregate AUROC (= discrimination). docs/METHODS.md §10.';
+comment on column crs_encoder_ci.auroc_lo is '2.5th percentile of the aggregate AUROC. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.auroc_hi is '97.5th percentile of the aggregate AUROC. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.tier is '=1 when the interval of the CRS gap to the leader reaches 0 (several encoders share rank 1), 1 for a leader alone, else the CRS rank. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.gap_lo is '2.5th percentile of the leader''s CRS minus this encoder''s (paired per replicate). docs/METHODS.md §10.';
+comment on column crs_encoder_ci.gap_hi is '97.5th percentile of the CRS gap to the leader. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.crs_rank is 'CRS rank against the panel (crs_encoder). docs/METHODS.md §10.';
+comment on column crs_encoder_ci.auroc_rank is 'AUROC rank against the panel (crs_encoder). docs/METHODS.md §10.';
+comment on column crs_encoder_ci.auroc_rank_lo is '2.5th percentile of the AUROC rank among the members. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.auroc_rank_hi is '97.5th percentile of the AUROC rank among the members. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.in_panel is 'Whether the encoder is a panel member. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.n_datasets is 'Complete cells the aggregate averages. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.pretrained is 'Whether the encoder carries pretrained weights. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.replicates is 'Replicates with a CRS value. docs/METHODS.md §10.';

@@ -4,6 +4,7 @@
 -- runs and the draws, not on the panel, so a member's rows from any bootstrap count (a cohort
 -- bootstrap run before freezing informs the freeze). amplifies_noise when range < 2 x noise:
 -- min-max normalisation over that panel then turns noise into CRS gaps.
+-- docs/METHODS.md §8.1 (anchors) and §10 (Uncertainty).
 create or replace view panel_anchor_noise as
 with ranges as (
     select panel, scope, axis, hi - lo as anchor_range from reference_anchors
@@ -22,13 +23,13 @@ select r.panel, w.resample, r.scope, r.axis, r.anchor_range, w.noise, w.n_member
 from ranges r
 join widths w on w.panel = r.panel and w.scope = r.scope and w.axis = r.axis;
 
-comment on view panel_anchor_noise is 'One row per (panel, resample, scope, axis): anchor range beside the bootstrap noise of the axis; amplifies_noise when range < 2 x noise.';
-comment on column panel_anchor_noise.panel is 'The frozen panel.';
-comment on column panel_anchor_noise.resample is 'The bootstrap resampling the noise comes from.';
-comment on column panel_anchor_noise.scope is 'A dataset, or global for the aggregate anchors.';
-comment on column panel_anchor_noise.axis is 'discrimination, calibration, label_efficiency or robustness.';
-comment on column panel_anchor_noise.anchor_range is 'hi - lo of the frozen anchors (max - min over the members).';
-comment on column panel_anchor_noise.noise is 'Median over the members of the 95 % bootstrap interval width of the axis.';
-comment on column panel_anchor_noise.n_members is 'Members with bootstrap intervals for the axis.';
-comment on column panel_anchor_noise.range_over_noise is 'anchor_range / noise.';
-comment on column panel_anchor_noise.amplifies_noise is 'True when anchor_range < 2 x noise: min-max normalisation amplifies noise on this axis.';
+comment on view panel_anchor_noise is 'One row per (panel, resample, scope, axis): anchor range beside the bootstrap noise of the axis; amplifies_noise when range < 2 x noise. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.panel is 'The frozen panel. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.resample is 'The bootstrap resampling the noise comes from. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.scope is 'A dataset, or global for the aggregate anchors. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.axis is 'discrimination, calibration, label_efficiency or robustness. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.anchor_range is 'hi - lo of the frozen anchors (max - min over the members). docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.noise is 'Median over the members of the 95 % bootstrap interval width of the axis. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.n_members is 'Members with bootstrap intervals for the axis. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.range_over_noise is 'anchor_range / noise. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.amplifies_noise is 'True when anchor_range < 2 x noise: min-max normalisation amplifies noise on this axis. docs/METHODS.md §8.1 and §10.';

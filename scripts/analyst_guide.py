@@ -1,0 +1,255 @@
+"""Write docs/ANALYST_GUIDE.md: ten questions an analyst asks of a warehouse, each with its SQL
+and the answer that SQL gives on the given warehouse (normally the demo's).
+
+    python scripts/analyst_guide.py --db demo-out/crsbench.duckdb
+    python scripts/analyst_guide.py --db demo-out/crsbench.duckdb --out /tmp/guide.md
+
+The warehouse is opened read-only. Every query uses only the views, the tables and the
+analysis outputs a demo warehouse holds; "the panel" is the most recently frozen one, so no
+query names a panel, an encoder or a dataset. tests/test_analyst_guide.py runs every query on a
+small generated warehouse and checks the answers against pandas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from crsbench.warehouse.connection import Warehouse
+
+DEFAULT_OUT = Path(__file__).resolve().parent.parent / "docs" / "ANALYST_GUIDE.md"
+LATEST_PANEL = "(select panel from panels order by frozen_at desc, panel limit 1)"
+MAX_ROWS = 15
+
+
+@dataclasses.dataclass(frozen=True)
+class Question:
+    title: str
+    why: str
+    sql: str
+
+
+QUESTIONS: tuple[Question, ...] = (
+    Question(
+        "Which encoder is the most reliable overall, and where would AUROC alone have put it?",
+        "The leaderboard: aggregate CRS against the latest frozen panel, next to the aggregate "
+        "AUROC, each with its rank among the panel (METHODS.md §8.4-§8.5).",
+        f"""select encoder_id, round(crs, 3) as crs, crs_rank, round(auroc, 3) as auroc, auroc_rank,
+       in_panel
+from crs_encoder
+where panel = {LATEST_PANEL} and regime = 'frozen'
+order by crs desc, encoder_id""",
+    ),
+    Question(
+        "Which encoder is most robust to blur at 50 % depth?",
+        "AUROC lost to Gaussian blur (all three severities) by the primary probe on features "
+        "taken half-way through the encoder, full labels, seed means, averaged over datasets "
+        "(METHODS.md §2.3, §5). A smaller drop is better.",
+        """with clean as (
+    select encoder_id, dataset_id, auroc_mean from metrics_seed
+    where probe = 'logreg' and depth = 0.5 and label_fraction = 1.0 and regime = 'frozen'
+      and condition = 'clean' and eval_dataset_id = dataset_id
+),
+blurred as (
+    select encoder_id, dataset_id, condition, auroc_mean from metrics_seed
+    where probe = 'logreg' and depth = 0.5 and label_fraction = 1.0 and regime = 'frozen'
+      and condition like 'gaussian_blur-s%' and eval_dataset_id = dataset_id
+)
+select b.encoder_id, round(avg(c.auroc_mean - b.auroc_mean), 4) as mean_auroc_drop,
+       round(max(c.auroc_mean - b.auroc_mean), 4) as worst_auroc_drop,
+       count(distinct b.dataset_id) as n_datasets
+from blurred b
+join clean c using (encoder_id, dataset_id)
+group by b.encoder_id
+order by mean_auroc_drop, b.encoder_id""",
+    ),
+    Question(
+        "Where do the AUROC and CRS ranks disagree?",
+        "Each panel member's rank by aggregate AUROC and by CRS, how many places CRS moves it, and "
+        "the members it swaps order with: pairs that AUROC and CRS order in opposite ways "
+        "(reversals, METHODS.md §9.1).",
+        f"""select a.encoder_id, a.auroc_rank, a.crs_rank, a.auroc_rank - a.crs_rank as places_gained,
+       coalesce(list(b.encoder_id order by b.encoder_id) filter (where b.encoder_id is not null),
+                []) as reversed_with
+from crs_encoder a
+left join crs_encoder b on b.panel = a.panel and b.in_panel
+    and sign(a.crs - b.crs) * sign(a.auroc - b.auroc) < 0
+where a.panel = {LATEST_PANEL} and a.in_panel
+group by a.encoder_id, a.auroc_rank, a.crs_rank
+order by a.crs_rank, a.encoder_id""",
+    ),
+    Question(
+        "How far do the two rankings agree overall?",
+        "Kendall tau-b, Spearman rho, reversals out of all pairs, mean rank displacement and "
+        "Top-3 overlap between the AUROC and CRS rankings of the panel's members (population "
+        "'panel') and of every frozen-regime encoder scored against it ('all') (METHODS.md §9.1).",
+        f"""select population, n, round(kendall_tau, 3) as kendall_tau,
+       round(spearman_rho, 3) as spearman_rho, reversals, pairs,
+       round(mean_abs_displacement, 3) as mean_abs_displacement, top3_overlap
+from rank_agreement
+where panel = {LATEST_PANEL}
+order by population desc""",
+    ),
+    Question(
+        "Which axis holds each encoder back?",
+        "The weakest of the four normalised aggregate axes (0 = the panel's worst, 1 = its best; "
+        "METHODS.md §8.2): the CRS worst-axis term, with the axis it comes from.",
+        f"""select encoder_id, arg_min(axis, value) as weakest_axis, round(min(value), 3) as weakest_value,
+       arg_max(axis, value) as strongest_axis, round(max(value), 3) as strongest_value
+from (
+    unpivot (
+        select encoder_id, discrimination, calibration, label_efficiency, robustness
+        from axes_normalised
+        where panel = {LATEST_PANEL} and scope = 'global' and regime = 'frozen'
+    )
+    on discrimination, calibration, label_efficiency, robustness
+    into name axis value value
+)
+group by encoder_id
+order by weakest_value, encoder_id""",
+    ),
+    Question(
+        "Does corruption break confidence before it breaks ranking?",
+        "Per encoder and dataset: ECE on clean images and its mean rise over the 15 corruptions, "
+        "next to the mean AUROC drop (primary probe, full depth and labels; METHODS.md §4, §12 "
+        "E4). A large ECE rise with a small AUROC drop is a model whose percentages go wrong "
+        "while its ranking holds.",
+        """with cells as (
+    select encoder_id, dataset_id, condition, auroc_mean, ece_mean from metrics_seed
+    where probe = 'logreg' and depth = 1.0 and label_fraction = 1.0 and regime = 'frozen'
+      and eval_dataset_id = dataset_id and condition not in ('calib', 'shift')
+)
+select c.encoder_id, c.dataset_id, round(c.ece_mean, 4) as ece_clean,
+       round(avg(p.ece_mean - c.ece_mean), 4) as mean_ece_rise,
+       round(avg(c.auroc_mean - p.auroc_mean), 4) as mean_auroc_drop
+from cells c
+join cells p on p.encoder_id = c.encoder_id and p.dataset_id = c.dataset_id
+    and p.condition <> 'clean'
+where c.condition = 'clean'
+group by c.encoder_id, c.dataset_id, c.ece_mean
+order by mean_ece_rise desc, c.encoder_id, c.dataset_id""",
+    ),
+    Question(
+        "With 1 % of the labels, which encoder keeps the most of its full-label AUROC?",
+        "Clean AUROC at 1 % and 100 % of the training labels (primary probe, full depth, seed "
+        "means) and the share kept, per dataset (METHODS.md §1, §6 label efficiency).",
+        """with curve as (
+    select encoder_id, dataset_id, label_fraction, auroc_mean from metrics_seed
+    where probe = 'logreg' and depth = 1.0 and regime = 'frozen' and condition = 'clean'
+      and eval_dataset_id = dataset_id and label_fraction in (0.01, 1.0)
+)
+select l.dataset_id, l.encoder_id, round(l.auroc_mean, 4) as auroc_1pct,
+       round(f.auroc_mean, 4) as auroc_full, round(l.auroc_mean / f.auroc_mean, 4) as share_kept
+from curve l
+join curve f on f.encoder_id = l.encoder_id and f.dataset_id = l.dataset_id
+    and f.label_fraction = 1.0
+where l.label_fraction = 0.01
+order by l.dataset_id, share_kept desc, l.encoder_id""",
+    ),
+    Question(
+        "How much does moving to another hospital cost each encoder?",
+        "Source-trained probes evaluated on the shift target's test images without retraining "
+        "(condition 'shift'), against the same fits on the source's clean test images "
+        "(METHODS.md §3, §6 robustness).",
+        """with source as (
+    select encoder_id, dataset_id, auroc_mean from metrics_seed
+    where probe = 'logreg' and depth = 1.0 and label_fraction = 1.0 and regime = 'frozen'
+      and condition = 'clean' and eval_dataset_id = dataset_id
+)
+select t.encoder_id, t.dataset_id as source, t.eval_dataset_id as target,
+       round(s.auroc_mean, 4) as auroc_source, round(t.auroc_mean, 4) as auroc_target,
+       round(s.auroc_mean - t.auroc_mean, 4) as auroc_gap
+from metrics_seed t
+join source s using (encoder_id, dataset_id)
+where t.probe = 'logreg' and t.depth = 1.0 and t.label_fraction = 1.0 and t.regime = 'frozen'
+  and t.condition = 'shift'
+order by auroc_gap, t.encoder_id""",
+    ),
+    Question(
+        "Is the last layer the best one to probe?",
+        "For each encoder and dataset, the depth whose features give the highest clean AUROC "
+        "(primary probe, full labels, seed means; ties go to the deeper layer) and what it gains "
+        "over the final block (METHODS.md §2.2, §12 E3).",
+        """with sweep as (
+    select encoder_id, dataset_id, depth, auroc_mean from metrics_seed
+    where probe = 'logreg' and label_fraction = 1.0 and regime = 'frozen' and condition = 'clean'
+      and eval_dataset_id = dataset_id
+)
+select encoder_id, dataset_id, arg_max(depth, (auroc_mean, depth)) as best_depth,
+       round(max(auroc_mean), 4) as best_auroc,
+       round(max(auroc_mean) - max(auroc_mean) filter (where depth = 1.0), 4) as gain_over_last
+from sweep
+group by encoder_id, dataset_id
+order by gain_over_last desc, encoder_id, dataset_id""",
+    ),
+    Question(
+        "How sure is the leaderboard's top?",
+        "The paired-seed bootstrap (crsbench analyze bootstrap; METHODS.md §10.1): each panel "
+        "member's chance of ranking first and of being in the top 3, and the 95 % interval of "
+        "its CRS. The demo runs it; in another warehouse run the analysis first.",
+        """select encoder_id, round(crs, 3) as crs, round(crs_lo, 3) as crs_lo, round(crs_hi, 3) as crs_hi,
+       round(p_rank1, 3) as p_rank1, round(p_top3, 3) as p_top3, leading_tier
+from analysis_bootstrap_encoders
+order by crs desc, encoder_id""",
+    ),
+)
+
+
+def answer(wh: Warehouse, question: Question) -> pd.DataFrame:
+    return wh.sql(question.sql)
+
+
+def markdown_table(frame: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
+    """A GitHub Markdown table of the first max_rows rows (no extra dependency)."""
+    def cell(value: object) -> str:
+        if isinstance(value, (list, tuple, np.ndarray)):
+            return ", ".join(map(str, value)) or "(none)"
+        if value is None or value is pd.NA or (isinstance(value, float) and value != value):
+            return "NULL"
+        return str(value).replace("|", "\\|")
+
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |",
+             "|" + "---|" * len(frame.columns)]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
+              for row in frame.head(max_rows).itertuples(index=False, name=None)]
+    if len(frame) > max_rows:
+        lines.append(f"\n({len(frame) - max_rows} more rows)")
+    if frame.empty:
+        lines.append("\n(no rows)")
+    return "\n".join(lines)
+
+
+def render(db: Path) -> str:
+    out = ["# Analyst guide", "",
+           "Ten questions answered in SQL on the warehouse. Each shows the query and the answer it "
+           "gave on the demo warehouse (`crsbench demo`); run any of them with "
+           "`crsbench sql \"...\"`, the `duckdb` shell, or `Warehouse.sql()` in Python. Column "
+           "meanings: [DATA_DICTIONARY.md](DATA_DICTIONARY.md) or `crsbench describe NAME`; "
+           "formulas: [METHODS.md](METHODS.md). The demo's encoders are tiny random-initialised "
+           "stand-ins on toy data, so the numbers show the method, not real encoders.", "",
+           "Regenerate from a demo warehouse: "
+           "`python scripts/analyst_guide.py --db demo-out/crsbench.duckdb`.", ""]
+    with Warehouse.open(db, read_only=True) as wh:
+        for i, q in enumerate(QUESTIONS, start=1):
+            out += [f"## {i}. {q.title}", "", q.why, "", "```sql", q.sql, "```", "",
+                    markdown_table(answer(wh, q)), ""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--db", type=Path, required=True, help="warehouse to query (read-only)")
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    args = parser.parse_args(argv)
+    args.out.write_text(render(args.db), encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
