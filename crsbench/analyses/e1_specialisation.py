@@ -133,7 +133,9 @@ def by_scope(shift: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 @register_analysis("e1", params={"panel": None}, outputs={
     "cells": ("encoder_id", "dataset_id"), "specialisation": ("panel", "encoder_id", "scope", "domain"),
-    "shift": ("encoder_id",), "shift_scope": ("metric",), "welch": ("metric", "group_b", "p_value"),
+    "shift": ("encoder_id",), "shift_scope": ("source_id", "target_id", "scope", "n_encoders", "source_auroc", "target_auroc",
+                    "relative_gap"),
+    "welch": ("source_id", "target_id", "metric", "group_b", "p_value"),
     "summary": ("encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood")})
 def run_e1(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Specialisation (Dspec, Dood) and shift retention by pretraining scope."""
