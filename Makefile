@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test soak bench clean-venv
+.PHONY: demo test lint soak bench clean-venv
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,13 @@ $(STAMP): pyproject.toml constraints.txt
 demo: $(STAMP)
 	$(VENV)/bin/crsbench demo --out demo-out
 
-test: $(STAMP)
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	bash scripts/mypy-tree.sh
+	$(VENV)/bin/mypy
+
+test: lint
 	bash scripts/test-deps.sh
 	$(VENV)/bin/python -m pytest -q
 

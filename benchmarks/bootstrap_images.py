@@ -18,8 +18,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bootstrap_support import cell_batches  # noqa: E402  (the tests' generator, same folder tree)
 

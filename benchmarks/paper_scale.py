@@ -31,9 +31,7 @@ import dataclasses  # noqa: E402
 import json  # noqa: E402
 import math  # noqa: E402
 import multiprocessing  # noqa: E402
-import resource  # noqa: E402
 import sys  # noqa: E402
-import tempfile  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 from concurrent.futures import ProcessPoolExecutor  # noqa: E402
@@ -42,7 +40,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Task  # noqa: E402
+from crsbench.ingest.types import Task  # noqa: E402
 from crsbench.probes import knn as knn_search  # noqa: E402
 from crsbench.probes.lbfgs import fit_logreg  # noqa: E402
 from crsbench.probes.registry import get_probe  # noqa: E402
@@ -242,7 +240,7 @@ def main() -> int:
           f"measured {actual:.1f} s, error {selfcheck:.1f} % (worst single kind {worst:.1f} %) "
           f"-> {'OK' if selfcheck <= 25 else 'FAILED'} (<= 25 %)")
 
-    say(f"evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
+    say("evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
           + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items()))
     say(f"warehouse client (Warehouse.append_runs), CPU s per prediction row: {client_row * 1e6:.2f} us")
     say(f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import torch
 
 from crsbench.features.store import CLEAN, FeatureStore
@@ -307,7 +306,7 @@ def write_docs(path: Path, measured, models, check, selfcheck, proj: Projection,
              *model, "",
              f"Self-check (all kinds at N = 50k, both D, predicted from N <= 25k): "
              f"**{selfcheck:.1f} %** error (target <= 25 %).",
-             f"Evaluation per fit and eval row (`evaluate_chunk`: predict, metrics, prediction rows): "
+             "Evaluation per fit and eval row (`evaluate_chunk`: predict, metrics, prediction rows): "
              + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items())
              + f"; warehouse client `append_runs` {client_row * 1e6:.2f} us CPU per prediction row.",
              f"Memory: a knn chunk (fractions 1.0 and 0.25) then a logreg chunk peaked at {memory['peak_gb']:.2f} GB RSS "

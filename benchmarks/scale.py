@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import zarr
 from zarr.codecs import BloscCodec
 
 from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore, depth_key

@@ -94,7 +94,6 @@ class Bench:
     def status(self) -> WarehouseStatus:
         """What the warehouse holds: datasets, encoders, feature sets, runs, panels, analyses."""
         from crsbench.report.status import warehouse_status
-
         from crsbench.report.uncertainty import missing_lines
 
         with Warehouse.open(self.db, read_only=True) as wh:

@@ -13,8 +13,8 @@ from crsbench.analyses import AnalysisResult, analyses, get_analysis, table_name
 from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
 from crsbench.core import CrsbenchError
-from crsbench.output import console, emit, print_frame, progress
 from crsbench.core.constants import default_db_path
+from crsbench.output import console, emit, print_frame, progress
 
 
 def parse_settings(settings: list[str]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ from typing import Annotated
 import typer
 
 from crsbench.cli_app import DbOption, app
-from crsbench.output import console, emit
 from crsbench.core.constants import default_db_path
+from crsbench.output import console, emit
 
 EXPORT_FORMATS = ("csv", "parquet", "json", "markdown", "latex")
 

@@ -10,11 +10,10 @@ import typer
 
 from crsbench.bench import Bench, ExtractConfig
 from crsbench.cli_app import DbOption, StoreOption, app
-from crsbench.features.registry import list_encoders
-from crsbench.pipeline.extract import use_encoder_files
-from crsbench.output import emit, print_frame, progress
 from crsbench.core.constants import default_db_path
-
+from crsbench.features.registry import list_encoders
+from crsbench.output import emit, print_frame, progress
+from crsbench.pipeline.extract import use_encoder_files
 
 EncodersFileOption = Annotated[list[Path] | None, typer.Option(
     "--encoders", help="TOML file of [encoder.<id>] tables (repeatable); also $CRSBENCH_ENCODERS "

@@ -10,9 +10,9 @@ from rich.markup import escape
 
 from crsbench.bench import Bench, Leaderboard
 from crsbench.cli_app import DbOption, app
+from crsbench.core.constants import default_db_path
 from crsbench.output import console, emit, print_frame
 from crsbench.warehouse import panels
-from crsbench.core.constants import default_db_path
 
 panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).",
                         no_args_is_help=True)

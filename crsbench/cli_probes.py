@@ -8,9 +8,9 @@ import typer
 
 from crsbench.bench import Bench, ProbeConfig
 from crsbench.cli_app import DbOption, StoreOption, app
+from crsbench.core.constants import default_db_path
 from crsbench.output import emit, progress
 from crsbench.probes.grid import DEFAULT_BATCH_SIZE, GridSummary
-from crsbench.core.constants import default_db_path
 
 
 def render_probe(bench: Bench, summary: GridSummary) -> None:

@@ -24,16 +24,24 @@ import zarr
 from zarr.codecs import BloscCodec
 
 from crsbench.core import __version__
+from crsbench.core.provenance import collect, to_json
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
 from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import (CLEAN, CONDITIONS, DEPTHS, FROZEN, FeatureSetRef, FeatureStore,
-                                     claim_dataset, depth_key)
+from crsbench.features.store import (
+    CLEAN,
+    CONDITIONS,
+    DEPTHS,
+    FROZEN,
+    FeatureSetRef,
+    FeatureStore,
+    claim_dataset,
+    depth_key,
+)
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
-from crsbench.core.provenance import collect, to_json
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
 DTYPES = {"float16": np.float16, "float32": np.float32}

@@ -23,8 +23,7 @@ from torch import nn
 
 from crsbench.features.checkpoints import load_checkpoint, mismatch_message
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.weights import (FOLDER_LAYOUTS, WEIGHTS_ENV, resolve_weights,  # noqa: F401
-                                       weights_status)
+from crsbench.features.weights import FOLDER_LAYOUTS, WEIGHTS_ENV, resolve_weights, weights_status  # noqa: F401
 from crsbench.ingest.types import CrsbenchError
 
 INIT_SEED = 0

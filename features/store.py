@@ -19,8 +19,7 @@ import numpy as np
 import zarr
 
 # Re-exported for the stages that read them from here; their home is crsbench.core.
-from crsbench.core.constants import (CLEAN, CONDITIONS, DEPTHS, FROZEN, PERTURBATIONS, PERTURBED_CONDITIONS,
-                                     SEVERITIES)
+from crsbench.core.constants import CLEAN, CONDITIONS, DEPTHS, FROZEN, PERTURBATIONS, PERTURBED_CONDITIONS, SEVERITIES
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.keys import EncoderKey
 from crsbench.ingest.types import Dataset

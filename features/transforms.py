@@ -2,7 +2,8 @@
 
 Decoding is `crsbench.ingest.images.decode_pixels` (bit-depth scaling, EXIF rotation,
 palettes: see there), the same decoder ingest validates with. Images keep their native
-channel count after decoding (1 for greyscale, 3 otherwise), so perturbations act on what was stored (Rician noise on a greyscale X-ray stays greyscale);
+channel count after decoding (1 for greyscale, 3 otherwise), so perturbations act on what was stored
+(Rician noise on a greyscale X-ray stays greyscale);
 the encoder transform repeats a single channel to three afterwards.
 
 Encoder transform (the same for every entry, with the entry's released numbers): scale to
@@ -21,6 +22,7 @@ import torch.nn.functional as F
 
 from crsbench.features.registry import EncoderEntry
 from crsbench.ingest.images import decode_pixels
+
 
 def decode_image(root: Path | str, rel_path: str) -> np.ndarray:
     """uint8 H x W x C (C = 1 or 3) of one dataset image, by the ingest stage's one decoder."""

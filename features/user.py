@@ -28,8 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from crsbench.features.registry import (DOMAINS, POOLINGS, SCOPES, EncoderEntry, KeyConversion,
-                                        add_entry, remove_entries)
+from crsbench.features.registry import DOMAINS, POOLINGS, SCOPES, EncoderEntry, KeyConversion, add_entry, remove_entries
 from crsbench.ingest.types import CrsbenchError
 
 ENCODERS_ENV = "CRSBENCH_ENCODERS"

@@ -63,7 +63,6 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         raise InputError(f"{path.name}: {len(names)} label names given for {n_labels} labels")
     records = []
     for split, ours in MEDMNIST_SPLITS.items():
-        images = arrays[f"{split}_images"]
         labels = _label_rows(arrays[f"{split}_labels"])
         for i, row in enumerate(labels):
             with log.row(f"{path.name}:{split}_labels", i):

@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 # Re-exported: the errors live in crsbench.core; older imports from here keep working.
-from crsbench.core.errors import CrsbenchError, InputError
+from crsbench.core.errors import CrsbenchError as CrsbenchError
+from crsbench.core.errors import InputError as InputError
 
 SPLITS: tuple[str, ...] = ("train", "calib", "test")
 LABEL_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)

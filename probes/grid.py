@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections import defaultdict
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Protocol
@@ -35,8 +35,7 @@ import torch
 
 from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
-from crsbench.ingest.types import (FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset,
-                                   ProgressFn, Task)
+from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset, ProgressFn, Task
 from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise, check_feature_set
 from crsbench.probes.records import FitKey, fit_data_digest
 from crsbench.probes.registry import get_probe, probe_names

@@ -12,7 +12,7 @@ import hashlib
 import json
 
 from crsbench.core import FROZEN, SHIFT
-from crsbench.core.schema import PREDICTIONS, Schema, run_schema
+from crsbench.core.schema import Schema, run_schema
 from crsbench.features.store import FeatureSetRef
 from crsbench.probes.metrics import metric_columns
 

@@ -9,8 +9,8 @@ from datetime import datetime, timezone
 import numpy as np
 import pandas as pd
 
-from crsbench.warehouse.connection import Warehouse
 from crsbench.probes.records import runs_schema
+from crsbench.warehouse.connection import Warehouse
 
 _ids = itertools.count()
 

@@ -13,12 +13,20 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
 from analyses_support import add_dataset
+from runs_factory import (
+    AXES,
+    PROFILES,
+    encoder_runs,
+    frame,
+    reference_anchors,
+    reference_axes_cell,
+    reference_axes_encoder,
+    reference_crs,
+)
+
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import (AXES, PROFILES, encoder_runs, frame, reference_anchors, reference_axes_cell,
-                          reference_axes_encoder, reference_crs)
 
 EXTRA = {"e6": 0.77, "e7": 0.83}
 ENCODERS = [*PROFILES, *EXTRA]

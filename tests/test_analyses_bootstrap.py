@@ -6,17 +6,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from criterion_support import build, reference_scores, scenario_runs
+from runs_factory import PERTURBED, frame, run_row
 from scipy import stats
 
-from criterion_support import build, reference_scores, scenario_runs
 from crsbench.analyses import run_analysis
-from crsbench.analyses.bootstrap import (dataset_seeds, leading_tier, ranks, replicate_scores,
-                                         stored_metrics)
-from crsbench.analyses.rescore import scored_runs
+from crsbench.analyses.bootstrap import dataset_seeds, leading_tier, ranks, replicate_scores, stored_metrics
 from crsbench.analyses.resample import draw_seeds
+from crsbench.analyses.rescore import scored_runs
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
-from runs_factory import PERTURBED, frame, run_row
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]
 

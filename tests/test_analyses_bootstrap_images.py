@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from bootstrap_support import ENCODERS, PANEL, build_world, cell_batches, copy_world
 from scipy import stats
 from sklearn.metrics import roc_auc_score
 
-from bootstrap_support import ENCODERS, PANEL, build_world, cell_batches, copy_world
 from crsbench.analyses import run_analysis
 from crsbench.ingest.types import CrsbenchError
 from crsbench.probes.synthetic import make_dataset

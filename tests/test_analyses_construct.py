@@ -7,13 +7,13 @@ import itertools
 
 import pandas as pd
 import pytest
+from criterion_support import build, scenario_runs
+from runs_factory import AXES, reference_axes_cell, reference_axes_encoder
 from scipy import stats
 
-from criterion_support import build, scenario_runs
 from crsbench.analyses import run_analysis
 from crsbench.analyses.construct import construct_summary
 from crsbench.warehouse.connection import Warehouse
-from runs_factory import AXES, reference_axes_cell, reference_axes_encoder
 
 
 @pytest.fixture(scope="module")

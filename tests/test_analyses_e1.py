@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from analyses_support import add_dataset, add_encoder, append, complete_cell
 from scipy import stats
 
-from analyses_support import add_dataset, add_encoder, append, complete_cell
 from crsbench.analyses import run_analysis
 from crsbench.analyses.e1_specialisation import specialisation
 from crsbench.ingest.types import CrsbenchError

@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from analyses_support import add_dataset, add_labels, append, prediction_rows, run_row
 from scipy.special import expit, softmax
 
-from analyses_support import add_dataset, add_labels, append, prediction_rows, run_row
 from crsbench.analyses import run_analysis
 from crsbench.ingest.types import CrsbenchError, Task
 from crsbench.probes import metrics

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from analyses_support import append, run_row
+
 from crsbench.analyses import run_analysis
 from crsbench.warehouse.connection import Warehouse
 

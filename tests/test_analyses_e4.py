@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from analyses_support import append, run_row
 from scipy import stats
 
-from analyses_support import append, run_row
 from crsbench.analyses import run_analysis
 from crsbench.warehouse.connection import Warehouse
 

@@ -121,8 +121,15 @@ def test_nothing_to_parse_is_a_user_error(ingested_db):
 def build_tiny_llava(folder) -> None:
     """A 1-layer CLIP tower + 1-layer Llama with a word-level tokenizer, saved as a local model."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
-    from transformers import (CLIPImageProcessor, CLIPVisionConfig, LlamaConfig, LlavaConfig,
-                              LlavaForConditionalGeneration, LlavaProcessor, PreTrainedTokenizerFast)
+    from transformers import (
+        CLIPImageProcessor,
+        CLIPVisionConfig,
+        LlamaConfig,
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        LlavaProcessor,
+        PreTrainedTokenizerFast,
+    )
 
     words = ["<unk>", "<pad>", "<s>", "</s>", "<image>", "user", "assistant", ":", "(", ")", ".",
              *"ABCDEFGH", "answer", "grade", "no", "finding", "melanoma", "nevus", "dermatofibroma",

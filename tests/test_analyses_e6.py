@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-
 from analyses_support import add_encoder, append, run_row
+
 from crsbench.analyses import run_analysis
 from crsbench.analyses.e6_label_scarcity import default_reference
 from crsbench.ingest.types import CrsbenchError

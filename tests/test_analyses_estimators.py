@@ -6,12 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from criterion_support import GRADES, build, reference_scores, scenario_runs
+from runs_factory import reference_anchors, reference_axes_cell, reference_axes_encoder, reference_crs
 from scipy import stats
 
-from criterion_support import GRADES, build, reference_scores, scenario_runs
 from crsbench.analyses import run_analysis
 from crsbench.warehouse.connection import Warehouse
-from runs_factory import reference_anchors, reference_axes_cell, reference_axes_encoder, reference_crs
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]
 

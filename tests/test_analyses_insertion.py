@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from criterion_support import build, encoder_axes, reference_scores, scenario_runs
+from runs_factory import encoder_runs, frame
+
 from crsbench.analyses import run_analysis
 from crsbench.analyses.stability import insertion_plan
 from crsbench.warehouse.connection import Warehouse
-from runs_factory import encoder_runs, frame
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7", "x_hi"]
 

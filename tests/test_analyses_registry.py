@@ -6,10 +6,9 @@ import json
 
 import pandas as pd
 import pytest
-
 from analyses_support import append, run_row
-from crsbench.analyses import AnalysisResult, analyses, register_analysis, run_analysis
-from crsbench.analyses import registry
+
+from crsbench.analyses import AnalysisResult, analyses, register_analysis, registry, run_analysis
 from crsbench.cli import main
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from criterion_support import build, encoder_axes, reference_scores, scenario_runs
 from scipy import stats
 
-from criterion_support import build, encoder_axes, reference_scores, scenario_runs
 from crsbench.analyses import run_analysis
 from crsbench.analyses.stability import random_panel_sizes
 from crsbench.warehouse.connection import Warehouse

@@ -6,15 +6,21 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from criterion_support import build, encoder_axes, scenario_runs
+from runs_factory import reference_anchors, reference_crs
 from scipy import stats
 
-from criterion_support import build, encoder_axes, scenario_runs
 from crsbench.analyses import run_analysis
-from crsbench.analyses.criterion import (AXIS_WEIGHTS, DEFAULT_WEIGHTS, TERM_WEIGHTS, member_axes,
-                                         panel_anchors, score_groups)
+from crsbench.analyses.criterion import (
+    AXIS_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    TERM_WEIGHTS,
+    member_axes,
+    panel_anchors,
+    score_groups,
+)
 from crsbench.analyses.weights import weight_draws, weight_sensitivity
 from crsbench.warehouse.connection import Warehouse
-from runs_factory import reference_anchors, reference_crs
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]
 

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from runs_factory import DATASETS, encoder_runs, frame, run_row
 
 import crsbench
 from crsbench.analyses.registry import run_analysis
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import DATASETS, encoder_runs, frame, run_row
 
 ROOT = Path(__file__).resolve().parent.parent
 ENCODERS = ("e1", "e2", "e3", "e4")

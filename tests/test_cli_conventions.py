@@ -10,12 +10,12 @@ import time
 from importlib import metadata
 
 import pytest
+from runs_factory import PROFILES, encoder_runs, frame
 
 import crsbench
 from crsbench.cli import hoist_global_flags, main
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import PROFILES, encoder_runs, frame
 
 
 @pytest.fixture(scope="module")

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import typer
+from test_report import PROFILES, _run_rows, build_warehouse
 
 from crsbench.cli import app, main
 from crsbench.cli_lazy import load_all
 from crsbench.report import SECTION_IDS
-from test_report import PROFILES, _run_rows, build_warehouse
 
 
 def _leaf_commands() -> list[list[str]]:

@@ -4,10 +4,10 @@ extension installed, configuration locked), each refusal one line with exit 1.""
 from __future__ import annotations
 
 import pytest
+from runs_factory import encoder_runs, frame
 
 from crsbench.cli import main
 from crsbench.warehouse.connection import Warehouse
-from runs_factory import encoder_runs, frame
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from test_report import DATASETS, PROFILES, RANDOM_INIT, _run_rows, build_warehouse
 
 from crsbench.cli import main
 from crsbench.warehouse.connection import Warehouse
-from test_report import DATASETS, PROFILES, RANDOM_INIT, _run_rows, build_warehouse
 
 
 @pytest.fixture(scope="module")

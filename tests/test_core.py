@@ -10,8 +10,7 @@ import duckdb
 import pytest
 
 import crsbench.core.registry as registry_module
-from crsbench.core import (AXES, CRS_WEIGHTS, FROZEN, CrsbenchError, EncoderKey, InputError, Registry,
-                           crs_constants_sql)
+from crsbench.core import AXES, CRS_WEIGHTS, FROZEN, CrsbenchError, EncoderKey, InputError, Registry, crs_constants_sql
 
 REPO = Path(__file__).resolve().parents[1]
 # Every code tree the project ships or runs (pyproject's package-dir mapping, plus benchmarks).
@@ -134,7 +133,8 @@ def _redefinitions(path: Path) -> list[str]:
                 and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "@"
                 and "netloc" not in ast.unparse(node.func.value)):  # URL user@host parsing is not a key
             found.append(f"{where}:{node.lineno}: splits an encoder key by hand")
-        if isinstance(node, ast.JoinedStr) and re.search(r"\}@\{", ast.unparse(node)):
+        if isinstance(node, ast.JoinedStr) and re.search(r"\{[^{}]*(encoder|entry)[^{}]*\}@\{[^{}]*regime",
+                                                          ast.unparse(node)):
             found.append(f"{where}:{node.lineno}: formats an encoder key by hand")
     return found
 
@@ -146,7 +146,7 @@ def test_no_module_outside_core_redefines_a_core_name():
 
 def test_the_grep_catches_a_redefinition(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text('FROZEN = "frozen"\nk = f"{a}@{b}"\nx = key.partition("@")\nA = ["discrimination", '
+    bad.write_text('FROZEN = "frozen"\nk = f"{encoder_id}@{regime}"\nx = key.partition("@")\nA = ["discrimination", '
                    '"calibration", "label_efficiency", "robustness"]\nclass InputError(Exception): ...\n')
     assert sorted(hit.split(": ", 1)[1] for hit in _redefinitions(bad)) == [
         "assigns FROZEN", "defines class InputError", "formats an encoder key by hand",

@@ -7,10 +7,10 @@ import os
 import time
 
 import pytest
+from fault_support import PLANNED_FITS, PROBE_ARGS, finish, raw_runs, start, synthetic_warehouse
 
 from crsbench.warehouse.claims import FitClaims
 from crsbench.warehouse.connection import Warehouse
-from fault_support import PLANNED_FITS, PROBE_ARGS, finish, raw_runs, start, synthetic_warehouse
 
 
 @pytest.mark.parametrize("n_procs", [2, 3])

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 import shutil
 
+from fault_support import raw_runs, synthetic_warehouse
+
 from crsbench.cli import main
 from crsbench.output import console
 from crsbench.warehouse.connection import Warehouse
-from fault_support import raw_runs, synthetic_warehouse
 
 HOSTILE = "br[1] st*r \u00fc"
 DECOY = "br1 stXr \u00fc"  # matched by HOSTILE read as a glob

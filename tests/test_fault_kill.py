@@ -16,9 +16,9 @@ import textwrap
 import time
 
 import pytest
+from fault_support import CLI, PROBE_ARGS, env, raw_runs, synthetic_warehouse
 
 from crsbench.warehouse.connection import Warehouse, parts_dir_for
-from fault_support import CLI, PROBE_ARGS, env, raw_runs, synthetic_warehouse
 
 SOAK = int(os.environ.get("CRSBENCH_SOAK", "0"))
 RNG = random.Random(int(os.environ.get("CRSBENCH_FAULT_SEED", "17")))
@@ -128,6 +128,7 @@ def test_compact_killed_at_random_steps_recovers_the_same_runs(probed, tmp_path)
 @pytest.mark.slow
 def test_extract_killed_at_a_random_write_resumes_to_the_clean_store(tmp_path):
     import test_features_extract as fx
+
     from crsbench.ingest import make_suite
 
     suite = make_suite(tmp_path / "suite", scale=0.05, image_size=32)

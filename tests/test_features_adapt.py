@@ -9,8 +9,17 @@ import torch
 from safetensors.torch import load_file
 
 from crsbench.features import get_encoder
-from crsbench.features.adapt import (ADAPTER_FILE, LoraSettings, adapt, adapter_dir, adapter_meta,
-                                     lora_target_modules, load_adapted, regime_name, save_adapter)
+from crsbench.features.adapt import (
+    ADAPTER_FILE,
+    LoraSettings,
+    adapt,
+    adapter_dir,
+    adapter_meta,
+    load_adapted,
+    lora_target_modules,
+    regime_name,
+    save_adapter,
+)
 from crsbench.features.hooks import DepthTap
 from crsbench.ingest.types import CrsbenchError
 

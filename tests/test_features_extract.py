@@ -17,8 +17,7 @@ import torch.nn.functional as F
 import zarr
 from PIL import Image
 
-from crsbench.features import (CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key, extract,
-                               get_encoder, perturb)
+from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key, extract, get_encoder, perturb
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.ingest import ingest, make_suite

@@ -187,7 +187,8 @@ def test_retfound_mae_pretraining_dict_under_model(tmp_path, monkeypatch, hub):
 # repository is not a pip package.
 
 def _panderm_state(dim: int, depth: int, grid: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
-    r = lambda *s: 0.05 * torch.randn(*s, generator=gen)
+    def r(*s):
+        return 0.05 * torch.randn(*s, generator=gen)
     s = {"cls_token": r(1, 1, dim), "pos_embed": r(1, 1 + grid * grid, dim),
          "patch_embed.proj.weight": r(dim, 3, 16, 16), "patch_embed.proj.bias": r(dim),
          "norm.weight": 1 + r(dim), "norm.bias": r(dim)}
@@ -207,7 +208,8 @@ def _panderm_state(dim: int, depth: int, grid: int, gen: torch.Generator) -> dic
 def _panderm_forward(s: dict[str, torch.Tensor], x: torch.Tensor, depth: int, heads: int):
     import torch.nn.functional as F
 
-    ln = lambda t, p: F.layer_norm(t, t.shape[-1:], s[p + ".weight"], s[p + ".bias"], eps=1e-6)
+    def ln(t, p):
+        return F.layer_norm(t, t.shape[-1:], s[p + ".weight"], s[p + ".bias"], eps=1e-6)
     t = F.conv2d(x, s["patch_embed.proj.weight"], s["patch_embed.proj.bias"], stride=16)
     t = t.flatten(2).transpose(1, 2)
     t = torch.cat([s["cls_token"].expand(len(x), -1, -1), t], 1) + s["pos_embed"]

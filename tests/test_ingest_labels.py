@@ -169,8 +169,8 @@ def test_dataset_name_with_trailing_newline_is_refused(tmp_path, capsys):
 
 def test_infinite_features_fail_before_fitting(tmp_path, capsys):
     import zarr
-
     from fault_support import synthetic_warehouse
+
     from crsbench.warehouse.connection import Warehouse
 
     db = synthetic_warehouse(tmp_path)

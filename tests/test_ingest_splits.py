@@ -5,8 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crsbench.ingest.splits import (assign_splits, check_group_safe, label_fraction_subsets, one_hot,
-                                    stratified_group_split)
+from crsbench.ingest.splits import (
+    assign_splits,
+    check_group_safe,
+    label_fraction_subsets,
+    one_hot,
+    stratified_group_split,
+)
 from crsbench.ingest.types import InputError
 
 

@@ -7,10 +7,9 @@ import pytest
 from scipy.special import expit, softmax
 from sklearn.metrics import roc_auc_score
 
-from crsbench.probes.calibration import (CALIBRATORS, TemperatureScaling, VectorScaling,
-                                             make_calibrator)
 from crsbench.ingest.types import CrsbenchError, Task
 from crsbench.probes import metrics
+from crsbench.probes.calibration import CALIBRATORS, TemperatureScaling, VectorScaling, make_calibrator
 
 
 def _multiclass(n: int, k: int, sharpen: float, seed: int = 0):
@@ -76,7 +75,8 @@ def test_binary_scaling_keeps_every_label_ranking_multilabel(cls):
 def test_vector_scaling_fits_calib_at_least_as_well_as_temperature():
     # Vector scaling contains temperature scaling (all w equal, b = 0), so its calib NLL is no worse.
     y, p = _multiclass(2000, 4, sharpen=2.0, seed=4)
-    p = p * np.array([2.0, 1.0, 1.0, 0.5]); p /= p.sum(axis=1, keepdims=True)  # class bias too
+    p = p * np.array([2.0, 1.0, 1.0, 0.5])  # class bias too
+    p /= p.sum(axis=1, keepdims=True)
     t = TemperatureScaling(Task.MULTICLASS).fit(p, y).transform(p)
     v = VectorScaling(Task.MULTICLASS).fit(p, y).transform(p)
     assert metrics.nll(y, v, Task.MULTICLASS) <= metrics.nll(y, t, Task.MULTICLASS) + 1e-9

@@ -10,9 +10,9 @@ import textwrap
 import pandas as pd
 import pytest
 import torch
+from test_probes_grid import collect, comparable, make_setup, sweep
 
 from crsbench.warehouse.connection import Warehouse
-from test_probes_grid import collect, comparable, make_setup, sweep
 
 torch.set_num_threads(1)
 

@@ -7,11 +7,11 @@ import pytest
 import torch
 from sklearn.neighbors import NearestNeighbors
 
+from crsbench.features.store import CLEAN, FeatureStore
 from crsbench.ingest.types import Task
 from crsbench.probes import knn
 from crsbench.probes.registry import get_probe
 from crsbench.probes.synthetic import make_dataset, write_features
-from crsbench.features.store import CLEAN, FeatureStore
 
 
 def _numpy_brute_force(train: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 import torch
 from sklearn.metrics import brier_score_loss, cohen_kappa_score, log_loss, roc_auc_score
-from torchmetrics.functional.classification import (binary_calibration_error,
-                                                    multiclass_calibration_error)
+from torchmetrics.functional.classification import binary_calibration_error, multiclass_calibration_error
 
 from crsbench.ingest.types import CrsbenchError, Task
 from crsbench.probes import metrics as M

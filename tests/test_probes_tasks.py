@@ -36,7 +36,6 @@ def test_stacked_and_blocked_evaluation_equals_each_set_on_its_own(cell, monkeyp
     fitted = tasks.fit_chunk(chunk, store, source, stats)
     monkeypatch.setattr(tasks, "EVAL_BLOCK_ROWS", 37)  # many blocks, uneven last block
     runs, preds = tasks.evaluate_chunk(chunk, fitted, store, source, targets, stats)
-    datasets = {d.name: d for d in [source, *targets]}
     sets = tasks.eval_sets(source, chunk.ref, targets)
     assert len(runs) == len(fitted) * len(sets) == len(set(runs["run_id"]))
     by_run = {rid: np.stack(group["probs"].to_list())

@@ -14,12 +14,12 @@ import warnings
 from pathlib import Path
 
 import pytest
+from browser_support import find_chromium, inspect_page
 from PIL import Image
+from test_report import build_warehouse
 
 from crsbench.report import SECTION_IDS, build_report
-from browser_support import find_chromium, inspect_page
 from crsbench.warehouse.connection import Warehouse
-from test_report import build_warehouse
 
 CHROMIUM = find_chromium()
 if CHROMIUM is None:

@@ -10,12 +10,11 @@ import signal
 import pandas as pd
 import pytest
 import torch
+from scale_support import BUCKET, SECRET, SECRET_KEY_ID, DaskCluster, moto_server, s3_env, s3_environment
 
 from crsbench.features import FeatureStore, extract, get_encoder
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.warehouse.connection import Warehouse
-from scale_support import (BUCKET, SECRET, SECRET_KEY_ID, DaskCluster, moto_server, s3_env,
-                           s3_environment)
 
 torch.set_num_threads(1)
 ENCODER = "tiny-convnext"

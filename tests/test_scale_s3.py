@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from scale_support import BUCKET, SECRET, SECRET_KEY_ID, moto_server, s3_environment
 
 from crsbench.cli import main
 from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder
@@ -24,7 +25,6 @@ from crsbench.output import console
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.probes.reader import check_feature_set, read_rows
 from crsbench.warehouse.connection import Warehouse, parts_dir_for
-from scale_support import BUCKET, SECRET, SECRET_KEY_ID, moto_server, s3_environment
 
 torch.set_num_threads(1)
 ENCODER = "tiny-convnext"

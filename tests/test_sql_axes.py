@@ -5,10 +5,18 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from runs_factory import (
+    AXES,
+    DATASETS,
+    PROFILES,
+    encoder_runs,
+    frame,
+    reference_axes_cell,
+    reference_axes_encoder,
+    run_row,
+)
 
 from crsbench.warehouse.connection import Warehouse
-from runs_factory import (AXES, DATASETS, PROFILES, encoder_runs, frame,
-                          reference_axes_cell, reference_axes_encoder, run_row)
 
 
 @pytest.fixture(scope="module")

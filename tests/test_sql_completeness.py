@@ -7,8 +7,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-
 from bootstrap_support import build_world, copy_world
+
 from crsbench.report.uncertainty import missing_lines
 from crsbench.warehouse.connection import Warehouse, parts_dir_for
 

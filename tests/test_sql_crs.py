@@ -6,11 +6,20 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from runs_factory import (
+    AXES,
+    PROFILES,
+    clone_encoder,
+    encoder_runs,
+    frame,
+    reference_anchors,
+    reference_axes_cell,
+    reference_axes_encoder,
+    reference_crs,
+)
 
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import (AXES, PROFILES, clone_encoder, encoder_runs, frame, reference_anchors,
-                          reference_axes_cell, reference_axes_encoder, reference_crs)
 
 MEMBERS = ["e1", "e2", "e3", "e5", "e6"]  # e6 is an exact copy of e2 (ties); e5 has no fundus cell
 

@@ -6,12 +6,12 @@ import duckdb
 import numpy as np
 import pandas as pd
 import pytest
+from runs_factory import PROFILES, clone_encoder, encoder_runs, frame
 from scipy.stats import kendalltau, rankdata, spearmanr
 
 from crsbench.warehouse.connection import Warehouse, sql_files
-from crsbench.warehouse.schema import MIGRATIONS
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import PROFILES, clone_encoder, encoder_runs, frame
+from crsbench.warehouse.schema import MIGRATIONS
 
 
 @pytest.fixture(scope="module")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from runs_factory import encoder_runs, frame
 from scipy.stats import kendalltau, rankdata
 
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import encoder_runs, frame
 
 BASE = ["e1", "e2", "e3", "e4", "e5"]
 # adaptation reshuffles the qualities: the frozen order e3 > e5 > e2 > e4 > e1 does not survive

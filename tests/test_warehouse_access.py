@@ -9,10 +9,10 @@ import sys
 
 import pandas as pd
 import pytest
+from runs_factory import PROFILES, encoder_runs, frame
 
 import crsbench
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import PROFILES, encoder_runs, frame
 
 VIEWS = ["metrics_seed", "axes_cell", "axes_encoder", "axes_normalised", "crs_cell", "crs_encoder",
          "pareto_pairs", "rank_agreement", "axis_correlations", "crs_cohort_encoder",

@@ -8,12 +8,12 @@ import shutil
 import numpy as np
 import pandas as pd
 import pytest
+from runs_factory import encoder_runs, frame
 
 from crsbench.cli import main
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import encoder_runs, frame
 
 
 def _predictions(runs: pd.DataFrame) -> pd.DataFrame:

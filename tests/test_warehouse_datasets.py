@@ -10,8 +10,15 @@ import pytest
 
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
-from crsbench.warehouse.datasets import (declare_shift, list_datasets, load_dataset, read_dataset, shift_pairs,
-                                         shift_sources, shift_targets)
+from crsbench.warehouse.datasets import (
+    declare_shift,
+    list_datasets,
+    load_dataset,
+    read_dataset,
+    shift_pairs,
+    shift_sources,
+    shift_targets,
+)
 
 
 def _same(a, b) -> None:

@@ -9,13 +9,13 @@ import re
 from pathlib import Path
 
 import pytest
+from runs_factory import PROFILES, encoder_runs, frame
 
 import crsbench
 from crsbench.cli import main
 from crsbench.warehouse.connection import CONSTANTS_FILE, sql_files
 from crsbench.warehouse.dictionary import describe, entries, uncommented
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import PROFILES, encoder_runs, frame
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_VIEWS = {"metrics_seed", "axes_cell", "axes_encoder", "axes_scoped", "crs_candidates",

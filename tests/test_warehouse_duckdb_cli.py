@@ -20,10 +20,10 @@ import uuid
 from pathlib import Path
 
 import pytest
+from runs_factory import PROFILES, encoder_runs, frame
 
 import crsbench
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import PROFILES, encoder_runs, frame
 
 CLI_VERSION = "1.5.6"
 _OFFLINE_HINTS = ("connection", "network", "temporary failure", "name resolution", "no matching distribution",

@@ -10,11 +10,11 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import pytest
+from runs_factory import PROFILES, encoder_runs, frame
 
 from crsbench.cli import main
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import PROFILES, encoder_runs, frame
 
 QUERY = "select encoder_id, crs, auroc, crs_rank from crs_encoder where panel = 'p' order by encoder_id"
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
+from runs_factory import encoder_runs, frame
 
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from runs_factory import encoder_runs, frame
 
 BASE = ["e1", "e2", "e3", "e4"]
 

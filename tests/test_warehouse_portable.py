@@ -7,18 +7,17 @@ import json
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import duckdb
 import pytest
+from runs_factory import encoder_runs, frame
 
 from crsbench.cli import main
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse import catalog
 from crsbench.warehouse.connection import MissingPartsWarning, Warehouse
 from crsbench.warehouse.parts import parts_dir_for
-from runs_factory import encoder_runs, frame
 
 
 def _make(db: Path, encoders: tuple[str, ...]) -> None:

@@ -17,8 +17,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from crsbench.ingest.types import (IMAGE_COLUMNS, CrsbenchError, Dataset, InputError, ProgressFn, Task,
-                                   no_progress)
+from crsbench.ingest.types import IMAGE_COLUMNS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.retire import Impact, retire_for_new_shift, retire_for_replacement
 from crsbench.warehouse.retire import replacement_impact as _impact

@@ -19,8 +19,7 @@ import duckdb
 
 from crsbench.core import CrsbenchError
 from crsbench.core.schema import ObjectKind, Schema
-from crsbench.warehouse.schema import (PART, PARTS, PARTS_LEDGER, RETIRED_FEATURE_SETS, RETIRED_FITS, SCHEMA_INFO,
-                                       TABLES)
+from crsbench.warehouse.schema import PART, PARTS, PARTS_LEDGER, RETIRED_FEATURE_SETS, RETIRED_FITS, SCHEMA_INFO, TABLES
 
 
 def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:

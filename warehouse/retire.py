@@ -19,6 +19,7 @@ import duckdb
 
 from crsbench.ingest.types import Dataset
 
+
 @dataclasses.dataclass(frozen=True)
 class Impact:
     """What replacing a dataset would retire."""

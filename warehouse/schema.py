@@ -83,7 +83,8 @@ TABLES: tuple[Schema, ...] = (
     )),
     Schema("ingest_errors", f"One row per source row skipped at ingest with --skip-bad. {_M} §1.", (
         _DATASET,
-        Column("row_number", "INTEGER", f"Line of the file the problem was found on (0 when it concerns the whole file). {_M} §1."),
+        Column("row_number", "INTEGER",
+               f"Line of the file the problem was found on (0 when it concerns the whole file). {_M} §1."),
         Column("file", "VARCHAR", f"File the problem was found in. {_M} §1."),
         Column("message", "VARCHAR", f"What was wrong. {_M} §1."),
         Column("recorded_at", "TIMESTAMP", f"When it was recorded. {_M} §1."),

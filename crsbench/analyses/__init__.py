@@ -9,9 +9,18 @@ Every module here is imported when the registry is first asked for its contents,
 `crsbench analyze NAME` finds it with no other edit.
 """
 
-from crsbench.analyses.registry import (AnalysisFn, AnalysisResult, AnalysisSpec, analyses,
-                                        get_analysis, register_analysis, resolve_params,
-                                        run_analysis, store_result, table_name)
+from crsbench.analyses.registry import (
+                                        AnalysisFn,
+                                        AnalysisResult,
+                                        AnalysisSpec,
+                                        analyses,
+                                        get_analysis,
+                                        register_analysis,
+                                        resolve_params,
+                                        run_analysis,
+                                        store_result,
+                                        table_name,
+)
 
 __all__ = [
     "AnalysisFn", "AnalysisResult", "AnalysisSpec", "analyses", "get_analysis",

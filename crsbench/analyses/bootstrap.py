@@ -40,8 +40,8 @@ import pandas as pd
 from crsbench.analyses.criterion import registered, resolve_population
 from crsbench.analyses.intervals import interval_rows, store_intervals
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
-from crsbench.analyses.rescore import rescore, scored_runs
 from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, eval_images
+from crsbench.analyses.rescore import rescore, scored_runs
 from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
@@ -234,7 +234,11 @@ def bootstrap_scores(wh: Warehouse, members: Sequence[str], replicates: int, res
 
 @register_analysis("bootstrap", params={"panel": None, "replicates": 1_000, "seed": 0,
                                         "resample": "images+seeds", "tier_threshold": 0.5,
-                                        "keep_replicates": True, "workers": None})
+                                        "keep_replicates": True, "workers": None},
+                   outputs={"encoders": ENCODER_COLUMNS, "pairs": PAIR_COLUMNS,
+                            "replicates": ("replicate", "encoder_id", "crs", "auroc", "rank"),
+                            "summary": ("encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi",
+                                        "p_rank1", "leading_tier")})
 def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Bootstrap (test images + seeds by default): 95 % intervals, P(rank 1), ties with the leader."""
     replicates, resample = check_params(params)

@@ -16,8 +16,8 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.core import AXES, FROZEN
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import AXES, FROZEN
 from crsbench.warehouse.connection import Warehouse
 
 SUMMARY_COLUMNS = ["level", "n", "rho_aulc_auroc", "rho_le_auroc", "rho_aulc_le",
@@ -48,7 +48,8 @@ def construct_summary(correlations: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-@register_analysis("construct", params={})
+@register_analysis("construct", params={}, outputs={
+    "correlations": ("level", "axis_a", "axis_b"), "summary": SUMMARY_COLUMNS})
 def run_construct(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Construct validity: AULC vs relative-retention LE against AUROC; largest axis correlation."""
     correlations = wh.sql("select level, axis_a, axis_b, spearman_rho, n from axis_correlations "

@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crsbench.core import FROZEN
 from crsbench.analyses.common import CLEAN, SHIFT, datasets_frame, encoders_frame, seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import FROZEN
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
 
@@ -131,7 +131,12 @@ def by_scope(shift: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(summary, columns=summary_cols), pd.DataFrame(tests, columns=test_cols)
 
 
-@register_analysis("e1", params={"panel": None})
+@register_analysis("e1", params={"panel": None}, outputs={
+    "cells": ("encoder_id", "dataset_id"), "specialisation": ("panel", "encoder_id", "scope", "domain"),
+    "shift": ("encoder_id",), "shift_scope": ("source_id", "target_id", "scope", "n_encoders", "source_auroc", "target_auroc",
+                    "relative_gap"),
+    "welch": ("source_id", "target_id", "metric", "group_b", "p_value"),
+    "summary": ("encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood")})
 def run_e1(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Specialisation (Dspec, Dood) and shift retention by pretraining scope."""
     notes: list[str] = []

@@ -16,15 +16,22 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
 from threadpoolctl import threadpool_limits
 
-from crsbench.analyses.common import (CALIB, CLEAN, SHIFT, dataset_task, fit_predictions, label_matrix,
-                                      labels_of, load_runs)
-from crsbench.probes.calibration import CALIBRATORS, make_calibrator
+from crsbench.analyses.common import (
+    CALIB,
+    CLEAN,
+    SHIFT,
+    dataset_task,
+    fit_predictions,
+    label_matrix,
+    labels_of,
+    load_runs,
+)
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.ingest.types import CrsbenchError, Task
 from crsbench.probes import metrics
+from crsbench.probes.calibration import CALIBRATORS, make_calibrator
 from crsbench.warehouse.connection import Warehouse
 
 SCORES = {"ece": metrics.ece, "brier": metrics.brier, "auroc": metrics.macro_auroc}
@@ -193,7 +200,15 @@ def method_summary(cells: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index()
 
 
-@register_analysis("e2", params={"methods": DEFAULT_METHODS})
+CELL_COLUMNS = ("encoder_id", "dataset_id", "eval_dataset_id", "kind", "condition", "method", "ece_before",
+                "ece_after", "brier_before", "brier_after", "auroc_before", "auroc_after", "n_seeds",
+                "ece_reduction", "relative_ece_reduction", "brier_change", "auroc_change")
+SUMMARY_COLUMNS = ("method", "kind", "n_cells", "ece_before", "ece_after", "relative_ece_reduction",
+                   "brier_change", "auroc_change", "max_abs_auroc_change")
+
+
+@register_analysis("e2", params={"methods": DEFAULT_METHODS}, outputs={
+    "fits": FIT_COLUMNS, "cells": CELL_COLUMNS, "reliability": RELIABILITY_COLUMNS, "summary": SUMMARY_COLUMNS})
 def run_e2(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Recalibration (temperature, vector, isotonic, Dirichlet) fitted on calib, scored on test."""
     methods = parse_methods(params["methods"])
@@ -203,10 +218,9 @@ def run_e2(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         per_fit, notes = fit_rows(wh, methods, bins)
     if per_fit.empty:
         notes.append("no primary fit with calib predictions: nothing to recalibrate")
-        empty = pd.DataFrame({"method": pd.Series(dtype=str), "kind": pd.Series(dtype=str),
-                              "n_cells": pd.Series(dtype="int64")})
-        return AnalysisResult(tables={"fits": per_fit, "cells": empty,
-                                      "reliability": reliability_cells([])}, summary=empty, notes=notes)
+        return AnalysisResult(tables={"fits": per_fit, "cells": pd.DataFrame(columns=list(CELL_COLUMNS)),
+                                      "reliability": reliability_cells([])},
+                              summary=pd.DataFrame(columns=list(SUMMARY_COLUMNS)), notes=notes)
     cells = cell_means(per_fit)
     return AnalysisResult(tables={"fits": per_fit, "cells": cells, "reliability": reliability_cells(bins)},
                           summary=method_summary(cells), notes=notes)

@@ -56,7 +56,10 @@ def sweeps(means: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 
 
-@register_analysis("e3", params={})
+@register_analysis("e3", params={}, outputs={
+    "depths": ("encoder_id", "dataset_id", "depth", "auroc", "ece", "n_seeds"), "sweeps": SWEEP_COLUMNS,
+    "summary": ("encoder_id", "dataset_id", "best_depth", "best_auroc", "final_auroc", "auroc_gain",
+                "best_ece_depth")})
 def run_e3(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Depth sweep: AUROC and ECE at 25/50/75/100 % depth; which depth wins."""
     means = depth_means(wh)

@@ -74,7 +74,10 @@ def correlations(effects: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return cells, table
 
 
-@register_analysis("e4", params={})
+@register_analysis("e4", params={}, outputs={
+    "conditions": ("encoder_id", "condition", "kind"), "cells": ("encoder_id",),
+    "by_condition": ("condition", "kind", "n_cells"), "correlation": ("level", "n", "pearson_r", "p_value"),
+    "summary": ("condition", "kind", "n_cells")})
 def run_e4(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Corruption vs confidence: AUROC drop, ECE rise, confidence shift, overconfidence."""
     effects = condition_effects(wh)

@@ -222,7 +222,10 @@ def run_e5(wh: Warehouse, params: Mapping[str, Any], generate: GenerateFn | None
 
 @register_analysis("e5", params={"model": None, "dataset": None, "styles": list(STYLES),
                                  "n_images": 0, "shots": 1, "max_new_tokens": 64, "device": "cpu",
-                                 "seed": 0, "generate": True, "regenerate": False})
+                                 "seed": 0, "generate": True, "regenerate": False}, outputs={
+    "answers": ANSWER_COLUMNS, "parsed": (*ANSWER_COLUMNS, "parsed_idx", "parsed_label", "correct"),
+    "summary": ("model_id", "dataset_id", "style", "n", "n_parsed", "coverage", "accuracy", "accuracy_parsed",
+                "macro_auroc", "probe_encoder", "probe_auroc", "probe_accuracy")})
 def e5(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Prompting generative VLMs: parse coverage and accuracy per prompt style vs the frozen probe."""
     return run_e5(wh, params)

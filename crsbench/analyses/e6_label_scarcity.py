@@ -82,7 +82,9 @@ def scarcity(curve: pd.DataFrame, reference: str) -> pd.DataFrame:
     return out
 
 
-@register_analysis("e6", params={"reference": None})
+@register_analysis("e6", params={"reference": None}, outputs={
+    "curve": ("encoder_id", "dataset_id", "label_fraction", "auroc", "n_seeds"), "scarcity": COLUMNS,
+    "summary": COLUMNS})
 def run_e6(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Label scarcity: AUROC at 1 %/10 % labels and the crossover fraction vs a reference."""
     curve = fraction_curve(wh)

@@ -26,9 +26,9 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.core import AXES, FROZEN, PRIMARY_PROBE
 from crsbench.analyses.criterion import GLOBAL, agreement, registered, resolve_population, score_groups
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import AXES, FROZEN, PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 # metric whose seed mean stands in for ECE in the calibration axis -> its metrics_seed column
@@ -132,7 +132,10 @@ def compare_variants(wh: Warehouse, scores: pd.DataFrame, variants: Sequence[Var
                   "top3_unchanged", "mean_abs_crs_change", "max_abs_crs_change"]]
 
 
-@register_analysis("estimators", params={"panel": None})
+@register_analysis("estimators", params={"panel": None}, outputs={
+    "variants": ("variant", "description", "n", "kendall_tau", "spearman_rho", "top3_overlap"),
+    "scores": ("variant", "encoder_id", "crs", "rank", "crs_default", "crs_change", "discrimination"),
+    "summary": ("variant", "n", "kendall_tau", "spearman_rho", "top3_overlap")})
 def run_estimators(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Estimator substitution: adaptive ECE, Brier, QWK, ordinal MAE, corruption-only robustness."""
     panel, members = resolve_population(wh, params["panel"])

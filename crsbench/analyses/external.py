@@ -22,10 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.core import FROZEN, PRIMARY_PROBE
 from crsbench.analyses.criterion import GLOBAL, agreement, resolve_population
 from crsbench.analyses.estimators import VARIANTS, score_cells, variant_cells
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import FROZEN, PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
 
 DEFAULT_VARIANT = next(v for v in VARIANTS if v.name == "default")
@@ -110,7 +110,10 @@ def shift_validity(wh: Warehouse, members: tuple[str, ...]) -> pd.DataFrame:
     return result.drop(columns="grp")
 
 
-@register_analysis("external", params={"panel": None})
+@register_analysis("external", params={"panel": None}, outputs={
+    "lodo": ("held_out", "predictor", "outcome", *RESULT_COLUMNS),
+    "shift": ("source", "target", "predictor", *RESULT_COLUMNS),
+    "summary": ("part", "predictor", "outcome", "spearman_rho", "top3_overlap", "winner_recovered")})
 def run_external(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """External validity: leave-one-dataset-out CRS and shift-target AUROC vs CRS without shift."""
     panel, members = resolve_population(wh, params["panel"])

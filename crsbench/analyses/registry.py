@@ -14,7 +14,7 @@ import dataclasses
 import json
 import pkgutil
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -45,18 +45,35 @@ class AnalysisResult:
 AnalysisFn = Callable[[Warehouse, Mapping[str, Any]], AnalysisResult]
 
 
+# An analysis's declared output: part name -> the columns of table `analysis_<name>_<part>`
+# (part "summary" included). Readers (the report, notebooks) may rely on exactly these names.
+Outputs = Mapping[str, Sequence[str]]
+
+
 @dataclasses.dataclass(frozen=True)
 class AnalysisSpec:
     name: str
     fn: AnalysisFn
     description: str
     params: Mapping[str, Any]
+    outputs: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+
+    def columns(self, part: str, *names: str) -> tuple[str, ...]:
+        """The declared columns of `part`, after checking `names` are among them (a reader's bug if not)."""
+        if part not in self.outputs:
+            raise KeyError(f"analysis {self.name!r} declares no output part {part!r} "
+                           f"(declared: {', '.join(self.outputs) or 'none'})")
+        missing = [n for n in names if n not in self.outputs[part]]
+        if missing:
+            raise KeyError(f"analysis {self.name!r} part {part!r} declares no column {missing[0]!r}")
+        return self.outputs[part]
 
 
 def _spec(name: str, fn: AnalysisFn, *, params: Mapping[str, Any] | None = None,
-          description: str | None = None) -> AnalysisSpec:
+          description: str | None = None, outputs: Outputs | None = None) -> AnalysisSpec:
     doc = (fn.__doc__ or "").strip().splitlines()
-    return AnalysisSpec(name, fn, description or (doc[0] if doc else ""), dict(params or {}))
+    return AnalysisSpec(name, fn, description or (doc[0] if doc else ""), dict(params or {}),
+                        {part: tuple(cols) for part, cols in (outputs or {}).items()})
 
 
 # Every module of this package registers its analyses on import; discovering them (the
@@ -66,12 +83,13 @@ ANALYSES: Registry[AnalysisSpec] = Registry(
     builtins=tuple(f"crsbench.analyses.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])))
 
 
-def register_analysis(name: str, *, params: Mapping[str, Any] | None = None,
-                      description: str | None = None) -> Callable[[AnalysisFn], AnalysisFn]:
-    """Register `fn` as analysis `name`; `params` declares every accepted param and its default."""
+def register_analysis(name: str, *, params: Mapping[str, Any] | None = None, description: str | None = None,
+                      outputs: Outputs | None = None) -> Callable[[AnalysisFn], AnalysisFn]:
+    """Register `fn` as analysis `name`; `params` declares every accepted param and its default,
+    `outputs` every table part it may write and that part's columns (see `check_outputs`)."""
     if not _NAME.match(name) or name in _RESERVED:
         raise ValueError(f"invalid analysis name {name!r}")
-    return ANALYSES.register(name, params=params, description=description)
+    return ANALYSES.register(name, params=params, description=description, outputs=outputs)
 
 
 def analyses() -> dict[str, AnalysisSpec]:
@@ -81,6 +99,24 @@ def analyses() -> dict[str, AnalysisSpec]:
 
 def get_analysis(name: str) -> AnalysisSpec:
     return ANALYSES.get(name)
+
+
+def check_outputs(spec: AnalysisSpec, result: AnalysisResult) -> None:
+    """Every part written is declared, with every declared column (optional parts may be absent).
+
+    A mismatch is a bug in the analysis, not the user's: ValueError (exit 2) naming the name.
+    """
+    if not spec.outputs:
+        return  # an analysis that declares nothing (tests/test_analyses_outputs.py flags built-in ones)
+    frames = {**result.tables, "summary": result.summary}
+    undeclared = sorted(set(frames) - set(spec.outputs))
+    if undeclared:
+        raise ValueError(f"analysis {spec.name!r} wrote undeclared part(s) {', '.join(undeclared)}")
+    for part, frame in frames.items():
+        missing = [c for c in spec.outputs[part] if c not in frame.columns]
+        if missing:
+            raise ValueError(f"analysis {spec.name!r} part {part!r} lacks declared column(s) "
+                             f"{', '.join(missing)} (it has {', '.join(map(str, frame.columns))})")
 
 
 def resolve_params(spec: AnalysisSpec, params: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -154,6 +190,7 @@ def run_analysis(wh: Warehouse, name: str, params: Mapping[str, Any] | None = No
     spec = get_analysis(name)
     resolved = resolve_params(spec, params)
     result = spec.fn(wh, resolved)
+    check_outputs(spec, result)
     if store:
         store_result(wh, name, result, resolved)
     return result

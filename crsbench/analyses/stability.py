@@ -25,8 +25,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.criterion import (AXES_COLUMNS, GLOBAL, anchors_of, member_axes,
-                                         rank_agreement, resolve_population, score_groups)
+from crsbench.analyses.criterion import (
+    AXES_COLUMNS,
+    GLOBAL,
+    anchors_of,
+    member_axes,
+    rank_agreement,
+    resolve_population,
+    score_groups,
+)
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
@@ -71,7 +78,9 @@ def sub_panels(members: Sequence[str], random_panels: int, rng: np.random.Genera
     return out
 
 
-@register_analysis("stability", params={"panel": None, "random_panels": 200, "seed": 0})
+@register_analysis("stability", params={"panel": None, "random_panels": 200, "seed": 0}, outputs={
+    "panels": PANEL_COLUMNS,
+    "summary": ("kind", "size", "n_panels", "mean_tau", "min_tau", "mean_top3", "share_top3_unchanged")})
 def run_stability(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Reference stability: LOO and random sub-panels; Kendall tau and Top-3 vs the full panel."""
     panel, members = resolve_population(wh, params["panel"])
@@ -148,7 +157,8 @@ def displacements(scores: pd.DataFrame, plans: Sequence[tuple[tuple[str, ...], t
     return pd.DataFrame(rows, columns=INSERTION_COLUMNS), pd.concat(values, ignore_index=True)
 
 
-@register_analysis("insertion", params={"panel": None, "trials": 30, "seed": 0})
+@register_analysis("insertion", params={"panel": None, "trials": 30, "seed": 0}, outputs={
+    "insertions": INSERTION_COLUMNS, "summary": ("mode", "n_insertions", "n_scores", "mean", "median", "max")})
 def run_insertion(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Insertion: displacement of existing CRS under cohort renormalisation vs fixed reference."""
     panel, members = resolve_population(wh, params["panel"])

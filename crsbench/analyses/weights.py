@@ -20,9 +20,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.criterion import (AXIS_WEIGHTS, DEFAULT_WEIGHTS, GLOBAL, TERM_WEIGHTS,
-                                         member_axes, panel_anchors, rank_agreement,
-                                         resolve_population, score_groups)
+from crsbench.analyses.criterion import (
+    AXIS_WEIGHTS,
+    DEFAULT_WEIGHTS,
+    GLOBAL,
+    TERM_WEIGHTS,
+    member_axes,
+    panel_anchors,
+    rank_agreement,
+    resolve_population,
+    score_groups,
+)
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.warehouse.connection import Warehouse
 
@@ -68,7 +76,9 @@ def weight_sensitivity(wh: Warehouse, members: Sequence[str], anchors: pd.DataFr
     return out[DRAW_COLUMNS].reset_index(drop=True)
 
 
-@register_analysis("weights", params={"panel": None, "draws": 500, "alpha": 1.0, "seed": 0})
+@register_analysis("weights", params={"panel": None, "draws": 500, "alpha": 1.0, "seed": 0}, outputs={
+    "draws": DRAW_COLUMNS,
+    "summary": ("family", "n_weightings", "mean_tau", "min_tau", "share_top3_unchanged")})
 def run_weights(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Scalarisation: Dirichlet axis / component weights; Kendall tau and Top-3 vs the default."""
     panel, members = resolve_population(wh, params["panel"])

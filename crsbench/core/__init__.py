@@ -3,9 +3,23 @@
 `crsbench.core` imports nothing else from crsbench; every other package may import it.
 """
 
-from crsbench.core.constants import (AXES, AXIS_WEIGHTS, CLEAN, CONDITIONS, CRS_WEIGHTS, DEPTHS, FROZEN, LORA,
-                                     PERTURBATIONS, PERTURBED_CONDITIONS, PRIMARY_PROBE, SEVERITIES, SHIFT, TERM_WEIGHTS,
-                                     lora_regime)
+from crsbench.core.constants import (
+                                     AXES,
+                                     AXIS_WEIGHTS,
+                                     CLEAN,
+                                     CONDITIONS,
+                                     CRS_WEIGHTS,
+                                     DEPTHS,
+                                     FROZEN,
+                                     LORA,
+                                     PERTURBATIONS,
+                                     PERTURBED_CONDITIONS,
+                                     PRIMARY_PROBE,
+                                     SEVERITIES,
+                                     SHIFT,
+                                     TERM_WEIGHTS,
+                                     lora_regime,
+)
 from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError
 from crsbench.core.keys import EncoderKey
 from crsbench.core.registry import Registry

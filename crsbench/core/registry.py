@@ -64,10 +64,6 @@ class Registry(Generic[T]):
         except KeyError:
             raise CrsbenchError(self._unknown(name)) from None
 
-    def remove(self, name: str) -> None:
-        """Forget `name` if registered (tests and plugin reloads)."""
-        self._entries.pop(name, None)
-
     def names(self) -> list[str]:
         """Every registered name, in registration order."""
         self.load()

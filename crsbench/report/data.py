@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from crsbench.core import AXES, FROZEN, PRIMARY_PROBE, CrsbenchError
+from crsbench.analyses.registry import get_analysis, table_name
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 AXIS_LABELS: dict[str, str] = {"discrimination": "Discrimination", "calibration": "Calibration",
@@ -52,14 +53,20 @@ class ReportData:
     def has(self, relation: str) -> bool:
         return relation in self.relations
 
-    def analysis(self, analysis: str, *parts: str) -> pd.DataFrame | None:
-        """The first existing table `analysis_<analysis>_<part>` among `parts`, else None."""
-        for part in parts:
-            name = f"analysis_{analysis}_{part}"
-            if name in self.relations:
-                # The name passed this existence check against the catalog and is quoted.
-                return self.wh.sql(f'select * from "{name}"')
-        return None
+    def analysis(self, analysis: str, part: str, *columns: str) -> pd.DataFrame | None:
+        """Table `analysis_<analysis>_<part>`, or None when it has not been stored.
+
+        `part` and `columns` are names the analysis declares (`register_analysis(outputs=...)`);
+        asking for any other name is a bug in the report (KeyError). A table stored by an older
+        version that lacks a requested column counts as not stored.
+        """
+        get_analysis(analysis).columns(part, *columns)
+        name = table_name(analysis, part)
+        if name not in self.relations:
+            return None
+        # The name passed this existence check against the catalog and is quoted.
+        frame = self.wh.sql(f'select * from "{name}"')
+        return frame if set(columns) <= set(frame.columns) else None
 
     def label(self, encoder_id: str, regime: str | None = None) -> str:
         """How an encoder is named in figures: random-init ones carry the mark in their name."""

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
 from matplotlib.figure import Figure
-from matplotlib import colormaps
 
 RANDOM_INIT_COLOR = "#c0392b"
 UP, DOWN, SAME = "#1e8449", "#c0392b", "#95a5a6"

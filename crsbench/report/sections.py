@@ -9,13 +9,12 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-import numpy as np
 import pandas as pd
 
-from crsbench.core import FROZEN
+from crsbench.core import AXES
 from crsbench.report import figures as figs
 from crsbench.report import uncertainty
-from crsbench.report.data import AXES, AXIS_LABELS, ReportData
+from crsbench.report.data import AXIS_LABELS, ReportData
 from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
 
 # Which command fills each kind of gap; one place, so the messages stay in step with the CLI.
@@ -56,29 +55,18 @@ def section(section_id: str, title: str) -> Callable[[SectionFn], SectionFn]:
     return register
 
 
-def pick(frame: pd.DataFrame, *names: str) -> str | None:
-    """The first of `names` that is a column of `frame` (analysis tables name things variously)."""
-    return next((n for n in names if n in frame.columns), None)
+# What the report shows from the bootstrap's declared `encoders` part: role -> column.
+BOOTSTRAP_COLUMNS = {"p_rank1": "p_rank1", "p_top3": "p_top3", "lo": "crs_lo", "hi": "crs_hi"}
 
 
 def _bootstrap(data: ReportData) -> tuple[pd.DataFrame | None, dict[str, str]]:
     """Per-encoder bootstrap results for the shown panel and the columns that hold each quantity."""
-    frame = data.analysis("bootstrap", "encoders", "ranks", "encoder", "crs", "intervals")
-    if frame is None or "encoder_id" not in frame.columns:
+    frame = data.analysis("bootstrap", "encoders", "panel", "encoder_id", "crs", *BOOTSTRAP_COLUMNS.values())
+    if frame is None:
         return None, {}
-    if "panel" in frame.columns and data.panel is not None:
+    if data.panel is not None:
         frame = frame[frame["panel"] == data.panel]
-    if "regime" in frame.columns:
-        frame = frame[frame["regime"].fillna(FROZEN) == FROZEN]
-    cols = {
-        "p_rank1": pick(frame, "p_rank1", "p_rank_1", "p_first", "prob_rank1"),
-        "p_top3": pick(frame, "p_top3", "p_top_3", "prob_top3"),
-        "lo": pick(frame, "crs_lo", "crs_ci_lo", "ci_lo", "lo", "crs_q025", "q025"),
-        "hi": pick(frame, "crs_hi", "crs_ci_hi", "ci_hi", "hi", "crs_q975", "q975"),
-        "auroc_lo": pick(frame, "auroc_lo", "auroc_ci_lo"),
-        "auroc_hi": pick(frame, "auroc_hi", "auroc_ci_hi"),
-    }
-    return frame.reset_index(drop=True), {k: v for k, v in cols.items() if v is not None}
+    return frame.reset_index(drop=True), dict(BOOTSTRAP_COLUMNS)
 
 
 def _need_scores(data: ReportData) -> Missing | None:
@@ -287,17 +275,11 @@ def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
     boot["label"] = [data.label(e) for e in boot["encoder_id"]]
     colors = figs.palette(boot["label"].tolist())
     out = []
-    if "p_rank1" in cols and "p_top3" in cols:
-        out.append(sink.embed("bootstrap_ranks", figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"]),
-                              "P(rank 1) and P(top 3) over bootstrap replicates"))
-    crs_col = pick(boot, "crs", "crs_mean", "crs_point", "crs_median")
-    if crs_col and "lo" in cols and "hi" in cols:
-        out.append(sink.embed("bootstrap_intervals",
-                              figs.interval_chart(boot, crs_col, cols["lo"], cols["hi"],
-                                                  "CRS with 95% bootstrap interval", colors),
-                              "CRS point estimate with its 95% bootstrap interval"))
-    if not out:
-        return Missing(f"The bootstrap table has none of the expected columns ({', '.join(boot.columns)}).",
-                       FILL["bootstrap"])
+    out.append(sink.embed("bootstrap_ranks", figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"]),
+                          "P(rank 1) and P(top 3) over bootstrap replicates"))
+    out.append(sink.embed("bootstrap_intervals",
+                          figs.interval_chart(boot, "crs", cols["lo"], cols["hi"],
+                                              "CRS with 95% bootstrap interval", colors),
+                          "CRS point estimate with its 95% bootstrap interval"))
     return "".join(out)
 

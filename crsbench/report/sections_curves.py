@@ -9,10 +9,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from crsbench.core import CLEAN
 from crsbench.report import figures as figs
 from crsbench.report.data import ReportData
 from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
-from crsbench.report.sections import FILL, Missing, pick, section
+from crsbench.report.sections import FILL, Missing, section
 
 
 def _note(text: str) -> str:
@@ -28,8 +29,8 @@ def _labelled(data: ReportData, frame: pd.DataFrame) -> pd.DataFrame:
 def _curve_source(data: ReportData, analysis: str, part: str, fixed: str, value: float,
                   x: str) -> tuple[pd.DataFrame | None, bool]:
     """(encoder_id, dataset_id, x, auroc) from the analysis table, else from metrics_seed."""
-    table_ = data.analysis(analysis, part)
-    if table_ is not None and {"encoder_id", "dataset_id", x, "auroc"} <= set(table_.columns):
+    table_ = data.analysis(analysis, part, "encoder_id", "dataset_id", x, "auroc")
+    if table_ is not None:
         return table_[["encoder_id", "dataset_id", x, "auroc"]].dropna(subset=["auroc"]), True
     if data.curves is None:
         return None, False
@@ -43,15 +44,14 @@ def _varies(frame: pd.DataFrame, x: str) -> bool:
 
 @section("recalibration", "Calibration before and after recalibration (E2)")
 def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
-    cells = data.analysis("e2", "cells")
+    cells = data.analysis("e2", "cells", "encoder_id", "method", "condition", "ece_before", "ece_after")
     if cells is None or cells.empty:
         return Missing("Recalibration (E2) has not been run.", FILL["e2"])
     out = []
-    bins = data.analysis("e2", "reliability")
-    needed = {"encoder_id", "dataset_id", "method", "confidence", "accuracy"}
-    if bins is not None and needed <= set(bins.columns):
-        if "condition" in bins.columns:
-            bins = bins[bins["condition"] == "clean"]
+    bins = data.analysis("e2", "reliability", "encoder_id", "dataset_id", "condition", "method", "confidence",
+                         "accuracy")
+    if bins is not None:
+        bins = bins[bins["condition"] == CLEAN]
         for dataset, part in bins.groupby("dataset_id", sort=True):
             part = _labelled(data, part)
             fig = figs.reliability_chart(part, "label", "method",
@@ -61,8 +61,8 @@ def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
     else:
         out.append(_note("Reliability diagrams need per-bin confidence and accuracy (table "
                          "<code>analysis_e2_reliability</code>); showing ECE before and after instead."))
-    clean = cells[cells["condition"] == "clean"] if "condition" in cells.columns else cells
-    if {"ece_before", "ece_after", "method"} <= set(clean.columns) and len(clean):
+    clean = cells[cells["condition"] == CLEAN]
+    if len(clean):
         means = clean.groupby(["encoder_id", "method"], sort=True)[["ece_before", "ece_after"]].mean().reset_index()
         before = means.groupby("encoder_id")["ece_before"].mean().rename("uncalibrated")
         after = means.pivot(index="encoder_id", columns="method", values="ece_after")
@@ -111,20 +111,19 @@ def label_efficiency(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("Runs exist at a single label fraction only.", FILL["runs"])
     frame = _labelled(data, frame)
     colors = figs.palette(frame["label"].unique().tolist())
-    scarcity = data.analysis("e6", "scarcity")
+    scarcity = data.analysis("e6", "scarcity", "encoder_id", "dataset_id", "reference_id", "reference_auroc_full",
+                             "crossover_fraction")
     references, markers, title = None, None, "AUROC by label fraction (full depth, logreg probe)"
     if scarcity is not None and len(scarcity):
-        ref_col = pick(scarcity, "reference_auroc_full")
-        if ref_col:
-            references = scarcity.dropna(subset=[ref_col]).groupby("dataset_id")[ref_col].first().to_dict()
-        if "reference_id" in scarcity.columns and scarcity["reference_id"].notna().any():
+        references = (scarcity.dropna(subset=["reference_auroc_full"]).groupby("dataset_id")["reference_auroc_full"]
+                      .first().to_dict())
+        if scarcity["reference_id"].notna().any():
             title += f"; dotted: reference {scarcity['reference_id'].dropna().iloc[0]} at 100 %"
-        if "crossover_fraction" in scarcity.columns:
-            hits = scarcity.dropna(subset=["crossover_fraction"])
-            hits = hits.assign(x=hits["crossover_fraction"].astype(float))
-            markers = hits.merge(frame, left_on=["encoder_id", "dataset_id", "x"],
-                                 right_on=["encoder_id", "dataset_id", "label_fraction"], how="inner")
-            markers = markers.rename(columns={"auroc": "y"})[["dataset_id", "x", "y"]]
+        hits = scarcity.dropna(subset=["crossover_fraction"])
+        hits = hits.assign(x=hits["crossover_fraction"].astype(float))
+        markers = hits.merge(frame, left_on=["encoder_id", "dataset_id", "x"],
+                             right_on=["encoder_id", "dataset_id", "label_fraction"], how="inner")
+        markers = markers.rename(columns={"auroc": "y"})[["dataset_id", "x", "y"]]
     fig = figs.curves_chart(frame, "label_fraction", "auroc", "fraction of training labels (log)",
                             "clean AUROC", title, colors, log_x=True, references=references, markers=markers)
     out = [sink.embed("label_efficiency", fig,
