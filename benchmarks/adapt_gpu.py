@@ -65,8 +65,7 @@ def main() -> None:
             ticks.append(time.perf_counter())
 
         settings = LoraSettings(epochs=max(epochs, 1), batch_size=args.batch_size, max_steps=args.steps)
-        autocast = (torch.autocast("cuda", dtype=torch.bfloat16) if args.bf16
-                    else torch.autocast("cpu", enabled=False))
+        autocast = torch.autocast("cuda", dtype=torch.bfloat16) if args.bf16 else torch.autocast("cpu", enabled=False)
         with autocast:
             result = adapt(ds, entry, seed=0, settings=settings, device=args.device, progress=progress)
         # ticks[0] is the call before the first step; ticks[k] follows step k
@@ -78,12 +77,19 @@ def main() -> None:
         reload_s = time.perf_counter() - started
         trainable = sum(p.numel() for p in result.model.parameters() if p.requires_grad)
         report = {
-            "encoder": entry.id, "device": args.device, "bf16": args.bf16, "batch_size": args.batch_size,
-            "steps": result.steps, "timed_steps": timed, "steps_per_s": timed / span if timed > 0 else None,
+            "encoder": entry.id,
+            "device": args.device,
+            "bf16": args.bf16,
+            "batch_size": args.batch_size,
+            "steps": result.steps,
+            "timed_steps": timed,
+            "steps_per_s": timed / span if timed > 0 else None,
             "images_per_s": timed * args.batch_size / span if timed > 0 else None,
-            "adapter_params": trainable, "adapter_norm": result.adapter_norm,
+            "adapter_params": trainable,
+            "adapter_norm": result.adapter_norm,
             "loss_first_last_epoch": [result.losses[0], result.losses[-1]],
-            "save_reload_merge_s": reload_s, "total_train_s": result.seconds,
+            "save_reload_merge_s": reload_s,
+            "total_train_s": result.seconds,
         }
         print(json.dumps(report, indent=2))
 

@@ -53,8 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = build(db, full=False)
     with Warehouse.open(db) as wh:
         wh.compact_parts()
-    print(f"built {rows:,} run rows ({len(ENCODERS)} encoders x 3 datasets x 5 seeds), "
-          f"{time.perf_counter() - start:.1f} s")
+    print(
+        f"built {rows:,} run rows ({len(ENCODERS)} encoders x 3 datasets x 5 seeds), "
+        f"{time.perf_counter() - start:.1f} s"
+    )
 
     with Warehouse.open(db) as wh:
         wh.con.execute(f"set threads = {int(args.threads)}")
@@ -91,18 +93,23 @@ def main(argv: list[str] | None = None) -> int:
     extrapolated = per_replicate * args.replicates
     stored = ", ".join(f"analysis_bootstrap_{p}" for p in result.tables)
     print(f"batched bootstrap, {args.replicates:,} replicates, {args.threads} DuckDB threads:")
-    print(f"  crsbench analyze bootstrap end to end (query + summaries + storing {stored}): "
-          f"{end_to_end:.2f} s")
-    print(f"  of which the one SQL query: {query_s:.2f} s; summaries (ranks, percentiles, "
-          f"{len(members) * (len(members) - 1) // 2} pair intervals): {summary_s:.2f} s")
-    print(f"per-replicate loop: {args.loop_replicates} replicates (one SQL query each) took "
-          f"{loop_s:.2f} s = {per_replicate * 1000:.1f} ms/replicate; extrapolated linearly to "
-          f"{args.replicates:,} replicates: {extrapolated:.0f} s "
-          f"({extrapolated / end_to_end:.0f}x the batched run)")
+    print(f"  crsbench analyze bootstrap end to end (query + summaries + storing {stored}): {end_to_end:.2f} s")
+    print(
+        f"  of which the one SQL query: {query_s:.2f} s; summaries (ranks, percentiles, "
+        f"{len(members) * (len(members) - 1) // 2} pair intervals): {summary_s:.2f} s"
+    )
+    print(
+        f"per-replicate loop: {args.loop_replicates} replicates (one SQL query each) took "
+        f"{loop_s:.2f} s = {per_replicate * 1000:.1f} ms/replicate; extrapolated linearly to "
+        f"{args.replicates:,} replicates: {extrapolated:.0f} s "
+        f"({extrapolated / end_to_end:.0f}x the batched run)"
+    )
     print(f"loop scores identical to the batched ones (bit for bit): {identical}")
     print(f"target <= 5 s on 2 cores: {'met' if end_to_end <= 5 else 'NOT met'} ({end_to_end:.2f} s)")
-    print(f"command: .venv/bin/python benchmarks/analyses.py --replicates {args.replicates} "
-          f"--loop-replicates {args.loop_replicates} --threads {args.threads}")
+    print(
+        f"command: .venv/bin/python benchmarks/analyses.py --replicates {args.replicates} "
+        f"--loop-replicates {args.loop_replicates} --threads {args.threads}"
+    )
     return 0 if identical else 1
 
 

@@ -31,9 +31,11 @@ from crsbench.warehouse.panels import freeze_panel  # noqa: E402
 
 def build(db: Path, test_images: int, n_encoders: int) -> int:
     n = int(test_images / 0.5)  # half of each dataset is its test split
-    datasets = [make_dataset("derm", "multiclass", n, 8, seed=1, split_share=(0.4, 0.1)),
-                make_dataset("fundus", "ordinal", n, 5, seed=2, split_share=(0.4, 0.1)),
-                make_dataset("cxr", "multilabel", n, 6, seed=3, split_share=(0.4, 0.1))]
+    datasets = [
+        make_dataset("derm", "multiclass", n, 8, seed=1, split_share=(0.4, 0.1)),
+        make_dataset("fundus", "ordinal", n, 5, seed=2, split_share=(0.4, 0.1)),
+        make_dataset("cxr", "multilabel", n, 6, seed=3, split_share=(0.4, 0.1)),
+    ]
     encoders = [f"enc{i:02d}" for i in range(n_encoders)]
     runs = 0
     with Warehouse.open(db) as wh:
@@ -61,27 +63,35 @@ def main(argv: list[str] | None = None) -> int:
     db = folder / "bench.duckdb"
     start = time.perf_counter()
     runs = build(db, args.test_images, args.encoders) if not db.exists() else -1
-    print(f"built {runs:,} runs with predictions ({args.encoders} encoders x 3 datasets x "
-          f"{args.test_images:,} test images): {time.perf_counter() - start:.0f} s")
+    print(
+        f"built {runs:,} runs with predictions ({args.encoders} encoders x 3 datasets x "
+        f"{args.test_images:,} test images): {time.perf_counter() - start:.0f} s"
+    )
     timings = {}
     with Warehouse.open(db) as wh:
         wh.con.execute(f"set threads = {int(args.threads)}")
         for resample in ("seeds", "images+seeds"):
             start = time.perf_counter()
-            result = run_analysis(wh, "bootstrap", {"replicates": args.replicates, "resample": resample,
-                                                    "workers": args.threads})
+            result = run_analysis(
+                wh, "bootstrap", {"replicates": args.replicates, "resample": resample, "workers": args.threads}
+            )
             timings[resample] = time.perf_counter() - start
-            print(f"{resample}: {args.replicates:,} replicates end to end {timings[resample]:.1f} s; "
-                  + result.notes[1])
+            print(
+                f"{resample}: {args.replicates:,} replicates end to end {timings[resample]:.1f} s; " + result.notes[1]
+            )
     ratio = timings["images+seeds"] / timings["seeds"]
     load = os.getloadavg()[0]
     target = 600 if args.test_images >= 5000 and args.encoders >= 15 else None
-    print(f"images+seeds / seeds = {ratio:.1f}x; load average {load:.1f} on {os.cpu_count()} cores "
-          "during the run (a shared machine inflates both)")
+    print(
+        f"images+seeds / seeds = {ratio:.1f}x; load average {load:.1f} on {os.cpu_count()} cores "
+        "during the run (a shared machine inflates both)"
+    )
     if target:
         print(f"target <= {target} s on 2 cores: {'met' if timings['images+seeds'] <= target else 'NOT met'}")
-    print(f"command: .venv/bin/python benchmarks/bootstrap_images.py --test-images {args.test_images} "
-          f"--encoders {args.encoders} --replicates {args.replicates} --threads {args.threads}")
+    print(
+        f"command: .venv/bin/python benchmarks/bootstrap_images.py --test-images {args.test_images} "
+        f"--encoders {args.encoders} --replicates {args.replicates} --threads {args.threads}"
+    )
     return 0
 
 

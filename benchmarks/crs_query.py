@@ -45,8 +45,13 @@ SEEDS = range(5)
 
 def cell_configs(shift_target: str | None, full: bool) -> list[tuple[str, float, float, str, str]]:
     conditions = ["clean", *PERTURBED_CONDITIONS, "calib"] + (["shift"] if shift_target else [])
-    grid = [(probe, depth, fraction, cond, shift_target if cond == "shift" else "")
-            for probe in PROBES for depth in reversed(DEPTHS) for fraction in FRACTIONS for cond in conditions]
+    grid = [
+        (probe, depth, fraction, cond, shift_target if cond == "shift" else "")
+        for probe in PROBES
+        for depth in reversed(DEPTHS)
+        for fraction in FRACTIONS
+        for cond in conditions
+    ]
     return grid if full else grid[:CONFIGS_PER_CELL]
 
 
@@ -56,21 +61,36 @@ def cell_frame(encoder: str, dataset: str, seed: int, configs, rng: np.random.Ge
     quality = 0.65 + 0.3 * rng.random()
     auroc = np.clip(quality * (0.8 + 0.2 * np.asarray(fraction) ** 0.3) - 0.1 * rng.random(n), 0.5, 1.0)
     auroc = np.where(np.asarray(condition) == "clean", auroc, auroc - 0.05 * rng.random(n))
-    return pd.DataFrame({
-        "run_id": [uuid.uuid4().hex for _ in range(n)],
-        "fit_id": [f"{encoder}|{dataset}|{p}|{d}|{f}|{seed}" for p, d, f in zip(probe, depth, fraction)],
-        "encoder_id": encoder, "dataset_id": dataset,
-        "eval_dataset_id": [t or dataset for t in target], "regime": "frozen",
-        "probe": probe, "depth": depth, "label_fraction": fraction, "seed": seed,
-        "condition": condition, "auroc": auroc, "ece": 0.02 + 0.2 * rng.random(n),
-        "ece_adaptive": 0.02 + 0.2 * rng.random(n), "brier": rng.random(n) * 0.3,
-        "nll": rng.random(n), "accuracy": auroc - 0.1, "mean_confidence": rng.random(n),
-        "qwk": rng.random(n) if dataset == "aptos" else np.nan,
-        "ordinal_mae": rng.random(n) if dataset == "aptos" else np.nan,
-        "n_train": (np.asarray(fraction) * 20000).astype(int), "n_test": 5000,
-        "fit_seconds": rng.random(n), "pretrained": True, "code_version": "bench",
-        "created_at": datetime.now(timezone.utc),
-    })
+    return pd.DataFrame(
+        {
+            "run_id": [uuid.uuid4().hex for _ in range(n)],
+            "fit_id": [f"{encoder}|{dataset}|{p}|{d}|{f}|{seed}" for p, d, f in zip(probe, depth, fraction)],
+            "encoder_id": encoder,
+            "dataset_id": dataset,
+            "eval_dataset_id": [t or dataset for t in target],
+            "regime": "frozen",
+            "probe": probe,
+            "depth": depth,
+            "label_fraction": fraction,
+            "seed": seed,
+            "condition": condition,
+            "auroc": auroc,
+            "ece": 0.02 + 0.2 * rng.random(n),
+            "ece_adaptive": 0.02 + 0.2 * rng.random(n),
+            "brier": rng.random(n) * 0.3,
+            "nll": rng.random(n),
+            "accuracy": auroc - 0.1,
+            "mean_confidence": rng.random(n),
+            "qwk": rng.random(n) if dataset == "aptos" else np.nan,
+            "ordinal_mae": rng.random(n) if dataset == "aptos" else np.nan,
+            "n_train": (np.asarray(fraction) * 20000).astype(int),
+            "n_test": 5000,
+            "fit_seconds": rng.random(n),
+            "pretrained": True,
+            "code_version": "bench",
+            "created_at": datetime.now(timezone.utc),
+        }
+    )
 
 
 def build(db: Path, full: bool) -> int:
@@ -111,18 +131,18 @@ def main(argv: list[str] | None = None) -> int:
     query = "select * from crs_encoder"
     start = time.perf_counter()
     rows = build(db, args.full_grid)
-    n_parts = len([p for p in (folder / "bench.duckdb.parts" / "runs").glob("part-*.parquet")
-                   if "empty" not in p.name])
-    print(f"built {rows:,} run rows ({len(ENCODERS)} encoders x {len(DATASETS)} datasets x "
-          f"{rows // (len(ENCODERS) * len(DATASETS)):,} seed rows) in {n_parts} parts, "
-          f"{time.perf_counter() - start:.1f} s")
+    n_parts = len([p for p in (folder / "bench.duckdb.parts" / "runs").glob("part-*.parquet") if "empty" not in p.name])
+    print(
+        f"built {rows:,} run rows ({len(ENCODERS)} encoders x {len(DATASETS)} datasets x "
+        f"{rows // (len(ENCODERS) * len(DATASETS)):,} seed rows) in {n_parts} parts, "
+        f"{time.perf_counter() - start:.1f} s"
+    )
     parts_ms, before = time_query(db, query, args.repeat)
     print(f"{query!r}: median {parts_ms:.1f} ms over {args.repeat} runs ({n_parts} Parquet parts)")
     with Warehouse.open(db) as wh:
         merged = wh.compact_parts()
     compact_ms, after = time_query(db, query, args.repeat)
-    print(f"{query!r}: median {compact_ms:.1f} ms over {args.repeat} runs after compact_parts() "
-          f"({merged} parts -> 1)")
+    print(f"{query!r}: median {compact_ms:.1f} ms over {args.repeat} runs after compact_parts() ({merged} parts -> 1)")
     key = ["panel", "encoder_id", "regime"]
     identical = before.sort_values(key).reset_index(drop=True).equals(after.sort_values(key).reset_index(drop=True))
     print(f"rows identical before/after compaction: {identical}; {len(after)} rows")

@@ -41,12 +41,18 @@ def cast_store(source: Path, target: Path) -> int:
                 walk(member, sub)
                 continue
             floating = member.dtype == np.float32
-            arr = dst.create_array(sub, shape=member.shape, chunks=member.chunks,
-                                   dtype="float16" if floating else member.dtype,
-                                   fill_value=np.nan if floating else None, overwrite=True)
+            arr = dst.create_array(
+                sub,
+                shape=member.shape,
+                chunks=member.chunks,
+                dtype="float16" if floating else member.dtype,
+                fill_value=np.nan if floating else None,
+                overwrite=True,
+            )
             arr[...] = member[...].astype(np.float16) if floating else member[...]
             arr.attrs.update(dict(member.attrs))
             n += int(floating)
+
     walk(src, "")
     return n
 
@@ -61,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     encoders = tiny_encoder_ids()
     datasets = [name for _, name in SUITE_DATASETS]
     started = time.perf_counter()
-    benches = {"float32": Bench(out / "w32.duckdb", store=str(out / "f32.zarr")),
-               "float16": Bench(out / "w16.duckdb", store=str(out / "f16.zarr"))}
+    benches = {
+        "float32": Bench(out / "w32.duckdb", store=str(out / "f32.zarr")),
+        "float16": Bench(out / "w16.duckdb", store=str(out / "f16.zarr")),
+    }
     for bench in benches.values():
         bench.ingest_suite(out / "suite", args.scale)
     benches["float32"].extract(encoders, datasets, ExtractConfig(dtype="float32"))
@@ -75,17 +83,27 @@ def main(argv: list[str] | None = None) -> int:
     runs = {k: b.sql("select run_id, encoder_id, auroc from runs") for k, b in benches.items()}
     both = runs["float32"].merge(runs["float16"], on=["run_id", "encoder_id"], suffixes=("_32", "_16"))
     delta = (both["auroc_16"] - both["auroc_32"]).abs()
-    crs = {k: b.sql("select encoder_id, crs from crs_encoder where panel = 'fp' and in_panel")
-           .set_index("encoder_id")["crs"] for k, b in benches.items()}
+    crs = {
+        k: b.sql("select encoder_id, crs from crs_encoder where panel = 'fp' and in_panel").set_index("encoder_id")[
+            "crs"
+        ]
+        for k, b in benches.items()
+    }
     d_crs = (crs["float16"] - crs["float32"]).sort_index()
-    print(f"demo grid (scale {args.scale}): {len(encoders)} encoders x {len(datasets)} datasets, "
-          f"{cast} arrays cast float32 -> float16, {len(both):,} logreg runs at full depth compared "
-          f"({len(runs['float32']):,} / {len(runs['float16']):,}); {time.perf_counter() - started:.0f} s")
-    print(f"|delta AUROC| per run: max {delta.max():.2e}, mean {delta.mean():.2e}, "
-          f"runs with |delta| > 1e-3: {(delta > 1e-3).sum()} of {len(delta)}")
-    print("delta CRS per encoder (float16 - float32): "
-          + ", ".join(f"{e} {v:+.4f}" for e, v in d_crs.items())
-          + f"; max |delta CRS| {d_crs.abs().max():.4f}")
+    print(
+        f"demo grid (scale {args.scale}): {len(encoders)} encoders x {len(datasets)} datasets, "
+        f"{cast} arrays cast float32 -> float16, {len(both):,} logreg runs at full depth compared "
+        f"({len(runs['float32']):,} / {len(runs['float16']):,}); {time.perf_counter() - started:.0f} s"
+    )
+    print(
+        f"|delta AUROC| per run: max {delta.max():.2e}, mean {delta.mean():.2e}, "
+        f"runs with |delta| > 1e-3: {(delta > 1e-3).sum()} of {len(delta)}"
+    )
+    print(
+        "delta CRS per encoder (float16 - float32): "
+        + ", ".join(f"{e} {v:+.4f}" for e, v in d_crs.items())
+        + f"; max |delta CRS| {d_crs.abs().max():.4f}"
+    )
     print(f"command: .venv/bin/python benchmarks/fp16_effect.py --scale {args.scale}")
     return 0
 

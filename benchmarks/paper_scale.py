@@ -69,7 +69,7 @@ def spectrum_features(rng: np.random.Generator, n: int, d: int, rotation: np.nda
     out = np.empty((n, d))
     for s in range(0, n, 8192):
         z = rng.standard_normal((min(8192, n - s), d), dtype=np.float32) * scales
-        out[s:s + len(z)] = z @ rotation
+        out[s : s + len(z)] = z @ rotation
     return out
 
 
@@ -78,10 +78,10 @@ LABEL_DRAWS = 2  # logreg iteration counts vary with the labels: each point aver
 
 @dataclasses.dataclass
 class Problem:
-    x: np.ndarray                # (n_max, D) standardised train rows
-    queries: np.ndarray          # (Q, D) standardised eval rows
-    y_mc: list[np.ndarray]       # LABEL_DRAWS x (n_max,) 8 classes
-    y_ml: list[np.ndarray]       # LABEL_DRAWS x (n_max, 14) labels
+    x: np.ndarray  # (n_max, D) standardised train rows
+    queries: np.ndarray  # (Q, D) standardised eval rows
+    y_mc: list[np.ndarray]  # LABEL_DRAWS x (n_max,) 8 classes
+    y_ml: list[np.ndarray]  # LABEL_DRAWS x (n_max, 14) labels
 
 
 def make_problem(n: int, d: int, n_queries: int, seed: int) -> Problem:
@@ -119,8 +119,7 @@ def time_point(p: Problem, n: int, repeats: int) -> dict[str, float]:
         out[kind] = float(np.mean([r[0] for r in runs]))
         out[kind + "_iters"] = float(np.mean([r[1] for r in runs]))
     out["mlp"] = cpu_seconds(lambda: get_probe("mlp").fit(x, p.y_mc[0][:n], Task.MULTICLASS, 8, 0), repeats)
-    out["knn"] = cpu_seconds(lambda: knn_search.neighbours(knn_search.prepare(xt), q, 5),
-                             repeats) / len(q)
+    out["knn"] = cpu_seconds(lambda: knn_search.neighbours(knn_search.prepare(xt), q, 5), repeats) / len(q)
     return out
 
 
@@ -129,13 +128,12 @@ def previous_knn(train: torch.Tensor, queries: torch.Tensor, k: int) -> torch.Te
     train_sq = (train * train).sum(dim=1)
     out = []
     for start in range(0, queries.shape[0], 1024):
-        dist = train_sq[None, :] - 2.0 * queries[start:start + 1024] @ train.T
+        dist = train_sq[None, :] - 2.0 * queries[start : start + 1024] @ train.T
         out.append(torch.topk(dist, k, dim=1, largest=False).indices)
     return torch.cat(out)
 
 
-def measure_width(d: int, n_max: int, sizes: tuple[int, ...], n_queries: int, repeats: int,
-                  knn_baseline_n: int | None):
+def measure_width(d: int, n_max: int, sizes: tuple[int, ...], n_queries: int, repeats: int, knn_baseline_n: int | None):
     """Some sizes at one width (runs in its own process); optionally the previous k-NN too."""
     torch.set_num_threads(1)
     problem = make_problem(n_max, d, n_queries, seed=0)
@@ -146,16 +144,19 @@ def measure_width(d: int, n_max: int, sizes: tuple[int, ...], n_queries: int, re
         xt, q = torch.as_tensor(problem.x[:knn_baseline_n]), torch.as_tensor(problem.queries)
         old = cpu_seconds(lambda: previous_knn(xt, q, 5), repeats)
         new = cpu_seconds(lambda: knn_search.neighbours(knn_search.prepare(xt), q, 5), repeats)
-        same = bool((np.sort(previous_knn(xt, q, 5).numpy(), 1)
-                     == np.sort(knn_search.neighbours(knn_search.prepare(xt), q, 5).numpy(), 1)).all())
+        same = bool(
+            (
+                np.sort(previous_knn(xt, q, 5).numpy(), 1)
+                == np.sort(knn_search.neighbours(knn_search.prepare(xt), q, 5).numpy(), 1)
+            ).all()
+        )
         knn_pair = (old, new, same)
     return points, knn_pair
 
 
 def measure_extras(quick: bool, n_memory: int, dim: int):
     torch.set_num_threads(1)
-    return (support.eval_row_costs(quick), support.client_row_cost(quick),
-            support.measure_memory(n_memory, dim))
+    return (support.eval_row_costs(quick), support.client_row_cost(quick), support.measure_memory(n_memory, dim))
 
 
 def fit_power(points: list[tuple[int, int, float]]) -> tuple[float, float, float]:
@@ -168,7 +169,7 @@ def fit_power(points: list[tuple[int, int, float]]) -> tuple[float, float, float
 
 def power(model: tuple[float, float, float], n: float, d: float) -> float:
     a, alpha, beta = model
-    return a * n ** alpha * d ** beta
+    return a * n**alpha * d**beta
 
 
 def main() -> int:
@@ -183,15 +184,20 @@ def main() -> int:
         line = " ".join(str(p) for p in parts)
         log.append(line)
         print(line, flush=flush)
+
     torch.set_num_threads(1)
     wall0 = time.perf_counter()
     sizes = (1_500, 3_000, 6_000) if args.quick else (10_000, 25_000, 50_000)
     dims = (768, 1152)
     n_queries = 256 if args.quick else 1024  # the k-NN baseline comparison; points use KNN_QUERIES
-    say(f"command: python benchmarks/paper_scale.py{' --quick' if args.quick else ''}"
-          f"{' --write-docs' if args.write_docs else ''}")
-    say(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} "
-          f"on {os.cpu_count()} cores (CPU seconds, one thread, are robust to it; wall is not)")
+    say(
+        f"command: python benchmarks/paper_scale.py{' --quick' if args.quick else ''}"
+        f"{' --write-docs' if args.write_docs else ''}"
+    )
+    say(
+        f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} "
+        f"on {os.cpu_count()} cores (CPU seconds, one thread, are robust to it; wall is not)"
+    )
 
     # One process per width and one for the per-row and memory figures: CPU seconds do not
     # depend on how many run at once, and on a shared machine three processes get more of it.
@@ -202,8 +208,10 @@ def main() -> int:
     ctx = multiprocessing.get_context("spawn")
     groups = [(dims[0], sizes, None), (dims[1], sizes[:2], None), (dims[1], sizes[2:], sizes[1])]
     with ProcessPoolExecutor(max_workers=len(groups) + 1, mp_context=ctx) as pool:
-        jobs = [(d, pool.submit(measure_width, d, sizes[-1], group, n_queries, args.repeats, base))
-                for d, group, base in groups]
+        jobs = [
+            (d, pool.submit(measure_width, d, sizes[-1], group, n_queries, args.repeats, base))
+            for d, group, base in groups
+        ]
         extras = pool.submit(measure_extras, args.quick, 3000 if args.quick else 8000, dims[-1])
         measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
         for d, job in jobs:
@@ -211,10 +219,15 @@ def main() -> int:
             for n, t in points:
                 for kind in KINDS:
                     measured[kind].append((n, d, t[kind]))
-                say(f"  N={n:>6} D={d:>5}: " + "  ".join(
-                    f"{k} {t[k] * (1e3 if k == 'knn' else 1):.2f}{'ms/query' if k == 'knn' else 's'}"
-                    for k in KINDS) + f"  (L-BFGS iterations mc {t['logreg_mc_iters']:.0f}, "
-                    f"ml {t['logreg_ml_iters']:.0f})", flush=True)
+                say(
+                    f"  N={n:>6} D={d:>5}: "
+                    + "  ".join(
+                        f"{k} {t[k] * (1e3 if k == 'knn' else 1):.2f}{'ms/query' if k == 'knn' else 's'}" for k in KINDS
+                    )
+                    + f"  (L-BFGS iterations mc {t['logreg_mc_iters']:.0f}, "
+                    f"ml {t['logreg_ml_iters']:.0f})",
+                    flush=True,
+                )
             if knn_pair is not None:
                 knn_old, knn_new, same = knn_pair
         eval_row, client_row, memory = extras.result()
@@ -229,28 +242,38 @@ def main() -> int:
         big = [p for p in measured[kind] if p[0] == sizes[-1]]
         check[kind] = (sum(power(early, n, d) for n, d, _ in big), sum(t for _, _, t in big))
         a, al, be = models[kind]
-        say(f"  {kind:<10} a={a:.3e} alpha={al:.2f} beta={be:.2f}   (N<=25k fit: alpha={early[1]:.2f} "
-              f"beta={early[2]:.2f}; N={sizes[-1]} predicted {check[kind][0]:.2f} vs measured "
-              f"{check[kind][1]:.2f}, {100 * (check[kind][0] / check[kind][1] - 1):+.1f} %)")
+        say(
+            f"  {kind:<10} a={a:.3e} alpha={al:.2f} beta={be:.2f}   (N<=25k fit: alpha={early[1]:.2f} "
+            f"beta={early[2]:.2f}; N={sizes[-1]} predicted {check[kind][0]:.2f} vs measured "
+            f"{check[kind][1]:.2f}, {100 * (check[kind][0] / check[kind][1] - 1):+.1f} %)"
+        )
     predicted = sum(c[0] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
     actual = sum(c[1] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
     selfcheck = 100 * abs(predicted / actual - 1)
     worst = max(100 * abs(c[0] / c[1] - 1) for c in check.values())
-    say(f"self-check, all kinds at N={sizes[-1]} (both D) from N <= {sizes[1]}: predicted {predicted:.1f} s, "
-          f"measured {actual:.1f} s, error {selfcheck:.1f} % (worst single kind {worst:.1f} %) "
-          f"-> {'OK' if selfcheck <= 25 else 'FAILED'} (<= 25 %)")
+    say(
+        f"self-check, all kinds at N={sizes[-1]} (both D) from N <= {sizes[1]}: predicted {predicted:.1f} s, "
+        f"measured {actual:.1f} s, error {selfcheck:.1f} % (worst single kind {worst:.1f} %) "
+        f"-> {'OK' if selfcheck <= 25 else 'FAILED'} (<= 25 %)"
+    )
 
-    say("evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
-          + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items()))
+    say(
+        "evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
+        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items())
+    )
     say(f"warehouse client (Warehouse.append_runs), CPU s per prediction row: {client_row * 1e6:.2f} us")
-    say(f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "
-          f"{memory['peak_gb']:.2f} GB = {memory['ratio']:.2f} x the analytic bytes "
-          f"({memory['model_gb']:.2f} GB) + {memory['base_gb']:.2f} GB after imports")
+    say(
+        f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "
+        f"{memory['peak_gb']:.2f} GB = {memory['ratio']:.2f} x the analytic bytes "
+        f"({memory['model_gb']:.2f} GB) + {memory['base_gb']:.2f} GB after imports"
+    )
 
     knn_speedup = knn_old / knn_new
-    say(f"knn vs the previous float64 brute force (N={sizes[1]}, D={dims[-1]}, {n_queries} queries, "
-          f"one thread): {knn_old:.2f} s vs {knn_new:.2f} s = {knn_speedup:.2f}x, "
-          f"neighbours identical: {same}")
+    say(
+        f"knn vs the previous float64 brute force (N={sizes[1]}, D={dims[-1]}, {n_queries} queries, "
+        f"one thread): {knn_old:.2f} s vs {knn_new:.2f} s = {knn_speedup:.2f}x, "
+        f"neighbours identical: {same}"
+    )
 
     proj = support.project(models, eval_row, client_row, memory)
     say()
@@ -265,15 +288,30 @@ def main() -> int:
     }
     say("\ntargets:")
     for key, target in TARGETS.items():
-        say(f"  {key} = {result[key]:.2f} (target <= {target:g}): "
-              f"{'met' if result[key] <= target else 'NOT met, stopped by ' + proj.blockers[key]}")
+        say(
+            f"  {key} = {result[key]:.2f} (target <= {target:g}): "
+            f"{'met' if result[key] <= target else 'NOT met, stopped by ' + proj.blockers[key]}"
+        )
     wall = time.perf_counter() - wall0
-    say(f"benchmark wall time {wall / 60:.1f} min; load average at end "
-          f"{' '.join(f'{v:.1f}' for v in os.getloadavg())}")
+    say(f"benchmark wall time {wall / 60:.1f} min; load average at end {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     if args.write_docs:
-        support.write_docs(Path(__file__).resolve().parents[1] / "docs" / "SCALING.md",
-                           measured, models, check, selfcheck, proj, result, knn_old, knn_new,
-                           eval_row, client_row, memory, wall, n_queries, "\n".join(log))
+        support.write_docs(
+            Path(__file__).resolve().parents[1] / "docs" / "SCALING.md",
+            measured,
+            models,
+            check,
+            selfcheck,
+            proj,
+            result,
+            knn_old,
+            knn_new,
+            eval_row,
+            client_row,
+            memory,
+            wall,
+            n_queries,
+            "\n".join(log),
+        )
     print(json.dumps(result))
     return 0
 

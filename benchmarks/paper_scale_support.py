@@ -37,38 +37,48 @@ class PaperDataset:
     n_train: int
     n_calib: int
     n_test: int
-    n_shift: int      # rows of the shift target's test split evaluated per fit
-    task: str         # "mc" (multiclass / ordinal) or "ml" (multilabel)
+    n_shift: int  # rows of the shift target's test split evaluated per fit
+    task: str  # "mc" (multiclass / ordinal) or "ml" (multilabel)
     k: int
     chest: bool
 
 
 MIMIC_LOW, MIMIC_HIGH = 48_600, 243_000
+
+
 # ISIC 2019 25,331 and APTOS 3,662 split 60/20/20; CheXpert frontal ~191,027 train.csv rows
 # carved 75/25 into train/calib, test = the 202 frontal valid.csv rows; MIMIC-CXR frontal
 # (~243k) is the shift target: its 20 % test split (48.6k) up to all of it (243k).
 def paper_datasets(mimic_rows: int) -> list[PaperDataset]:
-    return [PaperDataset("ISIC 2019", 15_199, 5_066, 5_066, 0, "mc", 8, False),
-            PaperDataset("APTOS 2019", 2_197, 732, 733, 0, "mc", 5, False),
-            PaperDataset("CheXpert frontal", 143_270, 47_757, 202, mimic_rows, "ml", 14, True)]
+    return [
+        PaperDataset("ISIC 2019", 15_199, 5_066, 5_066, 0, "mc", 8, False),
+        PaperDataset("APTOS 2019", 2_197, 732, 733, 0, "mc", 5, False),
+        PaperDataset("CheXpert frontal", 143_270, 47_757, 202, mimic_rows, "ml", 14, True),
+    ]
 
 
 # (encoder, widths at depths 0.25/0.5/0.75/1.0, chest-only), as docs/SCALING.md section 1
 ENCODERS: list[tuple[str, tuple[int, int, int, int], bool]] = (
     [("ResNet-50", (256, 512, 1024, 2048), False), ("BioViL", (256, 512, 1024, 2048), True)]
     + [(n, (768,) * 4, False) for n in ("ViT-B/16", "DINOv2", "MAE", "RAD-DINO", "SigLIP-B")]
-    + [("CLIP", (768, 768, 768, 512), False), ("BiomedCLIP", (768, 768, 768, 512), False),
-       ("CheXzero", (768, 768, 768, 512), True)]
+    + [
+        ("CLIP", (768, 768, 768, 512), False),
+        ("BiomedCLIP", (768, 768, 768, 512), False),
+        ("CheXzero", (768, 768, 768, 512), True),
+    ]
     + [(n, (1024,) * 4, False) for n in ("LLaVA-Med", "RETFound", "PanDerm")]
-    + [(n, (1152,) * 4, False) for n in ("MedSigLIP-448", "MedGemma-4B")])
+    + [(n, (1152,) * 4, False) for n in ("MedSigLIP-448", "MedGemma-4B")]
+)
 
 
 # -- per-row and memory measurements -----------------------------------------------------------
 
+
 def _synthetic_cell(tmp: str, task: Task, n: int, k: int, dim: int):
     ds = make_dataset(f"d{task.value}", task, n, k, seed=3)
-    ref = write_features(str(Path(tmp) / "f.zarr"), ds, "enc", dim, depths=(1.0,), chunk_rows=2048,
-                         latent=dim, decay=1.0, signal=0.4)
+    ref = write_features(
+        str(Path(tmp) / "f.zarr"), ds, "enc", dim, depths=(1.0,), chunk_rows=2048, latent=dim, decay=1.0, signal=0.4
+    )
     store = FeatureStore(str(Path(tmp) / "f.zarr"))
     x = read_rows(store, ref, 1.0, CLEAN, ds.split_rows("train"))
     std = x.std(0)
@@ -130,7 +140,7 @@ def chunk_bytes(n_train: int, dim: int, eval_rows: int, pred_rows: int, probe: s
     fit = 10.0 * n_train * dim
     evaluate = 10.0 * min(eval_rows, EVAL_BLOCK_ROWS) * dim
     if probe == "knn":
-        evaluate += 8.0 * n_train * dim + 4.0 * n_train * dim + 2 ** 28
+        evaluate += 8.0 * n_train * dim + 4.0 * n_train * dim + 2**28
     return max(fit, evaluate) + 200.0 * pred_rows
 
 
@@ -155,8 +165,15 @@ def _memory_child(n: int, dim: int, queue) -> None:
             chunk = _chunk(ref, ds, probe, fits)
             evaluate_chunk(chunk, fit_chunk(chunk, store, ds, stats), store, ds, [], stats)
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    queue.put((base, peak, len(ds.split_rows("train")),
-               N_CONDITIONS * len(ds.split_rows("test")), len(ds.split_rows("calib"))))
+    queue.put(
+        (
+            base,
+            peak,
+            len(ds.split_rows("train")),
+            N_CONDITIONS * len(ds.split_rows("test")),
+            len(ds.split_rows("calib")),
+        )
+    )
 
 
 def measure_memory(n_images: int, dim: int) -> dict[str, float]:
@@ -168,13 +185,17 @@ def measure_memory(n_images: int, dim: int) -> dict[str, float]:
     proc.start()
     base, peak, n_train, n_eval, n_calib = queue.get(timeout=900)
     proc.join()
-    model = max(chunk_bytes(n_train, dim, n_eval, len(fits) * (n_eval + n_calib), p)
-                for p, fits in MEMORY_FITS.items())
-    return {"base_gb": base / GB, "peak_gb": peak / GB, "model_gb": model / GB,
-            "ratio": max(1.0, (peak - base) / model)}
+    model = max(chunk_bytes(n_train, dim, n_eval, len(fits) * (n_eval + n_calib), p) for p, fits in MEMORY_FITS.items())
+    return {
+        "base_gb": base / GB,
+        "peak_gb": peak / GB,
+        "model_gb": model / GB,
+        "ratio": max(1.0, (peak - base) / model),
+    }
 
 
 # -- projection --------------------------------------------------------------------------------
+
 
 @dataclasses.dataclass
 class Projection:
@@ -199,8 +220,10 @@ def encoder_chunks(models, eval_row, widths, datasets, batch: int) -> list[tuple
         block = min(EVAL_BLOCK_ROWS, max(N_CONDITIONS * ds.n_test, ds.n_calib, ds.n_shift))
         lr = "logreg_mc" if ds.task == "mc" else "logreg_ml"
         k_scale = ds.k / 8 if ds.task == "mc" else 1.0
-        jobs = [("logreg", d, lr, k_scale) for d in widths] + [("mlp", widths[-1], "mlp", 1.0),
-                                                                 ("knn", widths[-1], "knn", 1.0)]
+        jobs = [("logreg", d, lr, k_scale) for d in widths] + [
+            ("mlp", widths[-1], "mlp", 1.0),
+            ("knn", widths[-1], "knn", 1.0),
+        ]
         for probe, dim, kind, scale in jobs:
             per_row = eval_row["mlp"] if probe == "mlp" else eval_row[ds.task]
             fits = []
@@ -209,16 +232,22 @@ def encoder_chunks(models, eval_row, widths, datasets, batch: int) -> list[tuple
                 fit = power(models[kind], n, dim) * (eval_rows if probe == "knn" else scale)
                 fits += [fit + per_row * eval_rows] * count
             for start in range(0, len(fits), batch):
-                group = fits[start:start + batch]
+                group = fits[start : start + batch]
                 pred_rows = len(group) * eval_rows
-                out.append((f"{ds.name} {probe} D={dim}", sum(group),
-                            chunk_bytes(ds.n_train, dim, block, pred_rows, probe), pred_rows))
+                out.append(
+                    (
+                        f"{ds.name} {probe} D={dim}",
+                        sum(group),
+                        chunk_bytes(ds.n_train, dim, block, pred_rows, probe),
+                        pred_rows,
+                    )
+                )
     return out
 
 
 def power(model, n: float, d: float) -> float:
     a, alpha, beta = model
-    return a * n ** alpha * d ** beta
+    return a * n**alpha * d**beta
 
 
 def _setting(models, eval_row, client_row, memory, mimic: int, batch: int) -> dict:
@@ -226,15 +255,16 @@ def _setting(models, eval_row, client_row, memory, mimic: int, batch: int) -> di
     new = encoder_chunks(models, eval_row, (1152,) * 4, datasets, batch)  # widest new encoder
     grid = []
     for _, widths, chest in ENCODERS:
-        grid += encoder_chunks(models, eval_row, widths,
-                               [d for d in datasets if d.chest] if chest else datasets, batch)
+        grid += encoder_chunks(models, eval_row, widths, [d for d in datasets if d.chest] if chest else datasets, batch)
     new_cpu, grid_cpu = sum(c[1] for c in new), sum(c[1] for c in grid)
     new_longest, longest = max(new, key=lambda c: c[1]), max(grid, key=lambda c: c[1])
     rows = sum(c[3] for c in grid)
     new_terms = {"compute": new_cpu / (CORES_16 * EFF_16), f"longest chunk ({new_longest[0]})": new_longest[1]}
-    grid_terms = {"compute": grid_cpu / (WORKERS * CORES_16 * EFF_16),
-                  f"longest chunk ({longest[0]})": longest[1],
-                  f"client writes ({rows / 1e6:.0f} M prediction rows)": rows * client_row}
+    grid_terms = {
+        "compute": grid_cpu / (WORKERS * CORES_16 * EFF_16),
+        f"longest chunk ({longest[0]})": longest[1],
+        f"client writes ({rows / 1e6:.0f} M prediction rows)": rows * client_row,
+    }
     biggest = max(grid, key=lambda c: c[2])
     threaded = CORES_16 * EFF_16
     sixteen_mt = max(new_terms["compute"], new_longest[1] / threaded)
@@ -242,42 +272,66 @@ def _setting(models, eval_row, client_row, memory, mimic: int, batch: int) -> di
     by_kind: dict[str, float] = {}
     for label, sec, _, _ in new:
         by_kind[label.split()[-2]] = by_kind.get(label.split()[-2], 0.0) + sec
-    return {"new_cpu": new_cpu, "grid_cpu": grid_cpu, "by_kind": by_kind,
-            "two": new_cpu / 2, "sixteen": max(new_terms.values()), "new_term": max(new_terms, key=new_terms.get),
-            "grid_two": grid_cpu / 2, "grid_sixteen": max(grid_cpu / (CORES_16 * EFF_16), longest[1]),
-            "cluster": max(grid_terms.values()), "cluster_term": max(grid_terms, key=grid_terms.get),
-            "grid_terms": grid_terms, "sixteen_mt": sixteen_mt, "cluster_mt": cluster_mt,
-            "peak": memory["base_gb"] + memory["ratio"] * biggest[2] / GB, "biggest": biggest[0]}
+    return {
+        "new_cpu": new_cpu,
+        "grid_cpu": grid_cpu,
+        "by_kind": by_kind,
+        "two": new_cpu / 2,
+        "sixteen": max(new_terms.values()),
+        "new_term": max(new_terms, key=new_terms.get),
+        "grid_two": grid_cpu / 2,
+        "grid_sixteen": max(grid_cpu / (CORES_16 * EFF_16), longest[1]),
+        "cluster": max(grid_terms.values()),
+        "cluster_term": max(grid_terms, key=grid_terms.get),
+        "grid_terms": grid_terms,
+        "sixteen_mt": sixteen_mt,
+        "cluster_mt": cluster_mt,
+        "peak": memory["base_gb"] + memory["ratio"] * biggest[2] / GB,
+        "biggest": biggest[0],
+    }
 
 
 def project(models, eval_row, client_row, memory) -> Projection:
-    lines = [f"projections: hours of wall time from the model's CPU seconds (16-core efficiency {EFF_16};"
-             f" one chunk = up to `--batch-size` fits of one cell and probe, one thread each):",
-             "| MIMIC rows | batch | new enc. CPU h (logreg/mlp/knn) | 2-core | 16-core | grid CPU h "
-             "| grid 2-core | grid 16-core | grid 8x16 | worker GB |"]
+    lines = [
+        f"projections: hours of wall time from the model's CPU seconds (16-core efficiency {EFF_16};"
+        f" one chunk = up to `--batch-size` fits of one cell and probe, one thread each):",
+        "| MIMIC rows | batch | new enc. CPU h (logreg/mlp/knn) | 2-core | 16-core | grid CPU h "
+        "| grid 2-core | grid 16-core | grid 8x16 | worker GB |",
+    ]
     settings = {}
     for mimic in (MIMIC_LOW, MIMIC_HIGH):
         for batch in (25, 1):
             st = _setting(models, eval_row, client_row, memory, mimic, batch)
             settings[(mimic, batch)] = st
             kinds = "/".join(f"{v / 3600:.1f}" for v in st["by_kind"].values())
-            lines.append(f"| {mimic:,} | {batch} | {st['new_cpu'] / 3600:.1f} ({kinds}) | {st['two'] / 3600:.2f} "
-                         f"| {st['sixteen'] / 3600:.2f} | {st['grid_cpu'] / 3600:.0f} | {st['grid_two'] / 3600:.0f} "
-                         f"| {st['grid_sixteen'] / 3600:.1f} | {st['cluster'] / 3600:.2f} | {st['peak']:.2f} |")
+            lines.append(
+                f"| {mimic:,} | {batch} | {st['new_cpu'] / 3600:.1f} ({kinds}) | {st['two'] / 3600:.2f} "
+                f"| {st['sixteen'] / 3600:.2f} | {st['grid_cpu'] / 3600:.0f} | {st['grid_two'] / 3600:.0f} "
+                f"| {st['grid_sixteen'] / 3600:.1f} | {st['cluster'] / 3600:.2f} | {st['peak']:.2f} |"
+            )
     # Headline: the upper MIMIC size, the batch size that serves the 16-core target best.
     batch = min((25, 1), key=lambda b: settings[(MIMIC_HIGH, b)]["sixteen"])
     st = settings[(MIMIC_HIGH, batch)]
-    lines += [f"headline: MIMIC {MIMIC_HIGH:,} shift rows per fit, --batch-size {batch}; 16-core bound by "
-              f"{st['new_term']}; 8 workers: " + ", ".join(
-                  f"{k} {v / 3600:.2f} h" for k, v in st["grid_terms"].items()),
-              f"if the longest kNN fits used all 16 threads of a machine (the search is multithreaded; "
-              f"the grid gives each chunk one): 16-core {st['sixteen_mt'] / 3600:.2f} h, 8 workers "
-              f"{st['cluster_mt'] / 3600:.2f} h",
-              f"largest worker chunk: {st['biggest']} (analytic bytes x measured ratio "
-              f"{memory['ratio']:.2f} + {memory['base_gb']:.2f} GB after imports)"]
-    return Projection(lines, st["sixteen"] / 3600, st["cluster"] / 3600, st["peak"], {
-        "new_encoder_16core_hours": st["new_term"], "full_grid_8workers_hours": st["cluster_term"],
-        "peak_worker_gb": f"the chunk {st['biggest']}"})
+    lines += [
+        f"headline: MIMIC {MIMIC_HIGH:,} shift rows per fit, --batch-size {batch}; 16-core bound by "
+        f"{st['new_term']}; 8 workers: " + ", ".join(f"{k} {v / 3600:.2f} h" for k, v in st["grid_terms"].items()),
+        f"if the longest kNN fits used all 16 threads of a machine (the search is multithreaded; "
+        f"the grid gives each chunk one): 16-core {st['sixteen_mt'] / 3600:.2f} h, 8 workers "
+        f"{st['cluster_mt'] / 3600:.2f} h",
+        f"largest worker chunk: {st['biggest']} (analytic bytes x measured ratio "
+        f"{memory['ratio']:.2f} + {memory['base_gb']:.2f} GB after imports)",
+    ]
+    return Projection(
+        lines,
+        st["sixteen"] / 3600,
+        st["cluster"] / 3600,
+        st["peak"],
+        {
+            "new_encoder_16core_hours": st["new_term"],
+            "full_grid_8workers_hours": st["cluster_term"],
+            "peak_worker_gb": f"the chunk {st['biggest']}",
+        },
+    )
 
 
 # -- docs/SCALING.md section 6 -----------------------------------------------------------------
@@ -285,45 +339,83 @@ def project(models, eval_row, client_row, memory) -> Projection:
 BEGIN, END = "<!-- paper_scale.py output: begin -->", "<!-- paper_scale.py output: end -->"
 
 
-def write_docs(path: Path, measured, models, check, selfcheck, proj: Projection, result, knn_old,
-               knn_new, eval_row, client_row, memory, wall, n_queries, header: str) -> None:
+def write_docs(
+    path: Path,
+    measured,
+    models,
+    check,
+    selfcheck,
+    proj: Projection,
+    result,
+    knn_old,
+    knn_new,
+    eval_row,
+    client_row,
+    memory,
+    wall,
+    n_queries,
+    header: str,
+) -> None:
     """Replace the generated block of docs/SCALING.md section 6 with this run's figures."""
     kinds = list(measured)
     table = ["| N | D | " + " | ".join(kinds) + " |", "|---:|---:|" + "---:|" * len(kinds)]
     for i, (n, d, _) in enumerate(measured[kinds[0]]):
-        cells = [f"{measured[k][i][2] * 1e3:.2f} ms/query" if k == "knn" else f"{measured[k][i][2]:.2f} s"
-                 for k in kinds]
+        cells = [
+            f"{measured[k][i][2] * 1e3:.2f} ms/query" if k == "knn" else f"{measured[k][i][2]:.2f} s" for k in kinds
+        ]
         table.append(f"| {n:,} | {d} | " + " | ".join(cells) + " |")
-    model = ["| kind | a | alpha (N) | beta (D) | N=50k predicted from N<=25k vs measured |",
-             "|---|---:|---:|---:|---:|"]
+    model = [
+        "| kind | a | alpha (N) | beta (D) | N=50k predicted from N<=25k vs measured |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for k in kinds:
         a, al, be = models[k]
-        model.append(f"| {k} | {a:.3e} | {al:.2f} | {be:.2f} | "
-                     f"{check[k][0]:.3g} vs {check[k][1]:.3g} ({100 * (check[k][0] / check[k][1] - 1):+.1f} %) |")
-    block = [BEGIN, "", "```", header.rstrip(), "```", "",
-             "CPU seconds, one thread, per fit (knn: per query, prepare + search):", "", *table, "",
-             "Fitted model t = a N^alpha D^beta (all points; the self-check refits on N <= 25k):", "",
-             *model, "",
-             f"Self-check (all kinds at N = 50k, both D, predicted from N <= 25k): "
-             f"**{selfcheck:.1f} %** error (target <= 25 %).",
-             "Evaluation per fit and eval row (`evaluate_chunk`: predict, metrics, prediction rows): "
-             + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items())
-             + f"; warehouse client `append_runs` {client_row * 1e6:.2f} us CPU per prediction row.",
-             f"Memory: a knn chunk (fractions 1.0 and 0.25) then a logreg chunk peaked at {memory['peak_gb']:.2f} GB RSS "
-             f"({memory['base_gb']:.2f} GB after imports; {memory['ratio']:.2f}x the analytic bytes).",
-             f"k-NN: {knn_old:.2f} s (previous float64 brute force) vs {knn_new:.2f} s (float32 search + "
-             f"float64 re-rank) for {n_queries} queries, one thread: **{knn_old / knn_new:.2f}x**, "
-             f"identical neighbours.", "", "```", *proj.lines, "```", "",
-             "| target | projected | met? |", "|---|---:|---|"]
-    for key, target in (("new_encoder_16core_hours", 1.0), ("full_grid_8workers_hours", 4.0),
-                        ("peak_worker_gb", 8.0)):
+        model.append(
+            f"| {k} | {a:.3e} | {al:.2f} | {be:.2f} | "
+            f"{check[k][0]:.3g} vs {check[k][1]:.3g} ({100 * (check[k][0] / check[k][1] - 1):+.1f} %) |"
+        )
+    block = [
+        BEGIN,
+        "",
+        "```",
+        header.rstrip(),
+        "```",
+        "",
+        "CPU seconds, one thread, per fit (knn: per query, prepare + search):",
+        "",
+        *table,
+        "",
+        "Fitted model t = a N^alpha D^beta (all points; the self-check refits on N <= 25k):",
+        "",
+        *model,
+        "",
+        f"Self-check (all kinds at N = 50k, both D, predicted from N <= 25k): "
+        f"**{selfcheck:.1f} %** error (target <= 25 %).",
+        "Evaluation per fit and eval row (`evaluate_chunk`: predict, metrics, prediction rows): "
+        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items())
+        + f"; warehouse client `append_runs` {client_row * 1e6:.2f} us CPU per prediction row.",
+        f"Memory: a knn chunk (fractions 1.0 and 0.25) then a logreg chunk peaked at {memory['peak_gb']:.2f} GB RSS "
+        f"({memory['base_gb']:.2f} GB after imports; {memory['ratio']:.2f}x the analytic bytes).",
+        f"k-NN: {knn_old:.2f} s (previous float64 brute force) vs {knn_new:.2f} s (float32 search + "
+        f"float64 re-rank) for {n_queries} queries, one thread: **{knn_old / knn_new:.2f}x**, "
+        f"identical neighbours.",
+        "",
+        "```",
+        *proj.lines,
+        "```",
+        "",
+        "| target | projected | met? |",
+        "|---|---:|---|",
+    ]
+    for key, target in (("new_encoder_16core_hours", 1.0), ("full_grid_8workers_hours", 4.0), ("peak_worker_gb", 8.0)):
         ok = result[key] <= target
-        block.append(f"| {key} <= {target:g} | {result[key]:.2f} | "
-                     f"{'met' if ok else 'not met: ' + proj.blockers[key]} |")
+        block.append(
+            f"| {key} <= {target:g} | {result[key]:.2f} | {'met' if ok else 'not met: ' + proj.blockers[key]} |"
+        )
     block += ["", f"Benchmark wall time {wall / 60:.1f} min.", "", END]
     text = path.read_text()
     if BEGIN in text and END in text:
-        text = text[:text.index(BEGIN)] + "\n".join(block) + text[text.index(END) + len(END):]
+        text = text[: text.index(BEGIN)] + "\n".join(block) + text[text.index(END) + len(END) :]
     else:
         text = text.rstrip() + "\n\n" + "\n".join(block) + "\n"
     path.write_text(text)

@@ -55,8 +55,11 @@ def sklearn_loop(fits: list[FitKey], datasets: dict[str, Dataset], store: Featur
         rows = np.searchsorted(train, ds.fraction_rows(key.label_fraction, key.seed))
         x, y = (x_train[rows] - mean) / std, ds.labels[train][rows]
         multilabel = Task(ds.task) is Task.MULTILABEL
-        models = ([LogisticRegression(C=1.0, max_iter=1000).fit(x, y[:, j]) for j in range(y.shape[1])]
-                  if multilabel else [LogisticRegression(C=1.0, max_iter=1000).fit(x, y)])
+        models = (
+            [LogisticRegression(C=1.0, max_iter=1000).fit(x, y[:, j]) for j in range(y.shape[1])]
+            if multilabel
+            else [LogisticRegression(C=1.0, max_iter=1000).fit(x, y)]
+        )
         evals = [(c, c, ds.split_rows("test")) for c in CONDITIONS] + [("calib", CLEAN, ds.split_rows("calib"))]
         for condition, array, eval_rows in evals:
             xe = (np.asarray(store.array(ref, 1.0, array)[:][eval_rows], dtype=np.float64) - mean) / std
@@ -82,19 +85,28 @@ def main() -> int:
 
     with tempfile.TemporaryDirectory() as tmp:
         url = str(Path(tmp) / "bench.zarr")
-        datasets = {"derm": make_dataset("derm", Task.MULTICLASS, args.n, 8, seed=1),
-                    "cxr": make_dataset("cxr", Task.MULTILABEL, args.n, 14, seed=2)}
+        datasets = {
+            "derm": make_dataset("derm", Task.MULTICLASS, args.n, 8, seed=1),
+            "cxr": make_dataset("cxr", Task.MULTILABEL, args.n, 14, seed=2),
+        }
         for ds in datasets.values():
-            write_features(url, ds, "enc", args.dim, depths=(1.0,), signal=0.35, chunk_rows=2048,
-                           latent=args.dim, decay=1.0)
+            write_features(
+                url, ds, "enc", args.dim, depths=(1.0,), signal=0.35, chunk_rows=2048, latent=args.dim, decay=1.0
+            )
         store = FeatureStore(url)
-        fits = plan_fits(list(datasets), ["enc"], store, probes=["logreg"], depths=(1.0,),
-                         fractions=LABEL_FRACTIONS, seeds=FRACTION_SEEDS)
+        fits = plan_fits(
+            list(datasets),
+            ["enc"],
+            store,
+            probes=["logreg"],
+            depths=(1.0,),
+            fractions=LABEL_FRACTIONS,
+            seeds=FRACTION_SEEDS,
+        )
 
         frames: list[pd.DataFrame] = []
         start = time.perf_counter()
-        run_grid(fits, datasets, store, shift_targets={}, done=set(),
-                 sink=lambda runs, preds: frames.append(runs))
+        run_grid(fits, datasets, store, shift_targets={}, done=set(), sink=lambda runs, preds: frames.append(runs))
         ours_s = time.perf_counter() - start
         ours = pd.concat(frames).set_index("run_id")["auroc"]
 
@@ -104,10 +116,14 @@ def main() -> int:
 
     diff = max(abs(ours[r] - a) for r, a in reference.items())
     assert set(reference) == set(ours.index), "the two sides produced different run records"
-    print(f"command: {Path(sys.executable).name} benchmarks/probe.py --n {args.n} --dim {args.dim} "
-          f"--threads {args.threads}")
-    print(f"grid: {len(fits)} logreg fits, {len(ours)} run records "
-          f"(multiclass K=8 + multilabel L=14, N={args.n}, D={args.dim})")
+    print(
+        f"command: {Path(sys.executable).name} benchmarks/probe.py --n {args.n} --dim {args.dim} "
+        f"--threads {args.threads}"
+    )
+    print(
+        f"grid: {len(fits)} logreg fits, {len(ours)} run records "
+        f"(multiclass K=8 + multilabel L=14, N={args.n}, D={args.dim})"
+    )
     print(f"crsbench run_grid: {ours_s:8.1f} s")
     print(f"sklearn loop:      {base_s:8.1f} s")
     print(f"speed-up: {base_s / ours_s:.1f}x   max |AUROC difference|: {diff:.5f}")

@@ -53,8 +53,7 @@ def dataset(rows: int) -> Dataset:
     """CheXpert-like (14 labels), rows in store order as ingest writes them: train, calib, test."""
     ds = make_dataset("scale", "multilabel", rows, N_LABELS, seed=0, split_share=(0.6, 0.15))
     order = np.argsort(ds.images["split"].map(SPLITS.index).to_numpy(), kind="stable")
-    return dataclasses.replace(ds, images=ds.images.iloc[order].reset_index(drop=True),
-                               labels=ds.labels[order])
+    return dataclasses.replace(ds, images=ds.images.iloc[order].reset_index(drop=True), labels=ds.labels[order])
 
 
 def _block(ds: Dataset, start: int, stop: int, dim: int, condition: int, weights: np.ndarray) -> np.ndarray:
@@ -63,14 +62,18 @@ def _block(ds: Dataset, start: int, stop: int, dim: int, condition: int, weights
     x = ds.labels[start:stop].astype(np.float32) @ weights
     x += rng.standard_normal((stop - start, dim), dtype=np.float32)
     if condition:
-        x += 0.4 * (1 + condition % 3) * np.random.default_rng([condition, start]).standard_normal(
-            x.shape, dtype=np.float32)
+        x += (
+            0.4
+            * (1 + condition % 3)
+            * np.random.default_rng([condition, start]).standard_normal(x.shape, dtype=np.float32)
+        )
         x[ds.images["split"].to_numpy()[start:stop] != "test"] = np.nan
     return x.astype(np.float16)
 
 
-def generate(store: FeatureStore, ds: Dataset, dim: int, chunk_rows: int,
-             conditions: tuple[str, ...], encoder: str) -> float:
+def generate(
+    store: FeatureStore, ds: Dataset, dim: int, chunk_rows: int, conditions: tuple[str, ...], encoder: str
+) -> float:
     """Write one feature set block by block; returns seconds."""
     started = time.perf_counter()
     root = store.root(writable=True)
@@ -82,10 +85,15 @@ def generate(store: FeatureStore, ds: Dataset, dim: int, chunk_rows: int,
     weights = np.random.default_rng(1).normal(0, 0.05, (N_LABELS, dim)).astype(np.float32)
     step = chunk_rows * max(1, 16_384 // chunk_rows)  # whole chunks per write, ~32 MB at dim 1024
     for condition in conditions:
-        arr = group.create_array(f"{depth_key(DEPTH)}/{condition}", shape=(ds.n_images, dim),
-                                 chunks=(chunk_rows, dim), dtype="float16", fill_value=np.nan,
-                                 overwrite=True,
-                                 compressors=BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"))
+        arr = group.create_array(
+            f"{depth_key(DEPTH)}/{condition}",
+            shape=(ds.n_images, dim),
+            chunks=(chunk_rows, dim),
+            dtype="float16",
+            fill_value=np.nan,
+            overwrite=True,
+            compressors=BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"),
+        )
         index = CONDITIONS.index(condition)
         test = ds.images["split"].to_numpy() == "test"
         for start in range(0, ds.n_images, step):
@@ -93,13 +101,24 @@ def generate(store: FeatureStore, ds: Dataset, dim: int, chunk_rows: int,
             if index and not test[start:stop].any():
                 continue  # as extraction: perturbed chunks without test rows are never written
             arr[start:stop] = _block(ds, start, stop, dim, index, weights)
-    group.attrs.update({"complete": True, "pretrained": False, "dim": dim, "regime": "frozen",
-                        "depths": [depth_key(DEPTH)], "chunk_rows": chunk_rows, "dtype": "float16",
-                        "image_digest": ds.image_digest(), "code_version": "benchmark"})
+    group.attrs.update(
+        {
+            "complete": True,
+            "pretrained": False,
+            "dim": dim,
+            "regime": "frozen",
+            "depths": [depth_key(DEPTH)],
+            "chunk_rows": chunk_rows,
+            "dtype": "float16",
+            "image_digest": ds.image_digest(),
+            "code_version": "benchmark",
+        }
+    )
     return time.perf_counter() - started
 
 
 # -- measured phases (each in its own process) ---------------------------------------------------
+
 
 def _rss_now() -> int:
     import psutil
@@ -130,27 +149,33 @@ def phase(name: str, url: str, rows: int, threads: int) -> dict:
         check_and_standardise(store, checks)
         out["arrays_read"] = len(checks)
     else:
-        fits = plan_fits([ds], [ENCODER], store, probes=("logreg",), fractions=(1.0,), seeds=(0,),
-                         depths=(DEPTH,))
+        fits = plan_fits([ds], [ENCODER], store, probes=("logreg",), fractions=(1.0,), seeds=(0,), depths=(DEPTH,))
         runs: list = []
-        run_grid(fits, {ds.name: ds}, store, shift_targets={}, done=set(),
-                 sink=lambda r, p: runs.append(r))
+        run_grid(fits, {ds.name: ds}, store, shift_targets={}, done=set(), sink=lambda r, p: runs.append(r))
         clean = runs[0].set_index("condition")
-        out.update(evaluations=int(sum(len(r) for r in runs)), auroc_clean=float(clean.loc["clean", "auroc"]),
-                   auroc_rician_s3=float(clean.loc["rician-s3", "auroc"]),
-                   fit_seconds=float(clean.loc["clean", "fit_seconds"]))
+        out.update(
+            evaluations=int(sum(len(r) for r in runs)),
+            auroc_clean=float(clean.loc["clean", "auroc"]),
+            auroc_rician_s3=float(clean.loc["rician-s3", "auroc"]),
+            fit_seconds=float(clean.loc["clean", "fit_seconds"]),
+        )
     return {**out, "seconds": time.perf_counter() - started, "baseline_rss": baseline, "peak_rss": _peak()}
 
 
 def _run_phase(name: str, url: str, rows: int, threads: int) -> dict:
-    proc = subprocess.run([sys.executable, __file__, "--phase", name, "--store", url, "--rows", str(rows),
-                           "--threads", str(threads)], capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, __file__, "--phase", name, "--store", url, "--rows", str(rows), "--threads", str(threads)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if proc.returncode != 0:
         sys.exit(f"phase {name} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 # -- throughput --------------------------------------------------------------------------------------
+
 
 def _best(fn, repeats: int = 3) -> float:
     times = []
@@ -179,6 +204,7 @@ def throughput(store: FeatureStore, ds: Dataset, encoder: str) -> dict[str, floa
 
 
 # -- report ------------------------------------------------------------------------------------------
+
 
 def _gb(n: float) -> str:
     return f"{n / 1e9:.2f} GB"
@@ -214,27 +240,36 @@ def report(url: str, rows: int, args: argparse.Namespace) -> None:
     store, ds = FeatureStore(url), dataset(rows)
     n_test = len(ds.split_rows("test"))
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
-    print(f"cell: {rows:,} images x {args.dim} float16 x {len(CONDITIONS)} conditions at one depth, "
-          f"{n_test:,} test rows; store {url}")
+    print(
+        f"cell: {rows:,} images x {args.dim} float16 x {len(CONDITIONS)} conditions at one depth, "
+        f"{n_test:,} test rows; store {url}"
+    )
     seconds = generate(store, ds, args.dim, args.chunk_rows, CONDITIONS, ENCODER)
     array_bytes = rows * args.dim * 2
     cell_bytes = array_bytes * len(CONDITIONS)
     stored = _stored_bytes(url)
-    print(f"generated in {seconds:.1f} s: one array {_gb(array_bytes)}, the cell's 16 arrays "
-          f"{_gb(cell_bytes)} in memory ({_gb(stored) if stored else 'n/a'} stored, chunks of "
-          f"{args.chunk_rows} rows = {args.chunk_rows * args.dim * 2 / MB:.1f} MB)")
+    print(
+        f"generated in {seconds:.1f} s: one array {_gb(array_bytes)}, the cell's 16 arrays "
+        f"{_gb(cell_bytes)} in memory ({_gb(stored) if stored else 'n/a'} stored, chunks of "
+        f"{args.chunk_rows} rows = {args.chunk_rows * args.dim * 2 / MB:.1f} MB)"
+    )
 
     design = len(ds.split_rows("train")) * args.dim * 8
     ok = True
     for name in ("stream", "probe"):
         r = _run_phase(name, url, rows, args.threads)
         grown = r["peak_rss"] - r["baseline_rss"]
-        extra = (f"{r['arrays_read']} arrays" if name == "stream" else
-                 f"{r['evaluations']} evaluations, AUROC clean {r['auroc_clean']:.3f} / rician-s3 "
-                 f"{r['auroc_rician_s3']:.3f}, fit {r['fit_seconds']:.1f} s")
-        print(f"{name:>6}: {r['seconds']:6.1f} s, peak RSS {_gb(r['peak_rss'])} (after imports "
-              f"{_gb(r['baseline_rss'])}, +{_gb(grown)} = {grown / cell_bytes:.1%} of the cell's arrays, "
-              f"{grown / array_bytes:.2f}x one array); {extra}")
+        extra = (
+            f"{r['arrays_read']} arrays"
+            if name == "stream"
+            else f"{r['evaluations']} evaluations, AUROC clean {r['auroc_clean']:.3f} / rician-s3 "
+            f"{r['auroc_rician_s3']:.3f}, fit {r['fit_seconds']:.1f} s"
+        )
+        print(
+            f"{name:>6}: {r['seconds']:6.1f} s, peak RSS {_gb(r['peak_rss'])} (after imports "
+            f"{_gb(r['baseline_rss'])}, +{_gb(grown)} = {grown / cell_bytes:.1%} of the cell's arrays, "
+            f"{grown / array_bytes:.2f}x one array); {extra}"
+        )
         # The stream pass must stay chunk-bounded; the fit holds its float64 train matrix
         # (and the standardised copy) but never the cell.
         bound = 0.25 * cell_bytes if name == "stream" else 0.75 * cell_bytes
@@ -242,14 +277,17 @@ def report(url: str, rows: int, args: argparse.Namespace) -> None:
     print(f"   (the fit's float64 training matrix alone is {_gb(design)})")
 
     print("read throughput, MB/s of float16 features (best of 3):")
-    print(f"  {'chunk rows':>10} {'chunk MB':>8} {'lazy full':>10} {'raw full':>9} "
-          f"{'lazy train':>11} {'raw train':>10}")
+    print(
+        f"  {'chunk rows':>10} {'chunk MB':>8} {'lazy full':>10} {'raw full':>9} {'lazy train':>11} {'raw train':>10}"
+    )
     for chunk in THROUGHPUT_CHUNKS:
         encoder = f"{ENCODER}-c{chunk}"
         generate(store, ds, args.dim, chunk, (CLEAN,), encoder)
         t = throughput(store, ds, encoder)
-        print(f"  {chunk:>10} {chunk * args.dim * 2 / MB:>8.2f} {t['lazy_full']:>10.0f} "
-              f"{t['raw_full']:>9.0f} {t['lazy_train_rows']:>11.0f} {t['raw_train_rows']:>10.0f}")
+        print(
+            f"  {chunk:>10} {chunk * args.dim * 2 / MB:>8.2f} {t['lazy_full']:>10.0f} "
+            f"{t['raw_full']:>9.0f} {t['lazy_train_rows']:>11.0f} {t['raw_train_rows']:>10.0f}"
+        )
     if not ok:
         sys.exit("FAILED: a phase's peak memory was not well below the cell's arrays")
     print("memory bounds: OK (stream < 25% and probe < 75% of the cell's arrays above the import baseline)")

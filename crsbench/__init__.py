@@ -17,9 +17,14 @@ if TYPE_CHECKING:
     from crsbench.warehouse.connection import Warehouse
 
 # Lazy, so `import crsbench` stays cheap (no duckdb/pandas) for the CLI and the stages.
-_LAZY = {"Warehouse": "crsbench.warehouse.connection", "Bench": "crsbench.bench",
-         "AdaptConfig": "crsbench.bench", "ExtractConfig": "crsbench.bench", "IngestConfig": "crsbench.bench",
-         "ProbeConfig": "crsbench.bench"}
+_LAZY = {
+    "Warehouse": "crsbench.warehouse.connection",
+    "Bench": "crsbench.bench",
+    "AdaptConfig": "crsbench.bench",
+    "ExtractConfig": "crsbench.bench",
+    "IngestConfig": "crsbench.bench",
+    "ProbeConfig": "crsbench.bench",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -103,25 +103,37 @@ class Bench:
 
     # -- ingest -------------------------------------------------------------------------------
 
-    def make_suite(self, out: Path | str, scale: float = 1.0, image_size: int = 128, seed: int = 0,
-                   progress: ProgressFn | None = None) -> dict[str, Path]:
+    def make_suite(
+        self,
+        out: Path | str,
+        scale: float = 1.0,
+        image_size: int = 128,
+        seed: int = 0,
+        progress: ProgressFn | None = None,
+    ) -> dict[str, Path]:
         """Write the embedded demo suite (four toy datasets in their published layouts)."""
         from crsbench.ingest import make_suite
 
         return make_suite(Path(out), scale=scale, image_size=image_size, seed=seed, progress=progress)
 
-    def ingest(self, adapter: str, path: Path | str, name: str, config: IngestConfig = IngestConfig(),
-               progress: ProgressFn | None = None,
-               confirm: Callable[[str], bool] | None = None) -> Dataset:
+    def ingest(
+        self,
+        adapter: str,
+        path: Path | str,
+        name: str,
+        config: IngestConfig = IngestConfig(),
+        progress: ProgressFn | None = None,
+        confirm: Callable[[str], bool] | None = None,
+    ) -> Dataset:
         """Ingest one dataset (validated first, written in one transaction). Replacing it with
         other data retires its stale runs and feature sets if `config.yes` or `confirm(text)`."""
         from crsbench.pipeline.ingest import ingest_dataset
 
-        return ingest_dataset(self.db, adapter, Path(path), name, config, progress, confirm=confirm,
-                              store=self.store)
+        return ingest_dataset(self.db, adapter, Path(path), name, config, progress, confirm=confirm, store=self.store)
 
-    def ingest_suite(self, suite: Path | str, scale: float = 1.0, image_size: int = 128,
-                     progress: ProgressFn | None = None) -> pd.DataFrame:
+    def ingest_suite(
+        self, suite: Path | str, scale: float = 1.0, image_size: int = 128, progress: ProgressFn | None = None
+    ) -> pd.DataFrame:
         """Generate and ingest the embedded suite's missing datasets and declare its shift pair."""
         from crsbench.pipeline.ingest import ingest_suite
 
@@ -152,8 +164,13 @@ class Bench:
 
     # -- features and probes ------------------------------------------------------------------
 
-    def extract(self, encoders: Sequence[str], datasets: Sequence[str] = ("all",),
-                config: ExtractConfig = ExtractConfig(), progress: ProgressFn | None = None) -> pd.DataFrame:
+    def extract(
+        self,
+        encoders: Sequence[str],
+        datasets: Sequence[str] = ("all",),
+        config: ExtractConfig = ExtractConfig(),
+        progress: ProgressFn | None = None,
+    ) -> pd.DataFrame:
         """Extract every depth and condition once per encoder and dataset (resumable)."""
         from crsbench.pipeline.extract import extract_all
 
@@ -171,15 +188,21 @@ class Bench:
         with Warehouse.open(self.db, read_only=True) as wh:
             return catalog.feature_sets(wh)
 
-    def probe(self, encoders: Sequence[str] = (), datasets: Sequence[str] = (),
-              config: ProbeConfig = ProbeConfig(), progress: ProgressFn | None = None) -> GridSummary:
+    def probe(
+        self,
+        encoders: Sequence[str] = (),
+        datasets: Sequence[str] = (),
+        config: ProbeConfig = ProbeConfig(),
+        progress: ProgressFn | None = None,
+    ) -> GridSummary:
         """Fit the probe grid on cached features and record every evaluation (idempotent)."""
         from crsbench.pipeline.probe import probe_all
 
         return probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
 
-    def adapt(self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(),
-              progress: ProgressFn | None = None) -> AdaptResult:
+    def adapt(
+        self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(), progress: ProgressFn | None = None
+    ) -> AdaptResult:
         """LoRA-adapt `encoder` on `dataset` per seed and extract each variant `encoder@lora-s<seed>`."""
         from crsbench.pipeline.adapt import adapt_encoder
 
@@ -218,10 +241,15 @@ class Bench:
         with Warehouse.open(self.db, read_only=True) as wh:
             used, board, agreement = leaderboard(wh, panel)
             boot = uncertainty.bootstrap_resample(wh, used, resample)
-            return Leaderboard(used, uncertainty.with_intervals(wh, used, board, boot), agreement,
-                               boot, uncertainty.agreement_intervals(wh, used, boot),
-                               uncertainty.anchor_noise_warnings(wh, used, boot),
-                               uncertainty.missing_lines(wh))
+            return Leaderboard(
+                used,
+                uncertainty.with_intervals(wh, used, board, boot),
+                agreement,
+                boot,
+                uncertainty.agreement_intervals(wh, used, boot),
+                uncertainty.anchor_noise_warnings(wh, used, boot),
+                uncertainty.missing_lines(wh),
+            )
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
         """(whether any bootstrap informs the panel's anchor noise, one warning per axis and scope
@@ -239,12 +267,22 @@ class Bench:
         with Warehouse.open(self.db) as wh:
             return run_analysis(wh, name, params)
 
-    def report(self, out: Path | str = "report.html", panel: str | None = None, figures: Path | str | None = None,
-               progress: ProgressFn | None = None) -> ReportResult:
+    def report(
+        self,
+        out: Path | str = "report.html",
+        panel: str | None = None,
+        figures: Path | str | None = None,
+        progress: ProgressFn | None = None,
+    ) -> ReportResult:
         """Write the self-contained HTML report (and, with `figures`, every figure as PNG)."""
         from crsbench.ingest.types import no_progress
         from crsbench.report import build_report
 
         with Warehouse.open(self.db, read_only=True) as wh:
-            return build_report(wh, Path(out), panel=panel, figures_dir=Path(figures) if figures else None,
-                                progress=progress or no_progress)
+            return build_report(
+                wh,
+                Path(out),
+                panel=panel,
+                figures_dir=Path(figures) if figures else None,
+                progress=progress or no_progress,
+            )

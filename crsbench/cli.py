@@ -43,10 +43,11 @@ def warehouse_compact(db: DbOption = default_db_path()) -> None:
 
 
 @app.command("sql")
-def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"select * from crs_encoder\".")],
-        fmt: Annotated[str, typer.Option("--format", "-f", help="table (default), csv, json or markdown.")]
-        = "table",
-        db: DbOption = default_db_path()) -> None:
+def sql(
+    query: Annotated[str, typer.Argument(help='SQL to run read-only, e.g. "select * from crs_encoder".')],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="table (default), csv, json or markdown.")] = "table",
+    db: DbOption = default_db_path(),
+) -> None:
     """Run a read-only SQL query on the warehouse and print the result.
 
     Read-only for real: nothing outside the warehouse's own files can be read or written.
@@ -64,8 +65,6 @@ def sql(query: Annotated[str, typer.Argument(help="SQL to run read-only, e.g. \"
         import pyarrow as pa
 
         sys.stdout.write(render(pa.Table.from_pandas(frame, preserve_index=False), fmt))
-
-
 
 
 def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:
@@ -115,8 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - last-resort handler for the CLI
         if os.environ.get("CRSBENCH_DEBUG"):
             raise
-        console.fail(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)",
-                     EXIT_BUG)
+        console.fail(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)", EXIT_BUG)
         return EXIT_BUG
     return 0
 
@@ -133,8 +131,10 @@ def _print_version(value: bool) -> None:
 def _global_options(
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print nothing but errors.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON document instead of tables.")] = False,
-    version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_print_version,
-                                          help="Print the crsbench version and exit.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the crsbench version and exit."),
+    ] = False,
 ) -> None:
     """Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench)."""
     console.configure(quiet=quiet, json_mode=json_out)

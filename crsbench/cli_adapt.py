@@ -19,10 +19,20 @@ __all__ = ["adapt_command", "default_adapter_root", "parse_seeds"]
 
 def render_adapt(bench: Bench, result: AdaptResult) -> None:
     rows = result.variants.to_dict("records")
-    emit({"store": bench.store, "adapters": str(result.root), "variants": result.variants, "notes": result.notes},
-         "\n".join([*result.notes, *(f"  {r['encoder']} x {r['dataset']}: adapter "
-                   f"{'trained' if r['trained'] else 'reused'}, features {r['features']}" for r in rows)])
-         + f"\nprobe them with: crsbench probe --encoder {result.first_key}")
+    emit(
+        {"store": bench.store, "adapters": str(result.root), "variants": result.variants, "notes": result.notes},
+        "\n".join(
+            [
+                *result.notes,
+                *(
+                    f"  {r['encoder']} x {r['dataset']}: adapter "
+                    f"{'trained' if r['trained'] else 'reused'}, features {r['features']}"
+                    for r in rows
+                ),
+            ]
+        )
+        + f"\nprobe them with: crsbench probe --encoder {result.first_key}",
+    )
 
 
 @app.command("adapt")
@@ -32,11 +42,13 @@ def adapt_command(
     seeds: Annotated[str, typer.Option("--seeds", help="Adaptation seeds, comma-separated.")] = "0,1,2",
     epochs: Annotated[int, typer.Option("--epochs", help="Training epochs (METHODS.md §13: 8).")] = 8,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Images per training step.")] = 32,
-    max_steps: Annotated[int | None, typer.Option("--max-steps", help="Stop training after this many "
-                                                  "steps (smoke runs).")] = None,
+    max_steps: Annotated[
+        int | None, typer.Option("--max-steps", help="Stop training after this many steps (smoke runs).")
+    ] = None,
     device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = "cpu",
-    out: Annotated[Path | None, typer.Option("--out", help="Adapter folder root (default "
-                                             "<store>.adapters beside the store).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Adapter folder root (default <store>.adapters beside the store).")
+    ] = None,
     weights: Annotated[Path | None, typer.Option(help="Local base weights (file or model folder).")] = None,
     force: Annotated[bool, typer.Option("--force", help="Retrain adapters and re-extract their features.")] = False,
     store: StoreOption = None,
@@ -44,8 +56,16 @@ def adapt_command(
 ) -> None:
     """Train LoRA adapters (one per seed), save them, and extract each variant as regime lora-s<seed>."""
     bench = Bench(db, store)
-    config = AdaptConfig(seeds=parse_seeds(seeds), epochs=epochs, batch_size=batch_size, max_steps=max_steps,
-                         device=device, out=out, weights=weights, force=force)
+    config = AdaptConfig(
+        seeds=parse_seeds(seeds),
+        epochs=epochs,
+        batch_size=batch_size,
+        max_steps=max_steps,
+        device=device,
+        out=out,
+        weights=weights,
+        force=force,
+    )
     with progress() as bar:
         result = bench.adapt(encoder, dataset, config, progress=bar)
     render_adapt(bench, result)

@@ -33,8 +33,14 @@ def parse_settings(settings: list[str]) -> dict[str, Any]:
 
 def _registry_frame() -> pd.DataFrame:
     return pd.DataFrame(
-        [{"analysis": s.name, "params": ", ".join(f"{k}={v}" for k, v in s.params.items()),
-          "description": s.description} for s in analyses().values()],
+        [
+            {
+                "analysis": s.name,
+                "params": ", ".join(f"{k}={v}" for k, v in s.params.items()),
+                "description": s.description,
+            }
+            for s in analyses().values()
+        ],
         columns=["analysis", "params", "description"],
     )
 
@@ -44,28 +50,44 @@ def analyze(
     name: Annotated[str, typer.Argument(help="Analysis to run (e1, e2, ...), or 'list' to show them all.")],
     panel: Annotated[str | None, typer.Option("--panel", help="Reference panel whose CRS to use.")] = None,
     reference: Annotated[str | None, typer.Option("--reference", help="Reference encoder id (e6).")] = None,
-    replicates: Annotated[int | None, typer.Option(
-        "--replicates", help="Bootstrap replicates (bootstrap; default 1,000, at least 100).")] = None,
-    resample: Annotated[str | None, typer.Option(
-        "--resample", help="bootstrap: images+seeds (default), seeds (the paper's paired-seed "
-                           "bootstrap) or images.")] = None,
-    seed: Annotated[int | None, typer.Option(
-        "--seed", help="Random seed (bootstrap, stability, insertion, weights).")] = None,
-    model: Annotated[str | None, typer.Option(
-        "--model", help="Generative VLM: local folder or cached hub id (e5).")] = None,
+    replicates: Annotated[
+        int | None, typer.Option("--replicates", help="Bootstrap replicates (bootstrap; default 1,000, at least 100).")
+    ] = None,
+    resample: Annotated[
+        str | None,
+        typer.Option(
+            "--resample", help="bootstrap: images+seeds (default), seeds (the paper's paired-seed bootstrap) or images."
+        ),
+    ] = None,
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Random seed (bootstrap, stability, insertion, weights).")
+    ] = None,
+    model: Annotated[
+        str | None, typer.Option("--model", help="Generative VLM: local folder or cached hub id (e5).")
+    ] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (e5).")] = None,
-    settings: Annotated[list[str] | None, typer.Option(
-        "--set", help="Other analysis params as KEY=VALUE (repeatable), e.g. --set methods=temperature,isotonic."
-    )] = None,
+    settings: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--set", help="Other analysis params as KEY=VALUE (repeatable), e.g. --set methods=temperature,isotonic."
+        ),
+    ] = None,
     db: DbOption = default_db_path(),
 ) -> None:
     """Run an analysis on the warehouse; its outputs become tables analysis_NAME_*."""
     if name == "list":
         print_frame(_registry_frame(), title="analyses", key="analyses")
         return
-    params = {"panel": panel, "reference": reference, "replicates": replicates, "seed": seed,
-              "resample": resample,
-              "model": model, "dataset": dataset, **parse_settings(settings or [])}
+    params = {
+        "panel": panel,
+        "reference": reference,
+        "replicates": replicates,
+        "seed": seed,
+        "resample": resample,
+        "model": model,
+        "dataset": dataset,
+        **parse_settings(settings or []),
+    }
     analyze_and_render(Bench(db), name, params)
 
 

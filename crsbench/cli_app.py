@@ -27,8 +27,12 @@ DbOption = Annotated[
     Path,
     typer.Option("--db", envvar="CRSBENCH_DB", help="Warehouse DuckDB file (default crsbench.duckdb or $CRSBENCH_DB)."),
 ]
-StoreOption = Annotated[str | None, typer.Option(
-    "--store", callback=check_store_url,
-    help="Feature store URL, any fsspec URL (default $CRSBENCH_STORE or <db>.features.zarr); "
-         "s3:// credentials and endpoint come from the standard AWS environment/config.")]
-
+StoreOption = Annotated[
+    str | None,
+    typer.Option(
+        "--store",
+        callback=check_store_url,
+        help="Feature store URL, any fsspec URL (default $CRSBENCH_STORE or <db>.features.zarr); "
+        "s3:// credentials and endpoint come from the standard AWS environment/config.",
+    ),
+]

@@ -33,12 +33,15 @@ def _step(title: str) -> float:
 
 @app.command("demo")
 def demo(
-    out: Annotated[Path, typer.Option("--out", help="Folder for the suite, warehouse, feature store and report.")]
-    = Path("demo-out"),
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder for the suite, warehouse, feature store and report.")
+    ] = Path("demo-out"),
     scale: Annotated[float, typer.Option(help="Suite size factor (1.0 is about 200 images per dataset).")] = 1.0,
     image_size: Annotated[int, typer.Option("--image-size", help="Side of the generated images in pixels.")] = 128,
-    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="Encoders to run (repeatable); "
-                                                "default every tiny random-init entry.")] = [],
+    encoder: Annotated[
+        list[str],
+        typer.Option("--encoder", "-e", help="Encoders to run (repeatable); default every tiny random-init entry."),
+    ] = [],
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates (test images + seeds; at least 100).")] = 1_000,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Also write OUT/report.html.")] = True,
 ) -> None:
@@ -56,8 +59,10 @@ def demo(
     bench = Bench(db)
     encoders = encoder or tiny_encoder_ids()
     console.print(f"[bold]crsbench demo[/] -> {out}/ (warehouse {db.name}); encoders: {', '.join(encoders)}")
-    console.print("[yellow]All encoders here are random-init (pretrained = false): the numbers show the "
-                  "machinery, not real encoder quality.[/]")
+    console.print(
+        "[yellow]All encoders here are random-init (pretrained = false): the numbers show the "
+        "machinery, not real encoder quality.[/]"
+    )
 
     _step("1/6 generate the embedded suite and ingest it")
     with progress() as bar:
@@ -96,7 +101,8 @@ def demo(
         report_and_render(bench, report_path, DEMO_PANEL, None)
     bench.compact()  # the file alone now answers every view (copy it, open it in any DuckDB)
     elapsed = time.perf_counter() - started
-    emit({"out": str(out), "db": str(db), "report": str(report_path) if report else None,
-          "seconds": round(elapsed, 1)},
-         f"\n[bold green]demo finished in {elapsed:.0f} s.[/] Query it with: "
-         f"crsbench sql --db {db} \"select * from crs_encoder\"  (or: duckdb {db})")
+    emit(
+        {"out": str(out), "db": str(db), "report": str(report_path) if report else None, "seconds": round(elapsed, 1)},
+        f"\n[bold green]demo finished in {elapsed:.0f} s.[/] Query it with: "
+        f'crsbench sql --db {db} "select * from crs_encoder"  (or: duckdb {db})',
+    )

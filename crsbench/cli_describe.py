@@ -33,6 +33,7 @@ def describe(
         if "macro" in entry.kind:
             frame = pd.DataFrame({"parameter": [f.name for f in entry.fields]})
         else:
-            frame = pd.DataFrame([(f.name, f.type, f.comment) for f in entry.fields],
-                                 columns=["column", "type", "comment"])
+            frame = pd.DataFrame(
+                [(f.name, f.type, f.comment) for f in entry.fields], columns=["column", "type", "comment"]
+            )
     console.print(frame_table(frame, max_rows=len(frame)))

@@ -19,8 +19,9 @@ EXPORT_FORMATS = ("csv", "parquet", "json", "markdown", "latex")
 def export_command(
     name: Annotated[str, typer.Argument(help="A view or table (see 'crsbench describe'), or a SELECT query.")],
     fmt: Annotated[str, typer.Option("--format", "-f", help=f"One of {', '.join(EXPORT_FORMATS)}.")] = "csv",
-    out: Annotated[Path | None, typer.Option("--out", "-o", help="File to write (default: standard output; "
-                                                                 "parquet needs a file).")] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="File to write (default: standard output; parquet needs a file).")
+    ] = None,
     force: Annotated[bool, typer.Option("--force", help="Overwrite an existing --out file.")] = False,
     db: DbOption = default_db_path(),
 ) -> None:

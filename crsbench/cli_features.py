@@ -15,46 +15,78 @@ from crsbench.features.registry import list_encoders
 from crsbench.output import emit, print_frame, progress
 from crsbench.pipeline.extract import use_encoder_files
 
-EncodersFileOption = Annotated[list[Path] | None, typer.Option(
-    "--encoders", help="TOML file of [encoder.<id>] tables (repeatable); also $CRSBENCH_ENCODERS "
-                       "and crsbench.toml beside the warehouse.")]
+EncodersFileOption = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--encoders",
+        help="TOML file of [encoder.<id>] tables (repeatable); also $CRSBENCH_ENCODERS "
+        "and crsbench.toml beside the warehouse.",
+    ),
+]
 
 
 def render_extract(store_url: str, frame: pd.DataFrame) -> None:
     rows = frame.to_dict("records")
-    emit({"store": store_url, "feature_sets": frame},
-         f"feature store {store_url}:\n" + "\n".join(
-             f"  {r['encoder']} x {r['dataset']}: {r['status']}"
-             + (f" in {r['seconds']:.1f} s" if r["status"] == "extracted" else "") for r in rows))
+    emit(
+        {"store": store_url, "feature_sets": frame},
+        f"feature store {store_url}:\n"
+        + "\n".join(
+            f"  {r['encoder']} x {r['dataset']}: {r['status']}"
+            + (f" in {r['seconds']:.1f} s" if r["status"] == "extracted" else "")
+            for r in rows
+        ),
+    )
 
 
 @app.command("extract")
 def extract_command(
-    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="Encoder id (see 'crsbench encoders'), "
-                                                "or timm:<name>, hf:<repo or folder>, open_clip:<arch>; "
-                                                "repeatable; 'all-tiny' for every random-init entry.")],
+    encoder: Annotated[
+        list[str],
+        typer.Option(
+            "--encoder",
+            "-e",
+            help="Encoder id (see 'crsbench encoders'), "
+            "or timm:<name>, hf:<repo or folder>, open_clip:<arch>; "
+            "repeatable; 'all-tiny' for every random-init entry.",
+        ),
+    ],
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="Dataset name; repeatable; 'all'.")],
     store: StoreOption = None,
     db: DbOption = default_db_path(),
     device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = "cpu",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = 64,
     force: Annotated[bool, typer.Option("--force", help="Redo feature sets that are already complete.")] = False,
-    weights: Annotated[Path | None, typer.Option(help="Local weights (file or model folder) for a single "
-                                                 "pretrained encoder.")] = None,
+    weights: Annotated[
+        Path | None, typer.Option(help="Local weights (file or model folder) for a single pretrained encoder.")
+    ] = None,
     dtype: Annotated[str, typer.Option(help="Stored dtype: float16 or float32.")] = "float16",
-    compute_dtype: Annotated[str, typer.Option("--compute-dtype",
-                                               help="Model dtype: float32, bfloat16 or float16.")] = "float32",
+    compute_dtype: Annotated[
+        str, typer.Option("--compute-dtype", help="Model dtype: float32, bfloat16 or float16.")
+    ] = "float32",
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")] = 256,
     encoders_file: EncodersFileOption = None,
-    allow_download: Annotated[bool, typer.Option(
-        "--allow-download", help="Let hub ids fetch missing weights into the Hugging Face cache "
-                                 "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).")] = False,
+    allow_download: Annotated[
+        bool,
+        typer.Option(
+            "--allow-download",
+            help="Let hub ids fetch missing weights into the Hugging Face cache "
+            "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).",
+        ),
+    ] = False,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
     bench = Bench(db, store)
-    config = ExtractConfig(device=device, batch_size=batch_size, force=force, weights=weights, dtype=dtype,
-                           compute_dtype=compute_dtype, chunk_rows=chunk_rows,
-                           encoder_files=tuple(encoders_file or ()), allow_download=allow_download)
+    config = ExtractConfig(
+        device=device,
+        batch_size=batch_size,
+        force=force,
+        weights=weights,
+        dtype=dtype,
+        compute_dtype=compute_dtype,
+        chunk_rows=chunk_rows,
+        encoder_files=tuple(encoders_file or ()),
+        allow_download=allow_download,
+    )
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)
     render_extract(bench.store, frame)
@@ -62,8 +94,12 @@ def extract_command(
 
 @app.command("encoders")
 def encoders_command(
-    check_weights: Annotated[bool, typer.Option("--check-weights", help="Also say whether each pretrained "
-                                                "encoder's weights are available locally.")] = False,
+    check_weights: Annotated[
+        bool,
+        typer.Option(
+            "--check-weights", help="Also say whether each pretrained encoder's weights are available locally."
+        ),
+    ] = False,
     encoders_file: EncodersFileOption = None,
     db: DbOption = default_db_path(),
 ) -> None:
@@ -71,16 +107,27 @@ def encoders_command(
     use_encoder_files(encoders_file or [], db)
     rows = []
     for e in list_encoders():
-        row = {"id": e.id, "origin": e.origin, "family": e.family, "scope": e.scope, "domain": e.domain,
-               "loader": e.loader, "checkpoint": e.checkpoint, "input_size": e.input_size,
-               "pooling": e.pooling, "pretrained": e.pretrained, "chest_only": e.chest_only}
+        row = {
+            "id": e.id,
+            "origin": e.origin,
+            "family": e.family,
+            "scope": e.scope,
+            "domain": e.domain,
+            "loader": e.loader,
+            "checkpoint": e.checkpoint,
+            "input_size": e.input_size,
+            "pooling": e.pooling,
+            "pretrained": e.pretrained,
+            "chest_only": e.chest_only,
+        }
         if check_weights:
             from crsbench.features.weights import weights_status
 
             row["weights"] = weights_status(e)
         rows.append(row)
-    print_frame(pd.DataFrame(rows), title="encoders (also: timm:<name>, hf:<repo or folder>, "
-                                          "open_clip:<arch>)", key="encoders")
+    print_frame(
+        pd.DataFrame(rows), title="encoders (also: timm:<name>, hf:<repo or folder>, open_clip:<arch>)", key="encoders"
+    )
 
 
 @app.command("feature-sets")
@@ -91,6 +138,5 @@ def feature_sets_command(
 ) -> None:
     """List the feature-set catalog (dataset, encoder, regime, dims, complete)."""
     frame = Bench(db, store).feature_sets(sync=sync)
-    cols = ["dataset_id", "encoder_id", "regime", "dim", "dtype", "n_images", "complete", "pretrained",
-            "store_url"]
+    cols = ["dataset_id", "encoder_id", "regime", "dim", "dtype", "n_images", "complete", "pretrained", "store_url"]
     print_frame(frame[cols] if not frame.empty else frame, title="feature sets", key="feature_sets")

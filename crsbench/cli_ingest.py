@@ -18,22 +18,25 @@ from crsbench.output import emit, print_frame, progress
 
 
 def _adapter_help() -> str:
-    lines = ["Adapters (use --option KEY=VALUE for their options; "
-             "every adapter also takes domain=derm|eye|rad|none):"]
+    lines = ["Adapters (use --option KEY=VALUE for their options; every adapter also takes domain=derm|eye|rad|none):"]
     for entry in ADAPTERS.values():
-        opts = ", ".join(f"{k}={'(required)' if o.default is None else o.default}"
-                         for k, o in entry.options.items())
+        opts = ", ".join(f"{k}={'(required)' if o.default is None else o.default}" for k, o in entry.options.items())
         lines.append(f"  {entry.name}: {entry.description}" + (f" (options: {opts})" if opts else ""))
     return "\n\n".join(lines)
 
 
-@app.command("make-suite", help=(
-    "Generate the embedded demo suite: toy ISIC 2019, APTOS 2019, CheXpert and MIMIC-CXR-JPG stand-ins "
-    "in their real published layouts, ready for `crsbench ingest`."))
+@app.command(
+    "make-suite",
+    help=(
+        "Generate the embedded demo suite: toy ISIC 2019, APTOS 2019, CheXpert and MIMIC-CXR-JPG stand-ins "
+        "in their real published layouts, ready for `crsbench ingest`."
+    ),
+)
 def make_suite_command(
     out_dir: Annotated[Path, typer.Argument(help="Folder to write the four toy datasets into.")],
-    scale: Annotated[float, typer.Option(help="Multiply the number of images per class (floors keep every "
-                                              "class in every split).")] = 1.0,
+    scale: Annotated[
+        float, typer.Option(help="Multiply the number of images per class (floors keep every class in every split).")
+    ] = 1.0,
     image_size: Annotated[int, typer.Option(help="Side of the square images, in pixels.")] = 128,
     seed: Annotated[int, typer.Option(help="Random seed; the same arguments give byte-identical files.")] = 0,
 ) -> None:
@@ -60,41 +63,76 @@ def ingest_command(
     path: Annotated[Path, typer.Argument(help="The dataset folder (or its label CSV / .npz file).")],
     name: Annotated[str, typer.Option("--name", help="Name of the dataset in the warehouse.")],
     db: DbOption = default_db_path(),
-    replace: Annotated[bool, typer.Option("--replace", help="Overwrite a dataset of the same name; runs and "
-                       "feature sets of other data are retired (kept in retired_* archives), after asking.")] = False,
+    replace: Annotated[
+        bool,
+        typer.Option(
+            "--replace",
+            help="Overwrite a dataset of the same name; runs and "
+            "feature sets of other data are retired (kept in retired_* archives), after asking.",
+        ),
+    ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Retire without asking (with --replace).")] = False,
-    skip_bad: Annotated[bool, typer.Option("--skip-bad", help="Record bad rows in ingest_errors and ingest "
-                                                               "the rest, instead of stopping at the first.")] = False,
-    shift_target: Annotated[list[str] | None, typer.Option("--shift-target", help="Declare a shift pair "
-                            "NAME -> TARGET (an ingested dataset with the same labels). Repeatable.")] = None,
-    shift_source: Annotated[list[str] | None, typer.Option("--shift-source", help="Declare a shift pair "
-                            "SOURCE -> NAME. Repeatable.")] = None,
-    option: Annotated[list[str] | None, typer.Option("--option", "-o", help="Adapter option KEY=VALUE, e.g. "
-                      "uncertainty=ones. Repeatable.")] = None,
+    skip_bad: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad", help="Record bad rows in ingest_errors and ingest the rest, instead of stopping at the first."
+        ),
+    ] = False,
+    shift_target: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--shift-target",
+            help="Declare a shift pair NAME -> TARGET (an ingested dataset with the same labels). Repeatable.",
+        ),
+    ] = None,
+    shift_source: Annotated[
+        list[str] | None, typer.Option("--shift-source", help="Declare a shift pair SOURCE -> NAME. Repeatable.")
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option("--option", "-o", help="Adapter option KEY=VALUE, e.g. uncertainty=ones. Repeatable."),
+    ] = None,
 ) -> None:
     """Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, splits, label fractions.
 
     Everything is validated first and written in one transaction, so a bad input leaves the warehouse unchanged.
     """
-    config = IngestConfig(replace=replace, skip_bad=skip_bad, shift_targets=tuple(shift_target or ()),
-                          shift_sources=tuple(shift_source or ()), options=_parse_options(option or []),
-                          yes=yes)
+    config = IngestConfig(
+        replace=replace,
+        skip_bad=skip_bad,
+        shift_targets=tuple(shift_target or ()),
+        shift_sources=tuple(shift_source or ()),
+        options=_parse_options(option or []),
+        yes=yes,
+    )
     # Asked only on a terminal; elsewhere retiring needs --yes (the error says so).
     confirm = (lambda text: typer.confirm(f"{text}. Continue?", err=True)) if sys.stdin.isatty() else None
     with progress() as bar:
         ds = Bench(db).ingest(adapter, path, name, config, progress=bar, confirm=confirm)
     counts = ds.images["split"].value_counts()
     split_text = ", ".join(f"{s} {int(counts.get(s, 0))}" for s in ("train", "calib", "test"))
-    human = (f"ingested {ds.name} ({ds.adapter}, {ds.task.value}, {len(ds.label_names)} labels): "
-             f"{ds.n_images} images ({split_text}) into {db}")
+    human = (
+        f"ingested {ds.name} ({ds.adapter}, {ds.task.value}, {len(ds.label_names)} labels): "
+        f"{ds.n_images} images ({split_text}) into {db}"
+    )
     if len(ds.errors):
         human += f"; skipped {len(ds.errors)} bad rows (see table ingest_errors)"
     for target in shift_target or []:
         human += f"; shift {ds.name} -> {target}"
     for source in shift_source or []:
         human += f"; shift {source} -> {ds.name}"
-    emit({"dataset": ds.name, "adapter": ds.adapter, "task": ds.task.value, "n_images": ds.n_images,
-          "splits": {k: int(v) for k, v in counts.items()}, "skipped": int(len(ds.errors)), "db": str(db)}, human)
+    emit(
+        {
+            "dataset": ds.name,
+            "adapter": ds.adapter,
+            "task": ds.task.value,
+            "n_images": ds.n_images,
+            "splits": {k: int(v) for k, v in counts.items()},
+            "skipped": int(len(ds.errors)),
+            "db": str(db),
+        },
+        human,
+    )
 
 
 @app.command("shift")
@@ -118,12 +156,20 @@ def datasets_command(db: DbOption = default_db_path()) -> None:
 @app.command("adapters")
 def adapters_command() -> None:
     """List the dataset adapters and their options."""
-    frame = pd.DataFrame([
-        {"adapter": e.name, "task": e.task.value if e.task else "declared", "domain": e.domain,
-         "options": ", ".join(f"{k}={o.default if o.default is not None else '?'}" for k, o in e.options.items()),
-         "layout": e.description}
-        for e in ADAPTERS.values()
-    ])
+    frame = pd.DataFrame(
+        [
+            {
+                "adapter": e.name,
+                "task": e.task.value if e.task else "declared",
+                "domain": e.domain,
+                "options": ", ".join(
+                    f"{k}={o.default if o.default is not None else '?'}" for k, o in e.options.items()
+                ),
+                "layout": e.description,
+            }
+            for e in ADAPTERS.values()
+        ]
+    )
     print_frame(frame, title="dataset adapters", key="adapters")
 
 
@@ -140,5 +186,7 @@ def relocate_command(
     """Point a dataset at the folder its images moved to; every image's SHA-256 is checked first."""
     with progress() as bar:
         checked = Bench(db).relocate(name, path, progress=bar)
-    emit({"dataset": name, "root": str(path), "images_checked": checked},
-         f"relocated {name} to {path} ({checked} images match their ingested SHA-256)")
+    emit(
+        {"dataset": name, "root": str(path), "images_checked": checked},
+        f"relocated {name} to {path} ({checked} images match their ingested SHA-256)",
+    )

@@ -40,18 +40,29 @@ def _scan(path: Path) -> dict[str, str]:
     typers: dict[str, str] = {}
     found: dict[str, str] = {}
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                getattr(node.value.func, "attr", None) == "Typer" and isinstance(node.targets[0], ast.Name):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.value, ast.Call)
+            and getattr(node.value.func, "attr", None) == "Typer"
+            and isinstance(node.targets[0], ast.Name)
+        ):
             typers[node.targets[0].id] = _keyword(node.value, "help") or ""
-        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "add_typer" and \
-                getattr(node.func.value, "id", None) == "app" and node.args:
+        if (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", None) == "add_typer"
+            and getattr(node.func.value, "id", None) == "app"
+            and node.args
+        ):
             name = _keyword(node, "name")
             if name is not None:
                 found[name] = _first_paragraph(typers.get(getattr(node.args[0], "id", ""), ""))
         if isinstance(node, ast.FunctionDef):
             for deco in node.decorator_list:
-                if isinstance(deco, ast.Call) and getattr(deco.func, "attr", None) == "command" and \
-                        getattr(deco.func.value, "id", None) == "app":
+                if (
+                    isinstance(deco, ast.Call)
+                    and getattr(deco.func, "attr", None) == "command"
+                    and getattr(deco.func.value, "id", None) == "app"
+                ):
                     name = _literal(deco.args[0]) if deco.args else None
                     name = name or _keyword(deco, "name") or node.name.replace("_", "-")
                     found[name] = _first_paragraph(_keyword(deco, "help") or ast.get_docstring(node))

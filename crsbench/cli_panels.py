@@ -14,8 +14,7 @@ from crsbench.core.constants import default_db_path
 from crsbench.output import console, emit, print_frame
 from crsbench.warehouse import panels
 
-panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).",
-                        no_args_is_help=True)
+panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).", no_args_is_help=True)
 app.add_typer(panel_app, name="panel")
 
 
@@ -30,15 +29,26 @@ def panel_freeze(
     panel = bench.freeze_panel(name, encoders.split(","))
     # Axis intervals do not depend on the panel: an earlier bootstrap of the members counts.
     noise_known, warnings = bench.anchor_noise(panel.name)
-    hint = ([] if noise_known else
-            [f"anchor noise not checked yet: run 'crsbench analyze bootstrap --panel {panel.name}', "
-             "then 'crsbench leaderboard' warns where an anchor range is below 2x its noise"])
-    emit({"panel": panel.name, "members": list(panel.members), "anchors": panel.anchors,
-          "warnings": warnings},
-         "\n".join([f"froze panel {panel.name}: {len(panel.members)} encoders, "
-                    f"{panel.anchors.scope.nunique()} scopes "
-                    f"({', '.join(sorted(panel.anchors.scope.unique()))})",
-                    *(f"warning: {escape(w)}" for w in warnings), *(escape(h) for h in hint)]))
+    hint = (
+        []
+        if noise_known
+        else [
+            f"anchor noise not checked yet: run 'crsbench analyze bootstrap --panel {panel.name}', "
+            "then 'crsbench leaderboard' warns where an anchor range is below 2x its noise"
+        ]
+    )
+    emit(
+        {"panel": panel.name, "members": list(panel.members), "anchors": panel.anchors, "warnings": warnings},
+        "\n".join(
+            [
+                f"froze panel {panel.name}: {len(panel.members)} encoders, "
+                f"{panel.anchors.scope.nunique()} scopes "
+                f"({', '.join(sorted(panel.anchors.scope.unique()))})",
+                *(f"warning: {escape(w)}" for w in warnings),
+                *(escape(h) for h in hint),
+            ]
+        ),
+    )
 
 
 @panel_app.command("list")
@@ -50,25 +60,33 @@ def panel_list(db: DbOption = default_db_path()) -> None:
 
 
 @panel_app.command("show")
-def panel_show(name: Annotated[str, typer.Argument(help="Panel name.")],
-               db: DbOption = default_db_path()) -> None:
+def panel_show(name: Annotated[str, typer.Argument(help="Panel name.")], db: DbOption = default_db_path()) -> None:
     """Show a panel's members and anchors."""
     panel = Bench(db).panel(name)
     if console.json_mode:
-        emit({"panel": panel.name, "mode": panel.mode, "frozen_at": str(panel.frozen_at),
-              "members": list(panel.members), "anchors": panel.anchors})
+        emit(
+            {
+                "panel": panel.name,
+                "mode": panel.mode,
+                "frozen_at": str(panel.frozen_at),
+                "members": list(panel.members),
+                "anchors": panel.anchors,
+            }
+        )
         return
-    console.print(f"panel {panel.name} ({panel.mode}, frozen {panel.frozen_at}): "
-                  f"{', '.join(panel.members)}")
+    console.print(f"panel {panel.name} ({panel.mode}, frozen {panel.frozen_at}): {', '.join(panel.members)}")
     print_frame(panel.anchors, title="anchors (lo = min, hi = max over the members)")
 
 
 @app.command("leaderboard")
 def leaderboard(
     panel: Annotated[str | None, typer.Option("--panel", help="Frozen panel (default: the latest).")] = None,
-    resample: Annotated[str | None, typer.Option(
-        "--resample", help="Bootstrap whose intervals to show (default: images+seeds if stored, "
-                           "else seeds).")] = None,
+    resample: Annotated[
+        str | None,
+        typer.Option(
+            "--resample", help="Bootstrap whose intervals to show (default: images+seeds if stored, else seeds)."
+        ),
+    ] = None,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
@@ -81,24 +99,44 @@ def render_leaderboard(result: Leaderboard) -> None:
     boot, agree_ci = result.resample, result.agreement_intervals
     notes = [*(f"warning: {w}" for w in result.warnings), *(f"incomplete: {m}" for m in result.incomplete)]
     if boot is None:
-        notes.append(f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
-                     + ("" if used == panels.COHORT else f" --panel {used}") + "'")
+        notes.append(
+            f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
+            + ("" if used == panels.COHORT else f" --panel {used}")
+            + "'"
+        )
     if console.json_mode:
-        emit({"panel": used, "resample": boot, "leaderboard": board, "rank_agreement": agreement,
-              "rank_agreement_intervals": agree_ci, "warnings": result.warnings,
-              "incomplete": result.incomplete})
+        emit(
+            {
+                "panel": used,
+                "resample": boot,
+                "leaderboard": board,
+                "rank_agreement": agreement,
+                "rank_agreement_intervals": agree_ci,
+                "warnings": result.warnings,
+                "incomplete": result.incomplete,
+            }
+        )
         return
     mode = "cohort mode: no frozen panel" if used == panels.COHORT else f"panel {used}"
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
-    short = pd.DataFrame({
-        "tier": board["tier"], "encoder": board["encoder_id"], "crs": board["crs"],
-        "crs 95% CI": [_ci(lo, hi) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
-        "auroc": board["auroc"],
-        "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"])],
-        "auroc_rank": board["auroc_rank"], "panel": board["in_panel"]})
+    short = pd.DataFrame(
+        {
+            "tier": board["tier"],
+            "encoder": board["encoder_id"],
+            "crs": board["crs"],
+            "crs 95% CI": [_ci(lo, hi) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
+            "auroc": board["auroc"],
+            "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"])],
+            "auroc_rank": board["auroc_rank"],
+            "panel": board["in_panel"],
+        }
+    )
     ties = "; =1: tied with the leader (CRS-gap interval contains 0)" if boot else ""
-    print_frame(short, title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "
-                             f"intervals: {boot or 'none'} bootstrap{ties}")
+    print_frame(
+        short,
+        title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "
+        f"intervals: {boot or 'none'} bootstrap{ties}",
+    )
     # One column per population, one row per statistic: narrow enough for any terminal.
     agree = agreement.set_index("population").astype(object).T.rename_axis("statistic").reset_index()
     agree.columns = [str(c) for c in agree.columns]

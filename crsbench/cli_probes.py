@@ -15,9 +15,16 @@ from crsbench.probes.grid import DEFAULT_BATCH_SIZE, GridSummary
 
 def render_probe(bench: Bench, summary: GridSummary) -> None:
     emit(
-        {"db": str(bench.db), "store": bench.store, "planned": summary.planned,
-         "skipped": summary.skipped, "fitted": summary.fitted, "runs": summary.runs,
-         "batches": summary.batches, "by_others": summary.by_others},
+        {
+            "db": str(bench.db),
+            "store": bench.store,
+            "planned": summary.planned,
+            "skipped": summary.skipped,
+            "fitted": summary.fitted,
+            "runs": summary.runs,
+            "batches": summary.batches,
+            "by_others": summary.by_others,
+        },
         f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
         f"batches), {summary.skipped} of {summary.planned} already done"
         + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else ""),
@@ -26,28 +33,57 @@ def render_probe(bench: Bench, summary: GridSummary) -> None:
 
 @app.command("probe")
 def probe_command(
-    encoder: Annotated[list[str], typer.Option("--encoder", "-e", help="Encoder key (e.g. vit_tiny or "
-                                                "vit_tiny@lora-s0); repeatable; default every feature set.")] = [],
-    dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="Dataset to fit on; repeatable; "
-                                                "default every dataset that is not only a shift target.")] = [],
-    probe: Annotated[list[str], typer.Option("--probe", "-p", help="logreg, mlp or knn; repeatable; "
-                                              "default all three.")] = [],
-    depth: Annotated[list[float], typer.Option("--depth", help="Depths to fit (0.25 0.5 0.75 1.0); default "
-                                               "logreg at all four, mlp and knn at 1.0.")] = [],
-    fraction: Annotated[list[float], typer.Option("--fraction", help="Label fractions; default "
-                                                  "0.01 0.05 0.1 0.25 1.0.")] = [],
+    encoder: Annotated[
+        list[str],
+        typer.Option(
+            "--encoder",
+            "-e",
+            help="Encoder key (e.g. vit_tiny or vit_tiny@lora-s0); repeatable; default every feature set.",
+        ),
+    ] = [],
+    dataset: Annotated[
+        list[str],
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="Dataset to fit on; repeatable; default every dataset that is not only a shift target.",
+        ),
+    ] = [],
+    probe: Annotated[
+        list[str], typer.Option("--probe", "-p", help="logreg, mlp or knn; repeatable; default all three.")
+    ] = [],
+    depth: Annotated[
+        list[float],
+        typer.Option(
+            "--depth", help="Depths to fit (0.25 0.5 0.75 1.0); default logreg at all four, mlp and knn at 1.0."
+        ),
+    ] = [],
+    fraction: Annotated[
+        list[float], typer.Option("--fraction", help="Label fractions; default 0.01 0.05 0.1 0.25 1.0.")
+    ] = [],
     seed: Annotated[list[int], typer.Option("--seed", help="Fraction seeds; default 0-4.")] = [],
-    scheduler: Annotated[str | None, typer.Option("--scheduler", help="dask.distributed scheduler address, "
-                                                  "e.g. tcp://host:8786; default in-process.")] = None,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Fits per atomic batch of run records.")]
-    = DEFAULT_BATCH_SIZE,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler", help="dask.distributed scheduler address, e.g. tcp://host:8786; default in-process."
+        ),
+    ] = None,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", help="Fits per atomic batch of run records.")
+    ] = DEFAULT_BATCH_SIZE,
     store: StoreOption = None,
     db: DbOption = default_db_path(),
 ) -> None:
     """Fit the probe grid on cached features and record every evaluation (idempotent, resumable)."""
     bench = Bench(db, store)
-    config = ProbeConfig(probes=tuple(probe), depths=tuple(depth), fractions=tuple(fraction), seeds=tuple(seed),
-                         scheduler=scheduler, batch_size=batch_size)
+    config = ProbeConfig(
+        probes=tuple(probe),
+        depths=tuple(depth),
+        fractions=tuple(fraction),
+        seeds=tuple(seed),
+        scheduler=scheduler,
+        batch_size=batch_size,
+    )
     with progress() as bar:
         summary = bench.probe(encoder, dataset, config, progress=bar)
     render_probe(bench, summary)

@@ -30,14 +30,20 @@ def report_and_render(bench: Bench, out: Path, panel: str | None, figures: Path 
     with progress() as bar:
         result = bench.report(out, panel=panel, figures=figures, progress=bar)
     gaps = {k: v for k, v in result.sections.items() if v != "ok"}
-    lines = [f"wrote {out} ({len(result.figures)} figures"
-             + (f", PNGs in {figures}" if figures else "") + ")"]
+    lines = [f"wrote {out} ({len(result.figures)} figures" + (f", PNGs in {figures}" if figures else "") + ")"]
     if result.random_init:
         lines.append(f"random-init encoders (labelled in the report): {', '.join(result.random_init)}")
     lines += [f"  section {k}: no data yet; run: {v}" for k, v in gaps.items()]
-    emit({"out": str(out), "panel": result.panel, "sections": result.sections,
-          "figures": {k: (str(v) if v else None) for k, v in result.figures.items()},
-          "random_init": result.random_init}, "\n".join(lines))
+    emit(
+        {
+            "out": str(out),
+            "panel": result.panel,
+            "sections": result.sections,
+            "figures": {k: (str(v) if v else None) for k, v in result.figures.items()},
+            "random_init": result.random_init,
+        },
+        "\n".join(lines),
+    )
 
 
 @app.command("status")
@@ -46,18 +52,34 @@ def status(db: DbOption = default_db_path()) -> None:
     state = Bench(db).status()
     counts = state.counts()
     if console.json_mode:
-        emit({"db": str(db), "schema_version": state.schema_version, "counts": counts,
-              "datasets": state.datasets, "encoders": state.encoders, "feature_sets": state.feature_sets,
-              "runs": state.runs, "panels": state.panels, "analyses": state.analyses,
-              "incomplete_cells": state.incomplete_cells})
+        emit(
+            {
+                "db": str(db),
+                "schema_version": state.schema_version,
+                "counts": counts,
+                "datasets": state.datasets,
+                "encoders": state.encoders,
+                "feature_sets": state.feature_sets,
+                "runs": state.runs,
+                "panels": state.panels,
+                "analyses": state.analyses,
+                "incomplete_cells": state.incomplete_cells,
+            }
+        )
         return
-    console.print(f"warehouse {db} (schema v{state.schema_version}): {counts['datasets']} datasets, "
-                  f"{counts['encoders']} encoders, feature sets {counts['feature_sets_complete']} complete / "
-                  f"{counts['feature_sets_incomplete']} incomplete, {counts['runs']:,} runs, "
-                  f"{counts['panels']} panels, {counts['analyses']} analyses")
-    for title, frame in (("datasets", state.datasets), ("encoders", state.encoders),
-                         ("runs by regime and probe", state.runs), ("panels", state.panels),
-                         ("analyses", state.analyses)):
+    console.print(
+        f"warehouse {db} (schema v{state.schema_version}): {counts['datasets']} datasets, "
+        f"{counts['encoders']} encoders, feature sets {counts['feature_sets_complete']} complete / "
+        f"{counts['feature_sets_incomplete']} incomplete, {counts['runs']:,} runs, "
+        f"{counts['panels']} panels, {counts['analyses']} analyses"
+    )
+    for title, frame in (
+        ("datasets", state.datasets),
+        ("encoders", state.encoders),
+        ("runs by regime and probe", state.runs),
+        ("panels", state.panels),
+        ("analyses", state.analyses),
+    ):
         if len(frame):
             print_frame(frame, title=title)
     incomplete = state.feature_sets[~state.feature_sets["complete"].fillna(False).astype(bool)]

@@ -124,9 +124,17 @@ def progress() -> Iterator[ProgressFn]:
         TimeRemainingColumn,
     )
 
-    bars = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(), console=console.out,
-                    transient=False)
+    bars = Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("eta"),
+        TimeRemainingColumn(),
+        console=console.out,
+        transient=False,
+    )
     tasks: dict[str, int] = {}
 
     def report(description: str, done: int, total: int | None) -> None:

@@ -37,9 +37,22 @@ _LAZY = {
 }
 
 __all__ = [
-    "CLEAN", "CONDITIONS", "DEPTHS", "PERTURBATIONS", "PERTURBED_CONDITIONS", "SEVERITIES",
-    "EncoderEntry", "FeatureSetRef", "FeatureStore", "depth_key", "encoder_key", "get_encoder",
-    "list_encoders", "register_encoder", "tiny_encoder_ids", *_LAZY,
+    "CLEAN",
+    "CONDITIONS",
+    "DEPTHS",
+    "PERTURBATIONS",
+    "PERTURBED_CONDITIONS",
+    "SEVERITIES",
+    "EncoderEntry",
+    "FeatureSetRef",
+    "FeatureStore",
+    "depth_key",
+    "encoder_key",
+    "get_encoder",
+    "list_encoders",
+    "register_encoder",
+    "tiny_encoder_ids",
+    *_LAZY,
 ]
 
 

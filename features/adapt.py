@@ -81,13 +81,17 @@ def lora_target_modules(model: nn.Module, entry: EncoderEntry) -> list[str]:
     prefix = _root_prefix(model)
     blocks = (entry.depth_blocks,) if isinstance(entry.depth_blocks, str) else entry.depth_blocks
     inside = tuple(f"{prefix}{b}." for b in blocks)
-    names = [name for name, module in model.named_modules()
-             if name.startswith(inside)
-             and any(name == f"{prefix}{t}" or name.endswith(f".{t}") for t in entry.lora_targets)
-             and isinstance(module, (nn.Linear, nn.Conv2d))]
+    names = [
+        name
+        for name, module in model.named_modules()
+        if name.startswith(inside)
+        and any(name == f"{prefix}{t}" or name.endswith(f".{t}") for t in entry.lora_targets)
+        and isinstance(module, (nn.Linear, nn.Conv2d))
+    ]
     if not names:
-        raise CrsbenchError(f"encoder {entry.id!r}: no Linear/Conv2d module named "
-                            f"{list(entry.lora_targets)} inside {list(blocks)}")
+        raise CrsbenchError(
+            f"encoder {entry.id!r}: no Linear/Conv2d module named {list(entry.lora_targets)} inside {list(blocks)}"
+        )
     return names
 
 
@@ -95,8 +99,13 @@ def attach_lora(model: nn.Module, entry: EncoderEntry, settings: LoraSettings, s
     """Wrap `model` in a peft LoRA model (adapter init seeded); the base parameters are frozen."""
     from peft import LoraConfig, get_peft_model
 
-    config = LoraConfig(r=settings.rank, lora_alpha=settings.alpha, lora_dropout=settings.dropout,
-                        target_modules=lora_target_modules(model, entry), bias="none")
+    config = LoraConfig(
+        r=settings.rank,
+        lora_alpha=settings.alpha,
+        lora_dropout=settings.dropout,
+        target_modules=lora_target_modules(model, entry),
+        bias="none",
+    )
     torch.manual_seed(seed)
     return get_peft_model(model, config)
 
@@ -136,14 +145,21 @@ class AdaptResult:
     def adapter_norm(self) -> float:
         """Frobenius norm of every lora_B (zero at init): 0 means the adapters never moved, as
         behind a zero-initialised normalisation (timm's random-init ResNet blocks)."""
-        norms = [float(p.detach().float().norm()) for n, p in self.model.named_parameters()
-                 if "lora_B" in n]
+        norms = [float(p.detach().float().norm()) for n, p in self.model.named_parameters() if "lora_B" in n]
         return float(np.sqrt(np.sum(np.square(norms))))
 
 
-def adapt(dataset: Dataset, entry: EncoderEntry, *, seed: int = 0,
-          settings: LoraSettings = LoraSettings(), device: str = "cpu", weights: str | None = None,
-          model: nn.Module | None = None, progress: ProgressFn | None = None) -> AdaptResult:
+def adapt(
+    dataset: Dataset,
+    entry: EncoderEntry,
+    *,
+    seed: int = 0,
+    settings: LoraSettings = LoraSettings(),
+    device: str = "cpu",
+    weights: str | None = None,
+    model: nn.Module | None = None,
+    progress: ProgressFn | None = None,
+) -> AdaptResult:
     """Train LoRA adapters and a linear head on the dataset's train split (one seed)."""
     progress = progress or no_progress
     train = dataset.split_rows("train")
@@ -164,8 +180,7 @@ def adapt(dataset: Dataset, entry: EncoderEntry, *, seed: int = 0,
         head = nn.Linear(dim, len(dataset.label_names)).to(dev)
         params = [p for p in peft_model.parameters() if p.requires_grad] + list(head.parameters())
         optimiser = torch.optim.AdamW(params, lr=settings.lr)
-        loss_fn: nn.Module = (nn.BCEWithLogitsLoss() if dataset.task is Task.MULTILABEL
-                              else nn.CrossEntropyLoss())
+        loss_fn: nn.Module = nn.BCEWithLogitsLoss() if dataset.task is Task.MULTILABEL else nn.CrossEntropyLoss()
         order_rng = np.random.default_rng(seed)
         n_batches = -(-len(train) // settings.batch_size)
         total = settings.epochs * n_batches
@@ -182,7 +197,7 @@ def adapt(dataset: Dataset, entry: EncoderEntry, *, seed: int = 0,
             for b in range(n_batches):
                 if steps >= total:
                     break
-                rows = order[b * settings.batch_size:(b + 1) * settings.batch_size]
+                rows = order[b * settings.batch_size : (b + 1) * settings.batch_size]
                 x = _batch(dataset, entry, rows).to(dev)
                 y = _labels(dataset, rows).to(dev)
                 loss = loss_fn(head(tap.forward_depths(x)[1.0]), y)
@@ -195,8 +210,7 @@ def adapt(dataset: Dataset, entry: EncoderEntry, *, seed: int = 0,
             if epoch_loss:
                 losses.append(float(np.mean(epoch_loss)))
         peft_model.eval()
-        return AdaptResult(peft_model, head.eval(), losses, steps, time.perf_counter() - started,
-                           base_hash)
+        return AdaptResult(peft_model, head.eval(), losses, steps, time.perf_counter() - started, base_hash)
     finally:
         tap.close()
 
@@ -212,8 +226,14 @@ def save_adapter(result: AdaptResult, folder: Path | str, meta: dict[str, Any]) 
     result.model.save_pretrained(str(tmp), safe_serialization=True)
     if not (tmp / ADAPTER_FILE).exists():
         raise CrsbenchError(f"peft wrote no {ADAPTER_FILE} into {tmp}")
-    record = {**meta, "steps": result.steps, "losses": result.losses, "seconds": result.seconds,
-              "base_weights_hash": result.base_weights_hash, "adapter_norm": result.adapter_norm}
+    record = {
+        **meta,
+        "steps": result.steps,
+        "losses": result.losses,
+        "seconds": result.seconds,
+        "base_weights_hash": result.base_weights_hash,
+        "adapter_norm": result.adapter_norm,
+    }
     (tmp / META_FILE).write_text(json.dumps(record, indent=2, sort_keys=True, default=str))
     if folder.exists():
         import shutil
@@ -231,19 +251,20 @@ def adapter_meta(folder: Path | str) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def load_adapted(entry: EncoderEntry, folder: Path | str, *, weights: str | None = None,
-                 merge: bool = True) -> nn.Module:
+def load_adapted(
+    entry: EncoderEntry, folder: Path | str, *, weights: str | None = None, merge: bool = True
+) -> nn.Module:
     """Base entry + saved adapter. Merged (default): a plain module shaped like the base."""
     from peft import PeftModel
 
     folder = Path(folder)
     meta = adapter_meta(folder)
     if meta.get("encoder_id") not in (None, entry.id):
-        raise CrsbenchError(f"adapter in {folder} belongs to encoder {meta['encoder_id']!r}, "
-                            f"not {entry.id!r}")
+        raise CrsbenchError(f"adapter in {folder} belongs to encoder {meta['encoder_id']!r}, not {entry.id!r}")
     base = entry.build(weights)
     if meta.get("base_weights_hash") and state_dict_hash(base) != meta["base_weights_hash"]:
-        raise CrsbenchError(f"adapter in {folder} was trained on other base weights of "
-                            f"{entry.id!r} (weights hash differs)")
+        raise CrsbenchError(
+            f"adapter in {folder} was trained on other base weights of {entry.id!r} (weights hash differs)"
+        )
     model = PeftModel.from_pretrained(base, str(folder), is_trainable=False)
     return (model.merge_and_unload() if merge else model).eval()

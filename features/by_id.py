@@ -62,11 +62,18 @@ def library_defaults(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def _common(loader: str, checkpoint: str, constructor: Any) -> dict[str, Any]:
-    return {"scope": "general", "domain": "none", "loader": loader, "checkpoint": checkpoint,
-            "pooling": "projection", "constructor": constructor}
+    return {
+        "scope": "general",
+        "domain": "none",
+        "loader": loader,
+        "checkpoint": checkpoint,
+        "pooling": "projection",
+        "constructor": constructor,
+    }
 
 
 # -- timm ---------------------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=32)
 def _timm(name: str) -> dict[str, Any]:
@@ -80,23 +87,28 @@ def _timm(name: str) -> dict[str, Any]:
             model = timm.create_model(name, pretrained=False, num_classes=0)
     except RuntimeError as exc:
         close = timm.list_models(f"*{name.split('.')[0][:6]}*")[:5]
-        raise CrsbenchError(f"timm has no model {name!r}"
-                            + (f"; close: {', '.join(close)}" if close else "")) from exc
+        raise CrsbenchError(f"timm has no model {name!r}" + (f"; close: {', '.join(close)}" if close else "")) from exc
     cfg = resolve_data_config({}, model=model)
     info = [(f["module"], f["reduction"]) for f in getattr(model, "feature_info", [])]
     # A stride-2 stem is not a depth of the network's representation; the stages after it are.
     stages = [m for m, r in info if r >= 4] if sum(r >= 4 for _, r in info) >= 4 else [m for m, _ in info]
     if not stages:
-        raise CrsbenchError(f"timm model {name!r} reports no feature_info; declare depth_blocks "
-                            f"in an [encoder.<id>] TOML table")
+        raise CrsbenchError(
+            f"timm model {name!r} reports no feature_info; declare depth_blocks in an [encoder.<id>] TOML table"
+        )
     norm = getattr(model, "norm", None)
     pretrained_cfg: dict[str, Any] = getattr(model, "pretrained_cfg", None) or {}
     hub = pretrained_cfg.get("hf_hub_id") or f"timm/{name}"
-    return {**_common("timm", name, _build_timm), "input_size": int(cfg["input_size"][-1]),
-            "mean": tuple(cfg["mean"]), "std": tuple(cfg["std"]), "depth_blocks": tuple(stages),
-            "final_norm": "norm" if isinstance(norm, nn.LayerNorm) else None,
-            "token_pool": "cls" if getattr(model, "global_pool", None) == "token" else "mean",
-            "model_kwargs": {"hub_repo": hub}}
+    return {
+        **_common("timm", name, _build_timm),
+        "input_size": int(cfg["input_size"][-1]),
+        "mean": tuple(cfg["mean"]),
+        "std": tuple(cfg["std"]),
+        "depth_blocks": tuple(stages),
+        "final_norm": "norm" if isinstance(norm, nn.LayerNorm) else None,
+        "token_pool": "cls" if getattr(model, "global_pool", None) == "token" else "mean",
+        "model_kwargs": {"hub_repo": hub},
+    }
 
 
 def _build_timm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
@@ -106,6 +118,7 @@ def _build_timm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 
 # -- transformers ---------------------------------------------------------------------------------
+
 
 def _local_or_cached(entry_like: str) -> Path | None:
     path = Path(entry_like).expanduser()
@@ -122,14 +135,19 @@ def _local_or_cached(entry_like: str) -> Path | None:
 def _hf_preprocessing(folder: Path) -> dict[str, Any]:
     file = folder / "preprocessor_config.json"
     if not file.is_file():
-        raise CrsbenchError(f"hf model {folder} has no preprocessor_config.json; declare "
-                            f"input_size, mean and std in an [encoder.<id>] TOML table")
+        raise CrsbenchError(
+            f"hf model {folder} has no preprocessor_config.json; declare "
+            f"input_size, mean and std in an [encoder.<id>] TOML table"
+        )
     cfg = json.loads(file.read_text(encoding="utf-8"))
     size = cfg.get("crop_size") if cfg.get("do_center_crop") and cfg.get("crop_size") else cfg.get("size")
     if isinstance(size, dict):
         size = size.get("height") or size.get("shortest_edge")
-    return {"input_size": int(size), "mean": tuple(cfg.get("image_mean", OPENAI_MEAN)),
-            "std": tuple(cfg.get("image_std", OPENAI_STD))}
+    return {
+        "input_size": int(size),
+        "mean": tuple(cfg.get("image_mean", OPENAI_MEAN)),
+        "std": tuple(cfg.get("image_std", OPENAI_STD)),
+    }
 
 
 def _vision_part(model: nn.Module) -> nn.Module:
@@ -151,8 +169,10 @@ def _hf(name: str) -> dict[str, Any]:
 
     folder = _local_or_cached(name)
     if folder is None:
-        raise CrsbenchError(f"hf model {name!r} is neither a local folder nor in the Hugging Face "
-                            f"cache; pass a folder, or fetch it once with --allow-download")
+        raise CrsbenchError(
+            f"hf model {name!r} is neither a local folder nor in the Hugging Face "
+            f"cache; pass a folder, or fetch it once with --allow-download"
+        )
     config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True)
     with torch.device("meta"):
         model = transformers.AutoModel.from_config(config)
@@ -161,9 +181,14 @@ def _hf(name: str) -> dict[str, Any]:
     emb = getattr(root, "embeddings", None)
     has_cls = any(hasattr(emb, a) for a in ("class_embedding", "cls_token"))
     checkpoint = str(folder) if Path(name).expanduser().is_dir() else name.replace("--", "/")
-    return {**_common("transformers", checkpoint, _build_hf), **_hf_preprocessing(folder),
-            "depth_blocks": _longest_block_list(root), "final_norm": norms[0] if norms else None,
-            "token_pool": "cls" if has_cls else "mean", "prefix_tokens": None if has_cls else 0}
+    return {
+        **_common("transformers", checkpoint, _build_hf),
+        **_hf_preprocessing(folder),
+        "depth_blocks": _longest_block_list(root),
+        "final_norm": norms[0] if norms else None,
+        "token_pool": "cls" if has_cls else "mean",
+        "prefix_tokens": None if has_cls else 0,
+    }
 
 
 def _build_hf(entry: EncoderEntry, weights: Path | None) -> nn.Module:
@@ -180,6 +205,7 @@ def _build_hf(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 # -- open_clip ------------------------------------------------------------------------------------
 
+
 @functools.lru_cache(maxsize=32)
 def _open_clip(arch: str) -> dict[str, Any]:
     import open_clip
@@ -189,18 +215,24 @@ def _open_clip(arch: str) -> dict[str, Any]:
         import difflib
 
         close = difflib.get_close_matches(arch, open_clip.list_models(), n=3)
-        raise CrsbenchError(f"open_clip has no architecture {arch!r}"
-                            + (f"; close: {', '.join(close)}" if close else ""))
+        raise CrsbenchError(
+            f"open_clip has no architecture {arch!r}" + (f"; close: {', '.join(close)}" if close else "")
+        )
     vision = cfg["vision_cfg"]
     pre = cfg.get("preprocess_cfg", {})
     timm_trunk = "timm_model_name" in vision
     size = vision.get("image_size", 224)
-    return {**_common("open_clip", arch, _build_open_clip),
-            "input_size": int(size[0] if isinstance(size, (list, tuple)) else size),
-            "mean": tuple(pre.get("mean", OPENAI_MEAN)), "std": tuple(pre.get("std", OPENAI_STD)),
-            "depth_blocks": "trunk.blocks" if timm_trunk else "transformer.resblocks",
-            "final_norm": "trunk.norm" if timm_trunk else "ln_post", "token_pool": "cls",
-            "convert": KeyConversion(keep_prefix="visual."), "model_kwargs": {"arch": arch}}
+    return {
+        **_common("open_clip", arch, _build_open_clip),
+        "input_size": int(size[0] if isinstance(size, (list, tuple)) else size),
+        "mean": tuple(pre.get("mean", OPENAI_MEAN)),
+        "std": tuple(pre.get("std", OPENAI_STD)),
+        "depth_blocks": "trunk.blocks" if timm_trunk else "transformer.resblocks",
+        "final_norm": "trunk.norm" if timm_trunk else "ln_post",
+        "token_pool": "cls",
+        "convert": KeyConversion(keep_prefix="visual."),
+        "model_kwargs": {"arch": arch},
+    }
 
 
 def _build_open_clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
@@ -210,4 +242,3 @@ def _build_open_clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 
 _RESOLVERS = {"timm": _timm, "hf": _hf, "open_clip": _open_clip}
-

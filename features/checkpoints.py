@@ -54,7 +54,7 @@ def convert(state: dict[str, Any], rules: KeyConversion) -> dict[str, torch.Tens
     for name, value in state.items():
         for prefix in rules.strip_prefixes:
             if name.startswith(prefix):
-                name = name[len(prefix):]
+                name = name[len(prefix) :]
                 break
         if rules.drop_prefixes and name.startswith(rules.drop_prefixes):
             continue
@@ -94,20 +94,25 @@ def mismatch_message(missing: list[str], unexpected: list[str], shapes: list[str
     return "; ".join(parts)
 
 
-def load_strict(model: nn.Module, state: dict[str, torch.Tensor], source: str, encoder_id: str,
-                allow_missing: tuple[str, ...] = ()) -> None:
+def load_strict(
+    model: nn.Module, state: dict[str, torch.Tensor], source: str, encoder_id: str, allow_missing: tuple[str, ...] = ()
+) -> None:
     """Load `state` into `model`; every key must match in name and shape."""
     expected = model.state_dict()
     missing = [k for k in expected if k not in state and not k.startswith(allow_missing or ("\0",))]
     unexpected = [k for k in state if k not in expected]
-    shapes = [f"{k} {tuple(v.shape)} vs model {tuple(expected[k].shape)}" for k, v in state.items()
-              if k in expected and tuple(v.shape) != tuple(expected[k].shape)]
+    shapes = [
+        f"{k} {tuple(v.shape)} vs model {tuple(expected[k].shape)}"
+        for k, v in state.items()
+        if k in expected and tuple(v.shape) != tuple(expected[k].shape)
+    ]
     if missing or unexpected or shapes:
-        raise CrsbenchError(f"weights {source} do not fit encoder {encoder_id!r} "
-                            f"({type(model).__name__}): {mismatch_message(missing, unexpected, shapes)}")
+        raise CrsbenchError(
+            f"weights {source} do not fit encoder {encoder_id!r} "
+            f"({type(model).__name__}): {mismatch_message(missing, unexpected, shapes)}"
+        )
     model.load_state_dict(state, strict=False)
 
 
 def load_checkpoint(model: nn.Module, path: Path, rules: KeyConversion, encoder_id: str) -> None:
-    load_strict(model, convert(read_state_dict(path), rules), str(path), encoder_id,
-                rules.allow_missing)
+    load_strict(model, convert(read_state_dict(path), rules), str(path), encoder_id, rules.allow_missing)

@@ -22,8 +22,7 @@ from crsbench.features.registry import EncoderEntry, KeyConversion, register_enc
 
 IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 HALF = {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
-OPENAI_CLIP = {"mean": (0.48145466, 0.4578275, 0.40821073),
-               "std": (0.26862954, 0.26130258, 0.27577711)}
+OPENAI_CLIP = {"mean": (0.48145466, 0.4578275, 0.40821073), "std": (0.26862954, 0.26130258, 0.27577711)}
 RESNET_STAGES = ("layer1", "layer2", "layer3", "layer4")
 TIMM_VIT = {"depth_blocks": "blocks", "final_norm": "norm"}
 # Relative to the hook root, which is the `vision_model` wrapper where a class has one.
@@ -40,61 +39,130 @@ OPEN_CLIP_IMAGE_TOWER = KeyConversion(keep_prefix="visual.")
 
 # -- general-purpose ----------------------------------------------------------------------------
 
-@register_encoder("resnet50", family="ResNet-50", scope="general", domain="none", loader="timm",
-                  checkpoint="resnet50.a1_in1k", pooling="avgpool",
-                  depth_blocks=RESNET_STAGES, lora_targets=("conv1", "conv2", "conv3"))
+
+@register_encoder(
+    "resnet50",
+    family="ResNet-50",
+    scope="general",
+    domain="none",
+    loader="timm",
+    checkpoint="resnet50.a1_in1k",
+    pooling="avgpool",
+    depth_blocks=RESNET_STAGES,
+    lora_targets=("conv1", "conv2", "conv3"),
+)
 def resnet50(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
-@register_encoder("vit-b16", family="ViT-B/16", scope="general", domain="none", loader="timm",
-                  checkpoint="vit_base_patch16_224.augreg2_in21k_ft_in1k", pooling="cls", **TIMM_VIT, lora_targets=VIT_LORA)
+@register_encoder(
+    "vit-b16",
+    family="ViT-B/16",
+    scope="general",
+    domain="none",
+    loader="timm",
+    checkpoint="vit_base_patch16_224.augreg2_in21k_ft_in1k",
+    pooling="cls",
+    **TIMM_VIT,
+    lora_targets=VIT_LORA,
+)
 def vit_b16(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
-@register_encoder("clip", family="CLIP", scope="general", domain="none", loader="transformers",
-                  checkpoint="openai/clip-vit-base-patch16", input_size=224, **OPENAI_CLIP,
-                  pooling="projection", token_pool="cls", **HF_CLIP_LIKE, lora_targets=HF_LORA,
-                  convert=KeyConversion(drop_prefixes=("text_model.", "text_projection",
-                                                       "logit_scale")))
+@register_encoder(
+    "clip",
+    family="CLIP",
+    scope="general",
+    domain="none",
+    loader="transformers",
+    checkpoint="openai/clip-vit-base-patch16",
+    input_size=224,
+    **OPENAI_CLIP,
+    pooling="projection",
+    token_pool="cls",
+    **HF_CLIP_LIKE,
+    lora_targets=HF_LORA,
+    convert=KeyConversion(drop_prefixes=("text_model.", "text_projection", "logit_scale")),
+)
 def clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "CLIPVisionModelWithProjection")
 
 
-@register_encoder("siglip", family="SigLIP", scope="general", domain="none", loader="transformers",
-                  checkpoint="google/siglip-base-patch16-224", input_size=224, **HALF,
-                  pooling="projection", token_pool="mean", **HF_CLIP_LIKE, **NO_CLS,
-                  lora_targets=HF_LORA, convert=HF_TEXT_TOWER)
+@register_encoder(
+    "siglip",
+    family="SigLIP",
+    scope="general",
+    domain="none",
+    loader="transformers",
+    checkpoint="google/siglip-base-patch16-224",
+    input_size=224,
+    **HALF,
+    pooling="projection",
+    token_pool="mean",
+    **HF_CLIP_LIKE,
+    **NO_CLS,
+    lora_targets=HF_LORA,
+    convert=HF_TEXT_TOWER,
+)
 def siglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "SiglipVisionModel")
 
 
-@register_encoder("dinov2", family="DINOv2", scope="general", domain="none", loader="transformers",
-                  checkpoint="facebook/dinov2-base", input_size=224, **IMAGENET, pooling="cls",
-                  **HF_DINOV2, lora_targets=DINOV2_LORA,
-                  convert=KeyConversion(drop_prefixes=("mask_token",)))
+@register_encoder(
+    "dinov2",
+    family="DINOv2",
+    scope="general",
+    domain="none",
+    loader="transformers",
+    checkpoint="facebook/dinov2-base",
+    input_size=224,
+    **IMAGENET,
+    pooling="cls",
+    **HF_DINOV2,
+    lora_targets=DINOV2_LORA,
+    convert=KeyConversion(drop_prefixes=("mask_token",)),
+)
 def dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "Dinov2Model")
 
 
-@register_encoder("mae", family="MAE", scope="general", domain="none", loader="timm",
-                  checkpoint="vit_base_patch16_224.mae", pooling="mean",
-                  **TIMM_VIT, lora_targets=VIT_LORA)
+@register_encoder(
+    "mae",
+    family="MAE",
+    scope="general",
+    domain="none",
+    loader="timm",
+    checkpoint="vit_base_patch16_224.mae",
+    pooling="mean",
+    **TIMM_VIT,
+    lora_targets=VIT_LORA,
+)
 def mae(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights, global_pool="token")
 
 
 # -- broad medical ------------------------------------------------------------------------------
 
+
 # Only the image tower is built, from the repo's open_clip_config.json: the PubMedBERT text
 # config that open_clip would fetch from a second repo is never needed.
-@register_encoder("biomedclip", family="BiomedCLIP", scope="broad_medical", domain="none",
-                  loader="open_clip",
-                  checkpoint="hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224",
-                  input_size=224, **OPENAI_CLIP, pooling="projection", token_pool="cls",
-                  depth_blocks="trunk.blocks", final_norm="trunk.norm", lora_targets=VIT_LORA,
-                  convert=OPEN_CLIP_IMAGE_TOWER)
+@register_encoder(
+    "biomedclip",
+    family="BiomedCLIP",
+    scope="broad_medical",
+    domain="none",
+    loader="open_clip",
+    checkpoint="hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224",
+    input_size=224,
+    **OPENAI_CLIP,
+    pooling="projection",
+    token_pool="cls",
+    depth_blocks="trunk.blocks",
+    final_norm="trunk.norm",
+    lora_targets=VIT_LORA,
+    convert=OPEN_CLIP_IMAGE_TOWER,
+)
 def biomedclip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return open_clip_model(entry, weights)
 
@@ -102,44 +170,88 @@ def biomedclip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # LLaVA(-Med) feeds its language model the penultimate layer of the frozen CLIP tower
 # (`mm_vision_select_layer = -2`, patch tokens, no post-layernorm); the probe reads that same
 # representation, so the 100 % depth is layer 23 of 24, mean over patch tokens, unnormalised.
-@register_encoder("llava-med", family="LLaVA-Med", scope="broad_medical", domain="none",
-                  loader="transformers", checkpoint="microsoft/llava-med-v1.5-mistral-7b",
-                  input_size=336, **OPENAI_CLIP, pooling="mean", depth_blocks="encoder.layers",
-                  skip_last_blocks=1, lora_targets=HF_LORA,
-                  convert=KeyConversion(drop_prefixes=("text_model.", "text_projection",
-                                                       "logit_scale", "visual_projection")),
-                  source="vision tower of LLaVA-Med v1.5 (frozen CLIP ViT-L/14-336, "
-                         "penultimate layer as LLaVA selects it)",
-                  model_kwargs={"hub_repo": "openai/clip-vit-large-patch14-336"})
+@register_encoder(
+    "llava-med",
+    family="LLaVA-Med",
+    scope="broad_medical",
+    domain="none",
+    loader="transformers",
+    checkpoint="microsoft/llava-med-v1.5-mistral-7b",
+    input_size=336,
+    **OPENAI_CLIP,
+    pooling="mean",
+    depth_blocks="encoder.layers",
+    skip_last_blocks=1,
+    lora_targets=HF_LORA,
+    convert=KeyConversion(drop_prefixes=("text_model.", "text_projection", "logit_scale", "visual_projection")),
+    source="vision tower of LLaVA-Med v1.5 (frozen CLIP ViT-L/14-336, penultimate layer as LLaVA selects it)",
+    model_kwargs={"hub_repo": "openai/clip-vit-large-patch14-336"},
+)
 def llava_med(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "CLIPVisionModel")
 
 
-@register_encoder("medsiglip", family="MedSigLIP", scope="broad_medical", domain="none",
-                  loader="transformers", checkpoint="google/medsiglip-448", input_size=448, **HALF,
-                  pooling="projection", token_pool="mean", **HF_CLIP_LIKE, **NO_CLS,
-                  lora_targets=HF_LORA, convert=HF_TEXT_TOWER)
+@register_encoder(
+    "medsiglip",
+    family="MedSigLIP",
+    scope="broad_medical",
+    domain="none",
+    loader="transformers",
+    checkpoint="google/medsiglip-448",
+    input_size=448,
+    **HALF,
+    pooling="projection",
+    token_pool="mean",
+    **HF_CLIP_LIKE,
+    **NO_CLS,
+    lora_targets=HF_LORA,
+    convert=HF_TEXT_TOWER,
+)
 def medsiglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "SiglipVisionModel")
 
 
-@register_encoder("medgemma-4b", family="MedGemma-4B", scope="broad_medical", domain="none",
-                  loader="transformers", checkpoint="google/medgemma-4b-it", input_size=896, **HALF,
-                  pooling="mean", token_pool="mean", **HF_CLIP_LIKE, **NO_CLS, lora_targets=HF_LORA,
-                  source="SigLIP-400M vision stack of MedGemma 4B (no pooling head)")
+@register_encoder(
+    "medgemma-4b",
+    family="MedGemma-4B",
+    scope="broad_medical",
+    domain="none",
+    loader="transformers",
+    checkpoint="google/medgemma-4b-it",
+    input_size=896,
+    **HALF,
+    pooling="mean",
+    token_pool="mean",
+    **HF_CLIP_LIKE,
+    **NO_CLS,
+    lora_targets=HF_LORA,
+    source="SigLIP-400M vision stack of MedGemma 4B (no pooling head)",
+)
 def medgemma_4b(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    return hf_vision_model(entry, weights, "AutoModelForImageTextToText",
-                           vision_submodule=("model.vision_tower", "vision_tower"))
+    return hf_vision_model(
+        entry, weights, "AutoModelForImageTextToText", vision_submodule=("model.vision_tower", "vision_tower")
+    )
 
 
 # -- specialty ----------------------------------------------------------------------------------
 
+
 # RETFound is an MAE pretraining checkpoint under "model": the MAE decoder is not part of the encoder.
-@register_encoder("retfound", family="RETFound", scope="specialty", domain="eye", loader="timm",
-                  checkpoint="YukunZhou/RETFound_mae_natureCFP",
-                  weights_file="RETFound_mae_natureCFP.pth", input_size=224, **IMAGENET,
-                  pooling="mean", **TIMM_VIT, lora_targets=VIT_LORA,
-                  convert=KeyConversion(state_key="model", drop_prefixes=("mask_token", "decoder_")))
+@register_encoder(
+    "retfound",
+    family="RETFound",
+    scope="specialty",
+    domain="eye",
+    loader="timm",
+    checkpoint="YukunZhou/RETFound_mae_natureCFP",
+    weights_file="RETFound_mae_natureCFP.pth",
+    input_size=224,
+    **IMAGENET,
+    pooling="mean",
+    **TIMM_VIT,
+    lora_targets=VIT_LORA,
+    convert=KeyConversion(state_key="model", drop_prefixes=("mask_token", "decoder_")),
+)
 def retfound(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights, arch="vit_large_patch16_224", global_pool="token")
 
@@ -147,49 +259,97 @@ def retfound(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # PanDerm is CAE/BEiT-style (PanDerm classification/models/modeling_finetune.py): the encoder's
 # keys sit under "encoder.", attention has q_bias/v_bias and no key bias, and blocks carry
 # layer scales gamma_1/gamma_2, which timm's ViT holds as qkv.bias and ls1/ls2.gamma.
-@register_encoder("panderm", family="PanDerm", scope="specialty", domain="derm", loader="timm",
-                  checkpoint="gdrive:panderm_ll_data6_checkpoint-499.pth",
-                  weights_file="panderm_ll_data6_checkpoint-499.pth", input_size=224, **IMAGENET,
-                  pooling="mean", **TIMM_VIT, lora_targets=VIT_LORA,
-                  convert=KeyConversion(state_key="model", keep_prefix="encoder.",
-                                        drop_prefixes=("head.",), merge_qv_bias=True,
-                                        rename={".gamma_1": ".ls1.gamma", ".gamma_2": ".ls2.gamma"}),
-                  model_kwargs={"init_values": 0.1},
-                  source="https://github.com/SiyuanYan1/PanDerm (Google Drive link in its README)")
+@register_encoder(
+    "panderm",
+    family="PanDerm",
+    scope="specialty",
+    domain="derm",
+    loader="timm",
+    checkpoint="gdrive:panderm_ll_data6_checkpoint-499.pth",
+    weights_file="panderm_ll_data6_checkpoint-499.pth",
+    input_size=224,
+    **IMAGENET,
+    pooling="mean",
+    **TIMM_VIT,
+    lora_targets=VIT_LORA,
+    convert=KeyConversion(
+        state_key="model",
+        keep_prefix="encoder.",
+        drop_prefixes=("head.",),
+        merge_qv_bias=True,
+        rename={".gamma_1": ".ls1.gamma", ".gamma_2": ".ls2.gamma"},
+    ),
+    model_kwargs={"init_values": 0.1},
+    source="https://github.com/SiyuanYan1/PanDerm (Google Drive link in its README)",
+)
 def panderm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights, arch="vit_large_patch16_224", global_pool="token")
 
 
-@register_encoder("rad-dino", family="RAD-DINO", scope="specialty", domain="rad",
-                  loader="transformers", checkpoint="microsoft/rad-dino", input_size=518,
-                  mean=(0.5307,) * 3, std=(0.2583,) * 3, pooling="cls", **HF_DINOV2,
-                  lora_targets=DINOV2_LORA, convert=KeyConversion(drop_prefixes=("mask_token",)))
+@register_encoder(
+    "rad-dino",
+    family="RAD-DINO",
+    scope="specialty",
+    domain="rad",
+    loader="transformers",
+    checkpoint="microsoft/rad-dino",
+    input_size=518,
+    mean=(0.5307,) * 3,
+    std=(0.2583,) * 3,
+    pooling="cls",
+    **HF_DINOV2,
+    lora_targets=DINOV2_LORA,
+    convert=KeyConversion(drop_prefixes=("mask_token",)),
+)
 def rad_dino(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "Dinov2Model")
 
 
 # hi-ml-multimodal's ImageModel: a torchvision ResNet-50 at encoder.encoder plus a projector
 # that the image features do not use; timm's resnet50 has the same keys and forward.
-@register_encoder("biovil", family="BioViL", scope="specialty", domain="rad", loader="timm",
-                  checkpoint="microsoft/BiomedVLP-CXR-BERT-specialized",
-                  weights_file="biovil_image_resnet50_proj_size_128.pt", input_size=480,
-                  mean=(0.0,) * 3, std=(1.0,) * 3, pooling="avgpool", depth_blocks=RESNET_STAGES,
-                  chest_only=True, lora_targets=("conv1", "conv2", "conv3"),
-                  convert=KeyConversion(keep_prefix="encoder.encoder.", drop_prefixes=("fc.",)),
-                  source="hi-ml-multimodal BioViL image encoder (resize 512, centre crop 480, "
-                         "no normalisation)")
+@register_encoder(
+    "biovil",
+    family="BioViL",
+    scope="specialty",
+    domain="rad",
+    loader="timm",
+    checkpoint="microsoft/BiomedVLP-CXR-BERT-specialized",
+    weights_file="biovil_image_resnet50_proj_size_128.pt",
+    input_size=480,
+    mean=(0.0,) * 3,
+    std=(1.0,) * 3,
+    pooling="avgpool",
+    depth_blocks=RESNET_STAGES,
+    chest_only=True,
+    lora_targets=("conv1", "conv2", "conv3"),
+    convert=KeyConversion(keep_prefix="encoder.encoder.", drop_prefixes=("fc.",)),
+    source="hi-ml-multimodal BioViL image encoder (resize 512, centre crop 480, no normalisation)",
+)
 def biovil(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights, arch="resnet50")
 
 
-@register_encoder("chexzero", family="CheXzero", scope="specialty", domain="rad",
-                  loader="open_clip", checkpoint="gdrive:best_64_5e-05_original_22000_0.864.pt",
-                  weights_file="best_64_5e-05_original_22000_0.864.pt", input_size=224,
-                  mean=(101.48761 / 255,) * 3, std=(83.43944 / 255,) * 3, pooling="projection",
-                  token_pool="cls", depth_blocks="transformer.resblocks", final_norm="ln_post",
-                  chest_only=True, lora_targets=("c_fc", "c_proj"), convert=OPEN_CLIP_IMAGE_TOWER,
-                  model_kwargs={"arch": "ViT-B-32-quickgelu"},
-                  source="https://github.com/rajpurkarlab/CheXzero (CLIP ViT-B/32 on MIMIC-CXR)")
+@register_encoder(
+    "chexzero",
+    family="CheXzero",
+    scope="specialty",
+    domain="rad",
+    loader="open_clip",
+    checkpoint="gdrive:best_64_5e-05_original_22000_0.864.pt",
+    weights_file="best_64_5e-05_original_22000_0.864.pt",
+    input_size=224,
+    mean=(101.48761 / 255,) * 3,
+    std=(83.43944 / 255,) * 3,
+    pooling="projection",
+    token_pool="cls",
+    depth_blocks="transformer.resblocks",
+    final_norm="ln_post",
+    chest_only=True,
+    lora_targets=("c_fc", "c_proj"),
+    convert=OPEN_CLIP_IMAGE_TOWER,
+    model_kwargs={"arch": "ViT-B-32-quickgelu"},
+    source="https://github.com/rajpurkarlab/CheXzero (CLIP ViT-B/32 on MIMIC-CXR)",
+)
 def chexzero(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return open_clip_model(entry, weights)
 
@@ -203,43 +363,82 @@ TINY = {"loader": "timm", "pretrained": False, **IMAGENET}
 GENERAL = {"scope": "general", "domain": "none"}
 
 
-@register_encoder("tiny-resnet18", checkpoint="resnet18", family="tiny ResNet-18",
-                  input_size=64, pooling="avgpool", depth_blocks=RESNET_STAGES,
-                  lora_targets=("conv1", "conv2"), **GENERAL, **TINY)
+@register_encoder(
+    "tiny-resnet18",
+    checkpoint="resnet18",
+    family="tiny ResNet-18",
+    input_size=64,
+    pooling="avgpool",
+    depth_blocks=RESNET_STAGES,
+    lora_targets=("conv1", "conv2"),
+    **GENERAL,
+    **TINY,
+)
 def tiny_resnet18(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
-@register_encoder("tiny-vit", checkpoint="vit_tiny_patch16_224", family="tiny ViT-Ti/16",
-                  input_size=64, pooling="cls", **TIMM_VIT, lora_targets=VIT_LORA,
-                  model_kwargs={"img_size": 64}, **GENERAL, **TINY)
+@register_encoder(
+    "tiny-vit",
+    checkpoint="vit_tiny_patch16_224",
+    family="tiny ViT-Ti/16",
+    input_size=64,
+    pooling="cls",
+    **TIMM_VIT,
+    lora_targets=VIT_LORA,
+    model_kwargs={"img_size": 64},
+    **GENERAL,
+    **TINY,
+)
 def tiny_vit(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
-@register_encoder("tiny-convnext", checkpoint="convnext_atto",
-                  family="tiny ConvNeXt-atto (stand-in: broad medical)", scope="broad_medical", domain="none",
-                  input_size=64, pooling="avgpool",
-                  depth_blocks=("stages.0", "stages.1", "stages.2", "stages.3"),
-                  lora_targets=("mlp.fc1", "mlp.fc2"), **TINY)
+@register_encoder(
+    "tiny-convnext",
+    checkpoint="convnext_atto",
+    family="tiny ConvNeXt-atto (stand-in: broad medical)",
+    scope="broad_medical",
+    domain="none",
+    input_size=64,
+    pooling="avgpool",
+    depth_blocks=("stages.0", "stages.1", "stages.2", "stages.3"),
+    lora_targets=("mlp.fc1", "mlp.fc2"),
+    **TINY,
+)
 def tiny_convnext(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
-@register_encoder("tiny-efficientnet", checkpoint="efficientnet_b0",
-                  family="tiny EfficientNet-B0 (stand-in: derm specialist)", scope="specialty",
-                  domain="derm", input_size=64, pooling="avgpool",
-                  depth_blocks=tuple(f"blocks.{i}" for i in range(7)) + ("bn2",),
-                  lora_targets=("conv_pw", "conv_pwl"), **TINY)
+@register_encoder(
+    "tiny-efficientnet",
+    checkpoint="efficientnet_b0",
+    family="tiny EfficientNet-B0 (stand-in: derm specialist)",
+    scope="specialty",
+    domain="derm",
+    input_size=64,
+    pooling="avgpool",
+    depth_blocks=tuple(f"blocks.{i}" for i in range(7)) + ("bn2",),
+    lora_targets=("conv_pw", "conv_pwl"),
+    **TINY,
+)
 def tiny_efficientnet(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
 # DINOv2-style: patch 14, four register tokens, LayerScale, mean over patch tokens; ViT-Ti width.
-@register_encoder("tiny-dinov2", checkpoint="vit_small_patch14_reg4_dinov2",
-                  family="tiny DINOv2-style ViT (stand-in: radiology specialist)", scope="specialty",
-                  domain="rad", input_size=56,
-                  pooling="mean", **TIMM_VIT, lora_targets=VIT_LORA,
-                  model_kwargs={"img_size": 56, "embed_dim": 192, "num_heads": 3}, **TINY)
+@register_encoder(
+    "tiny-dinov2",
+    checkpoint="vit_small_patch14_reg4_dinov2",
+    family="tiny DINOv2-style ViT (stand-in: radiology specialist)",
+    scope="specialty",
+    domain="rad",
+    input_size=56,
+    pooling="mean",
+    **TIMM_VIT,
+    lora_targets=VIT_LORA,
+    model_kwargs={"img_size": 56, "embed_dim": 192, "num_heads": 3},
+    **TINY,
+)
 def tiny_dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)

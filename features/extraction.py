@@ -47,8 +47,18 @@ PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the ch
 DTYPES = {"float16": np.float16, "float32": np.float32}
 COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # Settings that change the stored bytes: a partial set made with others cannot be resumed.
-RESUME_KEYS = ("weights_hash", "image_digest", "dtype", "compute_dtype", "chunk_rows",
-               "batch_size", "device_type", "perturb_backend", "conditions", "code_version")
+RESUME_KEYS = (
+    "weights_hash",
+    "image_digest",
+    "dtype",
+    "compute_dtype",
+    "chunk_rows",
+    "batch_size",
+    "device_type",
+    "perturb_backend",
+    "conditions",
+    "code_version",
+)
 
 
 def _compressor() -> BloscCodec:
@@ -66,9 +76,17 @@ class _Chunk:
 
 
 class _Extractor:
-    def __init__(self, dataset: Dataset, entry: EncoderEntry, ref: FeatureSetRef, tap: DepthTap,
-                 device: torch.device, settings: dict[str, Any], workers: int,
-                 progress: ProgressFn) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        entry: EncoderEntry,
+        ref: FeatureSetRef,
+        tap: DepthTap,
+        device: torch.device,
+        settings: dict[str, Any],
+        workers: int,
+        progress: ProgressFn,
+    ) -> None:
         self.ds, self.entry, self.ref, self.tap = dataset, entry, ref, tap
         self.device, self.s = device, settings
         self.progress = progress
@@ -91,16 +109,18 @@ class _Extractor:
 
     def prefetch(self, k: int) -> _Chunk:
         start, stop = self.chunk_bounds(k)
-        images = [self.pool.submit(decode_image, self.ds.root, self.paths[r])
-                  for r in range(start, stop)]
+        images = [self.pool.submit(decode_image, self.ds.root, self.paths[r]) for r in range(start, stop)]
         test = np.flatnonzero(self.test_mask[start:stop])
         host: dict[str, list[Future]] = {}
         for cond in self.host_conditions:
             name, sev = parse_condition(cond)  # type: ignore[misc]
             ref = PERTURBATION_REGISTRY.get(name)
-            host[cond] = [self.pool.submit(_host_perturb, ref.reference, images[i], ref.levels[sev],
-                                           seed_key(self.ids[start + i], name, sev))
-                          for i in test]
+            host[cond] = [
+                self.pool.submit(
+                    _host_perturb, ref.reference, images[i], ref.levels[sev], seed_key(self.ids[start + i], name, sev)
+                )
+                for i in test
+            ]
         return _Chunk(k, start, stop, test, images, host)
 
     def n_items(self, k: int) -> int:
@@ -119,13 +139,16 @@ class _Extractor:
     # -- compute ------------------------------------------------------------------------------
     def run_chunk(self, chunk: _Chunk, done: int, total: int):
         """Forward every item of the chunk; returns (items, {depth: [n_items, dim]}, done)."""
-        pixels = _Pixels([f.result() for f in chunk.images],
-                         {c: [f.result() for f in fs] for c, fs in chunk.host.items()}, self.device)
+        pixels = _Pixels(
+            [f.result() for f in chunk.images],
+            {c: [f.result() for f in fs] for c, fs in chunk.host.items()},
+            self.device,
+        )
         items = self.items(chunk)
         bs = self.s["batch_size"]
         outputs: list[dict[float, torch.Tensor]] = []
         for b in range(0, len(items), bs):
-            batch = items[b:b + bs]
+            batch = items[b : b + bs]
             x = torch.cat([self._inputs(group, pixels, chunk) for group in _groups(batch, pixels.images)])
             outputs.append(self.tap(x))  # stays on the device: one synchronisation per chunk
             done += len(batch)
@@ -142,13 +165,19 @@ class _Extractor:
             t = perturb_batch(t, ids, name, sev, backend="torch")
         return model_input(t, self.entry, self.compute_dtype)
 
-    def store_chunk(self, arrays: dict[str, zarr.Array], chunk: _Chunk, items: list[tuple[str, int, int]],
-                    feats: dict[float, np.ndarray]) -> None:
+    def store_chunk(
+        self,
+        arrays: dict[str, zarr.Array],
+        chunk: _Chunk,
+        items: list[tuple[str, int, int]],
+        feats: dict[float, np.ndarray],
+    ) -> None:
         """Check, convert and write one chunk (runs on the writer thread, one chunk at a time)."""
         self.write_chunk(arrays, chunk, self._arrange(chunk, items, feats))
 
-    def _arrange(self, chunk: _Chunk, items: list[tuple[str, int, int]],
-                 feats: dict[float, np.ndarray]) -> dict[tuple[float, str], np.ndarray]:
+    def _arrange(
+        self, chunk: _Chunk, items: list[tuple[str, int, int]], feats: dict[float, np.ndarray]
+    ) -> dict[tuple[float, str], np.ndarray]:
         """Per (depth, condition): the chunk's rows in the stored dtype (NaN where not computed)."""
         n = chunk.stop - chunk.start
         conds = np.array([c for c, _, _ in items])
@@ -167,8 +196,7 @@ class _Extractor:
                 overflow = np.flatnonzero(np.isinf(stored[rows[sel]]).any(axis=1))
                 if overflow.size:
                     item = (cond, int(rows[sel][overflow[0]]), 0)
-                    self._fail(chunk, item, depth, f"features overflow {self.s['dtype']} "
-                               f"(use --dtype float32)")
+                    self._fail(chunk, item, depth, f"features overflow {self.s['dtype']} (use --dtype float32)")
                 out[(depth, cond)] = stored
         return out
 
@@ -177,7 +205,8 @@ class _Extractor:
         raise CrsbenchError(
             f"{what} for image {self.ids[chunk.start + i]!r} (row {chunk.start + i}, "
             f"condition {cond}, depth {depth_key(depth)}) from encoder {self.entry.id!r}; "
-            f"the feature set {self.ref.path} stays incomplete")
+            f"the feature set {self.ref.path} stays incomplete"
+        )
 
     def run(self, arrays: dict[str, zarr.Array], pending: list[int], done: int, total: int) -> None:
         """Three stages overlap: decoding (and CPU perturbations) of chunk k+1 on the thread pool,
@@ -199,12 +228,13 @@ class _Extractor:
             writer.shutdown(wait=True)
 
     # -- writing ------------------------------------------------------------------------------
-    def write_chunk(self, arrays: dict[str, zarr.Array], chunk: _Chunk,
-                    blocks: dict[tuple[float, str], np.ndarray]) -> None:
+    def write_chunk(
+        self, arrays: dict[str, zarr.Array], chunk: _Chunk, blocks: dict[tuple[float, str], np.ndarray]
+    ) -> None:
         for (depth, cond), block in blocks.items():
             if cond != CLEAN and chunk.test.size == 0:
                 continue  # a chunk without test rows leaves perturbed arrays unwritten (NaN)
-            arrays[f"{depth_key(depth)}/{cond}"][chunk.start:chunk.stop] = block
+            arrays[f"{depth_key(depth)}/{cond}"][chunk.start : chunk.stop] = block
         arrays[PROGRESS_ARRAY][chunk.index] = 1
 
     @property
@@ -219,8 +249,7 @@ class _Pixels:
     """A chunk's decoded images (and CPU-perturbed variants), uploaded to the device once per chunk
     when they share one shape; otherwise stacked per group."""
 
-    def __init__(self, images: list[np.ndarray], host: dict[str, list[np.ndarray]],
-                 device: torch.device) -> None:
+    def __init__(self, images: list[np.ndarray], host: dict[str, list[np.ndarray]], device: torch.device) -> None:
         self.images, self.host, self.device = images, host, device
         self.uniform = len({im.shape for im in images}) == 1
         if self.uniform:
@@ -259,13 +288,27 @@ def _resolve_device(device: str) -> torch.device:
     return dev
 
 
-def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *, device: str = "cpu",
-            batch_size: int = 64, regime: str = FROZEN, model: torch.nn.Module | None = None,
-            weights: str | None = None, force: bool = False, progress: ProgressFn | None = None,
-            chunk_rows: int = 256, dtype: str = "float16", compute_dtype: str = "float32",
-            conditions: Sequence[str] = CONDITIONS, workers: int = 4,
-            perturb_backend: str = "auto", threads: int | None = None,
-            allow_download: bool | None = None) -> dict[str, Any]:
+def extract(
+    dataset: Dataset,
+    entry: EncoderEntry,
+    store: FeatureStore | str,
+    *,
+    device: str = "cpu",
+    batch_size: int = 64,
+    regime: str = FROZEN,
+    model: torch.nn.Module | None = None,
+    weights: str | None = None,
+    force: bool = False,
+    progress: ProgressFn | None = None,
+    chunk_rows: int = 256,
+    dtype: str = "float16",
+    compute_dtype: str = "float32",
+    conditions: Sequence[str] = CONDITIONS,
+    workers: int = 4,
+    perturb_backend: str = "auto",
+    threads: int | None = None,
+    allow_download: bool | None = None,
+) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
     `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
@@ -279,21 +322,21 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     progress = progress or no_progress
     if dtype not in DTYPES or compute_dtype not in COMPUTE_DTYPES:
-        raise CrsbenchError(f"dtype must be one of {list(DTYPES)}, compute dtype one of "
-                            f"{list(COMPUTE_DTYPES)}")
+        raise CrsbenchError(f"dtype must be one of {list(DTYPES)}, compute dtype one of {list(COMPUTE_DTYPES)}")
     if batch_size < 1 or chunk_rows < 1:
         raise CrsbenchError("--batch-size and chunk rows must be positive")
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown or CLEAN not in conditions:
         raise CrsbenchError(f"conditions must include 'clean' and come from {CONDITIONS}")
     if entry.chest_only and dataset.domain != "rad":
-        raise CrsbenchError(f"encoder {entry.id!r} is chest-only; dataset {dataset.name!r} has "
-                            f"domain {dataset.domain!r}, not chest radiographs ('rad')")
+        raise CrsbenchError(
+            f"encoder {entry.id!r} is chest-only; dataset {dataset.name!r} has "
+            f"domain {dataset.domain!r}, not chest radiographs ('rad')"
+        )
     if dataset.n_images == 0:
         raise CrsbenchError(f"dataset {dataset.name!r} has no images")
     dev = _resolve_device(device)
-    backend = perturb_backend if perturb_backend != "auto" else (
-        "numpy" if dev.type == "cpu" else "torch")
+    backend = perturb_backend if perturb_backend != "auto" else ("numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
     # Built before the store is touched (a bad checkpoint or absent weights writes nothing),
     # unless the set is complete and will be skipped.
@@ -313,17 +356,32 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
     tap = DepthTap(model, entry)
     settings: dict[str, Any] = {
-        "weights_hash": weights_hash, "image_digest": dataset.image_digest(), "dtype": dtype,
-        "compute_dtype": compute_dtype, "chunk_rows": int(chunk_rows), "batch_size": int(batch_size),
-        "device_type": dev.type, "perturb_backend": backend, "conditions": list(conditions),
+        "weights_hash": weights_hash,
+        "image_digest": dataset.image_digest(),
+        "dtype": dtype,
+        "compute_dtype": compute_dtype,
+        "chunk_rows": int(chunk_rows),
+        "batch_size": int(batch_size),
+        "device_type": dev.type,
+        "perturb_backend": backend,
+        "conditions": list(conditions),
         "code_version": __version__,
     }
     group = _open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 
-    ex = _Extractor(dataset, entry, ref, tap, dev, {**settings, "np_dtype": DTYPES[dtype]},
-                    max(1, min(workers, os.cpu_count() or 1)), progress)
-    arrays = {name: group[name] for name in [f"{depth_key(d)}/{c}" for d in DEPTHS
-                                             for c in conditions] + [PROGRESS_ARRAY]}
+    ex = _Extractor(
+        dataset,
+        entry,
+        ref,
+        tap,
+        dev,
+        {**settings, "np_dtype": DTYPES[dtype]},
+        max(1, min(workers, os.cpu_count() or 1)),
+        progress,
+    )
+    arrays = {
+        name: group[name] for name in [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY]
+    }
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])
     pending = [k for k in range(marks.shape[0]) if not marks[k]]
     total = sum(ex.n_items(k) for k in range(marks.shape[0]))
@@ -348,53 +406,87 @@ def extract(dataset: Dataset, entry: EncoderEntry, store: FeatureStore | str, *,
     return attrs
 
 
-def _open_feature_group(root: zarr.Group, ref: FeatureSetRef, entry: EncoderEntry, tap: DepthTap,
-                        ds: Dataset, settings: dict[str, Any], dev: torch.device) -> zarr.Group:
+def _open_feature_group(
+    root: zarr.Group,
+    ref: FeatureSetRef,
+    entry: EncoderEntry,
+    tap: DepthTap,
+    ds: Dataset,
+    settings: dict[str, Any],
+    dev: torch.device,
+) -> zarr.Group:
     if ref.path in root:
         group = root[ref.path]
         stale = [k for k in RESUME_KEYS if group.attrs.get(k) != settings[k]]
         if stale:
             raise CrsbenchError(
                 f"partial feature set {ref.path} was started with different settings "
-                f"({', '.join(stale)}); rerun with --force to start it over")
+                f"({', '.join(stale)}); rerun with --force to start it over"
+            )
         return group
-    probe = torch.zeros((1, 3, entry.input_size, entry.input_size),
-                        dtype=COMPUTE_DTYPES[settings["compute_dtype"]], device=dev)
+    probe = torch.zeros(
+        (1, 3, entry.input_size, entry.input_size), dtype=COMPUTE_DTYPES[settings["compute_dtype"]], device=dev
+    )
     dims = {depth_key(d): int(v.shape[1]) for d, v in tap(probe).items()}
     group = root.require_group(ref.path)
     # Everything but `complete` is fixed here; `complete` flips to true last.
-    group.attrs.update({
-        "complete": False, "dataset": ds.name, "encoder_id": entry.id, "regime": ref.regime,
-        "encoder": entry.to_dict(), "checkpoint": entry.checkpoint, "pretrained": entry.pretrained,
-        "layers": tap.layers, "pooling": entry.pooling, "dim": dims[depth_key(1.0)], "dims": dims,
-        "depths": [depth_key(d) for d in DEPTHS], "n_images": ds.n_images, **settings,
-    })
+    group.attrs.update(
+        {
+            "complete": False,
+            "dataset": ds.name,
+            "encoder_id": entry.id,
+            "regime": ref.regime,
+            "encoder": entry.to_dict(),
+            "checkpoint": entry.checkpoint,
+            "pretrained": entry.pretrained,
+            "layers": tap.layers,
+            "pooling": entry.pooling,
+            "dim": dims[depth_key(1.0)],
+            "dims": dims,
+            "depths": [depth_key(d) for d in DEPTHS],
+            "n_images": ds.n_images,
+            **settings,
+        }
+    )
     rows = settings["chunk_rows"]
     for d in DEPTHS:
         for cond in settings["conditions"]:
-            group.create_array(f"{depth_key(d)}/{cond}", shape=(ds.n_images, dims[depth_key(d)]),
-                               chunks=(rows, dims[depth_key(d)]), dtype=settings["dtype"],
-                               fill_value=np.nan, compressors=_compressor())
+            group.create_array(
+                f"{depth_key(d)}/{cond}",
+                shape=(ds.n_images, dims[depth_key(d)]),
+                chunks=(rows, dims[depth_key(d)]),
+                dtype=settings["dtype"],
+                fill_value=np.nan,
+                compressors=_compressor(),
+            )
     n_chunks = -(-ds.n_images // rows)
     group.create_array(PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0)
     return group
 
 
-def _finish(group: zarr.Group, arrays: dict[str, zarr.Array], ref: FeatureSetRef,
-            test_mask: np.ndarray, settings: dict[str, Any], url: str) -> None:
+def _finish(
+    group: zarr.Group,
+    arrays: dict[str, zarr.Array],
+    ref: FeatureSetRef,
+    test_mask: np.ndarray,
+    settings: dict[str, Any],
+    url: str,
+) -> None:
     """Mark the set complete, but only if every expected chunk of every array is present."""
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])
     if not marks.all():
-        raise CrsbenchError(f"feature set {ref.path} in {url} is missing row chunks "
-                            f"{np.flatnonzero(marks == 0).tolist()[:10]}")
+        raise CrsbenchError(
+            f"feature set {ref.path} in {url} is missing row chunks {np.flatnonzero(marks == 0).tolist()[:10]}"
+        )
     rows = settings["chunk_rows"]
     n_chunks = marks.shape[0]
-    with_test = sum(bool(test_mask[k * rows:(k + 1) * rows].any()) for k in range(n_chunks))
+    with_test = sum(bool(test_mask[k * rows : (k + 1) * rows].any()) for k in range(n_chunks))
     for name, arr in arrays.items():
         if name == PROGRESS_ARRAY:
             continue
         expected = n_chunks if name.endswith("/" + CLEAN) else with_test
         if arr.nchunks_initialized != expected:
-            raise CrsbenchError(f"feature array {ref.path}/{name} in {url} has "
-                                f"{arr.nchunks_initialized} of {expected} chunks written")
+            raise CrsbenchError(
+                f"feature array {ref.path}/{name} in {url} has {arr.nchunks_initialized} of {expected} chunks written"
+            )
     group.attrs["complete"] = True

@@ -28,14 +28,15 @@ from crsbench.features.store import DEPTHS
 from crsbench.ingest.types import CrsbenchError
 
 
-def depth_modules(root: nn.Module, blocks: str | tuple[str, ...],
-                  skip_last: int = 0) -> dict[float, tuple[str, nn.Module]]:
+def depth_modules(
+    root: nn.Module, blocks: str | tuple[str, ...], skip_last: int = 0
+) -> dict[float, tuple[str, nn.Module]]:
     """{depth: (module path, module)} for the four depths (a container's last `skip_last` blocks
     left out of the grid)."""
     if isinstance(blocks, str):
         container = submodule(root, blocks)
         children = list(container.children())
-        children = children[:len(children) - skip_last] if skip_last else children
+        children = children[: len(children) - skip_last] if skip_last else children
         paths = [f"{blocks}.{i}" for i in range(len(children))]
     else:
         paths = list(blocks)
@@ -58,8 +59,9 @@ class DepthTap:
         root = getattr(model, "hook_root", model)
         self.modules = depth_modules(root, entry.depth_blocks, entry.skip_last_blocks)
         self.norm = submodule(root, entry.final_norm) if entry.final_norm else None
-        self.prefix_tokens = (entry.prefix_tokens if entry.prefix_tokens is not None
-                              else int(getattr(root, "num_prefix_tokens", 1)))
+        self.prefix_tokens = (
+            entry.prefix_tokens if entry.prefix_tokens is not None else int(getattr(root, "num_prefix_tokens", 1))
+        )
         self._captured: dict[float, torch.Tensor] = {}
         self._handles = []
         for depth, (_, module) in self.modules.items():
@@ -95,7 +97,7 @@ class DepthTap:
         how = self.entry.pooling if self.entry.pooling in ("cls", "mean") else self.entry.token_pool
         if how == "cls":
             return x[:, 0].float()
-        return x[:, self.prefix_tokens:].float().mean(dim=1)
+        return x[:, self.prefix_tokens :].float().mean(dim=1)
 
     @torch.no_grad()
     def __call__(self, x: torch.Tensor) -> dict[float, torch.Tensor]:

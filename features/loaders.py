@@ -60,8 +60,8 @@ def _options(entry: EncoderEntry, **kwargs: Any) -> dict[str, Any]:
 
 # -- timm ---------------------------------------------------------------------------------------
 
-def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = None,
-               **kwargs: Any) -> nn.Module:
+
+def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = None, **kwargs: Any) -> nn.Module:
     """A timm backbone without its classifier; random-init from a fixed seed if not pretrained."""
     import timm
 
@@ -77,13 +77,15 @@ def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = Non
         pretrained_cfg: dict[str, Any] = getattr(model, "pretrained_cfg", None) or {}
         head = pretrained_cfg.get("classifier")
         heads = (head,) if isinstance(head, str) else tuple(head or ())
-        rules = dataclasses.replace(entry.convert, drop_prefixes=entry.convert.drop_prefixes
-                                    + tuple(f"{h}." for h in heads))
+        rules = dataclasses.replace(
+            entry.convert, drop_prefixes=entry.convert.drop_prefixes + tuple(f"{h}." for h in heads)
+        )
         load_checkpoint(model, resolve_weights(entry, weights), rules, entry.id)
     return model
 
 
 # -- transformers -------------------------------------------------------------------------------
+
 
 class HFVision(nn.Module):
     """A transformers vision model whose forward returns its pooled/projected embedding.
@@ -114,29 +116,41 @@ class HFVision(nn.Module):
 def check_loading_report(entry: EncoderEntry, info: dict[str, Any], source: str, model: nn.Module) -> None:
     """Apply the strict-loading rule to transformers' report (declared drops/allowances honoured)."""
     rules = entry.convert
-    missing = sorted(k for k in info.get("missing_keys", ())
-                     if not (rules.allow_missing and k.startswith(rules.allow_missing)))
-    unexpected = sorted(k for k in info.get("unexpected_keys", ())
-                        if not (rules.drop_prefixes and k.startswith(rules.drop_prefixes)))
-    shapes = sorted(f"{k[0]} {tuple(k[1])} vs model {tuple(k[2])}" if isinstance(k, tuple) else str(k)
-                    for k in info.get("mismatched_keys", ()))
+    missing = sorted(
+        k for k in info.get("missing_keys", ()) if not (rules.allow_missing and k.startswith(rules.allow_missing))
+    )
+    unexpected = sorted(
+        k for k in info.get("unexpected_keys", ()) if not (rules.drop_prefixes and k.startswith(rules.drop_prefixes))
+    )
+    shapes = sorted(
+        f"{k[0]} {tuple(k[1])} vs model {tuple(k[2])}" if isinstance(k, tuple) else str(k)
+        for k in info.get("mismatched_keys", ())
+    )
     if missing or unexpected or shapes:
-        raise CrsbenchError(f"weights {source} do not fit encoder {entry.id!r} "
-                            f"({type(model).__name__}): {mismatch_message(missing, unexpected, shapes)}")
+        raise CrsbenchError(
+            f"weights {source} do not fit encoder {entry.id!r} "
+            f"({type(model).__name__}): {mismatch_message(missing, unexpected, shapes)}"
+        )
 
 
-def hf_vision_model(entry: EncoderEntry, weights: Path | None, model_class: str = "AutoModel",
-                    vision_submodule: tuple[str, ...] = ()) -> nn.Module:
+def hf_vision_model(
+    entry: EncoderEntry, weights: Path | None, model_class: str = "AutoModel", vision_submodule: tuple[str, ...] = ()
+) -> nn.Module:
     """A transformers model read from a local folder or the HF cache, loaded strictly."""
     import transformers
 
     path = resolve_weights(entry, weights)
     cls = getattr(transformers, model_class)
     try:
-        model, info = cls.from_pretrained(str(path), local_files_only=True, dtype=torch.float32,
-                                          trust_remote_code=entry.trust_remote_code,
-                                          output_loading_info=True, ignore_mismatched_sizes=True,
-                                          **_options(entry))
+        model, info = cls.from_pretrained(
+            str(path),
+            local_files_only=True,
+            dtype=torch.float32,
+            trust_remote_code=entry.trust_remote_code,
+            output_loading_info=True,
+            ignore_mismatched_sizes=True,
+            **_options(entry),
+        )
     except (OSError, ValueError, RuntimeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CrsbenchError(f"cannot load encoder {entry.id!r} from {path}: {first}") from None
@@ -151,6 +165,7 @@ def hf_vision_model(entry: EncoderEntry, weights: Path | None, model_class: str 
 
 
 # -- open_clip ----------------------------------------------------------------------------------
+
 
 class OpenClipVision(nn.Module):
     """An open_clip image tower; its forward is the tower's projected embedding (`encode_image`)."""
@@ -194,13 +209,13 @@ def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     cfg, weight_file = open_clip_config(entry, path, entry.model_kwargs.get("arch"))
     vision_cfg = {**cfg["vision_cfg"], "timm_model_pretrained": False}
     with seeded():
-        visual = _build_vision_tower(cfg["embed_dim"], vision_cfg,
-                                     quick_gelu=bool(cfg.get("quick_gelu", False)))
+        visual = _build_vision_tower(cfg["embed_dim"], vision_cfg, quick_gelu=bool(cfg.get("quick_gelu", False)))
     load_checkpoint(visual, weight_file, entry.convert, entry.id)
     return OpenClipVision(visual)
 
 
 # -- python ---------------------------------------------------------------------------------------
+
 
 def python_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     """`module:function` returning an nn.Module; weights (if any) are loaded strictly afterwards."""
@@ -212,8 +227,9 @@ def python_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     with seeded():
         model = fn(**_options(entry))
     if not isinstance(model, nn.Module):
-        raise CrsbenchError(f"encoder {entry.id!r}: {entry.checkpoint} returned "
-                            f"{type(model).__name__}, not a torch nn.Module")
+        raise CrsbenchError(
+            f"encoder {entry.id!r}: {entry.checkpoint} returned {type(model).__name__}, not a torch nn.Module"
+        )
     if weights is not None or entry.weights_path or (entry.pretrained and entry.weights_file):
         load_checkpoint(model, resolve_weights(entry, weights), entry.convert, entry.id)
     return model

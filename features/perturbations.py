@@ -84,16 +84,16 @@ def perturb(image: np.ndarray, image_id: str, perturbation: str, severity: int) 
     """The reference perturbation of one uint8 image (HxWxC or HxW); returns the same shape."""
     image = np.asarray(image)
     if image.dtype != np.uint8 or image.ndim not in (2, 3):
-        raise CrsbenchError(f"perturb expects a uint8 HxW or HxWxC image, got {image.dtype} "
-                            f"{image.shape}")
+        raise CrsbenchError(f"perturb expects a uint8 HxW or HxWxC image, got {image.dtype} {image.shape}")
     entry, level = _lookup(perturbation, severity)
     hwc = image[:, :, None] if image.ndim == 2 else image
     out = entry.reference(np.ascontiguousarray(hwc), level, seed_key(image_id, perturbation, severity))
     return out[:, :, 0] if image.ndim == 2 else out
 
 
-def perturb_batch(images: torch.Tensor, image_ids: Sequence[str], perturbation: str,
-                  severity: int, backend: str = "auto") -> torch.Tensor:
+def perturb_batch(
+    images: torch.Tensor, image_ids: Sequence[str], perturbation: str, severity: int, backend: str = "auto"
+) -> torch.Tensor:
     """The batched path: uint8 [B, H, W, C] on any device -> perturbed, same device.
 
     backend "torch" runs the batched torch kernels (where the tensors are); "numpy" runs
@@ -108,8 +108,7 @@ def perturb_batch(images: torch.Tensor, image_ids: Sequence[str], perturbation: 
         backend = "numpy" if images.device.type == "cpu" else "torch"
     if backend == "numpy":
         arrays = images.cpu().numpy()
-        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]),
-                                   zip(arrays, keys)))
+        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]), zip(arrays, keys)))
         return torch.from_numpy(np.stack(out)).to(images.device)
     if backend != "torch":
         raise CrsbenchError(f"unknown perturbation backend {backend!r}")
@@ -126,6 +125,7 @@ def _to_uint8(x, xp):
 
 
 # -- gaussian blur -------------------------------------------------------------------------------
+
 
 def blur_kernel(sigma_at_224: float, height: int, width: int) -> np.ndarray:
     """Normalised 1-D Gaussian taps (float32), radius ceil(3 sigma), sigma scaled to the image."""
@@ -174,6 +174,7 @@ class GaussianBlur:
 
 # -- jpeg -----------------------------------------------------------------------------------------
 
+
 def _jpeg_one(img: np.ndarray, quality: int) -> np.ndarray:
     pil = Image.fromarray(img[:, :, 0] if img.shape[2] == 1 else img)
     buf = io.BytesIO()
@@ -200,6 +201,7 @@ class Jpeg:
 
 
 # -- contrast -------------------------------------------------------------------------------------
+
 
 @register_perturbation("contrast", {1: 0.7, 2: 0.5, 3: 0.3})
 class Contrast:
@@ -307,6 +309,7 @@ class Rician:
 
 # -- field-of-view crop --------------------------------------------------------------------------
 
+
 def linear_plan(kept: int, size: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Source indices and float32 weights to resize `kept` samples to `size` (half-pixel centres)."""
     src = (np.arange(size, dtype=np.float64) + 0.5) * (kept / size) - 0.5
@@ -331,8 +334,7 @@ def _resize_axis(x, plan, axis: int, xp):
         return np.take(x, i0, axis=axis) * w0.reshape(shape) + np.take(x, i1, axis=axis) * w1.reshape(shape)
     dev = x.device
     t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
-    return (x.index_select(axis, t(i0)) * t(w0).view(shape)
-            + x.index_select(axis, t(i1)) * t(w1).view(shape))
+    return x.index_select(axis, t(i0)) * t(w0).view(shape) + x.index_select(axis, t(i1)) * t(w1).view(shape)
 
 
 @register_perturbation("fov_crop", {1: 0.90, 2: 0.75, 3: 0.60})
@@ -340,7 +342,7 @@ class FovCrop:
     @staticmethod
     def reference(img: np.ndarray, keep: float, key: bytes) -> np.ndarray:
         (top, kh), (left, kw) = crop_box(img.shape[0], keep), crop_box(img.shape[1], keep)
-        x = img[top:top + kh, left:left + kw].astype(np.float32)
+        x = img[top : top + kh, left : left + kw].astype(np.float32)
         x = _resize_axis(x, linear_plan(kh, img.shape[0]), 0, np)
         return _to_uint8(_resize_axis(x, linear_plan(kw, img.shape[1]), 1, np), np)
 
@@ -348,6 +350,6 @@ class FovCrop:
     def batched(imgs: torch.Tensor, keep: float, keys: list[bytes]) -> torch.Tensor:
         h, w = imgs.shape[1], imgs.shape[2]
         (top, kh), (left, kw) = crop_box(h, keep), crop_box(w, keep)
-        x = imgs[:, top:top + kh, left:left + kw].to(torch.float32)
+        x = imgs[:, top : top + kh, left : left + kw].to(torch.float32)
         x = _resize_axis(x, linear_plan(kh, h), 1, torch)
         return _to_uint8(_resize_axis(x, linear_plan(kw, w), 2, torch), torch)

@@ -102,13 +102,16 @@ class EncoderEntry:
     source: str = ""
     origin: str = "built-in"
     model_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
-    constructor: Constructor | None = dataclasses.field(default=None, compare=False, hash=False,
-                                                        repr=False)
+    constructor: Constructor | None = dataclasses.field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
-        checks = (("scope", self.scope, SCOPES), ("domain", self.domain, DOMAINS),
-                  ("loader", self.loader, LOADERS), ("pooling", self.pooling, POOLINGS),
-                  ("token_pool", self.token_pool, ("cls", "mean")))
+        checks = (
+            ("scope", self.scope, SCOPES),
+            ("domain", self.domain, DOMAINS),
+            ("loader", self.loader, LOADERS),
+            ("pooling", self.pooling, POOLINGS),
+            ("token_pool", self.token_pool, ("cls", "mean")),
+        )
         for name, value, allowed in checks:
             if value not in allowed:
                 raise CrsbenchError(f"encoder {self.id!r}: {name} {value!r} not in {allowed}")
@@ -119,20 +122,16 @@ class EncoderEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able description (stored in the Zarr attrs and the warehouse)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name != "constructor"}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "constructor"}
         out["mean"], out["std"] = list(self.mean), list(self.std)
-        out["depth_blocks"] = (self.depth_blocks if isinstance(self.depth_blocks, str)
-                               else list(self.depth_blocks))
+        out["depth_blocks"] = self.depth_blocks if isinstance(self.depth_blocks, str) else list(self.depth_blocks)
         out["lora_targets"] = list(self.lora_targets)
         out["extra_repos"] = list(self.extra_repos)
         out["convert"] = self.convert.to_dict()
-        out["model_kwargs"] = {k: list(v) if isinstance(v, tuple) else v
-                               for k, v in self.model_kwargs.items()}
+        out["model_kwargs"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model_kwargs.items()}
         return out
 
-    def build(self, weights: Path | str | None = None, *,
-              allow_download: bool | None = None) -> nn.Module:
+    def build(self, weights: Path | str | None = None, *, allow_download: bool | None = None) -> nn.Module:
         """Construct the model in eval mode; weights resolve offline unless downloads are allowed
         (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`)."""
         from crsbench.features.weights import download_policy
@@ -152,8 +151,7 @@ def _make_entry(name: str, fn: Constructor, **fields: Any) -> EncoderEntry:
     return EncoderEntry(id=name, constructor=fn, **{**library_defaults(fields), **fields})
 
 
-ENCODERS: Registry[EncoderEntry] = Registry("encoder", make=_make_entry,
-                                            builtins=("crsbench.features.encoders",))
+ENCODERS: Registry[EncoderEntry] = Registry("encoder", make=_make_entry, builtins=("crsbench.features.encoders",))
 # Decorator: `@register_encoder("id", **fields)` on `fn(entry, weights) -> nn.Module`.
 register_encoder = ENCODERS.register
 _ORIGIN_ORDER = {"built-in": 0, "id": 1}
@@ -162,11 +160,11 @@ _ORIGIN_ORDER = {"built-in": 0, "id": 1}
 def add_entry(entry: EncoderEntry) -> EncoderEntry:
     """Register a complete entry (TOML files and plugins come through here)."""
     if ":" in entry.id:
-        raise CrsbenchError(f"encoder id {entry.id!r} may not contain ':' (reserved for "
-                            f"timm:/hf:/open_clip: ids)")
+        raise CrsbenchError(f"encoder id {entry.id!r} may not contain ':' (reserved for timm:/hf:/open_clip: ids)")
     if entry.id in ENCODERS:
-        raise CrsbenchError(f"encoder {entry.id!r} is registered twice "
-                            f"({ENCODERS.get(entry.id).origin} and {entry.origin})")
+        raise CrsbenchError(
+            f"encoder {entry.id!r} is registered twice ({ENCODERS.get(entry.id).origin} and {entry.origin})"
+        )
     return ENCODERS.add(entry.id, entry)
 
 
@@ -194,10 +192,10 @@ def get_encoder(id: str) -> EncoderEntry:
     if id.partition(":")[0] in ID_SOURCES and ":" in id:
         return entry_from_id(id)
     close = difflib.get_close_matches(id, ENCODERS.names(), n=3, cutoff=0.5)
-    hint = (f"did you mean {', '.join(close)}?" if close
-            else f"known encoders: {', '.join(ENCODERS.names())}")
-    raise CrsbenchError(f"unknown encoder {id!r}; {hint} (or name a library model: "
-                        f"{', '.join(f'{s}:<name>' for s in ID_SOURCES)})")
+    hint = f"did you mean {', '.join(close)}?" if close else f"known encoders: {', '.join(ENCODERS.names())}"
+    raise CrsbenchError(
+        f"unknown encoder {id!r}; {hint} (or name a library model: {', '.join(f'{s}:<name>' for s in ID_SOURCES)})"
+    )
 
 
 def list_encoders(*, pretrained: bool | None = None) -> list[EncoderEntry]:

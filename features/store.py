@@ -24,8 +24,20 @@ from crsbench.core.errors import CrsbenchError
 from crsbench.core.keys import EncoderKey
 from crsbench.ingest.types import Dataset
 
-__all__ = ["CLEAN", "CONDITIONS", "DEPTHS", "FROZEN", "PERTURBATIONS", "PERTURBED_CONDITIONS", "SEVERITIES",
-           "FeatureSetRef", "FeatureStore", "claim_dataset", "depth_key", "encoder_key"]
+__all__ = [
+    "CLEAN",
+    "CONDITIONS",
+    "DEPTHS",
+    "FROZEN",
+    "PERTURBATIONS",
+    "PERTURBED_CONDITIONS",
+    "SEVERITIES",
+    "FeatureSetRef",
+    "FeatureStore",
+    "claim_dataset",
+    "depth_key",
+    "encoder_key",
+]
 
 
 def depth_key(depth: float) -> str:
@@ -141,8 +153,9 @@ def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -
         return None
     known = group.attrs.get("image_digest")
     if known is None:  # stores written without the dataset-level attribute: ask the feature sets
-        known = next((child.attrs.get("image_digest") for _, child in group.groups()
-                      if child.attrs.get("image_digest")), None)
+        known = next(
+            (child.attrs.get("image_digest") for _, child in group.groups() if child.attrs.get("image_digest")), None
+        )
     if known is None or known == image_digest:
         return None
     fs, root = fsspec.core.url_to_fs(store.url, **(store.storage_options or {}))
@@ -165,11 +178,11 @@ def claim_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
         raise CrsbenchError(
             f"dataset {ds.name!r} has changed since its features in {store_url} were extracted "
             f"(image digest {known[:12]} there, {digest[:12]} now); 'crsbench ingest --replace' "
-            f"retires the old features, or use another --store")
+            f"retires the old features, or use another --store"
+        )
     if "image_ids" not in group:
         ids = np.asarray(ds.images["image_id"].astype(str).tolist(), dtype=str)
-        arr = group.create_array("image_ids", shape=ids.shape, dtype=str,
-                                 chunks=(max(1, ids.size),))
+        arr = group.create_array("image_ids", shape=ids.shape, dtype=str, chunks=(max(1, ids.size),))
         arr[:] = ids
         group.attrs.update({"image_digest": digest, "n_images": ds.n_images})
     elif known is None:

@@ -37,8 +37,7 @@ def model_input(images: torch.Tensor, entry: EncoderEntry, dtype: torch.dtype) -
     size = entry.input_size
     if x.shape[2] != size or x.shape[3] != size:
         shrink = x.shape[2] > size or x.shape[3] > size
-        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False,
-                          antialias=shrink)
+        x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False, antialias=shrink)
     mean = torch.tensor(entry.mean, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
     std = torch.tensor(entry.std, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
     return ((x - mean) / std).to(dtype).contiguous()

@@ -38,18 +38,32 @@ SOURCES = ("timm", "hf", "open_clip", "python")
 
 # field: (accepted types, description); `overrides`, `convert`, `model_kwargs` are tables.
 _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
-    "source": ((str,), f"one of {SOURCES}"), "model": ((str,), "a string"),
-    "weights": ((str,), "a path"), "scope": ((str,), f"one of {SCOPES}"),
-    "domain": ((str,), f"one of {DOMAINS}"), "pooling": ((str,), f"one of {POOLINGS}"),
-    "family": ((str,), "a string"), "pretrained": ((bool,), "true or false"),
-    "chest_only": ((bool,), "true or false"), "overrides": ((dict,), "a table"),
-    "convert": ((dict,), "a table"), "model_kwargs": ((dict,), "a table"),
+    "source": ((str,), f"one of {SOURCES}"),
+    "model": ((str,), "a string"),
+    "weights": ((str,), "a path"),
+    "scope": ((str,), f"one of {SCOPES}"),
+    "domain": ((str,), f"one of {DOMAINS}"),
+    "pooling": ((str,), f"one of {POOLINGS}"),
+    "family": ((str,), "a string"),
+    "pretrained": ((bool,), "true or false"),
+    "chest_only": ((bool,), "true or false"),
+    "overrides": ((dict,), "a table"),
+    "convert": ((dict,), "a table"),
+    "model_kwargs": ((dict,), "a table"),
 }
 _OVERRIDE_TYPES: dict[str, tuple[type, ...]] = {
-    "input_size": (int,), "mean": (list,), "std": (list,), "depth_blocks": (str, list),
-    "final_norm": (str,), "token_pool": (str,), "prefix_tokens": (int,),
-    "skip_last_blocks": (int,), "lora_targets": (list,), "weights_file": (str,),
-    "extra_repos": (list,), "trust_remote_code": (bool,),
+    "input_size": (int,),
+    "mean": (list,),
+    "std": (list,),
+    "depth_blocks": (str, list),
+    "final_norm": (str,),
+    "token_pool": (str,),
+    "prefix_tokens": (int,),
+    "skip_last_blocks": (int,),
+    "lora_targets": (list,),
+    "weights_file": (str,),
+    "extra_repos": (list,),
+    "trust_remote_code": (bool,),
 }
 _CONVERT_TYPES = {f.name: f.type for f in dataclasses.fields(KeyConversion)}
 
@@ -109,12 +123,15 @@ def _load_plugins() -> None:
         try:
             produced = ep.load()()
         except Exception as exc:
-            raise CrsbenchError(f"encoder plugin {ep.name} ({ep.value}, {dist}) failed: "
-                                f"{type(exc).__name__}: {exc}") from None
+            raise CrsbenchError(
+                f"encoder plugin {ep.name} ({ep.value}, {dist}) failed: {type(exc).__name__}: {exc}"
+            ) from None
         entries = [produced] if isinstance(produced, EncoderEntry) else produced
         if not isinstance(entries, Iterable) or not all(isinstance(e, EncoderEntry) for e in entries):
-            raise CrsbenchError(f"encoder plugin {ep.name} ({ep.value}) must return an EncoderEntry "
-                                f"or a list of them, not {type(produced).__name__}")
+            raise CrsbenchError(
+                f"encoder plugin {ep.name} ({ep.value}) must return an EncoderEntry "
+                f"or a list of them, not {type(produced).__name__}"
+            )
         for entry in entries:
             add_entry(dataclasses.replace(entry, origin=f"plugin:{dist}"))
 
@@ -135,8 +152,7 @@ def read_encoder_file(file: Path) -> list[EncoderEntry]:
 
 def _check(file: Path, where: str, field: str, value: Any, types: tuple[type, ...], what: str) -> None:
     if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        raise CrsbenchError(f"{file}: [{where}] field {field!r} must be {what}, "
-                            f"not {type(value).__name__} {value!r}")
+        raise CrsbenchError(f"{file}: [{where}] field {field!r} must be {what}, not {type(value).__name__} {value!r}")
 
 
 def _entry(file: Path, encoder_id: str, table: Any) -> EncoderEntry:
@@ -145,22 +161,27 @@ def _entry(file: Path, encoder_id: str, table: Any) -> EncoderEntry:
         raise CrsbenchError(f"{file}: [{where}] must be a table")
     for field, value in table.items():
         if field not in _FIELDS:
-            raise CrsbenchError(f"{file}: [{where}] unknown field {field!r}; known: "
-                                f"{', '.join(_FIELDS)}")
+            raise CrsbenchError(f"{file}: [{where}] unknown field {field!r}; known: {', '.join(_FIELDS)}")
         _check(file, where, field, value, *_FIELDS[field])
     for field in ("source", "model"):
         if field not in table:
             raise CrsbenchError(f"{file}: [{where}] needs field {field!r}")
     if table["source"] not in SOURCES:
-        raise CrsbenchError(f"{file}: [{where}] field 'source' must be one of {SOURCES}, "
-                            f"not {table['source']!r}")
+        raise CrsbenchError(f"{file}: [{where}] field 'source' must be one of {SOURCES}, not {table['source']!r}")
     overrides = dict(table.get("overrides", {}))
     for field, value in overrides.items():
         if field not in _OVERRIDE_TYPES:
-            raise CrsbenchError(f"{file}: [{where}.overrides] unknown field {field!r}; known: "
-                                f"{', '.join(_OVERRIDE_TYPES)}")
-        _check(file, f"{where}.overrides", field, value, _OVERRIDE_TYPES[field], "of type "
-               + "/".join(t.__name__ for t in _OVERRIDE_TYPES[field]))
+            raise CrsbenchError(
+                f"{file}: [{where}.overrides] unknown field {field!r}; known: {', '.join(_OVERRIDE_TYPES)}"
+            )
+        _check(
+            file,
+            f"{where}.overrides",
+            field,
+            value,
+            _OVERRIDE_TYPES[field],
+            "of type " + "/".join(t.__name__ for t in _OVERRIDE_TYPES[field]),
+        )
     fields = _fields(file, where, table, overrides)
     try:
         if table["source"] == "python":
@@ -186,8 +207,9 @@ def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, 
     if "convert" in table:
         bad = [k for k in table["convert"] if k not in _CONVERT_TYPES]
         if bad:
-            raise CrsbenchError(f"{file}: [{where}.convert] unknown field {bad[0]!r}; known: "
-                                f"{', '.join(_CONVERT_TYPES)}")
+            raise CrsbenchError(
+                f"{file}: [{where}.convert] unknown field {bad[0]!r}; known: {', '.join(_CONVERT_TYPES)}"
+            )
         conv = {k: tuple(v) if isinstance(v, list) else v for k, v in table["convert"].items()}
         fields["convert"] = KeyConversion(**conv)
     for key, value in overrides.items():
@@ -195,20 +217,18 @@ def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, 
     return fields
 
 
-def _python_entry(file: Path, where: str, encoder_id: str, target: str,
-                  fields: dict[str, Any]) -> EncoderEntry:
+def _python_entry(file: Path, where: str, encoder_id: str, target: str, fields: dict[str, Any]) -> EncoderEntry:
     from crsbench.features.loaders import python_model
 
     if ":" not in target:
-        raise CrsbenchError(f"field 'model' must be 'module:function' for source 'python', "
-                            f"not {target!r}")
+        raise CrsbenchError(f"field 'model' must be 'module:function' for source 'python', not {target!r}")
     needed = [k for k in ("input_size", "mean", "std", "depth_blocks") if k not in fields]
     if needed:
-        raise CrsbenchError(f"a python source declares {', '.join(needed)} in "
-                            f"[{where}.overrides] (no library config to read them from)")
+        raise CrsbenchError(
+            f"a python source declares {', '.join(needed)} in [{where}.overrides] (no library config to read them from)"
+        )
     fields.setdefault("pooling", "projection")
     fields.setdefault("scope", "general")
     fields.setdefault("domain", "none")
     fields.setdefault("pretrained", "weights_path" in fields)
-    return EncoderEntry(id=encoder_id, loader="python", checkpoint=target,
-                        constructor=python_model, **fields)
+    return EncoderEntry(id=encoder_id, loader="python", checkpoint=target, constructor=python_model, **fields)

@@ -29,13 +29,17 @@ class HFGenerator:
         self.max_new_tokens = max_new_tokens
         where = str(Path(model_id).expanduser()) if Path(model_id).expanduser().exists() else model_id
         try:
-            self.processor = AutoProcessor.from_pretrained(where, local_files_only=True,
-                                                           trust_remote_code=False)
-            self.model = AutoModelForImageTextToText.from_pretrained(
-                where, local_files_only=True, trust_remote_code=False).to(device).eval()
+            self.processor = AutoProcessor.from_pretrained(where, local_files_only=True, trust_remote_code=False)
+            self.model = (
+                AutoModelForImageTextToText.from_pretrained(where, local_files_only=True, trust_remote_code=False)
+                .to(device)
+                .eval()
+            )
         except (OSError, ValueError) as exc:
-            raise CrsbenchError(f"cannot load model {model_id!r} offline (a local folder or a "
-                                f"hub id in the HF cache): {str(exc).splitlines()[0]}") from None
+            raise CrsbenchError(
+                f"cannot load model {model_id!r} offline (a local folder or a "
+                f"hub id in the HF cache): {str(exc).splitlines()[0]}"
+            ) from None
         self.device = device
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)
 
@@ -57,12 +61,12 @@ class HFGenerator:
 
         messages, images = [], []
         for pixels, answer in item.shots:
-            messages += [{"role": "user", "content": [{"type": "image"},
-                                                      {"type": "text", "text": item.prompt.text}]},
-                         {"role": "assistant", "content": [{"type": "text", "text": answer}]}]
+            messages += [
+                {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": item.prompt.text}]},
+                {"role": "assistant", "content": [{"type": "text", "text": answer}]},
+            ]
             images.append(Image.fromarray(pixels))
-        messages.append({"role": "user", "content": [{"type": "image"},
-                                                     {"type": "text", "text": item.prompt.text}]})
+        messages.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": item.prompt.text}]})
         images.append(Image.fromarray(item.image))
         return messages, images
 
@@ -74,9 +78,14 @@ class HFGenerator:
             text = self.processor.apply_chat_template(messages, add_generation_prompt=True)
             inputs = self.processor(images=images, text=[text], return_tensors="pt").to(self.device)
             with torch.no_grad():
-                gen = self.model.generate(**inputs, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                          output_scores=True, return_dict_in_generate=True)
-            new_tokens = gen.sequences[0, inputs["input_ids"].shape[1]:]
+                gen = self.model.generate(
+                    **inputs,
+                    max_new_tokens=self.max_new_tokens,
+                    do_sample=False,
+                    output_scores=True,
+                    return_dict_in_generate=True,
+                )
+            new_tokens = gen.sequences[0, inputs["input_ids"].shape[1] :]
             answer = self.processor.decode(new_tokens, skip_special_tokens=True).strip()
             probs = None
             letter_ids = self._letter_ids(item.n_options) if item.prompt.letters else None

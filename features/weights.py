@@ -25,10 +25,11 @@ ALLOW_ENV = "CRSBENCH_ALLOW_DOWNLOAD"
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".pth.tar", ".ckpt")
 # A saved model folder: its config file, and any one of the weight files (or a shard index).
 FOLDER_LAYOUTS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "transformers": ("config.json", ("model.safetensors", "model.safetensors.index.json",
-                                     "pytorch_model.bin", "pytorch_model.bin.index.json")),
-    "open_clip": ("open_clip_config.json", ("open_clip_pytorch_model.bin",
-                                            "open_clip_model.safetensors")),
+    "transformers": (
+        "config.json",
+        ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "pytorch_model.bin.index.json"),
+    ),
+    "open_clip": ("open_clip_config.json", ("open_clip_pytorch_model.bin", "open_clip_model.safetensors")),
 }
 _ALLOW: ContextVar[bool | None] = ContextVar("crsbench_allow_download", default=None)
 
@@ -57,7 +58,7 @@ def hub_repo(entry: EncoderEntry) -> str | None:
         return str(override)
     ckpt = entry.checkpoint
     if ckpt.startswith("hf-hub:"):
-        return ckpt[len("hf-hub:"):]
+        return ckpt[len("hf-hub:") :]
     if not ckpt or ":" in ckpt or Path(ckpt).is_absolute():  # "gdrive:x.pth": not on the hub
         return None
     if entry.loader == "timm" and "/" not in ckpt:
@@ -69,8 +70,9 @@ def is_folder_entry(entry: EncoderEntry) -> bool:
     """Whether the weights are a saved model folder (config + weights) rather than one file."""
     if entry.weights_file:
         return False
-    return entry.loader == "transformers" or (entry.loader == "open_clip" and (
-        entry.checkpoint.startswith("hf-hub:") or Path(entry.checkpoint).is_dir()))
+    return entry.loader == "transformers" or (
+        entry.loader == "open_clip" and (entry.checkpoint.startswith("hf-hub:") or Path(entry.checkpoint).is_dir())
+    )
 
 
 def needed_files(entry: EncoderEntry) -> list[str]:
@@ -126,9 +128,11 @@ def resolve_weights(entry: EncoderEntry, weights: Path | None = None) -> Path:
             snapshot_download(repo)
         missing = extra_repo_gaps(entry)
     if missing:
-        raise CrsbenchError(f"encoder {entry.id!r} also needs the hub repo(s) {', '.join(missing)} in "
-                            f"the Hugging Face cache; fetch them on a connected machine or rerun with "
-                            f"--allow-download")
+        raise CrsbenchError(
+            f"encoder {entry.id!r} also needs the hub repo(s) {', '.join(missing)} in "
+            f"the Hugging Face cache; fetch them on a connected machine or rerun with "
+            f"--allow-download"
+        )
     return found
 
 
@@ -138,15 +142,13 @@ def _resolve_main(entry: EncoderEntry, weights: Path | None) -> Path:
     if weights is not None:
         found, gaps = _local(entry, Path(weights))
         if found is None:
-            raise CrsbenchError(f"weights for encoder {entry.id!r} not usable at {weights}: "
-                                f"missing {', '.join(gaps)}")
+            raise CrsbenchError(f"weights for encoder {entry.id!r} not usable at {weights}: missing {', '.join(gaps)}")
         return found
     env = os.environ.get(WEIGHTS_ENV)
     if env and (Path(env) / entry.id).exists():
         found, gaps = _local(entry, Path(env) / entry.id)
         if found is None:
-            raise CrsbenchError(f"encoder {entry.id!r}: {Path(env) / entry.id} lacks "
-                                f"{', '.join(gaps)}")
+            raise CrsbenchError(f"encoder {entry.id!r}: {Path(env) / entry.id} lacks {', '.join(gaps)}")
         return found
     repo = hub_repo(entry)
     if repo is not None:
@@ -177,15 +179,22 @@ def from_hf_cache(entry: EncoderEntry, repo: str, *, download: bool = False) -> 
 
 def where_to_put(entry: EncoderEntry) -> str:
     files = ", ".join(needed_files(entry))
-    target = (f"${WEIGHTS_ENV}/{entry.id}/" if not os.environ.get(WEIGHTS_ENV)
-              else f"{Path(os.environ[WEIGHTS_ENV]) / entry.id}/")
+    target = (
+        f"${WEIGHTS_ENV}/{entry.id}/"
+        if not os.environ.get(WEIGHTS_ENV)
+        else f"{Path(os.environ[WEIGHTS_ENV]) / entry.id}/"
+    )
     repo = hub_repo(entry)
-    fetch = (f"or rerun with --allow-download (CRSBENCH_ALLOW_DOWNLOAD=1) to fetch {repo} into "
-             f"the Hugging Face cache" if repo else
-             f"(published at {entry.source or 'the publisher'}, not on the Hugging Face Hub)")
-    return (f"encoder {entry.id!r} ({entry.checkpoint}) has no local weights: it needs {files}; "
-            f"put them in {target}, pass --weights PATH, {fetch}; crsbench never downloads "
-            f"weights unless asked")
+    fetch = (
+        f"or rerun with --allow-download (CRSBENCH_ALLOW_DOWNLOAD=1) to fetch {repo} into the Hugging Face cache"
+        if repo
+        else f"(published at {entry.source or 'the publisher'}, not on the Hugging Face Hub)"
+    )
+    return (
+        f"encoder {entry.id!r} ({entry.checkpoint}) has no local weights: it needs {files}; "
+        f"put them in {target}, pass --weights PATH, {fetch}; crsbench never downloads "
+        f"weights unless asked"
+    )
 
 
 def extra_repo_gaps(entry: EncoderEntry) -> list[str]:

@@ -16,6 +16,17 @@ from crsbench.ingest.suite import make_suite
 from crsbench.ingest.types import CrsbenchError, Dataset, InputError, Task
 
 __all__ = [
-    "ADAPTERS", "AdapterEntry", "AdapterOption", "CrsbenchError", "Dataset", "InputError", "Task",
-    "check_name", "get_adapter", "ingest", "make_suite", "open_image", "register_adapter",
+    "ADAPTERS",
+    "AdapterEntry",
+    "AdapterOption",
+    "CrsbenchError",
+    "Dataset",
+    "InputError",
+    "Task",
+    "check_name",
+    "get_adapter",
+    "ingest",
+    "make_suite",
+    "open_image",
+    "register_adapter",
 ]

@@ -22,17 +22,29 @@ from crsbench.ingest.source import Record, RowLog, Source, csv_line, find_file, 
 from crsbench.ingest.types import InputError, ProgressFn, Task
 
 CXR_LABELS: tuple[str, ...] = (
-    "No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion",
-    "Edema", "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion",
-    "Pleural Other", "Fracture", "Support Devices",
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
 )
 UNCERTAINTY: dict[str, dict[str, int]] = {
     "zeros": {"1.0": 1, "1": 1, "0.0": 0, "0": 0, "-1.0": 0, "-1": 0, "": 0},
     "ones": {"1.0": 1, "1": 1, "0.0": 0, "0": 0, "-1.0": 1, "-1": 1, "": 0},
 }
 CXR_OPTIONS = {
-    "uncertainty": AdapterOption("zeros", "uncertain (-1) labels: 'zeros' (U-zeros) or 'ones' (U-ones)",
-                                 ("zeros", "ones")),
+    "uncertainty": AdapterOption(
+        "zeros", "uncertain (-1) labels: 'zeros' (U-zeros) or 'ones' (U-ones)", ("zeros", "ones")
+    ),
 }
 PATIENT = re.compile(r"(patient\d+)")
 FRONTAL_POSITIONS = ("PA", "AP")
@@ -52,14 +64,17 @@ def _chexpert_root(path: Path) -> Path:
 
 
 @register_adapter(
-    "chexpert", task=Task.MULTILABEL, domain="rad",
+    "chexpert",
+    task=Task.MULTILABEL,
+    domain="rad",
     description="CheXpert: train.csv/valid.csv (Path + 14 findings, 1/0/-1/blank); patient id from the path; "
-                "valid.csv is the test split",
+    "valid.csv is the test split",
     options={
         **CXR_OPTIONS,
         "views": AdapterOption("all", "'all' views or 'frontal' only", ("all", "frontal")),
-        "valid_as_test": AdapterOption("true", "use valid.csv as the test split ('false': ignore it)",
-                                       ("true", "false")),
+        "valid_as_test": AdapterOption(
+            "true", "use valid.csv as the test split ('false': ignore it)", ("true", "false")
+        ),
     },
 )
 def read_chexpert(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
@@ -76,16 +91,22 @@ def read_chexpert(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         for i, value in enumerate(frame["Path"].to_numpy()):
             with log.row(name, csv_line(i)):
                 rel = _strip_prefix(root, value)
-                view = (views[i] if views is not None else
-                        ("Lateral" if "lateral" in PurePosixPath(rel).name.lower() else "Frontal"))
+                view = (
+                    views[i]
+                    if views is not None
+                    else ("Lateral" if "lateral" in PurePosixPath(rel).name.lower() else "Frontal")
+                )
                 if options["views"] == "frontal" and view.strip().lower() != "frontal":
                     continue
                 patient = PATIENT.search(rel)
                 if patient is None:
                     raise InputError(f"no patient id (patientNNNNN) in path {value!r}")
                 image_id = str(PurePosixPath(rel).with_suffix(""))
-                records.append(Record(image_id, rel, _labels(cells[i], policy), patient.group(1),
-                                      split, file=name, line=csv_line(i)))
+                records.append(
+                    Record(
+                        image_id, rel, _labels(cells[i], policy), patient.group(1), split, file=name, line=csv_line(i)
+                    )
+                )
     return Source(root, Task.MULTILABEL, list(CXR_LABELS), records)
 
 
@@ -106,9 +127,11 @@ MIMIC_SPLITS = {"train": "train", "validate": "calib", "test": "test"}
 
 
 @register_adapter(
-    "mimic-cxr", task=Task.MULTILABEL, domain="rad",
+    "mimic-cxr",
+    task=Task.MULTILABEL,
+    domain="rad",
     description="MIMIC-CXR-JPG: mimic-cxr-2.0.0-{chexpert,metadata}.csv(.gz) + files/pXX/pSUBJECT/sSTUDY/DICOM.jpg; "
-                "frontal views by default; grouped by subject; official split CSV used when present",
+    "frontal views by default; grouped by subject; official split CSV used when present",
     options={
         **CXR_OPTIONS,
         "views": AdapterOption("frontal", "'frontal' (PA/AP) views only, or 'all'", ("frontal", "all")),
@@ -130,7 +153,8 @@ def read_mimic(path: Path, log: RowLog, options: dict[str, str], progress: Progr
     meta = read_csv(meta_file, ["dicom_id", "subject_id", "study_id", "ViewPosition"])
     records = []
     for i, (dicom, subject, study, position) in enumerate(
-            meta[["dicom_id", "subject_id", "study_id", "ViewPosition"]].to_numpy()):
+        meta[["dicom_id", "subject_id", "study_id", "ViewPosition"]].to_numpy()
+    ):
         if options["views"] == "frontal" and position.strip().upper() not in FRONTAL_POSITIONS:
             continue
         with log.row(meta_file.name, csv_line(i)):
@@ -140,8 +164,17 @@ def read_mimic(path: Path, log: RowLog, options: dict[str, str], progress: Progr
             if study not in study_labels:
                 raise InputError(f"study {study} has no row in {label_file.name}")
             rel = safe_rel_path(root, f"files/p{subject[:2]}/p{subject}/s{study}/{dicom}.jpg")
-            records.append(Record(dicom, rel, study_labels[study], f"p{subject}", splits.get(dicom),
-                                  file=meta_file.name, line=csv_line(i)))
+            records.append(
+                Record(
+                    dicom,
+                    rel,
+                    study_labels[study],
+                    f"p{subject}",
+                    splits.get(dicom),
+                    file=meta_file.name,
+                    line=csv_line(i),
+                )
+            )
     return Source(root, Task.MULTILABEL, list(CXR_LABELS), records)
 
 
@@ -153,7 +186,8 @@ def _official_split(root: Path, use: bool) -> dict[str, str]:
     out = {}
     for i, (dicom, split) in enumerate(zip(frame["dicom_id"], frame["split"])):
         if split.strip() not in MIMIC_SPLITS:
-            raise InputError(f"{split_file.name}: line {csv_line(i)}: unknown split {split!r} "
-                             f"(expected train, validate or test)")
+            raise InputError(
+                f"{split_file.name}: line {csv_line(i)}: unknown split {split!r} (expected train, validate or test)"
+            )
         out[dicom.strip()] = MIMIC_SPLITS[split.strip()]
     return out

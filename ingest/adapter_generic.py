@@ -22,11 +22,15 @@ def _names(option: str, where: str = "--option") -> list[str] | None:
 
 
 @register_adapter(
-    "medmnist", task=None,
+    "medmnist",
+    task=None,
     description="MedMNIST .npz with {train,val,test}_{images,labels}; official splits (val -> calib)",
     options={
-        "task": AdapterOption("auto", "task type; 'auto': multilabel if labels have several columns, else "
-                                      "multiclass", ("auto", *TASK_CHOICES)),
+        "task": AdapterOption(
+            "auto",
+            "task type; 'auto': multilabel if labels have several columns, else multiclass",
+            ("auto", *TASK_CHOICES),
+        ),
         "labels": AdapterOption("", "comma-separated label names in index order (default: 0, 1, ...)"),
     },
 )
@@ -43,8 +47,11 @@ def read_medmnist(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     if len(shapes) != 1:
         raise InputError(f"{path.name}: label arrays have different widths across splits: {sorted(shapes)}")
     width = shapes.pop()
-    task = Task.parse(options["task"]) if options["task"] != "auto" else (
-        Task.MULTILABEL if width > 1 else Task.MULTICLASS)
+    task = (
+        Task.parse(options["task"])
+        if options["task"] != "auto"
+        else (Task.MULTILABEL if width > 1 else Task.MULTICLASS)
+    )
     names = _names(options["labels"])
     n_images = sum(len(arrays[f"{s}_labels"]) for s in MEDMNIST_SPLITS)
     if task is Task.MULTILABEL:
@@ -112,20 +119,35 @@ def _medmnist_label(row: np.ndarray, task: Task, n_labels: int) -> int | np.ndar
 
 
 MANIFEST_RESERVED = ("path", "image_id", "group", "split", "label")
-MANIFEST_SPLITS = {"train": "train", "calib": "calib", "val": "calib", "valid": "calib", "validate": "calib",
-                   "validation": "calib", "test": "test", "": None}
+MANIFEST_SPLITS = {
+    "train": "train",
+    "calib": "calib",
+    "val": "calib",
+    "valid": "calib",
+    "validate": "calib",
+    "validation": "calib",
+    "test": "test",
+    "": None,
+}
 
 
 @register_adapter(
-    "manifest", task=None,
+    "manifest",
+    task=None,
     description="a CSV of image paths relative to its folder: 'path,label' or 'path,<one 0/1 column per label>'; "
-                "optional image_id, group and split (train/calib/test) columns; the task type is declared",
+    "optional image_id, group and split (train/calib/test) columns; the task type is declared",
     options={
         "task": AdapterOption(None, "task type: multiclass, ordinal or multilabel", TASK_CHOICES),
-        "classes": AdapterOption("", "for a 'label' column: comma-separated class names in index order "
-                                     "(default: sorted values; ordinal: integers 0..K-1)"),
-        "missing": AdapterOption("refuse", "a missing multilabel cell (empty, nan, NA, null): refuse the row, "
-                                           "or read it as 0 ('zeros')", ("refuse", "zeros")),
+        "classes": AdapterOption(
+            "",
+            "for a 'label' column: comma-separated class names in index order "
+            "(default: sorted values; ordinal: integers 0..K-1)",
+        ),
+        "missing": AdapterOption(
+            "refuse",
+            "a missing multilabel cell (empty, nan, NA, null): refuse the row, or read it as 0 ('zeros')",
+            ("refuse", "zeros"),
+        ),
     },
 )
 def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
@@ -157,8 +179,17 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
             split = (row.get("split") or "").strip().lower()
             if split not in MANIFEST_SPLITS:
                 raise InputError(f"unknown split {row['split']!r} (expected train, calib or test)")
-            records.append(Record(image_id, rel, label, (row.get("group") or "").strip() or image_id,
-                                  MANIFEST_SPLITS[split], file=name, line=csv_line(i)))
+            records.append(
+                Record(
+                    image_id,
+                    rel,
+                    label,
+                    (row.get("group") or "").strip() or image_id,
+                    MANIFEST_SPLITS[split],
+                    file=name,
+                    line=csv_line(i),
+                )
+            )
     return Source(root, task, names, records)
 
 
@@ -179,8 +210,9 @@ def _class_names(values, task: Task, name: str) -> list[str]:
     if task is Task.ORDINAL:
         if not all(v.isdigit() for v in distinct):
             bad = next(v for v in distinct if not v.isdigit())
-            raise InputError(f"{name}: malformed ordinal label {bad!r} (expected integers 0..K-1, "
-                             f"or give --option classes=...)")
+            raise InputError(
+                f"{name}: malformed ordinal label {bad!r} (expected integers 0..K-1, or give --option classes=...)"
+            )
         return [str(k) for k in range(max(int(v) for v in distinct) + 1)] if distinct else []
     return distinct
 
@@ -188,8 +220,9 @@ def _class_names(values, task: Task, name: str) -> list[str]:
 def _class_index(value: str, names: list[str]) -> int:
     text = clean_label(value)
     if is_missing(text):
-        raise InputError(f"missing label {value!r} in column 'label' (a class cannot be spelled "
-                         f"empty, nan, NA or null)")
+        raise InputError(
+            f"missing label {value!r} in column 'label' (a class cannot be spelled empty, nan, NA or null)"
+        )
     if text not in names:
         raise InputError(f"unknown class {text!r} (expected one of: {', '.join(names)})")
     return names.index(text)

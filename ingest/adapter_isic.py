@@ -20,14 +20,17 @@ def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
 
 
 @register_adapter(
-    "isic2019", task=Task.MULTICLASS, domain="derm",
+    "isic2019",
+    task=Task.MULTICLASS,
+    domain="derm",
     description="ISIC 2019: one-hot ISIC_2019_Training_GroundTruth.csv + ISIC_2019_Training_Input/*.jpg; "
-                "lesion_id from the metadata CSV groups images of one lesion",
+    "lesion_id from the metadata CSV groups images of one lesion",
     options={
         "csv": AdapterOption("ISIC_2019_Training_GroundTruth.csv", "ground-truth CSV inside PATH"),
         "images": AdapterOption("ISIC_2019_Training_Input", "image folder inside PATH"),
-        "metadata": AdapterOption("ISIC_2019_Training_Metadata.csv",
-                                  "metadata CSV with lesion_id (used if present; 'none' to ignore)"),
+        "metadata": AdapterOption(
+            "ISIC_2019_Training_Metadata.csv", "metadata CSV with lesion_id (used if present; 'none' to ignore)"
+        ),
     },
 )
 def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
@@ -35,8 +38,9 @@ def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     frame = read_csv(root / csv_name, ["image", *ISIC_CLASSES])
     extra = [c for c in frame.columns if c not in ("image", *ISIC_CLASSES, "UNK")]
     if extra:
-        raise InputError(f"{csv_name}: unknown class column {extra[0]!r} (ISIC 2019 classes: "
-                         f"{', '.join(ISIC_CLASSES)}, UNK)")
+        raise InputError(
+            f"{csv_name}: unknown class column {extra[0]!r} (ISIC 2019 classes: {', '.join(ISIC_CLASSES)}, UNK)"
+        )
     lesions = _lesion_ids(root, options["metadata"])
     records = []
     values = frame[list(ISIC_CLASSES)].to_numpy()
@@ -50,10 +54,16 @@ def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: Pr
                 raise InputError(f"malformed one-hot row for {image!r}: {sum(row)} classes set")
             image = image.strip()
             rel = safe_rel_path(root, f"{options['images']}/{image}.jpg")
-            records.append(Record(image, rel, row.index(1), lesions.get(image) or image,
-                                  file=csv_name, line=csv_line(i)))
-    return Source(root, Task.MULTICLASS, list(ISIC_CLASSES), records,
-                  notes=[f"grouped by lesion_id for {sum(1 for r in records if r.group_id != r.image_id)} images"])
+            records.append(
+                Record(image, rel, row.index(1), lesions.get(image) or image, file=csv_name, line=csv_line(i))
+            )
+    return Source(
+        root,
+        Task.MULTICLASS,
+        list(ISIC_CLASSES),
+        records,
+        notes=[f"grouped by lesion_id for {sum(1 for r in records if r.group_id != r.image_id)} images"],
+    )
 
 
 def _one_hot_cell(value: str, column: str) -> int:
@@ -74,7 +84,9 @@ APTOS_GRADES: tuple[str, ...] = ("No DR", "Mild", "Moderate", "Severe", "Prolife
 
 
 @register_adapter(
-    "aptos2019", task=Task.ORDINAL, domain="eye",
+    "aptos2019",
+    task=Task.ORDINAL,
+    domain="eye",
     description="APTOS 2019 blindness detection: train.csv (id_code,diagnosis 0-4) + train_images/*.png",
     options={
         "csv": AdapterOption("train.csv", "label CSV inside PATH"),

@@ -38,8 +38,15 @@ def check_name(name: str) -> str:
     return name
 
 
-def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
-           progress: ProgressFn | None = None, **options: object) -> Dataset:
+def ingest(
+    adapter: str,
+    path: Path,
+    name: str,
+    *,
+    skip_bad: bool = False,
+    progress: ProgressFn | None = None,
+    **options: object,
+) -> Dataset:
     """Read a dataset in its published layout into a validated, split `Dataset`.
 
     `options` are the adapter's own (e.g. uncertainty='ones' for chexpert); see
@@ -79,30 +86,43 @@ def ingest(adapter: str, path: Path, name: str, *, skip_bad: bool = False,
     gaps = split_gaps(y, splits, names)
     if gaps and rare == "merge":
         if source.task is not Task.MULTICLASS:
-            raise InputError(f"rare_classes=merge applies to multiclass datasets only "
-                             f"({source.task.value} labels cannot be merged); add images")
+            raise InputError(
+                f"rare_classes=merge applies to multiclass datasets only "
+                f"({source.task.value} labels cannot be merged); add images"
+            )
         labels, names = merge_classes(labels, names, list(gaps))
         y = one_hot(labels, len(names))
         splits = assign_splits(y, groups, fixed)
         resolved = {**resolved, "rare_classes": rare}
     check_splits(y, splits, names, source.task, merged=rare == "merge")
     check_group_safe(groups, splits)
-    images = pd.DataFrame({
-        "image_id": [r.image_id for r in records],
-        "rel_path": [r.rel_path for r in records],
-        "sha256": [r.sha256 for r in records],
-        "group_id": groups,
-        "split": splits,
-    })
+    images = pd.DataFrame(
+        {
+            "image_id": [r.image_id for r in records],
+            "rel_path": [r.rel_path for r in records],
+            "sha256": [r.sha256 for r in records],
+            "group_id": groups,
+            "split": splits,
+        }
+    )
     order = np.lexsort((images["image_id"].to_numpy(), images["split"].map(SPLITS.index).to_numpy()))
     images = images.iloc[order].reset_index(drop=True)
     labels = labels[order]
     train = images.index[images["split"] == "train"].to_numpy()
-    fractions = label_fraction_subsets(one_hot(labels[train], len(names)),
-                                       images["image_id"].to_numpy()[train])
-    return Dataset(name=name, adapter=adapter, root=source.root.resolve(), task=source.task,
-                   label_names=names, images=images, labels=labels,
-                   fractions=fractions, errors=log.frame(), domain=domain, options=resolved)
+    fractions = label_fraction_subsets(one_hot(labels[train], len(names)), images["image_id"].to_numpy()[train])
+    return Dataset(
+        name=name,
+        adapter=adapter,
+        root=source.root.resolve(),
+        task=source.task,
+        label_names=names,
+        images=images,
+        labels=labels,
+        fractions=fractions,
+        errors=log.frame(),
+        domain=domain,
+        options=resolved,
+    )
 
 
 def _unique_ids(records: Sequence[Record], log: RowLog) -> list[Record]:
@@ -120,6 +140,7 @@ def _unique_ids(records: Sequence[Record], log: RowLog) -> list[Record]:
 
 def _checked_images(root: Path, records: Sequence[Record], log: RowLog, report: ProgressFn) -> list[Record]:
     """Safe paths, readable images, and their SHA-256; bad ones go through the log."""
+
     def check(rec: Record) -> str:
         member = npz_member(rec.rel_path)
         safe_rel_path(root, member[0] if member else rec.rel_path)
@@ -156,5 +177,7 @@ def _require_examples(y: np.ndarray, names: Sequence[str], where: str) -> None:
     counts = y.sum(axis=0)
     empty = [names[k] for k in np.flatnonzero(counts == 0)]
     if empty:
-        raise InputError(f"class {empty[0]!r} has no examples {where}"
-                         + (f" (also: {', '.join(map(repr, empty[1:]))})" if len(empty) > 1 else ""))
+        raise InputError(
+            f"class {empty[0]!r} has no examples {where}"
+            + (f" (also: {', '.join(map(repr, empty[1:]))})" if len(empty) > 1 else "")
+        )

@@ -43,8 +43,9 @@ def read_npz(path: Path, keys: list[str]) -> dict[str, np.ndarray]:
                 raise InputError(f"{name}: a single .npy array, not an .npz archive")
             missing = [k for k in keys if k not in archive.files]
             if missing:
-                raise InputError(f"{name}: missing required array {missing[0]!r} "
-                                 f"(found: {', '.join(archive.files) or 'none'})")
+                raise InputError(
+                    f"{name}: missing required array {missing[0]!r} (found: {', '.join(archive.files) or 'none'})"
+                )
             return {k: np.asarray(archive[k]) for k in keys}
     except InputError:
         raise
@@ -103,13 +104,15 @@ def _scaled(pixels: np.ndarray, where: str) -> np.ndarray:
         bits = pixels.dtype.itemsize * 8
         if bits > 16 and (not pixels.size or int(pixels.max()) <= 65535):
             bits = 16
-        top = float(2 ** bits - 1)
+        top = float(2**bits - 1)
         return np.round(pixels.astype(np.float64) * (255.0 / top)).astype(np.uint8)
     if kind == "f":
         values = pixels.astype(np.float64)
         if not np.isfinite(values).all() or (values.size and (values.min() < 0 or values.max() > 1)):
-            raise InputError(f"image {where} is floating point with values outside [0, 1] "
-                             f"(or NaN); rescale it to [0, 1] or save it as 8/16-bit")
+            raise InputError(
+                f"image {where} is floating point with values outside [0, 1] "
+                f"(or NaN); rescale it to [0, 1] or save it as 8/16-bit"
+            )
         return np.round(values * 255.0).astype(np.uint8)
     raise InputError(f"image {where} has unsupported pixel type {pixels.dtype}")
 
@@ -118,8 +121,7 @@ def _hwc(pixels: np.ndarray, where: str) -> np.ndarray:
     if pixels.ndim == 2:
         pixels = pixels[:, :, None]
     if pixels.ndim != 3 or pixels.shape[2] not in (1, 3, 4):
-        raise InputError(f"image {where} has unsupported shape {pixels.shape} "
-                         f"(expected H x W with 1, 3 or 4 channels)")
+        raise InputError(f"image {where} has unsupported shape {pixels.shape} (expected H x W with 1, 3 or 4 channels)")
     if pixels.shape[0] < 1 or pixels.shape[1] < 1:
         raise InputError(f"image {where} is empty ({pixels.shape[0]} x {pixels.shape[1]} pixels)")
     if pixels.shape[2] == 4:

@@ -48,8 +48,10 @@ def clean_names(names: Sequence[str], where: str) -> list[str]:
     seen: dict[str, str] = {}
     for raw, name in zip(names, out):
         if name in seen:
-            raise InputError(f"{where}: labels {seen[name]!r} and {raw!r} are the same label once "
-                             f"normalised (Unicode NFC, whitespace and zero-width characters)")
+            raise InputError(
+                f"{where}: labels {seen[name]!r} and {raw!r} are the same label once "
+                f"normalised (Unicode NFC, whitespace and zero-width characters)"
+            )
         seen[name] = raw
     return out
 
@@ -57,11 +59,12 @@ def clean_names(names: Sequence[str], where: str) -> list[str]:
 def check_label_count(n_labels: int, n_images: int, where: str) -> None:
     """Refuse a label set larger than the images could ever cover, or than MAX_LABELS."""
     if n_labels > MAX_LABELS:
-        raise InputError(f"{where}: {n_labels:,} classes/labels, more than the {MAX_LABELS:,} supported; "
-                         f"check the label values (a stray large number sizes the label set)")
+        raise InputError(
+            f"{where}: {n_labels:,} classes/labels, more than the {MAX_LABELS:,} supported; "
+            f"check the label values (a stray large number sizes the label set)"
+        )
     if n_labels > n_images:
-        raise InputError(f"{where}: {n_labels:,} classes/labels for only {n_images:,} images; "
-                         f"check the label values")
+        raise InputError(f"{where}: {n_labels:,} classes/labels for only {n_images:,} images; check the label values")
 
 
 def split_gaps(y: np.ndarray, splits: Sequence[str], names: Sequence[str]) -> dict[str, list[str]]:
@@ -75,25 +78,32 @@ def split_gaps(y: np.ndarray, splits: Sequence[str], names: Sequence[str]) -> di
     return gaps
 
 
-def check_splits(y: np.ndarray, splits: Sequence[str], names: Sequence[str], task: Task,
-                 merged: bool = False) -> None:
+def check_splits(y: np.ndarray, splits: Sequence[str], names: Sequence[str], task: Task, merged: bool = False) -> None:
     """Every split non-empty and every class/label present in each; InputError otherwise."""
     sizes = {s: int(np.sum(np.asarray(splits, dtype=object) == s)) for s in SPLITS}
     empty = [s for s in SPLITS if sizes[s] == 0]
     if empty:
-        raise InputError(f"the split layout leaves {' and '.join(empty)} empty "
-                         f"(train {sizes['train']}, calib {sizes['calib']}, test {sizes['test']}); "
-                         f"every split needs images (check the 'split' column or official splits)")
+        raise InputError(
+            f"the split layout leaves {' and '.join(empty)} empty "
+            f"(train {sizes['train']}, calib {sizes['calib']}, test {sizes['test']}); "
+            f"every split needs images (check the 'split' column or official splits)"
+        )
     gaps = split_gaps(y, splits, names)
     if gaps:
         name, missing = next(iter(gaps.items()))
-        hint = ("; add images, or pass --option rare_classes=merge to fold such classes into "
-                f"{MERGED_CLASS!r}" if task is Task.MULTICLASS and not merged
-                else "; add images" if merged else "; add images or drop the label")
+        hint = (
+            f"; add images, or pass --option rare_classes=merge to fold such classes into {MERGED_CLASS!r}"
+            if task is Task.MULTICLASS and not merged
+            else "; add images"
+            if merged
+            else "; add images or drop the label"
+        )
         more = f" ({len(gaps) - 1} more like it)" if len(gaps) > 1 else ""
         what = "label" if task is Task.MULTILABEL else "class"
-        raise InputError(f"{what} {name!r} has no {'positive ' if task is Task.MULTILABEL else ''}"
-                         f"example in {', '.join(missing)}{more}{hint}")
+        raise InputError(
+            f"{what} {name!r} has no {'positive ' if task is Task.MULTILABEL else ''}"
+            f"example in {', '.join(missing)}{more}{hint}"
+        )
 
 
 def merge_classes(labels: np.ndarray, names: Sequence[str], rare: Sequence[str]) -> tuple[np.ndarray, list[str]]:

@@ -55,18 +55,34 @@ class AdapterEntry:
         return out
 
 
-def _entry(name: str, read: Reader, *, task: Task | None, description: str, domain: str = "none",
-           options: Mapping[str, AdapterOption] | None = None) -> AdapterEntry:
+def _entry(
+    name: str,
+    read: Reader,
+    *,
+    task: Task | None,
+    description: str,
+    domain: str = "none",
+    options: Mapping[str, AdapterOption] | None = None,
+) -> AdapterEntry:
     return AdapterEntry(name, task, description, dict(options or {}), read, domain)
 
 
 ADAPTERS: Registry[AdapterEntry] = Registry(
-    "adapter", make=_entry, entry_point_group="crsbench.adapters",
-    builtins=("crsbench.ingest.adapter_isic", "crsbench.ingest.adapter_cxr", "crsbench.ingest.adapter_generic"))
+    "adapter",
+    make=_entry,
+    entry_point_group="crsbench.adapters",
+    builtins=("crsbench.ingest.adapter_isic", "crsbench.ingest.adapter_cxr", "crsbench.ingest.adapter_generic"),
+)
 
 
-def register_adapter(name: str, *, task: Task | None, description: str, domain: str = "none",
-                     options: Mapping[str, AdapterOption] | None = None) -> Callable[[Reader], Reader]:
+def register_adapter(
+    name: str,
+    *,
+    task: Task | None,
+    description: str,
+    domain: str = "none",
+    options: Mapping[str, AdapterOption] | None = None,
+) -> Callable[[Reader], Reader]:
     """Decorator: `read` becomes adapter `name` (see AdapterEntry for the fields)."""
     return ADAPTERS.register(name, task=task, description=description, domain=domain, options=options)
 

@@ -85,8 +85,7 @@ def read_csv(path: Path, required: Sequence[str]) -> pd.DataFrame:
     missing = [c for c in required if c not in frame.columns]
     if missing:
         raise InputError(
-            f"{path.name}: missing required column {', '.join(map(repr, missing))} "
-            f"(found: {', '.join(frame.columns)})"
+            f"{path.name}: missing required column {', '.join(map(repr, missing))} (found: {', '.join(frame.columns)})"
         )
     return frame
 

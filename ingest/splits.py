@@ -43,8 +43,9 @@ def one_hot(labels: np.ndarray, n_classes: int) -> np.ndarray:
     return out
 
 
-def stratified_group_split(Y: np.ndarray, groups: Sequence[str], ratios: Sequence[float],
-                           seed: int | str = SPLIT_SEED) -> np.ndarray:
+def stratified_group_split(
+    Y: np.ndarray, groups: Sequence[str], ratios: Sequence[float], seed: int | str = SPLIT_SEED
+) -> np.ndarray:
     """Assign each row to one of len(ratios) parts: stratified by Y's columns, whole groups.
 
     Returns the part index per row. Deterministic for the same inputs and seed
@@ -93,9 +94,13 @@ def stratified_group_split(Y: np.ndarray, groups: Sequence[str], ratios: Sequenc
     return part[inv]
 
 
-def assign_splits(Y: np.ndarray, groups: Sequence[str], fixed: Sequence[str | None],
-                  ratios: Sequence[float] = DEFAULT_RATIOS,
-                  seed: int | str = SPLIT_SEED) -> np.ndarray:
+def assign_splits(
+    Y: np.ndarray,
+    groups: Sequence[str],
+    fixed: Sequence[str | None],
+    ratios: Sequence[float] = DEFAULT_RATIOS,
+    seed: int | str = SPLIT_SEED,
+) -> np.ndarray:
     """Split name per row: official splits kept, the rest stratified and group-safe.
 
     `fixed` holds a split name ('train' | 'calib' | 'test') for rows whose source
@@ -178,9 +183,12 @@ def fraction_order(Y: np.ndarray, seed: int) -> tuple[np.ndarray, int]:
     return np.concatenate([np.asarray(cover, dtype=np.int64), rest]), len(cover)
 
 
-def label_fraction_subsets(Y: np.ndarray, image_ids: Sequence[str],
-                           fractions: Sequence[float] = LABEL_FRACTIONS,
-                           seeds: Sequence[int] = FRACTION_SEEDS) -> pd.DataFrame:
+def label_fraction_subsets(
+    Y: np.ndarray,
+    image_ids: Sequence[str],
+    fractions: Sequence[float] = LABEL_FRACTIONS,
+    seeds: Sequence[int] = FRACTION_SEEDS,
+) -> pd.DataFrame:
     """Nested stratified subsets of the train rows: frame (seed, fraction, image_id).
 
     For each seed, subset(f) is a prefix of one stratified ordering, so the subsets
@@ -198,6 +206,11 @@ def label_fraction_subsets(Y: np.ndarray, image_ids: Sequence[str],
             chosen = np.sort(ids[order[:m]].astype(str))
             frames.append(pd.DataFrame({"seed": np.int64(seed), "fraction": float(f), "image_id": chosen}))
     if not frames:
-        return pd.DataFrame({"seed": pd.Series(dtype="int64"), "fraction": pd.Series(dtype="float64"),
-                             "image_id": pd.Series(dtype="str")})
+        return pd.DataFrame(
+            {
+                "seed": pd.Series(dtype="int64"),
+                "fraction": pd.Series(dtype="float64"),
+                "image_id": pd.Series(dtype="str"),
+            }
+        )
     return pd.concat(frames, ignore_index=True)

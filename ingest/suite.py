@@ -37,10 +37,19 @@ ISIC_BASE: dict[str, int] = dict(MEL=36, NV=60, BCC=28, AK=14, BKL=26, DF=12, VA
 APTOS_BASE: tuple[int, ...] = (80, 24, 52, 14, 22)  # grades 0..4, APTOS-like imbalance
 MIN_PER_CLASS = 10  # with the 60/20/20 split this leaves >= 2 of every class in test
 CXR_PREVALENCE: dict[str, float] = {
-    "Enlarged Cardiomediastinum": 0.10, "Cardiomegaly": 0.18, "Lung Opacity": 0.35,
-    "Lung Lesion": 0.10, "Edema": 0.22, "Consolidation": 0.12, "Pneumonia": 0.09,
-    "Atelectasis": 0.18, "Pneumothorax": 0.12, "Pleural Effusion": 0.30, "Pleural Other": 0.07,
-    "Fracture": 0.08, "Support Devices": 0.40,
+    "Enlarged Cardiomediastinum": 0.10,
+    "Cardiomegaly": 0.18,
+    "Lung Opacity": 0.35,
+    "Lung Lesion": 0.10,
+    "Edema": 0.22,
+    "Consolidation": 0.12,
+    "Pneumonia": 0.09,
+    "Atelectasis": 0.18,
+    "Pneumothorax": 0.12,
+    "Pleural Effusion": 0.30,
+    "Pleural Other": 0.07,
+    "Fracture": 0.08,
+    "Support Devices": 0.40,
 }
 PATHOLOGIES = tuple(CXR_PREVALENCE)
 # Study label states; -2 is a blank cell in the CSV.
@@ -54,11 +63,13 @@ def _suite_dataset(name: str, folder: str) -> Callable[[SuiteBuilder], SuiteBuil
     def register(fn: SuiteBuilder) -> SuiteBuilder:
         _BUILDERS[name] = (folder, fn)
         return fn
+
     return register
 
 
-def make_suite(out_dir: Path, *, scale: float = 1.0, image_size: int = 128, seed: int = 0,
-               progress: ProgressFn | None = None) -> dict[str, Path]:
+def make_suite(
+    out_dir: Path, *, scale: float = 1.0, image_size: int = 128, seed: int = 0, progress: ProgressFn | None = None
+) -> dict[str, Path]:
     """Write the four toy datasets under `out_dir`; returns {adapter name: path to ingest}.
 
     Each dataset folder is built beside its final place and renamed over it, so a
@@ -144,9 +155,11 @@ def _build_isic(root: Path, scale: float, size: int, seed: int, report: Progress
     truth, meta, done = [], [], 0
     for li, (cls, k) in enumerate(lesions):
         lesion_id = f"BCN_{li:07d}" if k == 2 or rng.random() < 0.5 else ""
-        age, site, sex = int(rng.integers(3, 18) * 5), str(rng.choice(
-            ["anterior torso", "posterior torso", "lower extremity", "upper extremity", "head/neck"])), str(
-            rng.choice(["male", "female"]))
+        age, site, sex = (
+            int(rng.integers(3, 18) * 5),
+            str(rng.choice(["anterior torso", "posterior torso", "lower extremity", "upper extremity", "head/neck"])),
+            str(rng.choice(["male", "female"])),
+        )
         for view in range(k):
             image_id = f"ISIC_{numbers[id_order[done]]:07d}"
             # Both photos of one lesion share its drawing; the second is turned and relit.
@@ -162,8 +175,11 @@ def _build_isic(root: Path, scale: float, size: int, seed: int, report: Progress
     truth.sort()
     meta.sort()
     _write_csv(root / "ISIC_2019_Training_GroundTruth.csv", ["image", *ISIC_CLASSES, "UNK"], truth)
-    _write_csv(root / "ISIC_2019_Training_Metadata.csv",
-               ["image", "age_approx", "anatom_site_general", "lesion_id", "sex"], meta)
+    _write_csv(
+        root / "ISIC_2019_Training_Metadata.csv",
+        ["image", "age_approx", "anatom_site_general", "lesion_id", "sex"],
+        meta,
+    )
 
 
 # -------------------------------------------------------------------------------- APTOS
@@ -188,8 +204,7 @@ def _build_aptos(root: Path, scale: float, size: int, seed: int, report: Progres
 # ---------------------------------------------------------------------------- chest X-ray
 
 
-def sample_study_states(rng: np.random.Generator, n: int, min_pos: int, min_normal: int,
-                        expert: bool) -> np.ndarray:
+def sample_study_states(rng: np.random.Generator, n: int, min_pos: int, min_normal: int, expert: bool) -> np.ndarray:
     """Label states (n studies x 14 labels, CheXpert order) with guaranteed positives.
 
     Each pathology is present in >= min_pos studies and >= min_normal studies are
@@ -219,21 +234,24 @@ def sample_study_states(rng: np.random.Generator, n: int, min_pos: int, min_norm
 
 def _strengths(states: np.ndarray) -> dict[str, float]:
     # Uncertain findings are drawn faintly: the image shows something the label hedges on.
-    return {name: (1.0 if s == PRESENT else 0.5 if s == UNCERTAIN else 0.0)
-            for name, s in zip(synth.CXR_LABELS, states)}
+    return {
+        name: (1.0 if s == PRESENT else 0.5 if s == UNCERTAIN else 0.0) for name, s in zip(synth.CXR_LABELS, states)
+    }
 
 
 @_suite_dataset("chexpert", "chexpert")
 def _build_chexpert(root: Path, scale: float, size: int, seed: int, report: ProgressFn) -> None:
     base = root / "CheXpert-v1.0-small"
     header = ["Path", "Sex", "Age", "Frontal/Lateral", "AP/PA", *synth.CXR_LABELS]
-    plan = [("train", 1, max(40, round(75 * scale)), 8, 6, False),
-            ("valid", 64541, max(20, round(30 * scale)), 3, 3, True)]
+    plan = [
+        ("train", 1, max(40, round(75 * scale)), 8, 6, False),
+        ("valid", 64541, max(20, round(30 * scale)), 3, 3, True),
+    ]
     images: list[tuple[str, str, np.ndarray, Path, int]] = []
     rows: dict[str, list[list[object]]] = {"train": [], "valid": []}
     for split, first_pid, n_patients, min_pos, min_normal, expert in plan:
         rng = _rng(seed, "chexpert", split)
-        n_studies = [1] * n_patients if expert else list(rng.choice([1, 2, 3], size=n_patients, p=[.55, .3, .15]))
+        n_studies = [1] * n_patients if expert else list(rng.choice([1, 2, 3], size=n_patients, p=[0.55, 0.3, 0.15]))
         states = sample_study_states(rng, sum(n_studies), min_pos, min_normal, expert)
         study = 0
         for p, k in enumerate(n_studies):
@@ -244,8 +262,16 @@ def _build_chexpert(root: Path, scale: float, size: int, seed: int, report: Prog
                 for v, view in enumerate(views, start=1):
                     rel = f"{split}/patient{pid:05d}/study{j}/view{v}_{view}.jpg"
                     appa = str(rng.choice(["AP", "PA"])) if view == "frontal" else ""
-                    rows[split].append([f"CheXpert-v1.0-small/{rel}", sex, age, view.capitalize(), appa,
-                                        *[_cell(s) for s in states[study]]])
+                    rows[split].append(
+                        [
+                            f"CheXpert-v1.0-small/{rel}",
+                            sex,
+                            age,
+                            view.capitalize(),
+                            appa,
+                            *[_cell(s) for s in states[study]],
+                        ]
+                    )
                     images.append((view, split, states[study], base / rel, len(images)))
                 study += 1
     for done, (view, split, st, path, i) in enumerate(images, start=1):
@@ -264,7 +290,7 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
     rng = _rng(seed, "mimic-cxr")
     n_subjects = max(60, round(100 * scale))
     subjects = np.sort(rng.choice(9_999_999, size=n_subjects, replace=False)) + 10_000_000
-    per_subject = rng.choice([1, 2, 3], size=n_subjects, p=[.5, .3, .2])
+    per_subject = rng.choice([1, 2, 3], size=n_subjects, p=[0.5, 0.3, 0.2])
     studies = np.sort(rng.choice(9_999_999, size=int(per_subject.sum()), replace=False)) + 50_000_000
     states = sample_study_states(rng, len(studies), 12, 12, expert=False)
     label_rows, meta_rows, images = [], [], []
@@ -272,9 +298,9 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
     for subject, k in zip(subjects, per_subject):
         for _ in range(k):
             study = int(studies[st])
-            views = [str(rng.choice(["PA", "AP"], p=[.6, .4]))]
+            views = [str(rng.choice(["PA", "AP"], p=[0.6, 0.4]))]
             views += ["AP"] if rng.random() < 0.08 else []
-            views += [str(rng.choice(["LATERAL", "LL"], p=[.85, .15]))] if rng.random() < 0.35 else []
+            views += [str(rng.choice(["LATERAL", "LL"], p=[0.85, 0.15]))] if rng.random() < 0.35 else []
             order = [MIMIC_LABEL_ORDER.index(n) for n in synth.CXR_LABELS]
             cells = [""] * len(order)
             for src, dst in enumerate(order):
@@ -285,8 +311,22 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
                 meaning = {"PA": "postero-anterior", "AP": "antero-posterior"}.get(pos, "lateral")
                 date = 21800000 + int(rng.integers(1, 13)) * 100 + int(rng.integers(1, 29))
                 time = f"{int(rng.integers(0, 24)):02d}{int(rng.integers(0, 60)):02d}{int(rng.integers(0, 60)):02d}.000"
-                meta_rows.append([dicom, int(subject), study, "CHEST (PA AND LAT)", pos, size, size, date, time,
-                                  "CHEST (PA AND LAT)", meaning, "Erect"])
+                meta_rows.append(
+                    [
+                        dicom,
+                        int(subject),
+                        study,
+                        "CHEST (PA AND LAT)",
+                        pos,
+                        size,
+                        size,
+                        date,
+                        time,
+                        "CHEST (PA AND LAT)",
+                        meaning,
+                        "Erect",
+                    ]
+                )
                 rel = f"files/p{str(subject)[:2]}/p{subject}/s{study}/{dicom}.jpg"
                 images.append((rel, "frontal" if pos in ("PA", "AP") else "lateral", st))
             st += 1
@@ -301,8 +341,22 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
     parts = stratified_group_split(y_rows, [str(m[1]) for m in meta_rows], (0.6, 0.2, 0.2), seed=f"mimic-{seed}")
     split_rows = [[m[0], m[2], m[1], ("train", "validate", "test")[p]] for m, p in zip(meta_rows, parts)]
     _write_csv(root / "mimic-cxr-2.0.0-chexpert.csv", ["subject_id", "study_id", *MIMIC_LABEL_ORDER], label_rows)
-    _write_csv(root / "mimic-cxr-2.0.0-metadata.csv",
-               ["dicom_id", "subject_id", "study_id", "PerformedProcedureStepDescription", "ViewPosition",
-                "Rows", "Columns", "StudyDate", "StudyTime", "ProcedureCodeSequence_CodeMeaning",
-                "ViewCodeSequence_CodeMeaning", "PatientOrientationCodeSequence_CodeMeaning"], meta_rows)
+    _write_csv(
+        root / "mimic-cxr-2.0.0-metadata.csv",
+        [
+            "dicom_id",
+            "subject_id",
+            "study_id",
+            "PerformedProcedureStepDescription",
+            "ViewPosition",
+            "Rows",
+            "Columns",
+            "StudyDate",
+            "StudyTime",
+            "ProcedureCodeSequence_CodeMeaning",
+            "ViewCodeSequence_CodeMeaning",
+            "PatientOrientationCodeSequence_CodeMeaning",
+        ],
+        meta_rows,
+    )
     _write_csv(root / "mimic-cxr-2.0.0-split.csv", ["dicom_id", "study_id", "subject_id", "split"], split_rows)

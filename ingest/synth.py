@@ -60,8 +60,9 @@ def strokes(size: int, paths: list[list[tuple[float, float]]], width: float) -> 
     return np.asarray(canvas, dtype=np.float32) / 255.0
 
 
-def wander(rng: np.random.Generator, start: tuple[float, float], heading: float, steps: int,
-           step: float, turn: float) -> list[tuple[float, float]]:
+def wander(
+    rng: np.random.Generator, start: tuple[float, float], heading: float, steps: int, step: float, turn: float
+) -> list[tuple[float, float]]:
     """A smooth random walk: vessels, hairs, wires."""
     x, y = start
     pts = [(x, y)]
@@ -72,8 +73,15 @@ def wander(rng: np.random.Generator, start: tuple[float, float], heading: float,
     return pts
 
 
-def spots(size: int, rng: np.random.Generator, n: int, centre: tuple[float, float], spread: float,
-          radius: tuple[float, float], limit: float = 0.85) -> np.ndarray:
+def spots(
+    size: int,
+    rng: np.random.Generator,
+    n: int,
+    centre: tuple[float, float],
+    spread: float,
+    radius: tuple[float, float],
+    limit: float = 0.85,
+) -> np.ndarray:
     """n small Gaussian spots scattered around a centre, kept inside radius `limit`."""
     out = np.zeros((size, size), dtype=np.float32)
     for _ in range(n):
@@ -133,15 +141,24 @@ def render_derm(rng: np.random.Generator, cls: str, size: int) -> np.ndarray:
     img = skin * (1 - alpha[..., None]) + lesion * alpha[..., None]
     img = _derm_extra(rng, style["extra"], img, alpha, (cx, cy), radius, size)
     if rng.random() < 0.3:  # hair: a nuisance shared by all classes
-        hairs = [wander(rng, (rng.uniform(-1, 1), -1.0), rng.uniform(1.0, 2.1), 30, 0.08, 0.15)
-                 for _ in range(rng.integers(1, 4))]
+        hairs = [
+            wander(rng, (rng.uniform(-1, 1), -1.0), rng.uniform(1.0, 2.1), 30, 0.08, 0.15)
+            for _ in range(rng.integers(1, 4))
+        ]
         img = img * (1 - 0.7 * strokes(size, hairs, 0.008)[..., None])
     img = img * rng.uniform(0.9, 1.08)
     return to_uint8(img)
 
 
-def _derm_extra(rng: np.random.Generator, kind: str, img: np.ndarray, alpha: np.ndarray,
-                centre: tuple[float, float], radius: float, size: int) -> np.ndarray:
+def _derm_extra(
+    rng: np.random.Generator,
+    kind: str,
+    img: np.ndarray,
+    alpha: np.ndarray,
+    centre: tuple[float, float],
+    radius: float,
+    size: int,
+) -> np.ndarray:
     cx, cy = centre
     if kind == "veil":  # blue-white veil and regression: patchy blue-grey
         veil = np.clip(smooth_noise(rng, size, 6), 0, None) * alpha
@@ -152,8 +169,17 @@ def _derm_extra(rng: np.random.Generator, kind: str, img: np.ndarray, alpha: np.
         grid = (np.abs(np.sin(f * xx)) < 0.25) | (np.abs(np.sin(f * yy)) < 0.25)
         img = img * (1 - 0.25 * (grid * alpha)[..., None])
     elif kind == "vessels":  # arborizing red vessels
-        paths = [wander(rng, (cx + rng.normal(0, radius / 3), cy + rng.normal(0, radius / 3)),
-                        rng.uniform(0, 2 * np.pi), 10, radius / 6, 0.6) for _ in range(5)]
+        paths = [
+            wander(
+                rng,
+                (cx + rng.normal(0, radius / 3), cy + rng.normal(0, radius / 3)),
+                rng.uniform(0, 2 * np.pi),
+                10,
+                radius / 6,
+                0.6,
+            )
+            for _ in range(5)
+        ]
         v = strokes(size, paths, 0.012) * alpha
         img = img * (1 - v[..., None]) + np.array([0.75, 0.10, 0.15]) * v[..., None]
     elif kind == "scale":  # rough whitish scale
@@ -169,8 +195,15 @@ def _derm_extra(rng: np.random.Generator, kind: str, img: np.ndarray, alpha: np.
         m = spots(size, rng, 14, (cx, cy), radius / 2, (0.03, 0.06))
         img = img * (1 - 0.5 * (m * alpha)[..., None]) + np.array([0.40, 0.02, 0.18]) * 0.5 * (m * alpha)[..., None]
     elif kind == "keratin":  # central white-yellow keratin mass
-        k = np.clip(blob(size, cx, cy, radius * 0.5, radius * 0.4, rng.uniform(0, np.pi))
-                    + 0.3 * smooth_noise(rng, size, 20), 0, 1) * alpha
+        k = (
+            np.clip(
+                blob(size, cx, cy, radius * 0.5, radius * 0.4, rng.uniform(0, np.pi))
+                + 0.3 * smooth_noise(rng, size, 20),
+                0,
+                1,
+            )
+            * alpha
+        )
         img = img * (1 - 0.7 * k[..., None]) + np.array([0.95, 0.92, 0.75]) * 0.7 * k[..., None]
     return img
 
@@ -193,7 +226,7 @@ def render_fundus(rng: np.random.Generator, grade: int, size: int) -> np.ndarray
     yy, xx = _grid(size)
     fov = disc(size, 0, 0, 0.92, 0.92, 0.01)
     base = np.array([0.78, 0.33, 0.14]) * rng.uniform(0.8, 1.1) + rng.normal(0, 0.02, 3)
-    radial = 1 - 0.35 * (xx ** 2 + yy ** 2)
+    radial = 1 - 0.35 * (xx**2 + yy**2)
     img = base[None, None, :] * (radial * (1 + 0.05 * smooth_noise(rng, size, 5)))[..., None]
     side = rng.choice([-1.0, 1.0])
     dx, dy = side * rng.uniform(0.38, 0.5), rng.normal(0, 0.05)
@@ -201,23 +234,29 @@ def render_fundus(rng: np.random.Generator, grade: int, size: int) -> np.ndarray
     img = img * (1 - od[..., None]) + np.array([0.98, 0.85, 0.55]) * od[..., None]
     macula = blob(size, -side * 0.1, 0.0, 0.1, 0.1)
     img = img * (1 - 0.35 * macula[..., None])
-    vessels = [wander(rng, (dx, dy), a + rng.normal(0, 0.2), 18, 0.07, 0.15)
-               for a in np.linspace(0, 2 * np.pi, 6, endpoint=False)]
+    vessels = [
+        wander(rng, (dx, dy), a + rng.normal(0, 0.2), 18, 0.07, 0.15)
+        for a in np.linspace(0, 2 * np.pi, 6, endpoint=False)
+    ]
     v = strokes(size, vessels, 0.012)
     img = img * (1 - 0.45 * v[..., None]) + np.array([0.45, 0.05, 0.05]) * 0.45 * v[..., None]
     counts = {k: rng.poisson(lam[grade]) if lam[grade] else 0 for k, lam in FUNDUS_LESIONS.items()}
     if grade > 0:
         counts["microaneurysm"] = max(counts["microaneurysm"], 2)
-    red = np.maximum(spots(size, rng, counts["microaneurysm"], (0, 0), 0.4, (0.008, 0.014)),
-                     spots(size, rng, counts["haemorrhage"], (0, 0), 0.4, (0.025, 0.05)))
+    red = np.maximum(
+        spots(size, rng, counts["microaneurysm"], (0, 0), 0.4, (0.008, 0.014)),
+        spots(size, rng, counts["haemorrhage"], (0, 0), 0.4, (0.025, 0.05)),
+    )
     img = img * (1 - 0.8 * red[..., None]) + np.array([0.35, 0.02, 0.02]) * 0.8 * red[..., None]
     ex = spots(size, rng, counts["exudate"], (-side * 0.15, 0), 0.3, (0.01, 0.025))
     img = img * (1 - 0.9 * ex[..., None]) + np.array([0.98, 0.92, 0.45]) * 0.9 * ex[..., None]
     cw = spots(size, rng, counts["cotton_wool"], (0, 0), 0.35, (0.04, 0.07))
     img = img * (1 - 0.5 * cw[..., None]) + np.array([0.95, 0.85, 0.78]) * 0.5 * cw[..., None]
     if counts["new_vessels"]:
-        tufts = [wander(rng, (dx + rng.normal(0, 0.1), dy + rng.normal(0, 0.1)), rng.uniform(0, 6.3),
-                        12, 0.025, 1.2) for _ in range(counts["new_vessels"])]
+        tufts = [
+            wander(rng, (dx + rng.normal(0, 0.1), dy + rng.normal(0, 0.1)), rng.uniform(0, 6.3), 12, 0.025, 1.2)
+            for _ in range(counts["new_vessels"])
+        ]
         nv = strokes(size, tufts, 0.006)
         img = img * (1 - 0.7 * nv[..., None]) + np.array([0.85, 0.10, 0.10]) * 0.7 * nv[..., None]
     img = img * fov[..., None] * rng.uniform(0.85, 1.1)
@@ -227,14 +266,24 @@ def render_fundus(rng: np.random.Generator, grade: int, size: int) -> np.ndarray
 # ------------------------------------------------------------- chest X-ray (CheXpert/MIMIC)
 
 CXR_LABELS: tuple[str, ...] = (
-    "No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion",
-    "Edema", "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion",
-    "Pleural Other", "Fracture", "Support Devices",
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
 )
 
 
-def render_cxr(rng: np.random.Generator, findings: dict[str, float], view: str, site: str,
-               size: int) -> np.ndarray:
+def render_cxr(rng: np.random.Generator, findings: dict[str, float], view: str, site: str, size: int) -> np.ndarray:
     """A chest-radiograph-like grayscale image.
 
     `findings` maps a label to its visual strength (1 present, about 0.5 uncertain);
@@ -283,8 +332,9 @@ def _pick(rng: np.random.Generator, lungs: list) -> tuple[float, float, float, f
     return lungs[int(rng.integers(len(lungs)))]
 
 
-def _cxr_findings(rng: np.random.Generator, img: np.ndarray, f: dict[str, float], lungs: list,
-                  size: int, s: float) -> np.ndarray:
+def _cxr_findings(
+    rng: np.random.Generator, img: np.ndarray, f: dict[str, float], lungs: list, size: int, s: float
+) -> np.ndarray:
     def amp(name: str) -> float:
         return float(f.get(name, 0.0))
 
@@ -295,8 +345,9 @@ def _cxr_findings(rng: np.random.Generator, img: np.ndarray, f: dict[str, float]
         for _ in range(int(rng.integers(1, 3))):
             lx, ly, rx, ry = _pick(rng, lungs)
             r = rng.uniform(0.06, 0.09) * s
-            img = np.maximum(img, img + 0.45 * a * disc(size, lx + rng.normal(0, rx / 3),
-                                                          ly + rng.normal(0, ry / 3), r, r, 0.04))
+            img = np.maximum(
+                img, img + 0.45 * a * disc(size, lx + rng.normal(0, rx / 3), ly + rng.normal(0, ry / 3), r, r, 0.04)
+            )
     if a := amp("Edema"):
         streaks = np.clip(smooth_noise(rng, size, 45), 0, None)
         for lx, ly, rx, ry in lungs:
@@ -320,7 +371,7 @@ def _cxr_findings(rng: np.random.Generator, img: np.ndarray, f: dict[str, float]
         rim = np.clip(region * (1 - region) * 4, 0, 1)
         img += 0.3 * a * rim
     if a := amp("Pleural Effusion"):
-        for lx, ly, rx, ry in (lungs if rng.random() < 0.4 else [_pick(rng, lungs)]):
+        for lx, ly, rx, ry in lungs if rng.random() < 0.4 else [_pick(rng, lungs)]:
             yy, xx = _grid(size)
             level = ly + ry * (0.45 - 0.25 * a) - 0.35 * np.abs(xx - lx) ** 2
             fluid = _sigmoid((yy - level) / 0.02) * disc(size, lx, ly, rx * 1.05, ry * 1.05, 0.04)
@@ -352,12 +403,12 @@ def _acquire(rng: np.random.Generator, img: np.ndarray, site: str, size: int) ->
     if site == "mimic":
         # Another detector and processing chain: a harder intensity curve, more noise,
         # a collimation border and a burnt-in side marker.
-        img = 0.08 + 0.8 * img ** 0.7
+        img = 0.08 + 0.8 * img**0.7
         img += rng.normal(0, 0.035, img.shape).astype(np.float32)
         b = max(2, size // 16)
         img[:b, :], img[-b:, :], img[:, :b], img[:, -b:] = 0.0, 0.0, 0.0, 0.0
         m = max(3, size // 12)
-        img[b + 2:b + 2 + m, -b - 2 - m:-b - 2] = 0.97
+        img[b + 2 : b + 2 + m, -b - 2 - m : -b - 2] = 0.97
     else:
         img += rng.normal(0, 0.012, img.shape).astype(np.float32)
     img = img * rng.uniform(0.92, 1.06)

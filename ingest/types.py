@@ -59,9 +59,7 @@ class Dataset:
     images: pd.DataFrame
     labels: np.ndarray
     fractions: pd.DataFrame
-    errors: pd.DataFrame = dataclasses.field(
-        default_factory=lambda: pd.DataFrame(columns=["row", "file", "message"])
-    )
+    errors: pd.DataFrame = dataclasses.field(default_factory=lambda: pd.DataFrame(columns=["row", "file", "message"]))
     # Imaging domain ('derm' | 'eye' | 'rad' | 'none'), matched against encoders.domain (E1),
     # and the adapter options the labels were derived with (e.g. uncertainty='zeros').
     domain: str = "none"
@@ -79,13 +77,11 @@ class Dataset:
         """Row numbers of the train subset for a label fraction and seed, in store order."""
         if fraction >= 1.0:
             return self.split_rows("train")
-        chosen = self.fractions[
-            (self.fractions["seed"] == seed) & np.isclose(self.fractions["fraction"], fraction)
-        ]["image_id"]
+        chosen = self.fractions[(self.fractions["seed"] == seed) & np.isclose(self.fractions["fraction"], fraction)][
+            "image_id"
+        ]
         if chosen.empty:
-            raise InputError(
-                f"dataset {self.name!r} has no label-fraction subset {fraction:g} for seed {seed}"
-            )
+            raise InputError(f"dataset {self.name!r} has no label-fraction subset {fraction:g} for seed {seed}")
         mask = self.images["image_id"].isin(set(chosen)).to_numpy()
         return np.flatnonzero(mask)
 
@@ -111,7 +107,8 @@ class Dataset:
         h.update("\n".join(self.images["split"].astype(str)).encode())
         h.update(np.ascontiguousarray(np.asarray(self.labels, dtype=np.int64)).tobytes())
         fractions = self.fractions[["seed", "fraction", "image_id"]].astype(
-            {"seed": "int64", "fraction": "float64", "image_id": str})
+            {"seed": "int64", "fraction": "float64", "image_id": str}
+        )
         for seed, fraction, image_id in sorted(fractions.itertuples(index=False, name=None)):
             h.update(f"{seed}\t{fraction:.6f}\t{image_id}\n".encode())
         return h.hexdigest()

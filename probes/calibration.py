@@ -50,8 +50,9 @@ class Calibrator(Protocol):
 
 
 # Recalibration methods by name: a factory `task -> Calibrator` each (the classes below).
-CALIBRATORS: Registry[Callable[[Task], Calibrator]] = Registry("recalibration method",
-                                                               entry_point_group="crsbench.calibrators")
+CALIBRATORS: Registry[Callable[[Task], Calibrator]] = Registry(
+    "recalibration method", entry_point_group="crsbench.calibrators"
+)
 
 
 def _check(p: np.ndarray, y: np.ndarray | None, task: Task) -> tuple[np.ndarray, np.ndarray | None]:
@@ -131,8 +132,7 @@ class _Scaling:
         p, y = _check(p, y, self.task)
         if self.task is Task.MULTILABEL:
             z = _logit(p)
-            params = [_fit_sigmoid_scaling(z[:, j], y[:, j].astype(float), self.per_class)
-                      for j in range(p.shape[1])]
+            params = [_fit_sigmoid_scaling(z[:, j], y[:, j].astype(float), self.per_class) for j in range(p.shape[1])]
             self.w = np.array([w for w, _ in params])
             self.b = np.array([b for _, b in params])
         else:
@@ -225,8 +225,9 @@ class DirichletCalibration:
     def transform(self, p: np.ndarray) -> np.ndarray:
         p, _ = _check(p, None, self.task)
         if self.task is Task.MULTILABEL:
-            cols = [p[:, j] if m is None else m.predict_proba(self._features(p, j))[:, 1]
-                    for j, m in enumerate(self.models)]
+            cols = [
+                p[:, j] if m is None else m.predict_proba(self._features(p, j))[:, 1] for j, m in enumerate(self.models)
+            ]
             return np.column_stack(cols)
         model = self.models[0]
         if model is None:

@@ -27,9 +27,10 @@ def _targets(y: np.ndarray, task: Task, n_outputs: int) -> torch.Tensor:
 
 
 @register_probe(
-    "logreg", seeded=False,
+    "logreg",
+    seeded=False,
     description="l2 logistic regression, lambda = 1/N_train on the mean loss (sklearn C=1), "
-                "L-BFGS; multinomial for multiclass/ordinal, one-vs-rest per label for multilabel",
+    "L-BFGS; multinomial for multiclass/ordinal, one-vs-rest per label for multilabel",
 )
 def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     softmax = task is not Task.MULTILABEL
@@ -44,16 +45,18 @@ def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) 
 
 
 @register_probe(
-    "mlp", seeded=True,
+    "mlp",
+    seeded=True,
     description=f"Linear({MLP_HIDDEN}) + ReLU + Linear; AdamW lr {MLP_LR}, weight decay "
-                f"{MLP_WEIGHT_DECAY}, {MLP_STEPS} steps of {MLP_BATCH}-sample minibatches "
-                f"drawn with the fit seed; softmax (multiclass/ordinal) or sigmoid (multilabel)",
+    f"{MLP_WEIGHT_DECAY}, {MLP_STEPS} steps of {MLP_BATCH}-sample minibatches "
+    f"drawn with the fit seed; softmax (multiclass/ordinal) or sigmoid (multilabel)",
 )
 def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     gen = torch.Generator().manual_seed(int(seed))
     xt = torch.as_tensor(x, dtype=torch.float32)
-    net = torch.nn.Sequential(torch.nn.Linear(xt.shape[1], MLP_HIDDEN), torch.nn.ReLU(),
-                              torch.nn.Linear(MLP_HIDDEN, n_outputs))
+    net = torch.nn.Sequential(
+        torch.nn.Linear(xt.shape[1], MLP_HIDDEN), torch.nn.ReLU(), torch.nn.Linear(MLP_HIDDEN, n_outputs)
+    )
     with torch.no_grad():  # initialise from the fit's own generator, not the global one
         for layer in (net[0], net[2]):
             bound = 1.0 / np.sqrt(layer.in_features)
@@ -80,11 +83,13 @@ def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> 
 
 
 @register_probe(
-    "knn", seeded=False, deferred=True,
+    "knn",
+    seeded=False,
+    deferred=True,
     description=f"k-nearest neighbours, k = {KNN_K} (fewer if the training set is smaller), "
-                "Euclidean on standardised features; probability = fraction of the k "
-                "neighbours in each class (multiclass/ordinal) or with the label (multilabel); "
-                "neighbours exactly those of a float64 search, ties to the lower training row",
+    "Euclidean on standardised features; probability = fraction of the k "
+    "neighbours in each class (multiclass/ordinal) or with the label (multilabel); "
+    "neighbours exactly those of a float64 search, ties to the lower training row",
 )
 def knn(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     index = knn_search.prepare(torch.as_tensor(x))

@@ -76,11 +76,16 @@ def _dataset_name(d: str | Dataset) -> str:
     return d if isinstance(d, str) else d.name
 
 
-def plan_fits(datasets: Iterable[str | Dataset], encoders: Iterable[str] | None,
-              store: FeatureStore, *, probes: Sequence[str] | None = None,
-              fractions: Sequence[float] = LABEL_FRACTIONS,
-              seeds: Iterable[int] = FRACTION_SEEDS,
-              depths: Sequence[float] | None = None) -> list[FitKey]:
+def plan_fits(
+    datasets: Iterable[str | Dataset],
+    encoders: Iterable[str] | None,
+    store: FeatureStore,
+    *,
+    probes: Sequence[str] | None = None,
+    fractions: Sequence[float] = LABEL_FRACTIONS,
+    seeds: Iterable[int] = FRACTION_SEEDS,
+    depths: Sequence[float] | None = None,
+) -> list[FitKey]:
     """The fits of a grid, sorted; defaults are the paper's grid.
 
     `encoders` are encoder keys (`vit_tiny`, or `vit_tiny@lora-s0` for an adapted
@@ -104,17 +109,18 @@ def plan_fits(datasets: Iterable[str | Dataset], encoders: Iterable[str] | None,
                 refs.append(FeatureSetRef(dataset, key.encoder_id, key.regime))
         for ref in refs:
             for probe in probes:
-                probe_depths = depths if depths is not None else (
-                    DEPTHS if probe == PRIMARY_PROBE else (1.0,))
+                probe_depths = depths if depths is not None else (DEPTHS if probe == PRIMARY_PROBE else (1.0,))
                 for depth in probe_depths:
                     for fraction in fractions:
                         for seed in seeds:
-                            fits.add(FitKey(ref.encoder_id, dataset, float(depth), probe,
-                                            float(fraction), seed, ref.regime))
+                            fits.add(
+                                FitKey(ref.encoder_id, dataset, float(depth), probe, float(fraction), seed, ref.regime)
+                            )
     return sorted(fits)
 
 
 # -- input checks ------------------------------------------------------------------------------
+
 
 def _check_training_subsets(fits: list[FitKey], datasets: Mapping[str, Dataset]) -> None:
     for dataset_id, fraction, seed in sorted({(f.dataset_id, f.label_fraction, f.seed) for f in fits}):
@@ -122,8 +128,10 @@ def _check_training_subsets(fits: list[FitKey], datasets: Mapping[str, Dataset])
         train = ds.split_rows("train")
         rows = ds.fraction_rows(fraction, seed)
         if len(rows) == 0 or not np.isin(rows, train).all():
-            raise CrsbenchError(f"dataset {dataset_id!r}: label fraction {fraction:g} (seed {seed}) "
-                                f"is empty or not part of the train split")
+            raise CrsbenchError(
+                f"dataset {dataset_id!r}: label fraction {fraction:g} (seed {seed}) "
+                f"is empty or not part of the train split"
+            )
         labels = ds.labels[rows]
         if Task(ds.task) is Task.MULTILABEL:
             positives = labels.sum(axis=0)
@@ -135,11 +143,13 @@ def _check_training_subsets(fits: list[FitKey], datasets: Mapping[str, Dataset])
             which = "positive and negative" if Task(ds.task) is Task.MULTILABEL else "positive"
             raise CrsbenchError(
                 f"dataset {dataset_id!r}: label fraction {fraction:g} (seed {seed}) has no "
-                f"{which} example for {ds.label_names[bad[0]]!r}; a probe cannot be fitted")
+                f"{which} example for {ds.label_names[bad[0]]!r}; a probe cannot be fitted"
+            )
 
 
-def _targets_of(dataset_id: str, shift_targets: Mapping[str, Sequence[str]],
-                datasets: Mapping[str, Dataset]) -> list[Dataset]:
+def _targets_of(
+    dataset_id: str, shift_targets: Mapping[str, Sequence[str]], datasets: Mapping[str, Dataset]
+) -> list[Dataset]:
     out = []
     source = datasets[dataset_id]
     for name in shift_targets.get(dataset_id, ()):
@@ -154,8 +164,12 @@ def _targets_of(dataset_id: str, shift_targets: Mapping[str, Sequence[str]],
     return out
 
 
-def _read_checks(groups: Iterable[tuple[FeatureSetRef, float]], datasets: Mapping[str, Dataset],
-                 shift_targets: Mapping[str, Sequence[str]], store: FeatureStore) -> list[ReadCheck]:
+def _read_checks(
+    groups: Iterable[tuple[FeatureSetRef, float]],
+    datasets: Mapping[str, Dataset],
+    shift_targets: Mapping[str, Sequence[str]],
+    store: FeatureStore,
+) -> list[ReadCheck]:
     checks: list[ReadCheck] = []
     checked: set[tuple[FeatureSetRef, tuple[float, ...]]] = set()
     by_ref: dict[FeatureSetRef, list[float]] = defaultdict(list)
@@ -174,23 +188,27 @@ def _read_checks(groups: Iterable[tuple[FeatureSetRef, float]], datasets: Mappin
                 checked.add((target_ref, tuple(depths)))
         for depth in depths:
             checks.append(ReadCheck(ref, depth, CLEAN, source.split_rows("train"), stats=True))
-            checks.extend(ReadCheck(ev.ref, depth, ev.store_condition, ev.rows)
-                          for ev in eval_sets(source, ref, targets))
+            checks.extend(
+                ReadCheck(ev.ref, depth, ev.store_condition, ev.rows) for ev in eval_sets(source, ref, targets)
+            )
     return checks
 
 
 # -- execution ---------------------------------------------------------------------------------
 
+
 def _chunks(fits: list[FitKey], batch_size: int) -> Iterator[tuple[FeatureSetRef, float, list[FitKey]]]:
     groups: dict[tuple[FeatureSetRef, float, str], list[FitKey]] = defaultdict(list)
     for fit in fits:
         groups[(fit.feature_set, fit.depth, fit.probe)].append(fit)
-    for (ref, depth, _), members in sorted(groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, kv[0][1], kv[0][2])):
+    for (ref, depth, _), members in sorted(
+        groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, kv[0][1], kv[0][2])
+    ):
         # Largest fraction first, seeds together: a chunk then holds the fraction-1.0 fits
         # that an unseeded probe shares across seeds.
         members.sort(key=lambda f: (-f.label_fraction, f.seed))
         for start in range(0, len(members), batch_size):
-            yield ref, depth, members[start:start + batch_size]
+            yield ref, depth, members[start : start + batch_size]
 
 
 class _InProcess:
@@ -277,8 +295,9 @@ class _Distributed:
             job = next(source, None)
             if job is not None:
                 chunk, store, ds, targets, stats = job
-                future = self.client.submit(run_chunk, chunk, store, remote(ds),
-                                            [remote(t) for t in targets], stats, pure=False)
+                future = self.client.submit(
+                    run_chunk, chunk, store, remote(ds), [remote(t) for t in targets], stats, pure=False
+                )
                 pending[future] = job
                 running.add(future)
 
@@ -293,8 +312,12 @@ class _Distributed:
         self.client.close()
 
 
-def identify(fits: Iterable[FitKey], datasets: Mapping[str, Dataset],
-             shift_targets: Mapping[str, Sequence[str]], store: FeatureStore) -> list[FitKey]:
+def identify(
+    fits: Iterable[FitKey],
+    datasets: Mapping[str, Dataset],
+    shift_targets: Mapping[str, Sequence[str]],
+    store: FeatureStore,
+) -> list[FitKey]:
     """The fits with their data digest and weights hash filled in (what makes fit ids change
     when a dataset, a shift target or an encoder's weights change)."""
     data: dict[str, str] = {}
@@ -302,8 +325,7 @@ def identify(fits: Iterable[FitKey], datasets: Mapping[str, Dataset],
     out = []
     for fit in fits:
         if fit.dataset_id not in data:
-            targets = {t: datasets[t].data_digest() for t in shift_targets.get(fit.dataset_id, ())
-                       if t in datasets}
+            targets = {t: datasets[t].data_digest() for t in shift_targets.get(fit.dataset_id, ()) if t in datasets}
             data[fit.dataset_id] = fit_data_digest(datasets[fit.dataset_id].data_digest(), targets)
         ref = fit.feature_set
         if ref not in weights:
@@ -315,11 +337,20 @@ def identify(fits: Iterable[FitKey], datasets: Mapping[str, Dataset],
     return sorted(out)
 
 
-def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: FeatureStore, *,
-             shift_targets: Mapping[str, Sequence[str]], done: set[str], sink: Sink,
-             scheduler: str | None = None, batch_size: int = DEFAULT_BATCH_SIZE,
-             progress: ProgressFn | None = None, claims: Claims | None = None,
-             poll_s: float = 0.5) -> GridSummary:
+def run_grid(
+    fits: Iterable[FitKey],
+    datasets: Mapping[str, Dataset],
+    store: FeatureStore,
+    *,
+    shift_targets: Mapping[str, Sequence[str]],
+    done: set[str],
+    sink: Sink,
+    scheduler: str | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    progress: ProgressFn | None = None,
+    claims: Claims | None = None,
+    poll_s: float = 0.5,
+) -> GridSummary:
     """Run the fits whose ids are not in `done`; one `sink(runs, predictions)` call per chunk.
 
     Every input is checked before the first fit (feature sets complete and aligned with
@@ -334,8 +365,7 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
             raise CrsbenchError(f"dataset {fit.dataset_id!r} of fit {fit} was not given")
     all_fits = identify(given, datasets, shift_targets, store)
     todo = [f for f in all_fits if f.fit_id not in done]
-    summary = GridSummary(planned=len(all_fits), skipped=len(all_fits) - len(todo), fitted=0,
-                          runs=0, batches=0)
+    summary = GridSummary(planned=len(all_fits), skipped=len(all_fits) - len(todo), fitted=0, runs=0, batches=0)
     if not todo:
         return summary
     _check_training_subsets(todo, datasets)
@@ -346,7 +376,8 @@ def run_grid(fits: Iterable[FitKey], datasets: Mapping[str, Dataset], store: Fea
         if progress:
             progress("checking features", 0, 1)
         stats: dict[tuple[FeatureSetRef, float], TrainStats] = check_and_standardise(
-            store, checks, compute=executor.compute)
+            store, checks, compute=executor.compute
+        )
         if progress:
             progress("checking features", 1, 1)
         version = __version__

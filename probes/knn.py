@@ -28,23 +28,23 @@ import dataclasses
 
 import torch
 
-MARGIN = 27            # extra float32 candidates per query (k + MARGIN in all)
+MARGIN = 27  # extra float32 candidates per query (k + MARGIN in all)
 BLOCK_BYTES = 1 << 28  # float32 key matrix per query block: 256 MiB
-RERANK_BLOCK = 64      # queries re-ranked together: (64, k + MARGIN, D) float64
-EXACT_BLOCK = 4096     # training rows per step of the brute force
+RERANK_BLOCK = 64  # queries re-ranked together: (64, k + MARGIN, D) float64
+EXACT_BLOCK = 4096  # training rows per step of the brute force
 EXACT_ELEMENTS = 1 << 22  # float64 differences per step of the brute force (32 MiB)
-_U32 = 2.0 ** -24      # float32 unit roundoff
-_U64 = 2.0 ** -53
+_U32 = 2.0**-24  # float32 unit roundoff
+_U64 = 2.0**-53
 
 
 @dataclasses.dataclass(frozen=True)
 class TrainIndex:
     """A training set prepared once for many searches."""
 
-    x64: torch.Tensor   # (N, D) float64, the rows themselves (shared, not copied)
-    x32: torch.Tensor   # (N, D) float32 copy for the candidate search
+    x64: torch.Tensor  # (N, D) float64, the rows themselves (shared, not copied)
+    x32: torch.Tensor  # (N, D) float32 copy for the candidate search
     sq32: torch.Tensor  # (N,) float32 |t|^2
-    max_norm: float     # max_t |t|, for the rounding bound
+    max_norm: float  # max_t |t|, for the rounding bound
 
 
 def prepare(train: torch.Tensor) -> TrainIndex:
@@ -72,12 +72,12 @@ def neighbours_exact(index: TrainIndex, queries: torch.Tensor, k: int) -> torch.
     t_step = max(1, min(n, EXACT_BLOCK))
     q_step = max(1, EXACT_ELEMENTS // (t_step * max(d, 1)))
     for qs in range(0, q64.shape[0], q_step):
-        qb = q64[qs:qs + q_step, None, :]
+        qb = q64[qs : qs + q_step, None, :]
         dist = torch.empty(qb.shape[0], n, dtype=torch.float64)
         for ts in range(0, n, t_step):
-            dist[:, ts:ts + t_step] = _sqdist64(qb, index.x64[None, ts:ts + t_step])
+            dist[:, ts : ts + t_step] = _sqdist64(qb, index.x64[None, ts : ts + t_step])
         # a stable sort of rows already in index order breaks distance ties by index
-        out[qs:qs + q_step] = torch.sort(dist, dim=1, stable=True).indices[:, :k]
+        out[qs : qs + q_step] = torch.sort(dist, dim=1, stable=True).indices[:, :k]
     return out
 
 
@@ -87,8 +87,14 @@ class SearchStats:
     fallbacks: int = 0  # queries the candidate proof did not cover, redone exactly
 
 
-def neighbours(index: TrainIndex, queries: torch.Tensor, k: int, *,
-               block_bytes: int = BLOCK_BYTES, stats: SearchStats | None = None) -> torch.Tensor:
+def neighbours(
+    index: TrainIndex,
+    queries: torch.Tensor,
+    k: int,
+    *,
+    block_bytes: int = BLOCK_BYTES,
+    stats: SearchStats | None = None,
+) -> torch.Tensor:
     """The same indices as `neighbours_exact`, by float32 search + float64 re-rank."""
     n, d = index.x64.shape
     q64 = queries.to(torch.float64)
@@ -102,7 +108,7 @@ def neighbours(index: TrainIndex, queries: torch.Tensor, k: int, *,
     g64 = 4.0 * _gamma(d + 8, _U64)
     rows = max(1, block_bytes // max(1, 4 * n))
     for start in range(0, q64.shape[0], rows):
-        qb = q64[start:start + rows]
+        qb = q64[start : start + rows]
         if exact_only:
             redo.extend(range(start, start + qb.shape[0]))
             continue
@@ -112,15 +118,14 @@ def neighbours(index: TrainIndex, queries: torch.Tensor, k: int, *,
         bound_key = cand_keys.max(dim=1).values.to(torch.float64)
         q_norm = qb.norm(dim=1)
         q_sq = (qb * qb).sum(dim=1)
-        err = g32 * (2.0 * q_norm * index.max_norm + index.max_norm ** 2) \
-            + g64 * (q_norm + index.max_norm) ** 2
+        err = g32 * (2.0 * q_norm * index.max_norm + index.max_norm**2) + g64 * (q_norm + index.max_norm) ** 2
         for r0 in range(0, qb.shape[0], RERANK_BLOCK):
-            c = torch.sort(cand[r0:r0 + RERANK_BLOCK], dim=1).values  # index order for the tie rule
-            dist = _sqdist64(qb[r0:r0 + RERANK_BLOCK, None, :], index.x64[c])
+            c = torch.sort(cand[r0 : r0 + RERANK_BLOCK], dim=1).values  # index order for the tie rule
+            dist = _sqdist64(qb[r0 : r0 + RERANK_BLOCK, None, :], index.x64[c])
             order = torch.sort(dist, dim=1, stable=True).indices[:, :k]
-            out[start + r0:start + r0 + c.shape[0]] = torch.gather(c, 1, order)
-            kth = torch.gather(dist, 1, order[:, -1:])[:, 0] - q_sq[r0:r0 + RERANK_BLOCK]
-            proven = kth < bound_key[r0:r0 + RERANK_BLOCK] - err[r0:r0 + RERANK_BLOCK]
+            out[start + r0 : start + r0 + c.shape[0]] = torch.gather(c, 1, order)
+            kth = torch.gather(dist, 1, order[:, -1:])[:, 0] - q_sq[r0 : r0 + RERANK_BLOCK]
+            proven = kth < bound_key[r0 : r0 + RERANK_BLOCK] - err[r0 : r0 + RERANK_BLOCK]
             redo.extend((start + r0 + torch.nonzero(~proven).flatten()).tolist())
     if redo:
         picked = torch.tensor(redo, dtype=torch.int64)

@@ -32,14 +32,15 @@ TOL = 1e-9
 
 @dataclasses.dataclass
 class LogRegSolution:
-    coef: torch.Tensor        # (B, D, K): B independent problems, K outputs each
-    intercept: torch.Tensor   # (B, K)
+    coef: torch.Tensor  # (B, D, K): B independent problems, K outputs each
+    intercept: torch.Tensor  # (B, K)
     n_iter: int
     converged: bool
 
 
-def _objective(x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, softmax: bool,
-               lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+def _objective(
+    x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, softmax: bool, lam: float
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Loss per problem (B,) and gradient (B, D+1, K); the intercept is w's last row.
 
     `x` is the (n, D) design itself: no copy with a column of ones, which at scale would
@@ -70,14 +71,15 @@ def _hessian_bound_gram(x: torch.Tensor, block_rows: int = 2048) -> torch.Tensor
     n, d = x.shape
     gram = torch.zeros(d + 1, d + 1, dtype=torch_dtype)
     for start in range(0, n, block_rows):
-        xb = x[start:start + block_rows].to(torch.float32)
+        xb = x[start : start + block_rows].to(torch.float32)
         xb1 = torch.cat([xb, torch.ones(xb.shape[0], 1, dtype=torch.float32)], dim=1)
         gram += (xb1.T @ xb1).to(torch_dtype)
     return gram
 
 
-def fit_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = TOL,
-               max_iter: int = 2000, history: int = 10) -> LogRegSolution:
+def fit_logreg(
+    x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = TOL, max_iter: int = 2000, history: int = 10
+) -> LogRegSolution:
     """Solve B problems sharing the design `x` (n, D).
 
     softmax=True: `y` is one-hot (n, K) and B = 1 (multinomial). softmax=False: `y` is
@@ -148,8 +150,13 @@ def fit_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float = 
     return LogRegSolution(coef=w[:, :-1, :], intercept=w[:, -1, :], n_iter=it, converged=converged)
 
 
-def _two_loop(g: torch.Tensor, s_hist: list[torch.Tensor], y_hist: list[torch.Tensor],
-              rho_hist: list[torch.Tensor], precond: torch.Tensor) -> torch.Tensor:
+def _two_loop(
+    g: torch.Tensor,
+    s_hist: list[torch.Tensor],
+    y_hist: list[torch.Tensor],
+    rho_hist: list[torch.Tensor],
+    precond: torch.Tensor,
+) -> torch.Tensor:
     """The L-BFGS inverse-Hessian product H g per problem, H0 = gamma * precond."""
     q = g.clone()
     alphas = []
@@ -171,16 +178,14 @@ def _two_loop(g: torch.Tensor, s_hist: list[torch.Tensor], y_hist: list[torch.Te
     return r
 
 
-def predict_proba(coef: torch.Tensor, intercept: torch.Tensor, x: torch.Tensor,
-                  softmax: bool) -> torch.Tensor:
+def predict_proba(coef: torch.Tensor, intercept: torch.Tensor, x: torch.Tensor, softmax: bool) -> torch.Tensor:
     """Probabilities (n, K) for softmax problems, (n, L) for the per-label problems."""
     weights, bias = output_weights(coef, intercept, softmax)
     logits = torch.addmm(bias, x.to(torch_dtype), weights)
     return torch.softmax(logits, dim=1) if softmax else torch.sigmoid(logits)
 
 
-def output_weights(coef: torch.Tensor, intercept: torch.Tensor,
-                   softmax: bool) -> tuple[torch.Tensor, torch.Tensor]:
+def output_weights(coef: torch.Tensor, intercept: torch.Tensor, softmax: bool) -> tuple[torch.Tensor, torch.Tensor]:
     """(D, outputs) weights and (outputs,) biases of a solution, contiguous for fast products."""
     if softmax:
         return coef[0].contiguous(), intercept[0].contiguous()

@@ -71,6 +71,7 @@ def register_metric(name: str, doc: str) -> Callable[[MetricFn], MetricFn]:
     """Decorator: `fn(y, p, task) -> float` fills run-record column `name`, documented by `doc`
     (what it is, range, which way is better, METHODS section). The column reaches the run
     record, the Parquet parts and the warehouse's `runs` view with no other change."""
+
     def wrap(fn: MetricFn) -> MetricFn:
         if name in METRICS:
             raise ValueError(f"metric {name!r} registered twice")
@@ -111,6 +112,7 @@ def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[n
 
 
 # -- building blocks -----------------------------------------------------------------------
+
 
 def _auroc_columns(target: np.ndarray, score: np.ndarray) -> list[float]:
     """Binary AUROC of each column (NaN where a column holds one outcome only)."""
@@ -159,6 +161,7 @@ def _onehot(y: np.ndarray, k: int) -> np.ndarray:
 
 # -- the metrics ---------------------------------------------------------------------------
 
+
 @register_metric(
     "auroc",
     "Macro one-vs-rest AUROC over the classes (or labels) whose test labels hold both "
@@ -186,8 +189,7 @@ def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) ->
 
 @register_metric(
     "ece_adaptive",
-    "Adaptive ECE: as ece with 15 equal-mass bins. [0, 1], lower is better. docs/METHODS.md "
-    "§4.",
+    "Adaptive ECE: as ece with 15 equal-mass bins. [0, 1], lower is better. docs/METHODS.md §4.",
 )
 def adaptive_ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -280,8 +282,7 @@ def ordinal_mae(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     return float(np.mean(np.abs(p.argmax(axis=1) - y)))
 
 
-def reliability_bins(y: np.ndarray, p: np.ndarray, task: Task | str,
-                     n_bins: int = N_BINS) -> pd.DataFrame:
+def reliability_bins(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> pd.DataFrame:
     """The reliability diagram behind `ece`: per equal-width bin, the summed confidence and
     outcomes and the count (pooled over labels for multilabel), so diagrams can be summed
     over seeds before dividing. Columns: bin, confidence_sum, outcome_sum, count."""
@@ -289,12 +290,14 @@ def reliability_bins(y: np.ndarray, p: np.ndarray, task: Task | str,
     conf = np.concatenate([c for c, _ in _calibration_pairs(y, p, task)])
     hit = np.concatenate([h for _, h in _calibration_pairs(y, p, task)])
     index = _width_bins(conf, n_bins)
-    return pd.DataFrame({
-        "bin": np.arange(n_bins),
-        "confidence_sum": np.bincount(index, weights=conf, minlength=n_bins),
-        "outcome_sum": np.bincount(index, weights=hit, minlength=n_bins),
-        "count": np.bincount(index, minlength=n_bins),
-    })
+    return pd.DataFrame(
+        {
+            "bin": np.arange(n_bins),
+            "confidence_sum": np.bincount(index, weights=conf, minlength=n_bins),
+            "outcome_sum": np.bincount(index, weights=hit, minlength=n_bins),
+            "count": np.bincount(index, minlength=n_bins),
+        }
+    )
 
 
 def all_metrics(y: np.ndarray, p: np.ndarray, task: Task | str) -> dict[str, float]:

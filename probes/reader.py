@@ -53,8 +53,7 @@ def lazy_features(store: FeatureStore, ref: FeatureSetRef, depth: float, conditi
     return da.from_zarr(store.url, component=component, name=name, **kwargs)
 
 
-def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str,
-              rows: np.ndarray) -> np.ndarray:
+def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str, rows: np.ndarray) -> np.ndarray:
     """Materialise only `rows` (store order) of one array, as float64; NaN or +-inf is an error."""
     x = lazy_features(store, ref, depth, condition)[np.asarray(rows)]
     out = np.asarray(x.compute(scheduler="synchronous"), dtype=np.float64)
@@ -64,12 +63,15 @@ def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: 
 
 
 def _nan_message(ref: FeatureSetRef, depth: float, condition: str) -> str:
-    return (f"feature set {ref.path} has NaN or infinite features at {depth_key(depth)}/{condition}; "
-            f"re-run 'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'")
+    return (
+        f"feature set {ref.path} has NaN or infinite features at {depth_key(depth)}/{condition}; "
+        f"re-run 'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'"
+    )
 
 
-def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
-                      depths: Iterable[float], conditions: Iterable[str]) -> None:
+def check_feature_set(
+    store: FeatureStore, ref: FeatureSetRef, dataset: Dataset, depths: Iterable[float], conditions: Iterable[str]
+) -> None:
     """Completeness, row order and shapes of one feature set against its dataset."""
     if not store.is_complete(ref):
         try:
@@ -77,21 +79,25 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
         except CrsbenchError:
             raise CrsbenchError(
                 f"feature set {ref.path} is missing from {store.url}; run 'crsbench extract "
-                f"--encoder {ref.encoder_id} --dataset {ref.dataset}'") from None
+                f"--encoder {ref.encoder_id} --dataset {ref.dataset}'"
+            ) from None
         raise CrsbenchError(
             f"feature set {ref.path} in {store.url} is incomplete; finish it with 'crsbench "
-            f"extract --encoder {ref.encoder_id} --dataset {ref.dataset}'")
+            f"extract --encoder {ref.encoder_id} --dataset {ref.dataset}'"
+        )
     ids = store.image_ids(ref.dataset)
     expected = dataset.images["image_id"].astype(str).to_numpy()
     if ids.shape != expected.shape:
         raise CrsbenchError(
             f"feature store {store.url} has {len(ids)} rows for dataset {ref.dataset!r}, "
-            f"the dataset has {len(expected)} images; re-extract it")
+            f"the dataset has {len(expected)} images; re-extract it"
+        )
     if not np.array_equal(ids, expected):
         first = int(np.flatnonzero(ids != expected)[0])
         raise CrsbenchError(
             f"feature store {store.url} row {first} of dataset {ref.dataset!r} is image "
-            f"{ids[first]!r}, the dataset has {expected[first]!r} there; re-extract it")
+            f"{ids[first]!r}, the dataset has {expected[first]!r} there; re-extract it"
+        )
     # Same ids in the same order, but other image content (a replaced dataset):
     stored_digest = store.attrs(ref).get("image_digest")
     if stored_digest is not None and stored_digest != dataset.image_digest():
@@ -99,7 +105,8 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
             f"feature set {ref.path} in {store.url} was extracted from other images than dataset "
             f"{ref.dataset!r} now holds (image digest {stored_digest[:12]} there, "
             f"{dataset.image_digest()[:12]} now); re-extract it with 'crsbench extract --encoder "
-            f"{ref.encoder_id} --dataset {ref.dataset}'")
+            f"{ref.encoder_id} --dataset {ref.dataset}'"
+        )
     for depth in depths:
         # Each depth has its own width (CNN stages differ); conditions of a depth must agree.
         dims: set[int] = set()
@@ -108,11 +115,11 @@ def check_feature_set(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset,
             if arr.ndim != 2 or arr.shape[0] != len(expected):
                 raise CrsbenchError(
                     f"feature array {ref.path}/{depth_key(depth)}/{condition} has shape "
-                    f"{arr.shape}, expected ({len(expected)}, dim)")
+                    f"{arr.shape}, expected ({len(expected)}, dim)"
+                )
             dims.add(int(arr.shape[1]))
         if len(dims) > 1:
-            raise CrsbenchError(
-                f"feature set {ref.path} at depth {depth_key(depth)} mixes feature dims {sorted(dims)}")
+            raise CrsbenchError(f"feature set {ref.path} at depth {depth_key(depth)} mixes feature dims {sorted(dims)}")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,9 +137,11 @@ def _threads(graphs: list) -> list:
     return list(dask.compute(graphs, scheduler="threads")[0])
 
 
-def check_and_standardise(store: FeatureStore, checks: list[ReadCheck],
-                          compute: Callable[[list], list] = _threads,
-                          ) -> dict[tuple[FeatureSetRef, float], TrainStats]:
+def check_and_standardise(
+    store: FeatureStore,
+    checks: list[ReadCheck],
+    compute: Callable[[list], list] = _threads,
+) -> dict[tuple[FeatureSetRef, float], TrainStats]:
     """One lazy pass over every array a sweep needs: NaN/inf check plus train statistics.
 
     Runs before anything is fitted, so NaN or infinite features fail the sweep before a row is written.
@@ -154,8 +163,10 @@ def check_and_standardise(store: FeatureStore, checks: list[ReadCheck],
             mean, std = next(computed), next(computed)
             if not (np.isfinite(mean).all() and np.isfinite(std).all()):
                 # Finite values too large to square (|x| > ~1e154) overflow the statistics.
-                raise CrsbenchError(f"feature set {check.ref.path} at {depth_key(check.depth)} has "
-                                    f"features too large to standardise; re-extract it")
+                raise CrsbenchError(
+                    f"feature set {check.ref.path} at {depth_key(check.depth)} has "
+                    f"features too large to standardise; re-extract it"
+                )
             std = np.where(std > 0, std, 1.0)
             stats[(check.ref, check.depth)] = TrainStats(np.asarray(mean), np.asarray(std))
     return stats

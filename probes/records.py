@@ -54,9 +54,18 @@ class FitKey:
 
     @property
     def fit_id(self) -> str:
-        return _digest("fit", self.encoder_id, self.dataset_id, round(float(self.depth), 6),
-                       self.probe, round(float(self.label_fraction), 6), int(self.seed), self.regime,
-                       self.data_digest, self.weights_hash)
+        return _digest(
+            "fit",
+            self.encoder_id,
+            self.dataset_id,
+            round(float(self.depth), 6),
+            self.probe,
+            round(float(self.label_fraction), 6),
+            int(self.seed),
+            self.regime,
+            self.data_digest,
+            self.weights_hash,
+        )
 
     @property
     def feature_set(self) -> FeatureSetRef:
@@ -71,4 +80,3 @@ def fit_data_digest(source_digest: str, targets: dict[str, str]) -> str:
 def run_id(fit_id: str, eval_dataset_id: str, condition: str) -> str:
     """The id of one evaluation of a fit: deterministic, so reruns produce the same ids."""
     return _digest("run", fit_id, eval_dataset_id, condition)
-

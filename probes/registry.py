@@ -33,18 +33,17 @@ class ProbeEntry:
     deferred: bool = False
 
 
-def _entry(name: str, fit: FitFn, *, seeded: bool, description: str,
-           deferred: bool = False) -> ProbeEntry:
+def _entry(name: str, fit: FitFn, *, seeded: bool, description: str, deferred: bool = False) -> ProbeEntry:
     return ProbeEntry(name=name, fit=fit, seeded=seeded, description=description, deferred=deferred)
 
 
 # crsbench.probes.estimators registers logreg, mlp and knn on first lookup.
-PROBES: Registry[ProbeEntry] = Registry("probe", make=_entry, builtins=("crsbench.probes.estimators",),
-                                        entry_point_group="crsbench.probes")
+PROBES: Registry[ProbeEntry] = Registry(
+    "probe", make=_entry, builtins=("crsbench.probes.estimators",), entry_point_group="crsbench.probes"
+)
 
 
-def register_probe(name: str, *, seeded: bool, description: str,
-                   deferred: bool = False) -> Callable[[FitFn], FitFn]:
+def register_probe(name: str, *, seeded: bool, description: str, deferred: bool = False) -> Callable[[FitFn], FitFn]:
     """Decorator: `fit` becomes probe `name`."""
     return PROBES.register(name, seeded=seeded, description=description, deferred=deferred)
 

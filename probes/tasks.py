@@ -37,10 +37,10 @@ class Chunk:
 @dataclasses.dataclass(frozen=True)
 class EvalSet:
     eval_dataset_id: str
-    condition: str        # the run-record condition
-    ref: FeatureSetRef    # where its features live
+    condition: str  # the run-record condition
+    ref: FeatureSetRef  # where its features live
     store_condition: str  # the store array it reads
-    rows: np.ndarray      # rows of the eval dataset, store order
+    rows: np.ndarray  # rows of the eval dataset, store order
 
 
 def eval_sets(source: Dataset, ref: FeatureSetRef, targets: list[Dataset]) -> list[EvalSet]:
@@ -97,17 +97,18 @@ def fit_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, stats: TrainSt
             seconds = time.perf_counter() - start
             if entry.deferred:
                 del predictor, x_fit
-                predictor = _refitting(entry, x_train, positions, source.labels[rows], source.task,
-                                       k, key.seed)
+                predictor = _refitting(entry, x_train, positions, source.labels[rows], source.task, k, key.seed)
             if cache_key is not None:
                 shared[cache_key] = (predictor, seconds)
         fitted.append(Fitted(key, predictor, len(rows), seconds))
     return fitted
 
 
-def _refitting(entry: ProbeEntry, x_train: np.ndarray, positions: np.ndarray, y: np.ndarray,
-               task: Task, k: int, seed: int) -> Predictor:
+def _refitting(
+    entry: ProbeEntry, x_train: np.ndarray, positions: np.ndarray, y: np.ndarray, task: Task, k: int, seed: int
+) -> Predictor:
     """A predictor that fits at each call and lets the fit go (a deferred probe's memory)."""
+
     def predict(x_eval: np.ndarray) -> np.ndarray:
         x_fit = x_train if len(positions) == len(x_train) else x_train[positions]
         return entry.fit(x_fit, y, task, k, seed)(x_eval)
@@ -123,8 +124,9 @@ def _batches(sets: list[EvalSet]) -> list[list[EvalSet]]:
     return list(groups.values())
 
 
-def _read_batch(store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats,
-                rows: np.ndarray) -> np.ndarray:
+def _read_batch(
+    store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats, rows: np.ndarray
+) -> np.ndarray:
     """`rows` of every set of the batch, stacked condition-major and standardised in place."""
     n = len(rows)
     first = stats.apply_inplace(read_rows(store, batch[0].ref, depth, batch[0].store_condition, rows))
@@ -134,30 +136,31 @@ def _read_batch(store: FeatureStore, depth: float, batch: list[EvalSet], stats: 
     out[:n] = first
     del first
     for b, ev in enumerate(batch[1:], start=1):
-        out[b * n:(b + 1) * n] = stats.apply_inplace(
-            read_rows(store, ev.ref, depth, ev.store_condition, rows))
+        out[b * n : (b + 1) * n] = stats.apply_inplace(read_rows(store, ev.ref, depth, ev.store_condition, rows))
     return out
 
 
-def _predict_batch(store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats,
-                   fitted: list[Fitted]) -> list[list[np.ndarray]]:
+def _predict_batch(
+    store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats, fitted: list[Fitted]
+) -> list[list[np.ndarray]]:
     """probs[fit][set] over the batch's rows: one predictor call per fit and block of rows."""
     rows = batch[0].rows
     step = max(1, EVAL_BLOCK_ROWS // len(batch))
     pieces: list[list[list[np.ndarray]]] = [[[] for _ in batch] for _ in fitted]
     for start in range(0, len(rows), step):
-        block = rows[start:start + step]
+        block = rows[start : start + step]
         x = _read_batch(store, depth, batch, stats, block)
         for f, fit in enumerate(fitted):
             probs = fit.predictor(x)
             for b in range(len(batch)):
-                pieces[f][b].append(probs[b * len(block):(b + 1) * len(block)])
+                pieces[f][b].append(probs[b * len(block) : (b + 1) * len(block)])
         del x
     return [[np.concatenate(p) for p in per_fit] for per_fit in pieces]
 
 
-def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, source: Dataset,
-                   targets: list[Dataset], stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
+def evaluate_chunk(
+    chunk: Chunk, fitted: list[Fitted], store: FeatureStore, source: Dataset, targets: list[Dataset], stats: TrainStats
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluate every fit on every eval set; returns (runs, predictions).
 
     The 16 conditions of the test split are stacked and each predictor is called once on
@@ -180,28 +183,49 @@ def evaluate_chunk(chunk: Chunk, fitted: list[Fitted], store: FeatureStore, sour
             key = fit.key
             for ev, probs in zip(batch, per_set):
                 rid = run_id(key.fit_id, ev.eval_dataset_id, ev.condition)
-                run_rows.append({
-                    "run_id": rid, "fit_id": key.fit_id, "encoder_id": key.encoder_id,
-                    "dataset_id": key.dataset_id, "eval_dataset_id": ev.eval_dataset_id,
-                    "regime": key.regime, "probe": key.probe, "depth": float(key.depth),
-                    "label_fraction": float(key.label_fraction), "seed": int(key.seed),
-                    "condition": ev.condition, **all_metrics(y_eval, probs, Task(data.task)),
-                    "n_train": fit.n_train, "n_test": len(rows), "fit_seconds": fit.seconds,
-                    "pretrained": chunk.pretrained, "code_version": chunk.code_version,
-                    "created_at": created,
-                })
-                pred_parts.append(pd.DataFrame({
-                    "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ev.eval_dataset_id,
-                    "condition": ev.condition, "row_index": row_index,
-                    "image_id": image_ids, "probs": list(probs.astype(np.float32)),
-                }))
+                run_rows.append(
+                    {
+                        "run_id": rid,
+                        "fit_id": key.fit_id,
+                        "encoder_id": key.encoder_id,
+                        "dataset_id": key.dataset_id,
+                        "eval_dataset_id": ev.eval_dataset_id,
+                        "regime": key.regime,
+                        "probe": key.probe,
+                        "depth": float(key.depth),
+                        "label_fraction": float(key.label_fraction),
+                        "seed": int(key.seed),
+                        "condition": ev.condition,
+                        **all_metrics(y_eval, probs, Task(data.task)),
+                        "n_train": fit.n_train,
+                        "n_test": len(rows),
+                        "fit_seconds": fit.seconds,
+                        "pretrained": chunk.pretrained,
+                        "code_version": chunk.code_version,
+                        "created_at": created,
+                    }
+                )
+                pred_parts.append(
+                    pd.DataFrame(
+                        {
+                            "run_id": rid,
+                            "fit_id": key.fit_id,
+                            "eval_dataset_id": ev.eval_dataset_id,
+                            "condition": ev.condition,
+                            "row_index": row_index,
+                            "image_id": image_ids,
+                            "probs": list(probs.astype(np.float32)),
+                        }
+                    )
+                )
     runs = pd.DataFrame(run_rows, columns=runs_schema().names)
     predictions = pd.concat(pred_parts, ignore_index=True)[PREDICTIONS.names]
     return runs, predictions
 
 
-def run_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[Dataset],
-              stats: TrainStats) -> tuple[pd.DataFrame, pd.DataFrame]:
+def run_chunk(
+    chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[Dataset], stats: TrainStats
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions)."""
     fitted = fit_chunk(chunk, store, source, stats)
     return evaluate_chunk(chunk, fitted, store, source, targets, stats)

@@ -29,18 +29,26 @@ from crsbench.probes.metrics import N_BINS, _calibration_pairs, _onehot, _width_
 
 @dataclass(frozen=True)
 class _Column:
-    pos: np.ndarray         # rows of the positives
+    pos: np.ndarray  # rows of the positives
     neg_sorted: np.ndarray  # rows of the negatives, by ascending score
-    cuts: np.ndarray        # segment starts in neg_sorted (0 first) for np.add.reduceat
-    below: np.ndarray       # per positive: index into the prefix sums [0, cut_1, ..., n_neg]
+    cuts: np.ndarray  # segment starts in neg_sorted (0 first) for np.add.reduceat
+    below: np.ndarray  # per positive: index into the prefix sums [0, cut_1, ..., n_neg]
     at_or_below: np.ndarray  # of the negatives scored strictly lower / lower or equal
 
 
 class RunScorer:
     """One run's predictions, prepared for scoring under weight matrices of shape (n, R)."""
 
-    def __init__(self, y: np.ndarray, p: np.ndarray, task: Task | str, *, auroc: bool = True,
-                 ece: bool = False, n_bins: int = N_BINS) -> None:
+    def __init__(
+        self,
+        y: np.ndarray,
+        p: np.ndarray,
+        task: Task | str,
+        *,
+        auroc: bool = True,
+        ece: bool = False,
+        n_bins: int = N_BINS,
+    ) -> None:
         y, p, task = check_predictions(y, p, task)
         self.n = p.shape[0]
         self._columns: list[_Column] = []
@@ -69,8 +77,7 @@ class RunScorer:
             running = np.zeros((len(col.cuts) + 1, w.shape[1]), dtype=np.int32)
             np.cumsum(segments, axis=0, out=running[1:])
             w_pos = w[col.pos]
-            numerator = (w_pos * (running[col.below] + running[col.at_or_below])).sum(
-                axis=0, dtype=np.int64)
+            numerator = (w_pos * (running[col.below] + running[col.at_or_below])).sum(axis=0, dtype=np.int64)
             pairs = 2 * w_pos.sum(axis=0, dtype=np.int64) * running[-1].astype(np.int64)
             ok = pairs > 0
             total[ok] += numerator[ok] / pairs[ok]
@@ -96,8 +103,7 @@ def _prepare_column(positive: np.ndarray, score: np.ndarray) -> _Column:
     inner = np.unique(np.concatenate([below, at_or_below]))
     cuts = np.concatenate([[0], inner[(inner > 0) & (inner < len(neg))]]).astype(np.intp)
     ends = np.concatenate([cuts, [len(neg)]])  # prefix sum k covers neg_sorted[:ends[k]]
-    return _Column(pos, neg_sorted, cuts, np.searchsorted(ends, below),
-                   np.searchsorted(ends, at_or_below))
+    return _Column(pos, neg_sorted, cuts, np.searchsorted(ends, below), np.searchsorted(ends, at_or_below))
 
 
 def _as_weights(weights: np.ndarray, n: int) -> np.ndarray:

@@ -206,6 +206,7 @@ def answer(wh: Warehouse, question: Question) -> pd.DataFrame:
 
 def markdown_table(frame: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
     """A GitHub Markdown table of the first max_rows rows (no extra dependency)."""
+
     def cell(value: object) -> str:
         if isinstance(value, (list, tuple, np.ndarray)):
             return ", ".join(map(str, value)) or "(none)"
@@ -213,10 +214,11 @@ def markdown_table(frame: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
             return "NULL"
         return str(value).replace("|", "\\|")
 
-    lines = ["| " + " | ".join(map(str, frame.columns)) + " |",
-             "|" + "---|" * len(frame.columns)]
-    lines += ["| " + " | ".join(cell(v) for v in row) + " |"
-              for row in frame.head(max_rows).itertuples(index=False, name=None)]
+    lines = ["| " + " | ".join(map(str, frame.columns)) + " |", "|" + "---|" * len(frame.columns)]
+    lines += [
+        "| " + " | ".join(cell(v) for v in row) + " |"
+        for row in frame.head(max_rows).itertuples(index=False, name=None)
+    ]
     if len(frame) > max_rows:
         lines.append(f"\n({len(frame) - max_rows} more rows)")
     if frame.empty:
@@ -225,19 +227,22 @@ def markdown_table(frame: pd.DataFrame, max_rows: int = MAX_ROWS) -> str:
 
 
 def render(db: Path) -> str:
-    out = ["# Analyst guide", "",
-           "Ten questions answered in SQL on the warehouse. Each shows the query and the answer it "
-           "gave on the demo warehouse (`crsbench demo`); run any of them with "
-           "`crsbench sql \"...\"`, the `duckdb` shell, or `Warehouse.sql()` in Python. Column "
-           "meanings: [DATA_DICTIONARY.md](DATA_DICTIONARY.md) or `crsbench describe NAME`; "
-           "formulas: [METHODS.md](METHODS.md). The demo's encoders are tiny random-initialised "
-           "stand-ins on toy data, so the numbers show the method, not real encoders.", "",
-           "Regenerate from a demo warehouse: "
-           "`python scripts/analyst_guide.py --db demo-out/crsbench.duckdb`.", ""]
+    out = [
+        "# Analyst guide",
+        "",
+        "Ten questions answered in SQL on the warehouse. Each shows the query and the answer it "
+        "gave on the demo warehouse (`crsbench demo`); run any of them with "
+        '`crsbench sql "..."`, the `duckdb` shell, or `Warehouse.sql()` in Python. Column '
+        "meanings: [DATA_DICTIONARY.md](DATA_DICTIONARY.md) or `crsbench describe NAME`; "
+        "formulas: [METHODS.md](METHODS.md). The demo's encoders are tiny random-initialised "
+        "stand-ins on toy data, so the numbers show the method, not real encoders.",
+        "",
+        "Regenerate from a demo warehouse: `python scripts/analyst_guide.py --db demo-out/crsbench.duckdb`.",
+        "",
+    ]
     with Warehouse.open(db, read_only=True) as wh:
         for i, q in enumerate(QUESTIONS, start=1):
-            out += [f"## {i}. {q.title}", "", q.why, "", "```sql", q.sql, "```", "",
-                    markdown_table(answer(wh, q)), ""]
+            out += [f"## {i}. {q.title}", "", q.why, "", "```sql", q.sql, "```", "", markdown_table(answer(wh, q)), ""]
     return "\n".join(out)
 
 

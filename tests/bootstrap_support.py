@@ -31,8 +31,10 @@ CONDITIONS = PERTURBED_CONDITIONS[:6]
 
 
 def _datasets() -> dict[str, Dataset]:
-    return {"derm": make_dataset("derm", "multiclass", 400, 4, seed=11, split_share=(0.4, 0.1)),
-            "cxr": make_dataset("cxr", "multilabel", 400, 3, seed=12, split_share=(0.4, 0.1))}
+    return {
+        "derm": make_dataset("derm", "multiclass", 400, 4, seed=11, split_share=(0.4, 0.1)),
+        "cxr": make_dataset("cxr", "multilabel", 400, 3, seed=12, split_share=(0.4, 0.1)),
+    }
 
 
 def _probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generator) -> np.ndarray:
@@ -45,8 +47,9 @@ def _probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generat
     return (z / z.sum(axis=1, keepdims=True)).astype(np.float32)
 
 
-def cell_batches(ds: Dataset, encoder: str, quality: float, k: int,
-                 perturbed: tuple[str, ...] = CONDITIONS) -> tuple[pd.DataFrame, pd.DataFrame]:
+def cell_batches(
+    ds: Dataset, encoder: str, quality: float, k: int, perturbed: tuple[str, ...] = CONDITIONS
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs and predictions of one (encoder, dataset) cell: clean at every fraction x seed,
     the perturbed conditions at fraction 1.0."""
     rows = ds.split_rows("test")
@@ -55,26 +58,49 @@ def cell_batches(ds: Dataset, encoder: str, quality: float, k: int,
     for fraction in LABEL_FRACTIONS:
         for seed in FRACTION_SEEDS:
             key = FitKey(encoder, ds.name, 1.0, "logreg", fraction, seed)
-            strength = quality * (0.8 + 0.2 * fraction ** 0.3)
+            strength = quality * (0.8 + 0.2 * fraction**0.3)
             conditions = ["clean", *perturbed] if fraction == 1.0 else ["clean"]
             for c, condition in enumerate(conditions):
                 noise_seed = 0 if fraction == 1.0 else seed
                 rng = np.random.default_rng([k, len(ds.name), int(fraction * 100), noise_seed, c])
                 p = _probs(ds, rows, strength * (1 - 0.04 * c), rng)
                 rid = run_id(key.fit_id, ds.name, condition)
-                runs.append({"run_id": rid, "fit_id": key.fit_id, "encoder_id": encoder,
-                             "dataset_id": ds.name, "eval_dataset_id": ds.name, "regime": "frozen",
-                             "probe": "logreg", "depth": 1.0, "label_fraction": fraction,
-                             "seed": seed, "condition": condition,
-                             **all_metrics(ds.labels[rows], p.astype(np.float64), ds.task),
-                             "n_train": 10, "n_test": len(rows), "fit_seconds": 0.0,
-                             "pretrained": False, "code_version": "test", "created_at": created})
-                preds.append(pd.DataFrame({
-                    "run_id": rid, "fit_id": key.fit_id, "eval_dataset_id": ds.name,
-                    "condition": condition, "row_index": rows.astype(np.int32),
-                    "image_id": ds.images["image_id"].to_numpy()[rows], "probs": list(p)}))
-    return (pd.DataFrame(runs, columns=runs_schema().names),
-            pd.concat(preds, ignore_index=True)[PREDICTIONS.names])
+                runs.append(
+                    {
+                        "run_id": rid,
+                        "fit_id": key.fit_id,
+                        "encoder_id": encoder,
+                        "dataset_id": ds.name,
+                        "eval_dataset_id": ds.name,
+                        "regime": "frozen",
+                        "probe": "logreg",
+                        "depth": 1.0,
+                        "label_fraction": fraction,
+                        "seed": seed,
+                        "condition": condition,
+                        **all_metrics(ds.labels[rows], p.astype(np.float64), ds.task),
+                        "n_train": 10,
+                        "n_test": len(rows),
+                        "fit_seconds": 0.0,
+                        "pretrained": False,
+                        "code_version": "test",
+                        "created_at": created,
+                    }
+                )
+                preds.append(
+                    pd.DataFrame(
+                        {
+                            "run_id": rid,
+                            "fit_id": key.fit_id,
+                            "eval_dataset_id": ds.name,
+                            "condition": condition,
+                            "row_index": rows.astype(np.int32),
+                            "image_id": ds.images["image_id"].to_numpy()[rows],
+                            "probs": list(p),
+                        }
+                    )
+                )
+    return (pd.DataFrame(runs, columns=runs_schema().names), pd.concat(preds, ignore_index=True)[PREDICTIONS.names])
 
 
 def build_world(folder: Path, encoders: dict[str, float] | None = None) -> Path:

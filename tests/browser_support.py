@@ -23,10 +23,19 @@ from typing import Any
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 CHROMIUM_FLAGS = (
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--disable-default-apps",
-    "--disable-extensions", "--no-first-run", "--no-default-browser-check",
-    "--mute-audio", "--hide-scrollbars", "--remote-debugging-pipe",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-extensions",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--remote-debugging-pipe",
 )
 
 # Evaluated in the page once it has loaded: waits for every image to decode, then
@@ -118,8 +127,11 @@ class _Pipe:
         self.stderr_file = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
             [executable, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", "about:blank"],
-            preexec_fn=wire_fds, close_fds=False, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=self.stderr_file,
+            preexec_fn=wire_fds,
+            close_fds=False,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=self.stderr_file,
         )
         os.close(to_chrome_r)
         os.close(from_chrome_w)
@@ -127,8 +139,9 @@ class _Pipe:
         self._next_id = 0
         self.events: list[dict[str, Any]] = []
 
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout_s: float = 30.0) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict | None = None, session: str | None = None, timeout_s: float = 30.0
+    ) -> dict[str, Any]:
         self._next_id += 1
         message: dict[str, Any] = {"id": self._next_id, "method": method, "params": params or {}}
         if session:
@@ -199,9 +212,15 @@ class _Pipe:
             self.stderr_file.close()
 
 
-def inspect_page(html: Path, screenshot: Path | None = None, width: int = 1280, height: int = 900,
-                 full_page: bool = True, timeout_s: float = 60.0,
-                 executable: str | None = None) -> PageReport:
+def inspect_page(
+    html: Path,
+    screenshot: Path | None = None,
+    width: int = 1280,
+    height: int = 900,
+    full_page: bool = True,
+    timeout_s: float = 60.0,
+    executable: str | None = None,
+) -> PageReport:
     """Load `html` in headless Chromium; collect console errors, the DOM probe and a screenshot."""
     executable = executable or find_chromium()
     if executable is None:
@@ -222,22 +241,31 @@ def inspect_page(html: Path, screenshot: Path | None = None, width: int = 1280, 
     return report
 
 
-def _drive(pipe: _Pipe, report: PageReport, width: int, height: int, full_page: bool,
-           want_screenshot: bool, timeout_s: float) -> None:
+def _drive(
+    pipe: _Pipe, report: PageReport, width: int, height: int, full_page: bool, want_screenshot: bool, timeout_s: float
+) -> None:
     target = pipe.send("Target.createTarget", {"url": "about:blank"}, timeout_s=timeout_s)
-    session = pipe.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True},
-                        timeout_s=timeout_s)["sessionId"]
+    session = pipe.send(
+        "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}, timeout_s=timeout_s
+    )["sessionId"]
     for domain in ("Runtime", "Log", "Network", "Page"):
         pipe.send(f"{domain}.enable", session=session)
-    pipe.send("Emulation.setDeviceMetricsOverride",
-              {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False}, session=session)
+    pipe.send(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
+        session=session,
+    )
     pipe.events.clear()
     navigation = pipe.send("Page.navigate", {"url": report.url}, session=session, timeout_s=timeout_s)
     if navigation.get("errorText"):
         raise BrowserError(f"could not open {report.url}: {navigation['errorText']}")
     pipe.wait_for("Page.loadEventFired", timeout_s)
-    result = pipe.send("Runtime.evaluate", {"expression": PAGE_PROBE, "awaitPromise": True,
-                                            "returnByValue": True}, session=session, timeout_s=timeout_s)
+    result = pipe.send(
+        "Runtime.evaluate",
+        {"expression": PAGE_PROBE, "awaitPromise": True, "returnByValue": True},
+        session=session,
+        timeout_s=timeout_s,
+    )
     if "exceptionDetails" in result:
         raise BrowserError(f"page probe failed: {result['exceptionDetails'].get('text')}")
     report.dom = result["result"].get("value") or {}
@@ -245,11 +273,17 @@ def _drive(pipe: _Pipe, report: PageReport, width: int, height: int, full_page: 
         if full_page:
             content = pipe.send("Page.getLayoutMetrics", session=session)["cssContentSize"]
             full_height = min(int(content["height"]) + 1, 16384)
-            pipe.send("Emulation.setDeviceMetricsOverride",
-                      {"width": width, "height": full_height, "deviceScaleFactor": 1, "mobile": False},
-                      session=session)
-        shot = pipe.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": full_page},
-                         session=session, timeout_s=timeout_s)
+            pipe.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": width, "height": full_height, "deviceScaleFactor": 1, "mobile": False},
+                session=session,
+            )
+        shot = pipe.send(
+            "Page.captureScreenshot",
+            {"format": "png", "captureBeyondViewport": full_page},
+            session=session,
+            timeout_s=timeout_s,
+        )
         report.screenshot = base64.b64decode(shot["data"])
     _collect_events(pipe.events, report)
 
@@ -293,8 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     for error in page.errors:
         print(f"page error: {error}", file=sys.stderr)
-    print(f"wrote {args[1]} ({len(page.dom.get('images', []))} images, "
-          f"{len(page.dom.get('sections', []))} sections)")
+    print(f"wrote {args[1]} ({len(page.dom.get('images', []))} images, {len(page.dom.get('sections', []))} sections)")
     return 1 if page.errors else 0
 
 

@@ -30,8 +30,7 @@ from crsbench.warehouse.panels import freeze_panel
 
 EXTRA = {"e6": 0.77, "e7": 0.83}
 ENCODERS = [*PROFILES, *EXTRA]
-DATASETS = {"derm": ("multiclass", 8), "fundus": ("ordinal", 5), "cxr": ("multilabel", 14),
-            "mimic": ("multilabel", 14)}
+DATASETS = {"derm": ("multiclass", 8), "fundus": ("ordinal", 5), "cxr": ("multilabel", 14), "mimic": ("multilabel", 14)}
 GRADES = 5
 
 
@@ -43,7 +42,7 @@ def scenario_runs() -> pd.DataFrame:
     runs["brier"] = 0.05 + 0.6 * (1 - runs["auroc"]) + offset
     fundus = runs["dataset_id"] == "fundus"
     runs["qwk"] = np.where(fundus, 2 * runs["auroc"] - 1 - 2 * offset, np.nan)
-    runs["ordinal_mae"] = np.where(fundus, 2.5 * (1 - runs["auroc"]) + offset ** 0.5, np.nan)
+    runs["ordinal_mae"] = np.where(fundus, 2.5 * (1 - runs["auroc"]) + offset**0.5, np.nan)
     return runs
 
 
@@ -58,8 +57,9 @@ def build(db: Path, runs: pd.DataFrame, members: list[str] | None = None, panel:
     return db
 
 
-def reference_scores(runs_or_axes: pd.DataFrame, members: list[str],
-                     anchors_from: list[str] | None = None, **weights) -> pd.DataFrame:
+def reference_scores(
+    runs_or_axes: pd.DataFrame, members: list[str], anchors_from: list[str] | None = None, **weights
+) -> pd.DataFrame:
     """Aggregate axes and CRS of the members, independently of the SQL (runs_factory's pandas
     METHODS.md §6-§8): anchors and Pareto reference = `anchors_from` (default: the members).
     Takes run records, or the encoder axes `encoder_axes` already computed from them."""
@@ -74,5 +74,4 @@ def encoder_axes(runs: pd.DataFrame) -> pd.DataFrame:
     return reference_axes_encoder(reference_axes_cell(runs))
 
 
-__all__ = ["AXES", "DATASETS", "ENCODERS", "GRADES", "build", "encoder_axes", "reference_scores",
-           "scenario_runs"]
+__all__ = ["AXES", "DATASETS", "ENCODERS", "GRADES", "build", "encoder_axes", "reference_scores", "scenario_runs"]

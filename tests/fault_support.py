@@ -17,9 +17,25 @@ from crsbench.warehouse.datasets import declare_shift, load_dataset, read_datase
 
 CLI = [sys.executable, "-c", "import sys; from crsbench.cli import main; sys.exit(main())"]
 # A grid of 2 sources x 2 probes x 2 fractions x 2 seeds = 16 fits, one per batch.
-PROBE_ARGS = ["probe", "--probe", "logreg", "--probe", "knn", "--depth", "1.0",
-              "--fraction", "1.0", "--fraction", "0.25", "--seed", "0", "--seed", "1",
-              "--batch-size", "1"]
+PROBE_ARGS = [
+    "probe",
+    "--probe",
+    "logreg",
+    "--probe",
+    "knn",
+    "--depth",
+    "1.0",
+    "--fraction",
+    "1.0",
+    "--fraction",
+    "0.25",
+    "--seed",
+    "0",
+    "--seed",
+    "1",
+    "--batch-size",
+    "1",
+]
 PLANNED_FITS = 16
 
 
@@ -27,9 +43,11 @@ def synthetic_warehouse(folder: Path) -> Path:
     """Two sources (one with a shift target), features of one encoder at full depth."""
     db = folder / "bench.duckdb"
     with Warehouse.open(db) as wh:
-        for ds in (make_dataset("derm", "multiclass", 120, 3, seed=1),
-                   make_dataset("cxr", "multilabel", 120, 3, seed=2),
-                   make_dataset("cxr2", "multilabel", 80, 3, seed=3)):
+        for ds in (
+            make_dataset("derm", "multiclass", 120, 3, seed=1),
+            make_dataset("cxr", "multilabel", 120, 3, seed=2),
+            make_dataset("cxr2", "multilabel", 80, 3, seed=3),
+        ):
             load_dataset(wh, ds)
         declare_shift(wh, "cxr", "cxr2")
         stored = {n: read_dataset(wh, n) for n in ("derm", "cxr", "cxr2")}
@@ -43,8 +61,9 @@ def env() -> dict[str, str]:
 
 
 def start(args: list[str], db: Path) -> subprocess.Popen:
-    return subprocess.Popen([*CLI, "--json", *args, "--db", str(db)], env=env(),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*CLI, "--json", *args, "--db", str(db)], env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def finish(proc: subprocess.Popen, timeout: float = 300) -> dict:

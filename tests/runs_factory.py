@@ -12,33 +12,73 @@ import numpy as np
 import pandas as pd
 
 FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
-PERTURBED = tuple(f"{name}-s{k}" for name in ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
-                  for k in (1, 2, 3))
+PERTURBED = tuple(
+    f"{name}-s{k}" for name in ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop") for k in (1, 2, 3)
+)
 AXES = ("discrimination", "calibration", "label_efficiency", "robustness")
-METRIC_COLUMNS = ("auroc", "ece", "ece_adaptive", "brier", "nll", "accuracy", "mean_confidence",
-                  "qwk", "ordinal_mae")
+METRIC_COLUMNS = ("auroc", "ece", "ece_adaptive", "brier", "nll", "accuracy", "mean_confidence", "qwk", "ordinal_mae")
 
 
-def run_row(encoder: str, dataset: str, eval_dataset: str, condition: str, fraction: float, seed: int,
-         auroc: float, ece: float, probe: str = "logreg", depth: float = 1.0,
-         regime: str = "frozen", pretrained: bool = False) -> dict:
+def run_row(
+    encoder: str,
+    dataset: str,
+    eval_dataset: str,
+    condition: str,
+    fraction: float,
+    seed: int,
+    auroc: float,
+    ece: float,
+    probe: str = "logreg",
+    depth: float = 1.0,
+    regime: str = "frozen",
+    pretrained: bool = False,
+) -> dict:
     fit_id = f"{encoder}|{dataset}|{regime}|{probe}|{depth}|{fraction}|{seed}"
     return {
-        "run_id": uuid.uuid4().hex, "fit_id": fit_id, "encoder_id": encoder, "dataset_id": dataset,
-        "eval_dataset_id": eval_dataset, "regime": regime, "probe": probe, "depth": depth,
-        "label_fraction": fraction, "seed": seed, "condition": condition, "auroc": auroc, "ece": ece,
-        "ece_adaptive": ece * 1.1, "brier": 0.2, "nll": 0.5, "accuracy": auroc - 0.1,
-        "mean_confidence": 0.7, "qwk": None, "ordinal_mae": None, "n_train": int(1000 * fraction),
-        "n_test": 200, "fit_seconds": 0.1, "pretrained": pretrained, "code_version": "test",
+        "run_id": uuid.uuid4().hex,
+        "fit_id": fit_id,
+        "encoder_id": encoder,
+        "dataset_id": dataset,
+        "eval_dataset_id": eval_dataset,
+        "regime": regime,
+        "probe": probe,
+        "depth": depth,
+        "label_fraction": fraction,
+        "seed": seed,
+        "condition": condition,
+        "auroc": auroc,
+        "ece": ece,
+        "ece_adaptive": ece * 1.1,
+        "brier": 0.2,
+        "nll": 0.5,
+        "accuracy": auroc - 0.1,
+        "mean_confidence": 0.7,
+        "qwk": None,
+        "ordinal_mae": None,
+        "n_train": int(1000 * fraction),
+        "n_test": 200,
+        "fit_seconds": 0.1,
+        "pretrained": pretrained,
+        "code_version": "test",
         "created_at": datetime(2025, 1, 1, tzinfo=timezone.utc),
     }
 
 
-def cell_runs(encoder: str, dataset: str, rng: np.random.Generator, *, quality: float = 0.8,
-              shift_target: str | None = None, seeds: Iterable[int] = range(5),
-              conditions: Sequence[str] = PERTURBED, regime: str = "frozen",
-              with_noise_rows: bool = True, ece_shift: float = 0.0, fragility: float = 1.0,
-              le_power: float = 0.3) -> list[dict]:
+def cell_runs(
+    encoder: str,
+    dataset: str,
+    rng: np.random.Generator,
+    *,
+    quality: float = 0.8,
+    shift_target: str | None = None,
+    seeds: Iterable[int] = range(5),
+    conditions: Sequence[str] = PERTURBED,
+    regime: str = "frozen",
+    with_noise_rows: bool = True,
+    ece_shift: float = 0.0,
+    fragility: float = 1.0,
+    le_power: float = 0.3,
+) -> list[dict]:
     """Every run the protocol grid (METHODS.md §14) gives one (encoder, dataset) cell, with seed-to-seed noise.
 
     quality moves every metric together; ece_shift, fragility and le_power move calibration,
@@ -48,25 +88,49 @@ def cell_runs(encoder: str, dataset: str, rng: np.random.Generator, *, quality: 
     rows: list[dict] = []
     for seed in seeds:
         for fraction in FRACTIONS:
-            base = quality * (0.75 + 0.25 * fraction ** le_power)
+            base = quality * (0.75 + 0.25 * fraction**le_power)
             auroc = float(np.clip(base + rng.normal(0, 0.02), 0.5, 1.0))
             ece = float(np.clip(0.05 + ece_shift + (1 - quality) * 0.3 + rng.normal(0, 0.01), 0.0, 1.0))
             rows.append(run_row(encoder, dataset, dataset, "clean", fraction, seed, auroc, ece, regime=regime))
             if with_noise_rows:
                 rows.append(run_row(encoder, dataset, dataset, "calib", fraction, seed, 0.99, 0.0, regime=regime))
-                rows.append(run_row(encoder, dataset, dataset, "clean", fraction, seed, 0.99, 0.0,
-                                 probe="mlp", regime=regime))
-                rows.append(run_row(encoder, dataset, dataset, "clean", fraction, seed, 0.99, 0.0,
-                                 depth=0.5, regime=regime))
+                rows.append(
+                    run_row(encoder, dataset, dataset, "clean", fraction, seed, 0.99, 0.0, probe="mlp", regime=regime)
+                )
+                rows.append(
+                    run_row(encoder, dataset, dataset, "clean", fraction, seed, 0.99, 0.0, depth=0.5, regime=regime)
+                )
             if fraction != 1.0:
                 continue
             for condition in conditions:
                 drop = rng.uniform(0.0, 0.15) * (1.2 - quality) * fragility
-                rows.append(run_row(encoder, dataset, dataset, condition, fraction, seed,
-                                 auroc - drop + rng.normal(0, 0.01), ece + drop / 3, regime=regime))
+                rows.append(
+                    run_row(
+                        encoder,
+                        dataset,
+                        dataset,
+                        condition,
+                        fraction,
+                        seed,
+                        auroc - drop + rng.normal(0, 0.01),
+                        ece + drop / 3,
+                        regime=regime,
+                    )
+                )
             if shift_target is not None:
-                rows.append(run_row(encoder, dataset, shift_target, "shift", fraction, seed,
-                                 auroc - rng.uniform(0.0, 0.1), ece + 0.02, regime=regime))
+                rows.append(
+                    run_row(
+                        encoder,
+                        dataset,
+                        shift_target,
+                        "shift",
+                        fraction,
+                        seed,
+                        auroc - rng.uniform(0.0, 0.1),
+                        ece + 0.02,
+                        regime=regime,
+                    )
+                )
     return rows
 
 
@@ -75,6 +139,7 @@ def frame(rows: list[dict]) -> pd.DataFrame:
 
 
 # -- independent reference computation (METHODS.md §6-§8) --------------------------------------
+
 
 def reference_axes_cell(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFrame:
     """METHODS.md §6 in pandas: seed means first, then ratios and drops between them."""
@@ -97,9 +162,17 @@ def reference_axes_cell(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFr
         rob = 1 - (0.5 * np.mean(deltas) + 0.5 * np.max(deltas)) if deltas else np.nan
         xs = np.log10(np.array(by_fraction.index, dtype=float))
         aulc = float(np.trapezoid(by_fraction.to_numpy(), xs) / (xs.max() - xs.min()))
-        out.append({"encoder_id": enc, "dataset_id": ds, "discrimination": full,
-                    "calibration": 1 - ece_full, "label_efficiency": le, "robustness": rob,
-                    "aulc": aulc})
+        out.append(
+            {
+                "encoder_id": enc,
+                "dataset_id": ds,
+                "discrimination": full,
+                "calibration": 1 - ece_full,
+                "label_efficiency": le,
+                "robustness": rob,
+                "aulc": aulc,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -115,14 +188,20 @@ def reference_anchors(table: pd.DataFrame, members: Sequence[str]) -> dict[str, 
     return {a: (float(sub[a].min()), float(sub[a].max())) for a in AXES}
 
 
-def reference_crs(table: pd.DataFrame, members: Sequence[str], anchors: dict[str, tuple[float, float]],
-                  w_axes: Sequence[float] = (0.25, 0.25, 0.25, 0.25),
-                  w_terms: Sequence[float] = (0.60, 0.25, 0.15)) -> pd.DataFrame:
+def reference_crs(
+    table: pd.DataFrame,
+    members: Sequence[str],
+    anchors: dict[str, tuple[float, float]],
+    w_axes: Sequence[float] = (0.25, 0.25, 0.25, 0.25),
+    w_terms: Sequence[float] = (0.60, 0.25, 0.15),
+) -> pd.DataFrame:
     """METHODS.md §8 for one scope: `table` has one row per encoder (axes columns)."""
     lo = np.array([anchors[a][0] for a in AXES])
     hi = np.array([anchors[a][1] for a in AXES])
-    norm = {r.encoder_id: np.clip((np.array([getattr(r, a) for a in AXES]) - lo) / (hi - lo), 0, 1)
-            for r in table.itertuples()}
+    norm = {
+        r.encoder_id: np.clip((np.array([getattr(r, a) for a in AXES]) - lo) / (hi - lo), 0, 1)
+        for r in table.itertuples()
+    }
     ref = [m for m in members if m in norm]
     rows = []
     for enc, x in norm.items():
@@ -145,13 +224,23 @@ def all_pairs(items: Sequence[str]) -> list[tuple[str, str]]:
 DATASETS = ("derm", "fundus", "cxr")  # multiclass, ordinal, multilabel (cxr -> mimic shift)
 SHIFT = {"cxr": "mimic"}
 # encoder -> (quality, ece_shift, fragility, le_power): AUROC and the other axes disagree.
-PROFILES = {"e1": (0.70, 0.00, 0.5, 0.15), "e2": (0.80, 0.05, 1.0, 0.30), "e3": (0.90, 0.12, 2.5, 0.60),
-            "e4": (0.75, -0.03, 0.8, 0.20), "e5": (0.85, 0.02, 1.5, 0.45)}
+PROFILES = {
+    "e1": (0.70, 0.00, 0.5, 0.15),
+    "e2": (0.80, 0.05, 1.0, 0.30),
+    "e3": (0.90, 0.12, 2.5, 0.60),
+    "e4": (0.75, -0.03, 0.8, 0.20),
+    "e5": (0.85, 0.02, 1.5, 0.45),
+}
 MISSING = {("e5", "fundus")}  # like BioViL: a chest-only encoder has no fundus cell
 
 
-def encoder_runs(encoder: str, seed: int = 0, quality: float | None = None,
-                 datasets: Sequence[str] = DATASETS, regime: str = "frozen") -> list[dict]:
+def encoder_runs(
+    encoder: str,
+    seed: int = 0,
+    quality: float | None = None,
+    datasets: Sequence[str] = DATASETS,
+    regime: str = "frozen",
+) -> list[dict]:
     """All runs of one encoder on the standard datasets (deterministic in encoder and seed)."""
     rows: list[dict] = []
     q, ece_shift, fragility, le_power = PROFILES.get(encoder, (0.8, 0.0, 1.0, 0.3))
@@ -162,8 +251,17 @@ def encoder_runs(encoder: str, seed: int = 0, quality: float | None = None,
         rng = np.random.default_rng([seed, k, sum(map(ord, encoder + regime))])
         # Datasets rank encoders differently, so the aggregate is not one encoder on top everywhere.
         cell_q = q + (0.08 * np.sin(3.0 * q * (k + 1) + k))
-        rows += cell_runs(encoder, ds, rng, quality=float(cell_q), shift_target=SHIFT.get(ds),
-                          regime=regime, ece_shift=ece_shift, fragility=fragility, le_power=le_power)
+        rows += cell_runs(
+            encoder,
+            ds,
+            rng,
+            quality=float(cell_q),
+            shift_target=SHIFT.get(ds),
+            regime=regime,
+            ece_shift=ece_shift,
+            fragility=fragility,
+            le_power=le_power,
+        )
     return rows
 
 

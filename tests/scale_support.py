@@ -48,8 +48,12 @@ def _stop(proc: subprocess.Popen, grace: float = 5.0) -> None:
 
 
 def s3_env(endpoint: str) -> dict[str, str]:
-    return {"AWS_ACCESS_KEY_ID": SECRET_KEY_ID, "AWS_SECRET_ACCESS_KEY": SECRET,
-            "AWS_DEFAULT_REGION": "us-east-1", "AWS_ENDPOINT_URL": endpoint}
+    return {
+        "AWS_ACCESS_KEY_ID": SECRET_KEY_ID,
+        "AWS_SECRET_ACCESS_KEY": SECRET,
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ENDPOINT_URL": endpoint,
+    }
 
 
 def clear_s3fs_cache() -> None:
@@ -66,8 +70,12 @@ def moto_server(log: Path, timeout: float = 30.0) -> Iterator[str]:
     for _ in range(3):  # the free port can be taken between probing and binding
         port = free_port()
         with open(log, "ab") as out:
-            proc = subprocess.Popen([str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
-                                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+            proc = subprocess.Popen(
+                [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         endpoint = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + timeout
         while proc.poll() is None and time.monotonic() < deadline:
@@ -109,8 +117,9 @@ def s3_environment(endpoint: str) -> Iterator[None]:
 class DaskCluster:
     """`dask scheduler` + N `dask worker` processes (one worker process, one thread each)."""
 
-    def __init__(self, root: Path, n_workers: int = 2, env: dict[str, str] | None = None,
-                 timeout: float = 60.0) -> None:
+    def __init__(
+        self, root: Path, n_workers: int = 2, env: dict[str, str] | None = None, timeout: float = 60.0
+    ) -> None:
         self.root, self.n_workers, self.timeout = root, n_workers, timeout
         self.env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **(env or {})}
         root.mkdir(parents=True, exist_ok=True)
@@ -122,20 +131,54 @@ class DaskCluster:
         log = self.root / f"{name}.log"
         self.logs.append(log)
         with open(log, "wb") as out:
-            self.procs.append(subprocess.Popen([str(BIN / "dask"), *args], stdout=out,
-                                               stderr=subprocess.STDOUT, env=self.env,
-                                               cwd=self.root, start_new_session=True))
+            self.procs.append(
+                subprocess.Popen(
+                    [str(BIN / "dask"), *args],
+                    stdout=out,
+                    stderr=subprocess.STDOUT,
+                    env=self.env,
+                    cwd=self.root,
+                    start_new_session=True,
+                )
+            )
 
     def __enter__(self) -> "DaskCluster":
         try:
-            self._spawn("scheduler", ["scheduler", "--host", "127.0.0.1", "--port", "0",
-                                      "--no-dashboard", "--scheduler-file", str(self.file)])
+            self._spawn(
+                "scheduler",
+                [
+                    "scheduler",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    "0",
+                    "--no-dashboard",
+                    "--scheduler-file",
+                    str(self.file),
+                ],
+            )
             self.address = self._wait_for_scheduler()
             for i in range(self.n_workers):
-                self._spawn(f"worker{i}", [
-                    "worker", self.address, "--host", "127.0.0.1", "--nworkers", "1",
-                    "--nthreads", "1", "--no-dashboard", "--name", f"w{i}",
-                    "--local-directory", str(self.root / f"w{i}"), "--death-timeout", "60"])
+                self._spawn(
+                    f"worker{i}",
+                    [
+                        "worker",
+                        self.address,
+                        "--host",
+                        "127.0.0.1",
+                        "--nworkers",
+                        "1",
+                        "--nthreads",
+                        "1",
+                        "--no-dashboard",
+                        "--name",
+                        f"w{i}",
+                        "--local-directory",
+                        str(self.root / f"w{i}"),
+                        "--death-timeout",
+                        "60",
+                    ],
+                )
             self._wait_for_workers()
         except BaseException:
             self.__exit__(None, None, None)

@@ -67,8 +67,9 @@ def test_replicates_equal_an_independent_resampling_of_the_runs(world):
     assert got.groupby("replicate")["crs"].apply(tuple).nunique() > 1
 
 
-def _cells(encoder: str, auroc: float, ece: float, ratio: float, drop: float, noise: float,
-           datasets=("derm", "cxr")) -> list[dict]:
+def _cells(
+    encoder: str, auroc: float, ece: float, ratio: float, drop: float, noise: float, datasets=("derm", "cxr")
+) -> list[dict]:
     """Clean runs at every fraction (AUROC(f) = ratio * AUROC(100 %) below full labels) and the
     15 perturbations (AUROC - drop), with seed-dependent noise of +-noise."""
     rows = []
@@ -77,18 +78,24 @@ def _cells(encoder: str, auroc: float, ece: float, ratio: float, drop: float, no
             jitter = noise * (seed - 2) / 2
             a = auroc + jitter
             for f in (0.01, 0.05, 0.1, 0.25, 1.0):
-                rows.append(run_row(encoder, dataset, dataset, "clean", f, seed,
-                                    a if f == 1.0 else ratio * a, ece + jitter / 2))
-            rows += [run_row(encoder, dataset, dataset, c, 1.0, seed, a - drop - jitter, ece)
-                     for c in PERTURBED]
+                rows.append(
+                    run_row(encoder, dataset, dataset, "clean", f, seed, a if f == 1.0 else ratio * a, ece + jitter / 2)
+                )
+            rows += [run_row(encoder, dataset, dataset, c, 1.0, seed, a - drop - jitter, ece) for c in PERTURBED]
     return rows
 
 
 def test_an_encoder_dominating_every_axis_is_always_first(tmp_path):
     rows = _cells("top", 0.95, 0.02, 0.98, 0.01, 0.004)
     for i, e in enumerate(["a", "b", "c", "d"]):
-        rows += _cells(e, 0.75 + 0.03 * i, 0.10 - 0.01 * ((i * 3) % 4), 0.85 + 0.02 * ((i + 1) % 4),
-                       0.05 + 0.01 * ((i + 2) % 4), 0.01)
+        rows += _cells(
+            e,
+            0.75 + 0.03 * i,
+            0.10 - 0.01 * ((i * 3) % 4),
+            0.85 + 0.02 * ((i + 1) % 4),
+            0.05 + 0.01 * ((i + 2) % 4),
+            0.01,
+        )
     db = build(tmp_path / "w.duckdb", frame(rows), ["top", "a", "b", "c", "d"])
     with Warehouse.open(db) as wh:
         result = run_analysis(wh, "bootstrap", {"replicates": 200, "resample": "seeds"})
@@ -105,8 +112,14 @@ def test_an_encoder_dominating_every_axis_is_always_first(tmp_path):
 def test_identical_seeds_collapse_every_interval_to_a_point(tmp_path):
     rows = []
     for i, e in enumerate(["a", "b", "c", "d", "e"]):
-        rows += _cells(e, 0.72 + 0.04 * i, 0.03 + 0.02 * ((i * 2) % 5), 0.80 + 0.03 * ((i + 3) % 5),
-                       0.02 + 0.015 * ((i + 1) % 5), noise=0.0)
+        rows += _cells(
+            e,
+            0.72 + 0.04 * i,
+            0.03 + 0.02 * ((i * 2) % 5),
+            0.80 + 0.03 * ((i + 3) % 5),
+            0.02 + 0.015 * ((i + 1) % 5),
+            noise=0.0,
+        )
     db = build(tmp_path / "w.duckdb", frame(rows), ["a", "b", "c", "d", "e"])
     with Warehouse.open(db) as wh:
         result = run_analysis(wh, "bootstrap", {"replicates": 200, "resample": "seeds"})
@@ -176,16 +189,34 @@ def test_cli_analyze_bootstrap_takes_replicates_and_seed(world, capsys):
     from crsbench.cli import main
 
     db, _ = world
-    assert main(["--json", "analyze", "bootstrap", "--panel", "p", "--replicates", "100", "--seed", "9",
-                 "--resample", "seeds",
-                 "--db", str(db)]) == 0
+    assert (
+        main(
+            [
+                "--json",
+                "analyze",
+                "bootstrap",
+                "--panel",
+                "p",
+                "--replicates",
+                "100",
+                "--seed",
+                "9",
+                "--resample",
+                "seeds",
+                "--db",
+                str(db),
+            ]
+        )
+        == 0
+    )
     payload = json.loads(capsys.readouterr().out)
     assert "analysis_bootstrap_encoders" in payload["tables"]
     assert {row["encoder_id"] for row in payload["summary"]} == set(MEMBERS)
     assert any(note.startswith("leading tier") for note in payload["notes"])
     with Warehouse.open(db) as wh:
-        params = json.loads(wh.sql("select params from analyses where analysis = 'bootstrap' "
-                                   "limit 1")["params"].iloc[0])
+        params = json.loads(
+            wh.sql("select params from analyses where analysis = 'bootstrap' limit 1")["params"].iloc[0]
+        )
         assert (params["replicates"], params["seed"], params["panel"]) == (100, 9, "p")
         assert wh.sql("select max(replicate) as r from analysis_bootstrap_replicates")["r"].iloc[0] == 100
     assert main(["analyze", "e3", "--seed", "1", "--db", str(db)]) == 1

@@ -30,12 +30,12 @@ def world(tmp_path_factory):
 
 
 def _intervals(wh: Warehouse, resample: str) -> pd.DataFrame:
-    return wh.sql("select * from bootstrap_intervals where panel = ? and resample = ?",
-                  [PANEL, resample])
+    return wh.sql("select * from bootstrap_intervals where panel = ? and resample = ?", [PANEL, resample])
 
 
-def _independent_interval(y: np.ndarray, p: np.ndarray, multilabel: bool,
-                          rng: np.random.Generator) -> tuple[float, float]:
+def _independent_interval(
+    y: np.ndarray, p: np.ndarray, multilabel: bool, rng: np.random.Generator
+) -> tuple[float, float]:
     """Percentile bootstrap of the macro AUROC, resampling images within each class stratum
     (multilabel: the lowest-index positive label, or none), scored by scikit-learn."""
     if multilabel:
@@ -57,8 +57,10 @@ def _independent_interval(y: np.ndarray, p: np.ndarray, multilabel: bool,
 def test_clean_auroc_interval_matches_an_independent_bootstrap_of_the_predictions(world):
     db, _ = world
     rng = np.random.default_rng(0)
-    datasets = {"derm": make_dataset("derm", "multiclass", 400, 4, seed=11, split_share=(0.4, 0.1)),
-                "cxr": make_dataset("cxr", "multilabel", 400, 3, seed=12, split_share=(0.4, 0.1))}
+    datasets = {
+        "derm": make_dataset("derm", "multiclass", 400, 4, seed=11, split_share=(0.4, 0.1)),
+        "cxr": make_dataset("cxr", "multilabel", 400, 3, seed=12, split_share=(0.4, 0.1)),
+    }
     with Warehouse.open(db, read_only=True) as wh:
         got = _intervals(wh, "images+seeds")
         # two cells per dataset keep the test short; every cell is computed the same way
@@ -67,12 +69,15 @@ def test_clean_auroc_interval_matches_an_independent_bootstrap_of_the_prediction
             stored = wh.sql(
                 "select p.row_index, p.probs from predictions p join runs r using (run_id) "
                 "where r.encoder_id = ? and r.dataset_id = ? and r.condition = 'clean' "
-                "and r.label_fraction = 1.0 and r.seed = 0 order by p.row_index", [encoder, name])
+                "and r.label_fraction = 1.0 and r.seed = 0 order by p.row_index",
+                [encoder, name],
+            )
             assert stored["row_index"].tolist() == rows.tolist()
             p = np.vstack(stored["probs"].to_numpy()).astype(np.float64)
             lo, hi = _independent_interval(ds.labels[rows], p, ds.task.value == "multilabel", rng)
-            row = got[(got["encoder_id"] == encoder) & (got["dataset_id"] == name)
-                      & (got["metric"] == "discrimination")].iloc[0]
+            row = got[
+                (got["encoder_id"] == encoder) & (got["dataset_id"] == name) & (got["metric"] == "discrimination")
+            ].iloc[0]
             assert row["lo"] == pytest.approx(lo, abs=0.01), (name, encoder)
             assert row["hi"] == pytest.approx(hi, abs=0.01), (name, encoder)
             assert row["hi"] - row["lo"] > 0.02  # the test set's noise is really there
@@ -96,14 +101,14 @@ def test_point_estimates_are_the_views_and_ties_follow_the_gap_interval(world):
     with Warehouse.open(db, read_only=True) as wh:
         got = _intervals(wh, "images+seeds")
         view = wh.sql("select encoder_id, crs, auroc from crs_encoder where panel = ?", [PANEL])
-        ci = wh.sql("select * from crs_encoder_ci where panel = ? and resample = 'images+seeds'",
-                    [PANEL]).set_index("encoder_id")
+        ci = wh.sql("select * from crs_encoder_ci where panel = ? and resample = 'images+seeds'", [PANEL]).set_index(
+            "encoder_id"
+        )
     agg = got[got["dataset_id"].isna() & got["encoder_id"].notna()]
     crs = agg[agg["metric"] == "crs"].set_index("encoder_id")["estimate"]
     assert crs.to_dict() == view.set_index("encoder_id")["crs"].to_dict()  # one definition
     # the gap interval, recomputed from the stored replicates
-    wide = replicates[replicates["replicate"] > 0].pivot(index="replicate", columns="encoder_id",
-                                                        values="crs")
+    wide = replicates[replicates["replicate"] > 0].pivot(index="replicate", columns="encoder_id", values="crs")
     leader = view.sort_values(["crs", "encoder_id"], ascending=[False, True])["encoder_id"].iloc[0]
     for encoder in ENCODERS:
         gap = wide[leader] - wide[encoder]
@@ -127,8 +132,7 @@ def test_rank_agreement_statistics_carry_intervals(world):
         taus.append(stats.kendalltau(rep["crs"], rep["auroc"]).statistic)
         rhos.append(stats.spearmanr(rep["crs"], rep["auroc"]).statistic)
         c, a = rep["crs"].to_numpy(), rep["auroc"].to_numpy()
-        reversals.append(sum((c[i] - c[j]) * (a[i] - a[j]) < 0
-                             for i in range(len(c)) for j in range(i + 1, len(c))))
+        reversals.append(sum((c[i] - c[j]) * (a[i] - a[j]) < 0 for i in range(len(c)) for j in range(i + 1, len(c))))
     for metric, values in (("kendall_tau", taus), ("spearman_rho", rhos), ("reversals", reversals)):
         lo, hi = np.nanpercentile(np.asarray(values, float), [2.5, 97.5])
         assert (panel_rows.loc[metric, "lo"], panel_rows.loc[metric, "hi"]) == pytest.approx((lo, hi))
@@ -166,7 +170,10 @@ def test_leaderboard_shows_intervals_ties_and_agreement_intervals(world, capsys)
     assert set(board) == set(ENCODERS)
     assert all(row["crs_lo"] <= row["crs"] <= row["crs_hi"] for row in board.values())
     assert {row["statistic"] for row in payload["rank_agreement_intervals"]} == {
-        "kendall_tau", "spearman_rho", "reversals"}
+        "kendall_tau",
+        "spearman_rho",
+        "reversals",
+    }
 
 
 def test_report_leaderboard_shows_tiers_intervals_and_anchor_noise(world, tmp_path):
@@ -175,10 +182,11 @@ def test_report_leaderboard_shows_tiers_intervals_and_anchor_noise(world, tmp_pa
     db, _ = world
     Bench(db).report(tmp_path / "r.html")
     html = (tmp_path / "r.html").read_text()
-    board = html[html.find("CRS leaderboard next to AUROC</h2>"):]
+    board = html[html.find("CRS leaderboard next to AUROC</h2>") :]
     assert ">=1<" in board and "AUROC [95% interval]" in board
     assert "images+seeds bootstrap" in board and "kendall_tau" in board
     with Warehouse.open(db, read_only=True) as wh:
-        flagged = wh.sql("select count(*) as n from panel_anchor_noise where panel = ? "
-                         "and amplifies_noise", [PANEL])["n"].iloc[0]
+        flagged = wh.sql("select count(*) as n from panel_anchor_noise where panel = ? and amplifies_noise", [PANEL])[
+            "n"
+        ].iloc[0]
     assert board.count("amplifies noise") >= flagged > 0

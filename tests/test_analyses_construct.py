@@ -43,11 +43,16 @@ def test_summary_matches_scipy_spearman(world, level):
 
 def test_summary_picks_the_largest_off_diagonal_axis_pair_only():
     # aulc correlates perfectly with discrimination but is not a CRS axis
-    rows = pd.DataFrame([
-        ("cell", "discrimination", "aulc", 1.0, 9), ("cell", "discrimination", "calibration", -0.7, 9),
-        ("cell", "calibration", "robustness", 0.2, 9), ("cell", "label_efficiency", "discrimination", 0.5, 9),
-        ("cell", "aulc", "label_efficiency", 0.1, 9),
-    ], columns=["level", "axis_a", "axis_b", "spearman_rho", "n"])
+    rows = pd.DataFrame(
+        [
+            ("cell", "discrimination", "aulc", 1.0, 9),
+            ("cell", "discrimination", "calibration", -0.7, 9),
+            ("cell", "calibration", "robustness", 0.2, 9),
+            ("cell", "label_efficiency", "discrimination", 0.5, 9),
+            ("cell", "aulc", "label_efficiency", 0.1, 9),
+        ],
+        columns=["level", "axis_a", "axis_b", "spearman_rho", "n"],
+    )
     got = construct_summary(rows).iloc[0]
     assert got["max_abs_axis_rho"] == 0.7 and got["max_axis_pair"] == "discrimination / calibration"
     assert got["rho_aulc_auroc"] == 1.0 and got["rho_le_auroc"] == 0.5 and got["rho_aulc_le"] == 0.1

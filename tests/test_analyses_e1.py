@@ -15,25 +15,44 @@ from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
 
 ENCODERS = {  # id: (scope, domain)
-    "panderm": ("specialty", "derm"), "retfound": ("specialty", "eye"), "raddino": ("specialty", "rad"),
-    "vit": ("general", "none"), "resnet": ("general", "none"),
-    "medsig": ("broad_medical", "none"), "biomed": ("broad_medical", "none"),
+    "panderm": ("specialty", "derm"),
+    "retfound": ("specialty", "eye"),
+    "raddino": ("specialty", "rad"),
+    "vit": ("general", "none"),
+    "resnet": ("general", "none"),
+    "medsig": ("broad_medical", "none"),
+    "biomed": ("broad_medical", "none"),
 }
 AUROC = {  # full-label clean AUROC on isic (derm), aptos (eye), chex (rad)
-    "panderm": (0.95, 0.80, 0.70), "retfound": (0.75, 0.90, 0.72), "raddino": (0.70, 0.78, 0.85),
-    "vit": (0.80, 0.82, 0.76), "resnet": (0.78, 0.79, 0.74),
-    "medsig": (0.88, 0.87, 0.82), "biomed": (0.84, 0.83, 0.80),
+    "panderm": (0.95, 0.80, 0.70),
+    "retfound": (0.75, 0.90, 0.72),
+    "raddino": (0.70, 0.78, 0.85),
+    "vit": (0.80, 0.82, 0.76),
+    "resnet": (0.78, 0.79, 0.74),
+    "medsig": (0.88, 0.87, 0.82),
+    "biomed": (0.84, 0.83, 0.80),
 }
-SHIFT = {"panderm": 0.60, "retfound": 0.62, "raddino": 0.80, "vit": 0.55, "resnet": 0.52,
-         "medsig": 0.78, "biomed": 0.74}  # chex -> mimic target AUROC
+SHIFT = {
+    "panderm": 0.60,
+    "retfound": 0.62,
+    "raddino": 0.80,
+    "vit": 0.55,
+    "resnet": 0.52,
+    "medsig": 0.78,
+    "biomed": 0.74,
+}  # chex -> mimic target AUROC
 
 
 def _warehouse(tmp_path):
     wh = Warehouse(tmp_path / "w.duckdb")
     for encoder_id, (scope, domain) in ENCODERS.items():
         add_encoder(wh, encoder_id, scope, domain)
-    for dataset_id, task, n, domain in [("isic", "multiclass", 8, "derm"), ("aptos", "ordinal", 5, "eye"),
-                                        ("chex", "multilabel", 14, "rad"), ("mimic", "multilabel", 14, "rad")]:
+    for dataset_id, task, n, domain in [
+        ("isic", "multiclass", 8, "derm"),
+        ("aptos", "ordinal", 5, "eye"),
+        ("chex", "multilabel", 14, "rad"),
+        ("mimic", "multilabel", 14, "rad"),
+    ]:
         add_dataset(wh, dataset_id, task, n, domain)
     wh.con.execute("insert into shift_pairs values ('chex', 'mimic', current_timestamp)")
     rows = []
@@ -64,8 +83,7 @@ def test_dspec_and_shift_retention_by_hand(tmp_path):
     medical = [SHIFT[e] for e in ("panderm", "retfound", "raddino", "medsig", "biomed")]
     general = [SHIFT["vit"], SHIFT["resnet"]]
     # Welch's t by its formula, independent of the scipy call in the analysis.
-    t_hand = (np.mean(general) - np.mean(medical)) / np.sqrt(
-        np.var(general, ddof=1) / 2 + np.var(medical, ddof=1) / 5)
+    t_hand = (np.mean(general) - np.mean(medical)) / np.sqrt(np.var(general, ddof=1) / 2 + np.var(medical, ddof=1) / 5)
     welch = result.tables["welch"].set_index(["metric", "group_a", "group_b"])
     row = welch.loc[("target_auroc", "general", "medical")]
     assert row["t"] == pytest.approx(t_hand)
@@ -93,14 +111,15 @@ def test_dood_uses_the_frozen_panel_crs(tmp_path):
 
 
 def test_specialisation_on_a_hand_table():
-    cells = pd.DataFrame({
-        "encoder_id": ["s"] * 4 + ["g"] * 2,
-        "dataset_id": ["a", "b", "c", "d", "a", "b"],
-        "auroc": [0.9, 0.8, 0.6, 0.7, 0.8, 0.8],
-        "crs": [0.7, 0.5, 0.2, np.nan, 0.4, 0.4],
-    })
-    encoders = pd.DataFrame({"encoder_id": ["s", "g"], "scope": ["specialty", "general"],
-                             "domain": ["rad", "none"]})
+    cells = pd.DataFrame(
+        {
+            "encoder_id": ["s"] * 4 + ["g"] * 2,
+            "dataset_id": ["a", "b", "c", "d", "a", "b"],
+            "auroc": [0.9, 0.8, 0.6, 0.7, 0.8, 0.8],
+            "crs": [0.7, 0.5, 0.2, np.nan, 0.4, 0.4],
+        }
+    )
+    encoders = pd.DataFrame({"encoder_id": ["s", "g"], "scope": ["specialty", "general"], "domain": ["rad", "none"]})
     datasets = pd.DataFrame({"dataset_id": list("abcd"), "domain": ["rad", "rad", "eye", "derm"]})
     flagged, per_encoder = specialisation(cells, encoders, datasets)
     row = per_encoder.set_index("encoder_id").loc["s"]

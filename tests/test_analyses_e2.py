@@ -31,8 +31,9 @@ def _fit(encoder, dataset, seed, evaluations, probe="logreg", fraction=1.0):
     """Runs + predictions of one fit: evaluations = [(condition, eval_dataset, ids, p)]."""
     runs, preds = [], []
     for condition, eval_id, ids, p in evaluations:
-        run = run_row(encoder, dataset, condition=condition, eval_dataset_id=eval_id, seed=seed,
-                      probe=probe, fraction=fraction)
+        run = run_row(
+            encoder, dataset, condition=condition, eval_dataset_id=eval_id, seed=seed, probe=probe, fraction=fraction
+        )
         runs.append(run)
         preds.append(prediction_rows(run, ids, p))
     return runs, preds
@@ -57,9 +58,16 @@ def warehouse(tmp_path):
             order = rng.permutation(N)  # labels stored in another order than the predictions
             add_labels(wh, "mc", [ids[split][i] for i in order], data[split][0][order], 3)
         truth[("mc", seed)] = data
-        r, p = _fit("enc", "mc", seed, [("calib", "mc", ids["calib"], data["calib"][1]),
-                                        ("clean", "mc", ids["test"], data["test"][1]),
-                                        ("jpeg-s2", "mc", ids["jpeg"], data["jpeg"][1])])
+        r, p = _fit(
+            "enc",
+            "mc",
+            seed,
+            [
+                ("calib", "mc", ids["calib"], data["calib"][1]),
+                ("clean", "mc", ids["test"], data["test"][1]),
+                ("jpeg-s2", "mc", ids["jpeg"], data["jpeg"][1]),
+            ],
+        )
         runs += r
         preds += p
         ml_ids = {split: [f"ml-{seed}-{split}-{i}" for i in range(N)] for split in ("calib", "test", "shift")}
@@ -67,9 +75,16 @@ def warehouse(tmp_path):
         for split in ml_ids:
             add_labels(wh, "ml2" if split == "shift" else "ml", ml_ids[split], ml[split][0], 3)
         truth[("ml", seed)] = ml
-        r, p = _fit("enc", "ml", seed, [("calib", "ml", ml_ids["calib"], ml["calib"][1]),
-                                        ("clean", "ml", ml_ids["test"], ml["test"][1]),
-                                        ("shift", "ml2", ml_ids["shift"], ml["shift"][1])])
+        r, p = _fit(
+            "enc",
+            "ml",
+            seed,
+            [
+                ("calib", "ml", ml_ids["calib"], ml["calib"][1]),
+                ("clean", "ml", ml_ids["test"], ml["test"][1]),
+                ("shift", "ml2", ml_ids["shift"], ml["shift"][1]),
+            ],
+        )
         runs += r
         preds += p
     # Ignored: another probe; and a primary fit without calib predictions (reported as skipped).
@@ -123,8 +138,12 @@ def test_methods_param_and_stored_tables(warehouse):
     result = run_analysis(wh, "e2", {"methods": "temperature,isotonic"})
     assert set(result.tables["fits"]["method"]) == {"temperature", "isotonic"}
     stored = wh.sql("select table_name, params from analyses where analysis = 'e2' order by 1")
-    assert stored["table_name"].tolist() == ["analysis_e2_cells", "analysis_e2_fits",
-                                             "analysis_e2_reliability", "analysis_e2_summary"]
+    assert stored["table_name"].tolist() == [
+        "analysis_e2_cells",
+        "analysis_e2_fits",
+        "analysis_e2_reliability",
+        "analysis_e2_summary",
+    ]
     assert json.loads(stored["params"][0]) == {"methods": "temperature,isotonic"}
     summary = wh.sql("select * from analysis_e2_summary")
     assert set(summary["method"]) == {"temperature", "isotonic"}
@@ -164,8 +183,7 @@ def test_reliability_bins_reproduce_the_ece_of_each_diagram(warehouse):
     rel = result.tables["reliability"]
     assert set(rel["method"]) == {"uncalibrated", "temperature"}
     assert set(rel["condition"]) <= {"clean", "shift"} and "clean" in set(rel["condition"])
-    assert ((rel["confidence"] >= 0) & (rel["confidence"] <= 1) & (rel["accuracy"] >= 0)
-            & (rel["accuracy"] <= 1)).all()
+    assert ((rel["confidence"] >= 0) & (rel["confidence"] <= 1) & (rel["accuracy"] >= 0) & (rel["accuracy"] <= 1)).all()
     # Each bin's confidence lies inside its own equal-width bin [b/15, (b+1)/15].
     assert (rel["confidence"] >= rel["bin"] / 15 - 1e-12).all()
     assert (rel["confidence"] <= (rel["bin"] + 1) / 15 + 1e-12).all()

@@ -10,8 +10,18 @@ from crsbench.warehouse.connection import Warehouse
 
 # (encoder, dataset) -> depth -> (AUROC seed 0, AUROC seed 1, ECE)
 SWEEPS = {
-    ("mid", "d1"): {0.25: (0.70, 0.70, 0.20), 0.5: (0.79, 0.81, 0.05), 0.75: (0.76, 0.74, 0.10), 1.0: (0.72, 0.72, 0.12)},
-    ("final", "d1"): {0.25: (0.60, 0.60, 0.10), 0.5: (0.65, 0.65, 0.10), 0.75: (0.70, 0.70, 0.10), 1.0: (0.80, 0.80, 0.15)},
+    ("mid", "d1"): {
+        0.25: (0.70, 0.70, 0.20),
+        0.5: (0.79, 0.81, 0.05),
+        0.75: (0.76, 0.74, 0.10),
+        1.0: (0.72, 0.72, 0.12),
+    },
+    ("final", "d1"): {
+        0.25: (0.60, 0.60, 0.10),
+        0.5: (0.65, 0.65, 0.10),
+        0.75: (0.70, 0.70, 0.10),
+        1.0: (0.80, 0.80, 0.15),
+    },
     # 75 % ties the final block: the final block keeps the win.
     ("tie", "d1"): {0.25: (0.5, 0.5, 0.3), 0.5: (0.6, 0.6, 0.3), 0.75: (0.75, 0.75, 0.02), 1.0: (0.75, 0.75, 0.3)},
 }
@@ -19,12 +29,18 @@ SWEEPS = {
 
 def _warehouse(tmp_path):
     wh = Warehouse(tmp_path / "w.duckdb")
-    rows = [run_row(enc, ds, depth=depth, seed=seed, auroc=values[seed], ece=values[2])
-            for (enc, ds), sweep in SWEEPS.items() for depth, values in sweep.items() for seed in (0, 1)]
+    rows = [
+        run_row(enc, ds, depth=depth, seed=seed, auroc=values[seed], ece=values[2])
+        for (enc, ds), sweep in SWEEPS.items()
+        for depth, values in sweep.items()
+        for seed in (0, 1)
+    ]
     # Runs that must be ignored: another probe, a label fraction, a perturbed condition.
-    rows += [run_row("final", "d1", depth=0.25, probe="mlp", auroc=0.99, ece=0.0),
-             run_row("final", "d1", depth=0.25, fraction=0.1, auroc=0.99, ece=0.0),
-             run_row("final", "d1", depth=0.25, condition="jpeg-s1", auroc=0.99, ece=0.0)]
+    rows += [
+        run_row("final", "d1", depth=0.25, probe="mlp", auroc=0.99, ece=0.0),
+        run_row("final", "d1", depth=0.25, fraction=0.1, auroc=0.99, ece=0.0),
+        run_row("final", "d1", depth=0.25, condition="jpeg-s1", auroc=0.99, ece=0.0),
+    ]
     append(wh, rows)
     return wh
 

@@ -13,8 +13,12 @@ from crsbench.warehouse.connection import Warehouse
 CELLS = [("a", "d1"), ("a", "d2"), ("b", "d1"), ("b", "d2")]
 CONDITIONS = ["jpeg-s1", "jpeg-s3", "rician-s2"]
 # Per cell: clean (auroc, ece, confidence, accuracy) and per-condition (auroc, ece, confidence, accuracy)
-CLEAN = {("a", "d1"): (0.90, 0.05, 0.80, 0.78), ("a", "d2"): (0.85, 0.10, 0.70, 0.65),
-         ("b", "d1"): (0.80, 0.02, 0.75, 0.74), ("b", "d2"): (0.95, 0.04, 0.90, 0.88)}
+CLEAN = {
+    ("a", "d1"): (0.90, 0.05, 0.80, 0.78),
+    ("a", "d2"): (0.85, 0.10, 0.70, 0.65),
+    ("b", "d1"): (0.80, 0.02, 0.75, 0.74),
+    ("b", "d2"): (0.95, 0.04, 0.90, 0.88),
+}
 PERTURBED = {
     ("a", "d1"): [(0.88, 0.07, 0.82, 0.75), (0.80, 0.15, 0.85, 0.60), (0.89, 0.06, 0.81, 0.77)],
     ("a", "d2"): [(0.85, 0.10, 0.70, 0.65), (0.70, 0.30, 0.80, 0.50), (0.84, 0.11, 0.71, 0.64)],
@@ -25,8 +29,16 @@ PERTURBED = {
 
 def _row(enc, ds, condition, values, seed, jitter):
     auroc, ece, conf, acc = values
-    return run_row(enc, ds, condition=condition, seed=seed, auroc=auroc + jitter, ece=ece - jitter,
-                   mean_confidence=conf, accuracy=acc)
+    return run_row(
+        enc,
+        ds,
+        condition=condition,
+        seed=seed,
+        auroc=auroc + jitter,
+        ece=ece - jitter,
+        mean_confidence=conf,
+        accuracy=acc,
+    )
 
 
 def _warehouse(tmp_path):
@@ -36,8 +48,11 @@ def _warehouse(tmp_path):
         for seed, jitter in ((0, 0.01), (1, -0.01)):  # seed means equal the table values
             rows.append(_row(*cell, "clean", CLEAN[cell], seed, jitter))
             rows += [_row(*cell, c, v, seed, jitter) for c, v in zip(CONDITIONS, PERTURBED[cell])]
-    rows.append(run_row("a", "d1", condition="shift", eval_dataset_id="d9", auroc=0.6, ece=0.3,
-                        mean_confidence=0.9, accuracy=0.5))
+    rows.append(
+        run_row(
+            "a", "d1", condition="shift", eval_dataset_id="d9", auroc=0.6, ece=0.3, mean_confidence=0.9, accuracy=0.5
+        )
+    )
     append(wh, rows)
     return wh
 

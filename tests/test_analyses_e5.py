@@ -35,8 +35,13 @@ PARSER_TABLE = [
     ("not melanoma; a benign nevus", ISIC, "multiclass", False, 1),  # negated mention dropped
     ("I cannot determine the diagnosis from this image.", ISIC, "multiclass", False, None),
     ("", ISIC, "multiclass", False, None),
-    ("Irregular network and regression structures suggest melanoma over a nevus.\nAnswer: Melanoma",
-     ISIC, "multiclass", False, 0),
+    (
+        "Irregular network and regression structures suggest melanoma over a nevus.\nAnswer: Melanoma",
+        ISIC,
+        "multiclass",
+        False,
+        0,
+    ),
     ("grade 3", DR, "ordinal", False, 3),
     ("Grade 7", DR, "ordinal", False, None),  # out of range
     ("4", DR, "ordinal", False, 4),
@@ -77,9 +82,18 @@ def _answers(ds, style_answers: dict[str, list[str]]) -> pd.DataFrame:
     test = ds.split_rows("test")
     for style, answers in style_answers.items():
         for r, a in zip(test, answers):
-            rows.append({"model_id": "m", "dataset_id": ds.name, "style": style, "row_index": int(r),
-                         "image_id": str(ds.images.image_id.iloc[r]), "prompt": "p", "answer": a,
-                         "option_probs": None})
+            rows.append(
+                {
+                    "model_id": "m",
+                    "dataset_id": ds.name,
+                    "style": style,
+                    "row_index": int(r),
+                    "image_id": str(ds.images.image_id.iloc[r]),
+                    "prompt": "p",
+                    "answer": a,
+                    "option_probs": None,
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -118,6 +132,7 @@ def test_nothing_to_parse_is_a_user_error(ingested_db):
 
 # -- the generation plumbing with a tiny random LLaVA ------------------------------------------
 
+
 def build_tiny_llava(folder) -> None:
     """A 1-layer CLIP tower + 1-layer Llama with a word-level tokenizer, saved as a local model."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers
@@ -131,30 +146,77 @@ def build_tiny_llava(folder) -> None:
         PreTrainedTokenizerFast,
     )
 
-    words = ["<unk>", "<pad>", "<s>", "</s>", "<image>", "user", "assistant", ":", "(", ")", ".",
-             *"ABCDEFGH", "answer", "grade", "no", "finding", "melanoma", "nevus", "dermatofibroma",
-             *map(str, range(5))]
+    words = [
+        "<unk>",
+        "<pad>",
+        "<s>",
+        "</s>",
+        "<image>",
+        "user",
+        "assistant",
+        ":",
+        "(",
+        ")",
+        ".",
+        *"ABCDEFGH",
+        "answer",
+        "grade",
+        "no",
+        "finding",
+        "melanoma",
+        "nevus",
+        "dermatofibroma",
+        *map(str, range(5)),
+    ]
     tok = Tokenizer(models.WordLevel(vocab={w: i for i, w in enumerate(words)}, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
     tok.decoder = decoders.WordPiece(prefix="##")
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", pad_token="<pad>",
-                                        bos_token="<s>", eos_token="</s>",
-                                        extra_special_tokens={"image_token": "<image>"})
-    template = ("{% for m in messages %}{{ m['role'] }} : {% for c in m['content'] %}"
-                "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}"
-                "{% endfor %}{% endfor %}{% if add_generation_prompt %}assistant : {% endif %}")
-    processor = LlavaProcessor(image_processor=CLIPImageProcessor(
-        size={"shortest_edge": 16}, crop_size={"height": 16, "width": 16}), tokenizer=tokenizer,
-        patch_size=8, vision_feature_select_strategy="default", chat_template=template,
-        num_additional_image_tokens=1)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        bos_token="<s>",
+        eos_token="</s>",
+        extra_special_tokens={"image_token": "<image>"},
+    )
+    template = (
+        "{% for m in messages %}{{ m['role'] }} : {% for c in m['content'] %}"
+        "{% if c['type'] == 'image' %}<image> {% else %}{{ c['text'] }} {% endif %}"
+        "{% endfor %}{% endfor %}{% if add_generation_prompt %}assistant : {% endif %}"
+    )
+    processor = LlavaProcessor(
+        image_processor=CLIPImageProcessor(size={"shortest_edge": 16}, crop_size={"height": 16, "width": 16}),
+        tokenizer=tokenizer,
+        patch_size=8,
+        vision_feature_select_strategy="default",
+        chat_template=template,
+        num_additional_image_tokens=1,
+    )
     config = LlavaConfig(
-        vision_config=CLIPVisionConfig(hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                                       num_attention_heads=2, image_size=16, patch_size=8),
-        text_config=LlamaConfig(vocab_size=len(words), hidden_size=16, intermediate_size=32,
-                                num_hidden_layers=1, num_attention_heads=2, num_key_value_heads=2,
-                                max_position_embeddings=512, pad_token_id=1, bos_token_id=2,
-                                eos_token_id=3),
-        image_token_id=4, vision_feature_layer=-1, vision_feature_select_strategy="default")
+        vision_config=CLIPVisionConfig(
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            image_size=16,
+            patch_size=8,
+        ),
+        text_config=LlamaConfig(
+            vocab_size=len(words),
+            hidden_size=16,
+            intermediate_size=32,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=512,
+            pad_token_id=1,
+            bos_token_id=2,
+            eos_token_id=3,
+        ),
+        image_token_id=4,
+        vision_feature_layer=-1,
+        vision_feature_select_strategy="default",
+    )
     torch.manual_seed(0)
     LlavaForConditionalGeneration(config).save_pretrained(folder)
     processor.save_pretrained(folder)
@@ -180,8 +242,7 @@ def test_generation_plumbing_with_a_tiny_vlm(ingested_db, tmp_path):
     assert set(summary.index) == set(STYLES) and (summary["n"] == 3).all()
     parsed = first.tables["parsed"]
     cover = parsed.groupby("style")["parsed_idx"].apply(lambda s: s.notna().mean())
-    pd.testing.assert_series_equal(summary["coverage"].sort_index(), cover.sort_index(),
-                                   check_names=False)
+    pd.testing.assert_series_equal(summary["coverage"].sort_index(), cover.sort_index(), check_names=False)
     pd.testing.assert_frame_equal(reparsed.summary, first.summary)
     with Warehouse.open(ingested_db) as wh, pytest.raises(CrsbenchError, match="offline"):
         run_analysis(wh, "e5", {**params, "model": str(tmp_path / "absent"), "regenerate": True})
@@ -195,9 +256,25 @@ def test_analyze_e5_command(ingested_db, tmp_path):
     build_tiny_llava(folder)
     console.configure(json_mode=True)
     try:
-        code = main(["--json", "analyze", "e5", "--db", str(ingested_db), "--model", str(folder),
-                     "--dataset", "aptos2019", "--set", "n_images=2", "--set", "styles=simple,refined",
-                     "--set", "max_new_tokens=3"])
+        code = main(
+            [
+                "--json",
+                "analyze",
+                "e5",
+                "--db",
+                str(ingested_db),
+                "--model",
+                str(folder),
+                "--dataset",
+                "aptos2019",
+                "--set",
+                "n_images=2",
+                "--set",
+                "styles=simple,refined",
+                "--set",
+                "max_new_tokens=3",
+            ]
+        )
     finally:
         console.configure(json_mode=False)
     assert code == 0

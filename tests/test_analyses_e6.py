@@ -13,8 +13,13 @@ from crsbench.warehouse.connection import Warehouse
 
 # encoder -> fraction -> AUROC per seed (dyadic values so seed means are exact)
 CURVES = {
-    "vit_tiny": {0.01: (0.5, 0.5), 0.05: (0.5625, 0.5625), 0.1: (0.625, 0.625), 0.25: (0.6875, 0.6875),
-                 1.0: (0.625, 0.875)},  # full-label mean 0.75: the reference bar
+    "vit_tiny": {
+        0.01: (0.5, 0.5),
+        0.05: (0.5625, 0.5625),
+        0.1: (0.625, 0.625),
+        0.25: (0.6875, 0.6875),
+        1.0: (0.625, 0.875),
+    },  # full-label mean 0.75: the reference bar
     # mean at 5 % is exactly 0.75 -> reaches the bar (>=) at 0.05
     "fast": {0.01: (0.5, 0.625), 0.05: (0.6875, 0.8125), 0.1: (0.875, 0.875), 0.25: (0.9, 0.9), 1.0: (0.95, 0.95)},
     # 1 % already above the bar
@@ -32,8 +37,12 @@ def _warehouse(tmp_path):
     for encoder_id in CURVES:
         add_encoder(wh, encoder_id)
     add_encoder(wh, "resnet18")
-    rows = [run_row(enc, "d1", fraction=f, seed=s, auroc=values[s])
-            for enc, curve in CURVES.items() for f, values in curve.items() for s in (0, 1)]
+    rows = [
+        run_row(enc, "d1", fraction=f, seed=s, auroc=values[s])
+        for enc, curve in CURVES.items()
+        for f, values in curve.items()
+        for s in (0, 1)
+    ]
     rows.append(run_row("resnet18", "d1", fraction=1.0, auroc=0.99, depth=0.5))  # not full depth: ignored
     append(wh, rows)
     return wh
@@ -47,11 +56,10 @@ def test_crossover_fraction_matches_hand_computation(tmp_path):
     assert table["reference_auroc_full"].iloc[0] == pytest.approx(0.75)
     for encoder_id, expected in EXPECTED_CROSSOVER.items():
         got = table.loc[encoder_id, "crossover_fraction"]
-        assert (pd.isna(got) if expected is None else got == pytest.approx(expected)), encoder_id
+        assert pd.isna(got) if expected is None else got == pytest.approx(expected), encoder_id
     assert table.loc["fast", "auroc_1pct"] == pytest.approx(0.5625)
     assert table.loc["fast", "auroc_10pct"] == pytest.approx(0.875)
-    stored = wh.sql("select encoder_id, crossover_fraction from analysis_e6_scarcity "
-                    "where crossover_fraction is null")
+    stored = wh.sql("select encoder_id, crossover_fraction from analysis_e6_scarcity where crossover_fraction is null")
     assert stored["encoder_id"].tolist() == ["slow"]  # NULL in SQL, not NaN
     wh.close()
 
@@ -69,8 +77,9 @@ def test_explicit_reference_and_unknown_reference(tmp_path):
 
 
 def test_default_reference_prefers_the_vit_b16_entry():
-    encoders = pd.DataFrame({"encoder_id": ["a_vit_tiny", "vit-b16", "clip"],
-                             "family": ["ViT-Tiny", "ViT-B/16", "CLIP"]})
+    encoders = pd.DataFrame(
+        {"encoder_id": ["a_vit_tiny", "vit-b16", "clip"], "family": ["ViT-Tiny", "ViT-B/16", "CLIP"]}
+    )
     assert default_reference(encoders, {"a_vit_tiny", "vit-b16", "clip"}) == "vit-b16"
     assert default_reference(encoders, {"a_vit_tiny", "clip"}) == "a_vit_tiny"
     assert default_reference(encoders, {"clip"}) is None

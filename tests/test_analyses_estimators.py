@@ -28,9 +28,14 @@ def world(tmp_path_factory):
 
 def _ordinal_reference(runs: pd.DataFrame, metric: str) -> pd.Series:
     cells = reference_axes_cell(runs)
-    prim = runs[(runs.probe == "logreg") & (runs.depth == 1.0) & (runs.condition == "clean")
-                & (runs.label_fraction == 1.0) & (runs.dataset_id == "fundus")
-                & (runs.eval_dataset_id == "fundus")]
+    prim = runs[
+        (runs.probe == "logreg")
+        & (runs.depth == 1.0)
+        & (runs.condition == "clean")
+        & (runs.label_fraction == 1.0)
+        & (runs.dataset_id == "fundus")
+        & (runs.eval_dataset_id == "fundus")
+    ]
     seed_mean = prim.groupby("encoder_id")[metric].mean()
     value = seed_mean if metric == "qwk" else 1 - seed_mean / (GRADES - 1)
     fundus = cells["dataset_id"] == "fundus"
@@ -61,9 +66,16 @@ def test_default_variant_is_crs_encoder(world):
     assert default.loc[view.index].tolist() == view.tolist()
 
 
-@pytest.mark.parametrize("variant", ["calibration_adaptive_ece", "calibration_brier",
-                                     "discrimination_qwk", "discrimination_ordinal_mae",
-                                     "robustness_corruption_only"])
+@pytest.mark.parametrize(
+    "variant",
+    [
+        "calibration_adaptive_ece",
+        "calibration_brier",
+        "discrimination_qwk",
+        "discrimination_ordinal_mae",
+        "robustness_corruption_only",
+    ],
+)
 def test_each_variant_matches_the_reference_with_that_estimator(world, variant):
     out, runs, _ = world
     scores = out.tables["scores"]

@@ -49,11 +49,12 @@ def test_leave_one_dataset_out_matches_the_reference(world):
     for held_out in ("cxr", "derm", "fundus"):
         rest = reference_axes_encoder(cells[cells["dataset_id"] != held_out])
         rest = rest[rest["encoder_id"].isin(MEMBERS)]
-        predictors = {"crs": _crs(rest, MEMBERS),
-                      "auroc": rest.set_index("encoder_id")["discrimination"]}
+        predictors = {"crs": _crs(rest, MEMBERS), "auroc": rest.set_index("encoder_id")["discrimination"]}
         here = cells[cells["dataset_id"] == held_out]
-        outcomes = {"auroc": here[here.encoder_id.isin(MEMBERS)].set_index("encoder_id")["discrimination"],
-                    "crs": _crs(here, MEMBERS)}
+        outcomes = {
+            "auroc": here[here.encoder_id.isin(MEMBERS)].set_index("encoder_id")["discrimination"],
+            "crs": _crs(here, MEMBERS),
+        }
         for p, pred in predictors.items():
             for o, outcome in outcomes.items():
                 _check(lodo.loc[(held_out, p, o)], pred, outcome)

@@ -54,7 +54,7 @@ def test_cohort_displacement_matches_an_independent_recomputation(result):
     plans = insertion_plan(MEMBERS, 6, np.random.default_rng(4))
     for t, (base, added) in enumerate(plans):
         for step in range(1, 4):
-            before = reference_scores(axes, [*base, *added[:step - 1]])["crs"].loc[list(base)]
+            before = reference_scores(axes, [*base, *added[: step - 1]])["crs"].loc[list(base)]
             after = reference_scores(axes, [*base, *added[:step]])["crs"].loc[list(base)]
             moved = np.abs(after.to_numpy() - before.to_numpy())
             row = table[(table["mode"] == "cohort") & (table["trial"] == t) & (table["step"] == step)].iloc[0]

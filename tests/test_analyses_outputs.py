@@ -57,8 +57,13 @@ def _report_reads() -> list[tuple[str, int, str, str, tuple[str, ...]]]:
     reads = []
     for path in sorted(REPORT.glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "analysis"
-                    and node.args and all(isinstance(a, ast.Constant) for a in node.args[:2])):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "analysis"
+                and node.args
+                and all(isinstance(a, ast.Constant) for a in node.args[:2])
+            ):
                 names = tuple(a.value for a in node.args[2:] if isinstance(a, ast.Constant))
                 reads.append((path.name, node.lineno, node.args[0].value, node.args[1].value, names))
     return reads

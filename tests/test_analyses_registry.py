@@ -55,8 +55,10 @@ def test_writer_stores_tables_records_them_and_drops_stale_ones(tmp_path, toy_an
 def test_an_invalid_part_name_stores_nothing(tmp_path, toy_analysis):
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         run_analysis(wh, "toy", {"size": 2})
-        bad = AnalysisResult(tables={"numbers": pd.DataFrame({"i": [9]}), "Bad-Name": pd.DataFrame({"x": [1]})},
-                             summary=pd.DataFrame({"n": [1]}))
+        bad = AnalysisResult(
+            tables={"numbers": pd.DataFrame({"i": [9]}), "Bad-Name": pd.DataFrame({"x": [1]})},
+            summary=pd.DataFrame({"n": [1]}),
+        )
         with pytest.raises(ValueError, match="invalid output part"):
             registry.store_result(wh, "toy", bad, {})
         assert wh.sql("select * from analysis_toy_numbers")["i"].tolist() == [0, 1]

@@ -13,8 +13,9 @@ def _images(labels, groups, task=Task.MULTICLASS, names=("a", "b", "c")):
     unit = np.unique(groups, return_inverse=True)[1]
     per_unit = np.zeros((unit.max() + 1, len(names)), int)
     np.add.at(per_unit, unit, np.eye(len(names), dtype=int)[labels])
-    return EvalImages("ds", task, np.arange(len(labels)), np.asarray(labels), unit,
-                   per_unit.argmax(axis=1), list(names))
+    return EvalImages(
+        "ds", task, np.arange(len(labels)), np.asarray(labels), unit, per_unit.argmax(axis=1), list(names)
+    )
 
 
 def test_class_counts_are_kept_and_groups_move_together():

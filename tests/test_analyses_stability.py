@@ -24,8 +24,7 @@ def result(tmp_path_factory):
     return out, runs
 
 
-@pytest.mark.parametrize("n, sizes", [(15, (12, 10)), (10, (8, 7)), (7, (6, 5)), (5, (4, 3)),
-                                      (4, (3, 3)), (3, (2, 2))])
+@pytest.mark.parametrize("n, sizes", [(15, (12, 10)), (10, (8, 7)), (7, (6, 5)), (5, (4, 3)), (4, (3, 3)), (3, (2, 2))])
 def test_random_panel_sizes_scale_with_the_panel(n, sizes):
     assert random_panel_sizes(n) == sizes
 
@@ -40,8 +39,9 @@ def test_panels_are_loo_and_random_of_the_documented_sizes(result):
     assert (table["n"] == 7).all()  # every member is ranked under every sub-panel
     summary = out.summary.set_index("kind")
     assert summary.loc["leave_one_out", "n_panels"] == 7
-    assert summary.loc["random_5", "min_tau"] == pytest.approx(table.loc[table["kind"] == "random_5",
-                                                                          "kendall_tau"].min())
+    assert summary.loc["random_5", "min_tau"] == pytest.approx(
+        table.loc[table["kind"] == "random_5", "kendall_tau"].min()
+    )
 
 
 def test_loo_rankings_match_an_independent_recomputation(result):

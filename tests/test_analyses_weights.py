@@ -77,8 +77,21 @@ def test_all_weight_on_discrimination_gives_the_auroc_ranking(world):
     # w_d = 1 and w_ideal = 1: CRS = x~_d, so the ranking is the AUROC ranking, and its tau
     # against the default CRS is the rank_agreement view's (AUROC vs CRS over the panel).
     db, axes = world
-    auroc_only = pd.DataFrame([{"grp": "auroc", "family": "axis", "w_d": 1.0, "w_c": 0.0, "w_le": 0.0,
-                                "w_r": 0.0, "w_dom": 0.0, "w_ideal": 1.0, "w_worst": 0.0}])
+    auroc_only = pd.DataFrame(
+        [
+            {
+                "grp": "auroc",
+                "family": "axis",
+                "w_d": 1.0,
+                "w_c": 0.0,
+                "w_le": 0.0,
+                "w_r": 0.0,
+                "w_dom": 0.0,
+                "w_ideal": 1.0,
+                "w_worst": 0.0,
+            }
+        ]
+    )
     with Warehouse.open(db) as wh:
         got = weight_sensitivity(wh, MEMBERS, panel_anchors(wh, "p", MEMBERS), auroc_only).iloc[0]
         view = wh.sql("select kendall_tau from rank_agreement where panel = 'p' and population = 'panel'")

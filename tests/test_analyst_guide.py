@@ -37,8 +37,11 @@ def _half_depth_runs(rng: np.random.Generator) -> list[dict]:
         rows.append(run_row(encoder, dataset, dataset, "clean", 1.0, seed, clean, 0.1, depth=0.5))
         for severity in (1, 2, 3):
             drop = float(rng.uniform(0.0, 0.05 * severity))
-            rows.append(run_row(encoder, dataset, dataset, f"gaussian_blur-s{severity}", 1.0, seed,
-                                clean - drop, 0.1, depth=0.5))
+            rows.append(
+                run_row(
+                    encoder, dataset, dataset, f"gaussian_blur-s{severity}", 1.0, seed, clean - drop, 0.1, depth=0.5
+                )
+            )
     return rows
 
 
@@ -63,8 +66,9 @@ def test_every_question_runs_and_answers(warehouse):
     text = guide.render(path)
     assert text.count("```sql") == 10 and "(no rows)" not in text
     with crsbench.Warehouse.open(path, read_only=True) as wh:  # stored analyses are in the dictionary
-        comment = wh.con.execute("select comment from duckdb_tables() "
-                                 "where table_name = 'analysis_bootstrap_summary'").fetchone()[0]
+        comment = wh.con.execute(
+            "select comment from duckdb_tables() where table_name = 'analysis_bootstrap_summary'"
+        ).fetchone()[0]
     assert comment.startswith("Output 'summary' of analysis bootstrap (crsbench analyze bootstrap)")
 
 
@@ -90,8 +94,9 @@ def test_disagreements_are_the_reversed_pairs(warehouse):
         board = wh.sql("select encoder_id, crs, auroc from crs_encoder where panel = 'p' and in_panel")
     scores = board.set_index("encoder_id")
     for a in scores.index:
-        want = sorted(b for b in scores.index
-                      if (scores.crs[a] - scores.crs[b]) * (scores.auroc[a] - scores.auroc[b]) < 0)
+        want = sorted(
+            b for b in scores.index if (scores.crs[a] - scores.crs[b]) * (scores.auroc[a] - scores.auroc[b]) < 0
+        )
         assert list(got.reversed_with[a]) == want, a
         auroc_rank = 1 + (scores.auroc > scores.auroc[a]).sum()
         crs_rank = 1 + (scores.crs > scores.crs[a]).sum()

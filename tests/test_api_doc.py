@@ -25,8 +25,10 @@ def test_the_script_is_about_twenty_lines():
 
 @pytest.mark.slow
 def test_the_documented_demo_chain_runs(tmp_path, capsys):
-    small = ('OUT, SCALE, ENCODERS, GRID, REPLICATES = (Path(OUT_DIR), 0.5, ["tiny-vit", "tiny-convnext"], '
-             'ProbeConfig(probes=("logreg",), depths=(0.5, 1.0), fractions=(0.25, 1.0), seeds=(0, 1)), 20)')
+    small = (
+        'OUT, SCALE, ENCODERS, GRID, REPLICATES = (Path(OUT_DIR), 0.5, ["tiny-vit", "tiny-convnext"], '
+        'ProbeConfig(probes=("logreg",), depths=(0.5, 1.0), fractions=(0.25, 1.0), seeds=(0, 1)), 20)'
+    )
     script = SETTINGS.sub(small, _script())
     namespace = {"OUT_DIR": str(tmp_path / "out"), "__name__": "__main__"}
     exec(compile(script, str(DOC), "exec"), namespace)  # noqa: S102 - the repository's own documented script

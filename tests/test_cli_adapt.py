@@ -45,10 +45,27 @@ def pipeline(tmp_path_factory, _ingested_db_template):
     store = str(tmp / "w.duckdb.features.zarr")
     for enc in FROZEN:
         assert _cli("extract", "--db", str(db), "--store", store, "-e", enc, "-d", DATASET) == 0
-    assert _cli("adapt", "--db", str(db), "--store", store, "-e", ADAPTED, "-d", DATASET,
-                "--seeds", "0", "--epochs", "1", "--batch-size", "34") == 0
-    grid = ["--probe", "logreg", "--depth", "1.0", "--fraction", "0.25", "--fraction", "1.0",
-            "--seed", "0"]
+    assert (
+        _cli(
+            "adapt",
+            "--db",
+            str(db),
+            "--store",
+            store,
+            "-e",
+            ADAPTED,
+            "-d",
+            DATASET,
+            "--seeds",
+            "0",
+            "--epochs",
+            "1",
+            "--batch-size",
+            "34",
+        )
+        == 0
+    )
+    grid = ["--probe", "logreg", "--depth", "1.0", "--fraction", "0.25", "--fraction", "1.0", "--seed", "0"]
     assert _cli("probe", "--db", str(db), "--store", store, "-d", DATASET, *grid) == 0
     with Warehouse.open(db) as wh:
         freeze_panel(wh, "p", list(FROZEN))
@@ -71,19 +88,25 @@ def test_variant_is_extracted_into_the_same_store(pipeline):
     with Warehouse.open(db, read_only=True) as wh:
         cat = wh.sql("select encoder_id, regime, complete from feature_sets where dataset_id = ?", [DATASET])
     assert {(r.encoder_id, r.regime) for r in cat.itertuples() if r.complete} == {
-        ("tiny-convnext", "frozen"), ("tiny-efficientnet", "frozen"), ("tiny-convnext", "lora-s0")}
+        ("tiny-convnext", "frozen"),
+        ("tiny-efficientnet", "frozen"),
+        ("tiny-convnext", "lora-s0"),
+    }
 
 
 @pytest.mark.slow
 def test_variant_flows_through_probes_and_views(pipeline):
     db, _ = pipeline
     with Warehouse.open(db, read_only=True) as wh:
-        runs = wh.sql("select regime, count(*) as n from runs where encoder_id = ? group by regime",
-                      [ADAPTED]).set_index("regime")["n"]
+        runs = wh.sql(
+            "select regime, count(*) as n from runs where encoder_id = ? group by regime", [ADAPTED]
+        ).set_index("regime")["n"]
         cells = wh.sql("select regime, complete from axes_cell where encoder_id = ?", [ADAPTED])
-        crs = wh.sql("select regime, candidate_key, crs, in_panel from ("
-                     " select *, encoder_id || case when regime = 'frozen' then '' else '@' || regime end"
-                     " as candidate_key from crs_encoder where panel = 'p')")
+        crs = wh.sql(
+            "select regime, candidate_key, crs, in_panel from ("
+            " select *, encoder_id || case when regime = 'frozen' then '' else '@' || regime end"
+            " as candidate_key from crs_encoder where panel = 'p')"
+        )
         agree = wh.sql("select * from rank_agreement_regime where panel = 'p'")
     # the same grid, the same number of run records for both regimes
     assert set(runs.index) == {"frozen", "lora-s0"} and runs["frozen"] == runs["lora-s0"]
@@ -99,8 +122,10 @@ def test_rerun_reuses_adapter_and_features(pipeline):
     db, store = pipeline
     folder = adapter_dir(default_adapter_root(store), ADAPTED, DATASET, 0)
     stamp = (folder / ADAPTER_FILE).stat().st_mtime_ns
-    assert _cli("adapt", "--db", str(db), "--store", store, "-e", ADAPTED, "-d", DATASET,
-                "--seeds", "0", "--epochs", "1") == 0
+    assert (
+        _cli("adapt", "--db", str(db), "--store", store, "-e", ADAPTED, "-d", DATASET, "--seeds", "0", "--epochs", "1")
+        == 0
+    )
     assert (folder / ADAPTER_FILE).stat().st_mtime_ns == stamp
 
 
@@ -109,8 +134,19 @@ def test_seed_parsing_and_bad_input(ingested_db, tmp_path, capsys):
     for bad in ("", "a,b", "-1"):
         with pytest.raises(CrsbenchError):
             parse_seeds(bad)
-    code = _cli("adapt", "--db", str(ingested_db), "--store", str(tmp_path / "s.zarr"),
-                "-e", "tiny-vit", "-d", "nope", "--seeds", "0")
+    code = _cli(
+        "adapt",
+        "--db",
+        str(ingested_db),
+        "--store",
+        str(tmp_path / "s.zarr"),
+        "-e",
+        "tiny-vit",
+        "-d",
+        "nope",
+        "--seeds",
+        "0",
+    )
     assert code == 1
     with pytest.raises(CrsbenchError):
         default_adapter_root("s3://bucket/features.zarr")

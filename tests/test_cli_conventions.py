@@ -28,8 +28,11 @@ def db(tmp_path_factory):
 
 
 def test_json_after_the_subcommand_is_valid_json(db, capsys):
-    for argv in (["--json", "leaderboard", "--db", str(db)], ["leaderboard", "--db", str(db), "--json"],
-                 ["leaderboard", "--json", "--db", str(db)]):
+    for argv in (
+        ["--json", "leaderboard", "--db", str(db)],
+        ["leaderboard", "--db", str(db), "--json"],
+        ["leaderboard", "--json", "--db", str(db)],
+    ):
         assert main(argv) == 0
         doc = json.loads(capsys.readouterr().out)
         assert doc and isinstance(doc, dict), argv
@@ -54,14 +57,21 @@ def test_version(capsys):
 
 def test_help_is_fast_and_imports_no_heavy_library():
     # Lazy imports: the top-level help loads neither torch nor duckdb nor pandas.
-    probe = ("import sys, time; t = time.perf_counter(); from crsbench.cli import main; "
-             "import contextlib, io\n"
-             "with contextlib.redirect_stdout(io.StringIO()) as out: code = main(['--help'])\n"
-             "heavy = sorted(m for m in ('torch', 'duckdb', 'pandas', 'timm', 'transformers', 'scipy') "
-             "if m in sys.modules)\n"
-             "print(code, time.perf_counter() - t, heavy, 'export' in out.getvalue())")
-    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    probe = (
+        "import sys, time; t = time.perf_counter(); from crsbench.cli import main; "
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out: code = main(['--help'])\n"
+        "heavy = sorted(m for m in ('torch', 'duckdb', 'pandas', 'timm', 'transformers', 'scipy') "
+        "if m in sys.modules)\n"
+        "print(code, time.perf_counter() - t, heavy, 'export' in out.getvalue())"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     code, seconds, *rest = proc.stdout.split(" ", 2)
     assert code == "0", proc.stderr
     assert rest[0].startswith("[]"), rest

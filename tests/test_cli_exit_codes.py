@@ -21,11 +21,13 @@ from crsbench.report import SECTION_IDS
 
 def _leaf_commands() -> list[list[str]]:
     """Every runnable command path, e.g. ['panel', 'freeze'], from the app itself."""
+
     def walk(group, prefix: list[str]) -> list[list[str]]:
         out = []
         for name, command in sorted(group.commands.items()):
             out += walk(command, [*prefix, name]) if hasattr(command, "commands") else [[*prefix, name]]
         return out
+
     load_all()  # commands load lazily; every one is wanted here
     return walk(typer.main.get_command(app), [])
 
@@ -51,9 +53,21 @@ def one_json(out: str) -> dict:
 
 
 def test_the_commands_this_suite_covers_are_registered():
-    for command in (["warehouse", "init"], ["sql"], ["status"], ["report"], ["panel", "freeze"],
-                    ["panel", "list"], ["panel", "show"], ["leaderboard"], ["analyze"], ["ingest"],
-                    ["make-suite"], ["datasets"], ["adapters"]):
+    for command in (
+        ["warehouse", "init"],
+        ["sql"],
+        ["status"],
+        ["report"],
+        ["panel", "freeze"],
+        ["panel", "list"],
+        ["panel", "show"],
+        ["leaderboard"],
+        ["analyze"],
+        ["ingest"],
+        ["make-suite"],
+        ["datasets"],
+        ["adapters"],
+    ):
         assert command in LEAVES
 
 
@@ -131,8 +145,9 @@ def test_json_output_of_the_feature_commands(warehouse, capsys):
 
 def test_json_output_of_report(warehouse, tmp_path, capsys):
     out = tmp_path / "r.html"
-    code, stdout, _ = run(capsys, ["--json", "report", "--db", str(warehouse), "--out", str(out),
-                                   "--figures", str(tmp_path / "png")])
+    code, stdout, _ = run(
+        capsys, ["--json", "report", "--db", str(warehouse), "--out", str(out), "--figures", str(tmp_path / "png")]
+    )
     doc = one_json(stdout)
     assert code == 0 and out.exists()
     assert doc["sections"] == {s: "ok" for s in SECTION_IDS}
@@ -147,8 +162,9 @@ def test_json_output_of_panel_leaderboard_and_analyze(warehouse, tmp_path, capsy
     db = tmp_path / "copy.duckdb"
     shutil.copy(warehouse, db)
     shutil.copytree(warehouse.with_name(warehouse.name + ".parts"), db.with_name(db.name + ".parts"))
-    doc = one_json(run(capsys, ["--json", "panel", "freeze", "second", "--encoders", "alpha,bravo,delta",
-                                "--db", str(db)])[1])
+    doc = one_json(
+        run(capsys, ["--json", "panel", "freeze", "second", "--encoders", "alpha,bravo,delta", "--db", str(db)])[1]
+    )
     assert doc["panel"] == "second" and doc["members"] == ["alpha", "bravo", "delta"]
     doc = one_json(run(capsys, ["--json", "panel", "list", "--db", str(db)])[1])
     assert sorted(p["panel"] for p in doc["panels"]) == ["main", "second"]
@@ -167,8 +183,9 @@ def test_json_output_of_the_ingest_commands(tmp_path, capsys):
     doc = one_json(run(capsys, ["--json", "make-suite", str(suite), "--scale", "0.2", "--image-size", "32"])[1])
     assert set(doc["datasets"]) == {"isic2019", "aptos2019", "chexpert", "mimic-cxr"}
     db = str(tmp_path / "w.duckdb")
-    doc = one_json(run(capsys, ["--json", "ingest", "aptos2019", doc["datasets"]["aptos2019"],
-                                "--name", "aptos", "--db", db])[1])
+    doc = one_json(
+        run(capsys, ["--json", "ingest", "aptos2019", doc["datasets"]["aptos2019"], "--name", "aptos", "--db", db])[1]
+    )
     assert doc["dataset"] == "aptos" and doc["task"] == "ordinal"
     assert doc["n_images"] == sum(doc["splits"].values())
     doc = one_json(run(capsys, ["--json", "datasets", "--db", db])[1])

@@ -21,18 +21,20 @@ def test_make_suite_then_ingest_and_shift(tmp_path, capsys):
     paths = json.loads(out.out)["datasets"]
     assert set(paths) == {"isic2019", "aptos2019", "chexpert", "mimic-cxr"}
     db = str(tmp_path / "w.duckdb")
-    assert main(["ingest", "chexpert", paths["chexpert"], "--name", "cx", "--db", db,
-                 "-o", "uncertainty=ones"]) == 0
-    rc, out = _json(["ingest", "mimic-cxr", paths["mimic-cxr"], "--name", "mimic", "--db", db,
-                     "--shift-source", "cx"], capsys)
+    assert main(["ingest", "chexpert", paths["chexpert"], "--name", "cx", "--db", db, "-o", "uncertainty=ones"]) == 0
+    rc, out = _json(
+        ["ingest", "mimic-cxr", paths["mimic-cxr"], "--name", "mimic", "--db", db, "--shift-source", "cx"], capsys
+    )
     assert rc == 0 and json.loads(out.out)["task"] == "multilabel"
     rc, out = _json(["datasets", "--db", db], capsys)
     rows = {r["dataset"]: r for r in json.loads(out.out)["datasets"]}
     assert rows["cx"]["shift_to"] == "mimic" and rows["cx"]["domain"] == "rad"
     assert rows["cx"]["train"] + rows["cx"]["calib"] + rows["cx"]["test"] == rows["cx"]["images"]
     con = duckdb.connect(db, read_only=True)
-    assert json.loads(con.execute("select options from datasets where dataset_id = 'cx'").fetchone()[0])[
-        "uncertainty"] == "ones"
+    assert (
+        json.loads(con.execute("select options from datasets where dataset_id = 'cx'").fetchone()[0])["uncertainty"]
+        == "ones"
+    )
     con.close()
     assert main(["ingest", "aptos2019", paths["aptos2019"], "--name", "eyes", "--db", db]) == 0
     assert main(["shift", "cx", "eyes", "--db", db]) == 1  # different labels
@@ -45,8 +47,10 @@ def test_user_errors_exit_1(tmp_path, suite_dir, capsys):
     assert "unknown adapter 'nosuch'" in capsys.readouterr().err
     assert main(["ingest", "chexpert", str(suite_dir / "chexpert"), "--name", "x", "--db", db, "-o", "oops"]) == 1
     assert "KEY=VALUE" in capsys.readouterr().err
-    assert main(["ingest", "chexpert", str(suite_dir / "chexpert"), "--name", "x", "--db", db,
-                 "-o", "uncertainty=maybe"]) == 1
+    assert (
+        main(["ingest", "chexpert", str(suite_dir / "chexpert"), "--name", "x", "--db", db, "-o", "uncertainty=maybe"])
+        == 1
+    )
     assert "expected one of zeros, ones" in capsys.readouterr().err
     assert main(["ingest", "manifest", str(suite_dir), "--name", "x", "--db", db]) == 1
     assert "needs --option task=" in capsys.readouterr().err
@@ -57,8 +61,14 @@ def test_user_errors_exit_1(tmp_path, suite_dir, capsys):
 
 
 def test_help_texts(capsys):
-    for args in (["--help"], ["ingest", "--help"], ["make-suite", "--help"], ["shift", "--help"],
-                 ["datasets", "--help"], ["adapters", "--help"]):
+    for args in (
+        ["--help"],
+        ["ingest", "--help"],
+        ["make-suite", "--help"],
+        ["shift", "--help"],
+        ["datasets", "--help"],
+        ["adapters", "--help"],
+    ):
         assert main(args) == 0
     text = " ".join(capsys.readouterr().out.split())
     for adapter in ("isic2019", "aptos2019", "chexpert", "mimic-cxr", "medmnist", "manifest"):
@@ -69,5 +79,4 @@ def test_help_texts(capsys):
 def test_datasets_lists_the_ingested_suite(ingested_db, capsys):
     rc, out = _json(["datasets", "--db", str(ingested_db)], capsys)
     assert rc == 0
-    assert [r["dataset"] for r in json.loads(out.out)["datasets"]] == ["aptos2019", "chexpert", "isic2019",
-                                                                       "mimic-cxr"]
+    assert [r["dataset"] for r in json.loads(out.out)["datasets"]] == ["aptos2019", "chexpert", "isic2019", "mimic-cxr"]

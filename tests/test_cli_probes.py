@@ -20,9 +20,11 @@ torch.set_num_threads(1)
 def warehouse(tmp_path):
     db = tmp_path / "bench.duckdb"
     with Warehouse.open(db) as wh:
-        for ds in (make_dataset("derm", "multiclass", 120, 3, seed=1),
-                   make_dataset("cxr", "multilabel", 120, 3, seed=2),
-                   make_dataset("cxr2", "multilabel", 80, 3, seed=3)):
+        for ds in (
+            make_dataset("derm", "multiclass", 120, 3, seed=1),
+            make_dataset("cxr", "multilabel", 120, 3, seed=2),
+            make_dataset("cxr2", "multilabel", 80, 3, seed=3),
+        ):
             load_dataset(wh, ds)
         declare_shift(wh, "cxr", "cxr2")
         stored = {n: read_dataset(wh, n) for n in ("derm", "cxr", "cxr2")}
@@ -35,8 +37,25 @@ def warehouse(tmp_path):
 def _probe(db, *extra):
     console.configure(json_mode=True)
     try:
-        return main(["--json", "probe", "--db", str(db), "--probe", "logreg", "--depth", "1.0",
-                     "--fraction", "1.0", "--seed", "0", "--seed", "1", *extra])
+        return main(
+            [
+                "--json",
+                "probe",
+                "--db",
+                str(db),
+                "--probe",
+                "logreg",
+                "--depth",
+                "1.0",
+                "--fraction",
+                "1.0",
+                "--seed",
+                "0",
+                "--seed",
+                "1",
+                *extra,
+            ]
+        )
     finally:
         console.configure()
 
@@ -92,13 +111,19 @@ def test_sweep_sigkilled_mid_way_resumes_to_the_same_runs(warehouse, tmp_path):
     assert main(["--quiet", *args, "--db", str(ref_db)]) == 0
     expected = _runs_of(ref_db)
 
-    cmd = [sys.executable, "-c", "from crsbench.cli import main; import sys; sys.exit(main())",
-           "--quiet", *args, "--db", str(warehouse)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from crsbench.cli import main; import sys; sys.exit(main())",
+        "--quiet",
+        *args,
+        "--db",
+        str(warehouse),
+    ]
     proc = subprocess.Popen(cmd, env={**__import__("os").environ, "OMP_NUM_THREADS": "1"})
     parts = warehouse.with_name(warehouse.name + ".parts") / "runs"
     deadline = time.monotonic() + 120
-    while len([p for p in parts.glob("part-*.parquet") if "empty" not in p.name]) < 3 \
-            and proc.poll() is None:
+    while len([p for p in parts.glob("part-*.parquet") if "empty" not in p.name]) < 3 and proc.poll() is None:
         assert time.monotonic() < deadline, "the sweep wrote no batch in time"
         time.sleep(0.05)
     proc.send_signal(signal.SIGKILL)

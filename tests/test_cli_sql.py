@@ -23,15 +23,18 @@ def test_views_over_parts_answer_with_external_access_off(db, capsys):
     assert f'"n": {len(encoder_runs("e1"))}' in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("query", [
-    "copy (select 1) to '{out}'",
-    "select * from read_csv('/etc/passwd')",
-    "select * from glob('/etc/*')",
-    "install httpfs",
-    "attach '{out}' as other",
-    "set enable_external_access = true",
-    "set allowed_directories = ['/']",
-])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "copy (select 1) to '{out}'",
+        "select * from read_csv('/etc/passwd')",
+        "select * from glob('/etc/*')",
+        "install httpfs",
+        "attach '{out}' as other",
+        "set enable_external_access = true",
+        "set allowed_directories = ['/']",
+    ],
+)
 def test_writes_reads_elsewhere_and_installs_are_refused(db, tmp_path, capsys, query):
     out = tmp_path / "x.csv"
     assert main(["sql", "--db", str(db), query.format(out=out)]) == 1

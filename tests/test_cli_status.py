@@ -17,8 +17,10 @@ def warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     db = build_warehouse(tmp_path_factory.mktemp("status") / "wh.duckdb")
     with Warehouse.open(db) as wh:
         for dataset, complete in (("derm", True), ("cxr", False)):
-            wh.con.execute("insert into feature_sets (dataset_id, encoder_id, regime, complete) "
-                           "values (?, 'alpha', 'frozen', ?)", [dataset, complete])
+            wh.con.execute(
+                "insert into feature_sets (dataset_id, encoder_id, regime, complete) values (?, 'alpha', 'frozen', ?)",
+                [dataset, complete],
+            )
     return db
 
 
@@ -35,8 +37,10 @@ def test_status_json_counts_what_was_put_in(warehouse: Path, capsys):
     assert doc["counts"] == {
         "datasets": len(DATASETS) + 1,  # + the shift target
         "encoders": len(PROFILES),
-        "feature_sets_complete": 1, "feature_sets_incomplete": 1,
-        "runs": len(runs), "panels": 1,
+        "feature_sets_complete": 1,
+        "feature_sets_incomplete": 1,
+        "runs": len(runs),
+        "panels": 1,
         "analyses": 4,  # e2, e3, e6 and bootstrap in build_warehouse
     }
     per_encoder = {e["encoder_id"]: e for e in doc["encoders"]}
@@ -45,8 +49,7 @@ def test_status_json_counts_what_was_put_in(warehouse: Path, capsys):
     assert {e for e, row in per_encoder.items() if not row["pretrained"]} == RANDOM_INIT
     expected_runs = runs.groupby("encoder_id").size().to_dict()
     assert {e: row["runs"] for e, row in per_encoder.items()} == expected_runs
-    assert doc["runs"] == [{"regime": "frozen", "probe": "logreg", "fits": runs["fit_id"].nunique(),
-                            "runs": len(runs)}]
+    assert doc["runs"] == [{"regime": "frozen", "probe": "logreg", "fits": runs["fit_id"].nunique(), "runs": len(runs)}]
     assert [p["panel"] for p in doc["panels"]] == ["main"] and doc["panels"][0]["n_members"] == 4
     assert {a["analysis"] for a in doc["analyses"]} == {"bootstrap", "e2", "e3", "e6"}
 
@@ -66,5 +69,12 @@ def test_status_of_an_empty_warehouse(tmp_path: Path, capsys):
     assert main(["warehouse", "init", "--db", str(db)]) == 0
     capsys.readouterr()
     doc = _json(capsys, ["--json", "status", "--db", str(db)])
-    assert doc["counts"] == {"datasets": 0, "encoders": 0, "feature_sets_complete": 0,
-                             "feature_sets_incomplete": 0, "runs": 0, "panels": 0, "analyses": 0}
+    assert doc["counts"] == {
+        "datasets": 0,
+        "encoders": 0,
+        "feature_sets_complete": 0,
+        "feature_sets_incomplete": 0,
+        "runs": 0,
+        "panels": 0,
+        "analyses": 0,
+    }

@@ -16,8 +16,21 @@ REPO = Path(__file__).resolve().parents[1]
 # Every code tree the project ships or runs (pyproject's package-dir mapping, plus benchmarks).
 CODE_DIRS = ("crsbench", "ingest", "features", "probes", "warehouse", "benchmarks")
 CORE_DIR = REPO / "crsbench" / "core"
-CORE_NAMES = {"AXES", "AXIS_WEIGHTS", "TERM_WEIGHTS", "CRS_WEIGHTS", "DEPTHS", "PERTURBATIONS", "SEVERITIES",
-              "CLEAN", "CONDITIONS", "PERTURBED_CONDITIONS", "SHIFT", "FROZEN", "PRIMARY_PROBE"}
+CORE_NAMES = {
+    "AXES",
+    "AXIS_WEIGHTS",
+    "TERM_WEIGHTS",
+    "CRS_WEIGHTS",
+    "DEPTHS",
+    "PERTURBATIONS",
+    "SEVERITIES",
+    "CLEAN",
+    "CONDITIONS",
+    "PERTURBED_CONDITIONS",
+    "SHIFT",
+    "FROZEN",
+    "PRIMARY_PROBE",
+}
 CORE_CLASSES = {"CrsbenchError", "InputError", "EncoderKey", "Registry"}
 
 
@@ -28,10 +41,15 @@ def _code_files() -> list[Path]:
 
 # -- EncoderKey -------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, encoder_id, regime", [
-    ("vit_tiny", "vit_tiny", FROZEN), ("vit_tiny@lora-s0", "vit_tiny", "lora-s0"),
-    ("timm:convnext_tiny@lora-s3", "timm:convnext_tiny", "lora-s3"),
-])
+
+@pytest.mark.parametrize(
+    "text, encoder_id, regime",
+    [
+        ("vit_tiny", "vit_tiny", FROZEN),
+        ("vit_tiny@lora-s0", "vit_tiny", "lora-s0"),
+        ("timm:convnext_tiny@lora-s3", "timm:convnext_tiny", "lora-s3"),
+    ],
+)
 def test_encoder_key_parses_and_prints_back(text, encoder_id, regime):
     key = EncoderKey.parse(text)
     assert (key.encoder_id, key.regime) == (encoder_id, regime)
@@ -53,6 +71,7 @@ def test_error_hierarchy_and_exit_codes_are_shared_by_the_old_homes():
 
 # -- Registry ---------------------------------------------------------------------------------
 
+
 def test_registry_decorator_lookup_listing_and_duplicates():
     reg: Registry[tuple[str, object, int]] = Registry("widget", make=lambda name, fn, size: (name, fn, size))
 
@@ -65,8 +84,11 @@ def test_registry_decorator_lookup_listing_and_duplicates():
     assert reg.names() == ["round_peg", "square_hole"] and "square_hole" in reg and len(reg) == 2
     with pytest.raises(ValueError, match="registered twice"):
         reg.register("round_peg", size=1)(print)
-    with pytest.raises(CrsbenchError, match=r"unknown widget 'round_pge'; did you mean 'round_peg'\? "
-                                            r"\(expected one of: round_peg, square_hole\)"):
+    with pytest.raises(
+        CrsbenchError,
+        match=r"unknown widget 'round_pge'; did you mean 'round_peg'\? "
+        r"\(expected one of: round_peg, square_hole\)",
+    ):
         reg.get("round_pge")
     with pytest.raises(CrsbenchError, match=r"unknown widget 'zzz' \(expected one of"):
         reg.get("zzz")
@@ -82,14 +104,14 @@ def test_registry_loads_builtins_and_entry_point_plugins_once(monkeypatch):
             reg.add("plugin-thing", "from a plugin")
 
     calls = []
-    monkeypatch.setattr(registry_module, "entry_points",
-                        lambda group: calls.append(group) or [Point()])
+    monkeypatch.setattr(registry_module, "entry_points", lambda group: calls.append(group) or [Point()])
     assert reg.get("plugin-thing") == "from a plugin"
     assert reg.names() == ["plugin-thing"]
     assert calls == ["crsbench.things"] and loaded == [1]
 
 
 # -- SQL reads the constants -------------------------------------------------------------------
+
 
 def test_crs_weight_macro_returns_core_weights_and_null_for_unknown_names():
     con = duckdb.connect()
@@ -108,6 +130,7 @@ def test_weights_sum_to_one_per_family():
 
 
 # -- one home per name -------------------------------------------------------------------------
+
 
 def _redefinitions(path: Path) -> list[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"))
@@ -128,13 +151,19 @@ def _redefinitions(path: Path) -> list[str]:
             strings = {e.value for e in node.elts if isinstance(e, ast.Constant)}
             if set(AXES) <= strings:
                 found.append(f"{where}:{node.lineno}: spells out the axis names")
-        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                and node.func.attr in {"partition", "split", "rpartition", "rsplit"}
-                and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value == "@"
-                and "netloc" not in ast.unparse(node.func.value)):  # URL user@host parsing is not a key
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"partition", "split", "rpartition", "rsplit"}
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value == "@"
+            and "netloc" not in ast.unparse(node.func.value)
+        ):  # URL user@host parsing is not a key
             found.append(f"{where}:{node.lineno}: splits an encoder key by hand")
-        if isinstance(node, ast.JoinedStr) and re.search(r"\{[^{}]*(encoder|entry)[^{}]*\}@\{[^{}]*regime",
-                                                          ast.unparse(node)):
+        if isinstance(node, ast.JoinedStr) and re.search(
+            r"\{[^{}]*(encoder|entry)[^{}]*\}@\{[^{}]*regime", ast.unparse(node)
+        ):
             found.append(f"{where}:{node.lineno}: formats an encoder key by hand")
     return found
 
@@ -146,17 +175,26 @@ def test_no_module_outside_core_redefines_a_core_name():
 
 def test_the_grep_catches_a_redefinition(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text('FROZEN = "frozen"\nk = f"{encoder_id}@{regime}"\nx = key.partition("@")\nA = ["discrimination", '
-                   '"calibration", "label_efficiency", "robustness"]\nclass InputError(Exception): ...\n')
+    bad.write_text(
+        'FROZEN = "frozen"\nk = f"{encoder_id}@{regime}"\nx = key.partition("@")\nA = ["discrimination", '
+        '"calibration", "label_efficiency", "robustness"]\nclass InputError(Exception): ...\n'
+    )
     assert sorted(hit.split(": ", 1)[1] for hit in _redefinitions(bad)) == [
-        "assigns FROZEN", "defines class InputError", "formats an encoder key by hand",
-        "spells out the axis names", "splits an encoder key by hand"]
+        "assigns FROZEN",
+        "defines class InputError",
+        "formats an encoder key by hand",
+        "spells out the axis names",
+        "splits an encoder key by hand",
+    ]
 
 
 def test_sql_spells_no_weight_or_key_format():
     sql_dir = REPO / "sql"
-    code = "\n".join(line.split("--", 1)[0] for f in sorted(sql_dir.rglob("*.sql"))
-                     for line in f.read_text(encoding="utf-8").splitlines())
+    code = "\n".join(
+        line.split("--", 1)[0]
+        for f in sorted(sql_dir.rglob("*.sql"))
+        for line in f.read_text(encoding="utf-8").splitlines()
+    )
     assert not re.search(r"w_(d|c|le|r|dom|ideal|worst)\s*:=\s*[0-9.]", code)
     assert "|| '@' ||" not in code
 
@@ -167,5 +205,6 @@ def test_core_imports_nothing_else_from_crsbench():
             if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("crsbench"):
                 assert node.module.startswith("crsbench.core"), f"{path.name} imports {node.module}"
             if isinstance(node, ast.Import):
-                assert all(not a.name.startswith("crsbench") or a.name.startswith("crsbench.core")
-                           for a in node.names), path.name
+                assert all(
+                    not a.name.startswith("crsbench") or a.name.startswith("crsbench.core") for a in node.names
+                ), path.name

@@ -19,16 +19,26 @@ from crsbench.warehouse.connection import Warehouse
 
 
 def test_one_declaration_gives_ddl_arrow_and_comments():
-    schema = Schema("t", "One row per thing.", (
-        Column("k", "VARCHAR", "The key.", primary_key=True),
-        Column("x", "DOUBLE", "It's a value; higher is better."),
-        Column("probs", "FLOAT[]", "Probabilities."),
-        Column("at", "TIMESTAMPTZ", "When."),
-        Column("late", "INTEGER", "Added in version 2.", since=2),
-    ))
-    assert schema.arrow() == pa.schema([("k", pa.string()), ("x", pa.float64()),
-                                        ("probs", pa.list_(pa.float32())),
-                                        ("at", pa.timestamp("us", tz="UTC")), ("late", pa.int32())])
+    schema = Schema(
+        "t",
+        "One row per thing.",
+        (
+            Column("k", "VARCHAR", "The key.", primary_key=True),
+            Column("x", "DOUBLE", "It's a value; higher is better."),
+            Column("probs", "FLOAT[]", "Probabilities."),
+            Column("at", "TIMESTAMPTZ", "When."),
+            Column("late", "INTEGER", "Added in version 2.", since=2),
+        ),
+    )
+    assert schema.arrow() == pa.schema(
+        [
+            ("k", pa.string()),
+            ("x", pa.float64()),
+            ("probs", pa.list_(pa.float32())),
+            ("at", pa.timestamp("us", tz="UTC")),
+            ("late", pa.int32()),
+        ]
+    )
     con = duckdb.connect()
     con.execute(schema.create_sql(version=1))
     assert [r[0] for r in con.execute("describe t").fetchall()] == ["k", "x", "probs", "at"]
@@ -36,13 +46,19 @@ def test_one_declaration_gives_ddl_arrow_and_comments():
         con.execute(statement)
     for statement in schema.comment_sql("table"):
         con.execute(statement)
-    got = con.execute("select column_name, data_type, comment from duckdb_columns() "
-                      "where table_name = 't' order by column_index").fetchall()
-    assert got == [("k", "VARCHAR", "The key."), ("x", "DOUBLE", "It's a value; higher is better."),
-                   ("probs", "FLOAT[]", "Probabilities."),
-                   ("at", "TIMESTAMP WITH TIME ZONE", "When."), ("late", "INTEGER", "Added in version 2.")]
-    assert con.execute("select comment from duckdb_tables() where table_name = 't'").fetchone()[0] \
-        == "One row per thing."
+    got = con.execute(
+        "select column_name, data_type, comment from duckdb_columns() where table_name = 't' order by column_index"
+    ).fetchall()
+    assert got == [
+        ("k", "VARCHAR", "The key."),
+        ("x", "DOUBLE", "It's a value; higher is better."),
+        ("probs", "FLOAT[]", "Probabilities."),
+        ("at", "TIMESTAMP WITH TIME ZONE", "When."),
+        ("late", "INTEGER", "Added in version 2."),
+    ]
+    assert (
+        con.execute("select comment from duckdb_tables() where table_name = 't'").fetchone()[0] == "One row per thing."
+    )
     with pytest.raises(duckdb.ConstraintException):
         con.execute("insert into t (k) values ('a'), ('a')")
     with pytest.raises(ValueError, match="twice"):
@@ -54,23 +70,48 @@ def test_one_declaration_gives_ddl_arrow_and_comments():
 def test_run_record_parts_keep_the_types_they_always_had():
     # The Arrow schema the parts were written with before the declaration existed, by hand:
     # old parts and new parts must read back as one table.
-    before = pa.schema([
-        ("run_id", pa.string()), ("fit_id", pa.string()), ("encoder_id", pa.string()),
-        ("dataset_id", pa.string()), ("eval_dataset_id", pa.string()), ("regime", pa.string()),
-        ("probe", pa.string()), ("depth", pa.float64()), ("label_fraction", pa.float64()),
-        ("seed", pa.int32()), ("condition", pa.string()), ("auroc", pa.float64()),
-        ("ece", pa.float64()), ("ece_adaptive", pa.float64()), ("brier", pa.float64()),
-        ("nll", pa.float64()), ("accuracy", pa.float64()), ("mean_confidence", pa.float64()),
-        ("qwk", pa.float64()), ("ordinal_mae", pa.float64()), ("n_train", pa.int32()),
-        ("n_test", pa.int32()), ("fit_seconds", pa.float64()), ("pretrained", pa.bool_()),
-        ("code_version", pa.string()), ("created_at", pa.timestamp("us", tz="UTC")),
-    ])
+    before = pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("fit_id", pa.string()),
+            ("encoder_id", pa.string()),
+            ("dataset_id", pa.string()),
+            ("eval_dataset_id", pa.string()),
+            ("regime", pa.string()),
+            ("probe", pa.string()),
+            ("depth", pa.float64()),
+            ("label_fraction", pa.float64()),
+            ("seed", pa.int32()),
+            ("condition", pa.string()),
+            ("auroc", pa.float64()),
+            ("ece", pa.float64()),
+            ("ece_adaptive", pa.float64()),
+            ("brier", pa.float64()),
+            ("nll", pa.float64()),
+            ("accuracy", pa.float64()),
+            ("mean_confidence", pa.float64()),
+            ("qwk", pa.float64()),
+            ("ordinal_mae", pa.float64()),
+            ("n_train", pa.int32()),
+            ("n_test", pa.int32()),
+            ("fit_seconds", pa.float64()),
+            ("pretrained", pa.bool_()),
+            ("code_version", pa.string()),
+            ("created_at", pa.timestamp("us", tz="UTC")),
+        ]
+    )
     assert runs_schema().arrow() == before
-    assert PREDICTIONS.arrow() == pa.schema([
-        ("run_id", pa.string()), ("fit_id", pa.string()), ("eval_dataset_id", pa.string()),
-        ("condition", pa.string()), ("row_index", pa.int32()), ("image_id", pa.string()),
-        ("probs", pa.list_(pa.float32())),
-    ])
+    assert PREDICTIONS.arrow() == pa.schema(
+        [
+            ("run_id", pa.string()),
+            ("fit_id", pa.string()),
+            ("eval_dataset_id", pa.string()),
+            ("condition", pa.string()),
+            ("row_index", pa.int32()),
+            ("image_id", pa.string()),
+            ("probs", pa.list_(pa.float32())),
+        ]
+    )
 
 
 @pytest.fixture
@@ -94,8 +135,7 @@ def test_a_metric_is_one_function_and_one_registration(fake_metric, tmp_path):
     from crsbench.features.store import FeatureStore
 
     store = FeatureStore(url)
-    fits = plan_fits(["derm"], ["enc"], store, probes=("logreg",), fractions=(1.0,), seeds=(0,),
-                     depths=(1.0,))
+    fits = plan_fits(["derm"], ["enc"], store, probes=("logreg",), fractions=(1.0,), seeds=(0,), depths=(1.0,))
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         frames = []
 
@@ -113,6 +153,7 @@ def test_a_metric_is_one_function_and_one_registration(fake_metric, tmp_path):
         np.testing.assert_array_equal(stored["n_scored"], stored["n_test"].astype(float))
     # the next read-write open documents the new column from its registration
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        comment = wh.con.execute("select comment from duckdb_columns() where table_name = 'runs' "
-                                 "and column_name = 'n_scored'").fetchone()[0]
+        comment = wh.con.execute(
+            "select comment from duckdb_columns() where table_name = 'runs' and column_name = 'n_scored'"
+        ).fetchone()[0]
     assert comment == "Images scored; count. Test-only metric."

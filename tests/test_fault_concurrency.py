@@ -30,8 +30,7 @@ def test_concurrent_probes_compute_every_fit_once(tmp_path, n_procs):
     with Warehouse.open(db, read_only=True) as wh:
         viewed = wh.sql("select count(*) n, count(distinct run_id) d from runs")
     assert viewed["n"].item() == viewed["d"].item() == len(raw)
-    assert not list((db.with_name(db.name + ".parts") / "claims").glob("[0-9a-f]*")), \
-        "claims left behind"
+    assert not list((db.with_name(db.name + ".parts") / "claims").glob("[0-9a-f]*")), "claims left behind"
 
 
 def test_a_duplicated_batch_never_reaches_a_view(tmp_path):
@@ -71,8 +70,7 @@ def test_claim_is_exclusive_and_a_dead_holders_claim_is_taken_over(tmp_path):
         b.release(["f2"])  # not b's: left alone
         assert (parts / "claims" / "f2").exists()
     # A holder killed mid-fit on this host: its pid is gone, so the claim is stale at once.
-    (parts / "claims" / "f9").write_text(json.dumps({"owner": "x", "host": os.uname().nodename,
-                                                     "pid": 2 ** 22 + 1}))
+    (parts / "claims" / "f9").write_text(json.dumps({"owner": "x", "host": os.uname().nodename, "pid": 2**22 + 1}))
     # A holder elsewhere that stopped refreshing: stale once older than the lease.
     (parts / "claims" / "f8").write_text(json.dumps({"owner": "y", "host": "elsewhere", "pid": 1}))
     old = time.time() - 1000

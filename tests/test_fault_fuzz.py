@@ -24,8 +24,12 @@ from crsbench.ingest.labels import MAX_LABELS, is_missing
 from crsbench.ingest.types import SPLITS
 
 SOAK = int(os.environ.get("CRSBENCH_SOAK", "0"))
-FUZZ = settings(max_examples=400 if SOAK else 25, deadline=None, derandomize=not SOAK,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=400 if SOAK else 25,
+    deadline=None,
+    derandomize=not SOAK,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 N_IMAGES = 36
 _counter = itertools.count()
 
@@ -53,12 +57,35 @@ def _check_dataset(ds) -> None:
 
 
 LABEL_SPELLINGS = st.one_of(
-    st.sampled_from(["a", "b", "c", " a", "a ", "A", "n\u00e9vus", unicodedata.normalize("NFD", "n\u00e9vus"),
-                     "b\u200b", "\ufeffc", "nan", "NaN", "", "NA", "null", "None", "1", "0", "1.0", "-1"]),
+    st.sampled_from(
+        [
+            "a",
+            "b",
+            "c",
+            " a",
+            "a ",
+            "A",
+            "n\u00e9vus",
+            unicodedata.normalize("NFD", "n\u00e9vus"),
+            "b\u200b",
+            "\ufeffc",
+            "nan",
+            "NaN",
+            "",
+            "NA",
+            "null",
+            "None",
+            "1",
+            "0",
+            "1.0",
+            "-1",
+        ]
+    ),
     st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=6),
 )
-CLEAN_SPELLINGS = st.sampled_from(["a", " a", "a ", "b\u200b", "b", "n\u00e9vus",
-                                  unicodedata.normalize("NFD", "n\u00e9vus")])
+CLEAN_SPELLINGS = st.sampled_from(
+    ["a", " a", "a ", "b\u200b", "b", "n\u00e9vus", unicodedata.normalize("NFD", "n\u00e9vus")]
+)
 CELL = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=4)
 
 
@@ -70,8 +97,11 @@ def manifests(draw) -> tuple[str, str]:
     # half are hostile throughout.
     hostile = draw(st.booleans())
     n = draw(st.integers(0, N_IMAGES)) if hostile else draw(st.integers(24, N_IMAGES))
-    extra = draw(st.lists(st.sampled_from(["group", "split", "image_id", "x", "Label", "label "]),
-                          max_size=2, unique=True)) if hostile else []
+    extra = (
+        draw(st.lists(st.sampled_from(["group", "split", "image_id", "x", "Label", "label "]), max_size=2, unique=True))
+        if hostile
+        else []
+    )
     if task == "multilabel":
         labels = draw(st.lists(st.sampled_from(["l1", "l2", "l\u00e9"]), min_size=1, max_size=3, unique=True))
         header = ["path", *labels, *extra]
@@ -79,8 +109,23 @@ def manifests(draw) -> tuple[str, str]:
         header = ["path", "label", *extra]
     rows = []
     for i in range(n):
-        path = draw(st.sampled_from([f"img/{i}.png", f"img/{i}.png", f"./img/{i}.png", "img/missing.png",
-                                     "../etc/passwd", f"img\\{i}.png", ""])) if hostile else f"img/{i}.png"
+        path = (
+            draw(
+                st.sampled_from(
+                    [
+                        f"img/{i}.png",
+                        f"img/{i}.png",
+                        f"./img/{i}.png",
+                        "img/missing.png",
+                        "../etc/passwd",
+                        f"img\\{i}.png",
+                        "",
+                    ]
+                )
+            )
+            if hostile
+            else f"img/{i}.png"
+        )
         row = [path]
         if task == "multilabel":
             cells = ["0", "1", "1.0", "nan", "", "2"] if hostile else ["0", "1", "1.0", " 0", "0.0"]
@@ -90,8 +135,9 @@ def manifests(draw) -> tuple[str, str]:
         else:
             row.append(draw(LABEL_SPELLINGS) if hostile else draw(CLEAN_SPELLINGS))
         for col in extra:
-            row.append(draw(st.sampled_from(["train", "calib", "test", "val", "", "bogus"]))
-                       if col == "split" else draw(CELL))
+            row.append(
+                draw(st.sampled_from(["train", "calib", "test", "val", "", "bogus"])) if col == "split" else draw(CELL)
+            )
         rows.append(row)
     newline = draw(st.sampled_from(["\n", "\r\n"]))
 
@@ -136,8 +182,11 @@ def npz_arrays(draw) -> dict[str, np.ndarray]:
         return arrays
     arrays = {}
     width = draw(st.sampled_from([1, 1, 1, 2, 3]))
-    for split, n in (("train", draw(st.integers(0, 24))), ("val", draw(st.integers(0, 8))),
-                     ("test", draw(st.integers(0, 8)))):
+    for split, n in (
+        ("train", draw(st.integers(0, 24))),
+        ("val", draw(st.integers(0, 8))),
+        ("test", draw(st.integers(0, 8))),
+    ):
         hw = draw(st.tuples(st.integers(0, 5), st.integers(1, 5)))
         channels = draw(st.sampled_from([(), (), (1,), (3,), (4,), (5,), (2,)]))
         image_dtype = draw(st.sampled_from([np.uint8, np.uint8, np.uint8, np.uint16, np.float32]))
@@ -147,12 +196,17 @@ def npz_arrays(draw) -> dict[str, np.ndarray]:
         if label_dtype == "U2":
             labels = draw(hnp.arrays("U2", shape, elements=st.sampled_from(["a", "1", ""])))
         elif np.dtype(label_dtype).kind == "f":
-            labels = draw(hnp.arrays(label_dtype, shape, elements=st.sampled_from(
-                [0.0, 1.0, 2.0, 0.5, -1.0, float("nan"), float("inf"), 1e9])))
+            labels = draw(
+                hnp.arrays(
+                    label_dtype,
+                    shape,
+                    elements=st.sampled_from([0.0, 1.0, 2.0, 0.5, -1.0, float("nan"), float("inf"), 1e9]),
+                )
+            )
         elif label_dtype is np.bool_:
             labels = draw(hnp.arrays(label_dtype, shape))
         else:
-            top = 10 ** 9 if np.dtype(label_dtype).itemsize >= 4 else 2 ** (8 * np.dtype(label_dtype).itemsize) - 1
+            top = 10**9 if np.dtype(label_dtype).itemsize >= 4 else 2 ** (8 * np.dtype(label_dtype).itemsize) - 1
             labels = draw(hnp.arrays(label_dtype, shape, elements=st.sampled_from([0, 1, 2, 3, top])))
         arrays[f"{split}_labels"] = labels
     if draw(st.booleans()):
@@ -179,8 +233,12 @@ def test_npz_fuzz_ingests_or_fails_with_one_line(tmp_path, arrays, skip_bad):
 
 
 @FUZZ
-@given(pixels=hnp.arrays(st.sampled_from([np.uint8, np.uint16, np.int32, np.float32, np.float64, np.bool_]),
-                         hnp.array_shapes(min_dims=2, max_dims=3, min_side=0, max_side=6)))
+@given(
+    pixels=hnp.arrays(
+        st.sampled_from([np.uint8, np.uint16, np.int32, np.float32, np.float64, np.bool_]),
+        hnp.array_shapes(min_dims=2, max_dims=3, min_side=0, max_side=6),
+    )
+)
 def test_decoder_returns_uint8_hwc_or_input_error(tmp_path, pixels):
     path = tmp_path / f"d{next(_counter)}.npz"
     np.savez(path, imgs=pixels[None])

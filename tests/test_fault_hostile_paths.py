@@ -50,8 +50,9 @@ def test_copies_and_moves_into_hostile_folders_probe_and_count_their_own(tmp_pat
     assert report["fitted"] == 2 and report["skipped"] == 2
     raw = raw_runs(hostile)
     assert raw["run_id"].is_unique and len(raw) == 2 * per_seed == _count(hostile)
-    assert not [p for p in (hostile.parent / (hostile.name + ".parts") / "claims").iterdir()
-                if not p.name.startswith(".")]
+    assert not [
+        p for p in (hostile.parent / (hostile.name + ".parts") / "claims").iterdir() if not p.name.startswith(".")
+    ]
 
     moved = tmp_path / (HOSTILE + " moved") / template.name
     shutil.move(hostile.parent, moved.parent)

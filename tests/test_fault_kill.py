@@ -50,8 +50,9 @@ def probed(tmp_path_factory):
     (base / "w").mkdir()
     db = synthetic_warehouse(base / "w")
     clean = _copy(db, base / "clean")
-    done = subprocess.run([*CLI, "--quiet", *PROBE_ARGS, "--db", str(clean)], env=env(), capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [*CLI, "--quiet", *PROBE_ARGS, "--db", str(clean)], env=env(), capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return db, clean, _runs(clean)
 
@@ -61,8 +62,12 @@ def test_probe_killed_at_random_batches_resumes_to_the_clean_runs(probed, tmp_pa
     db = _copy(db, tmp_path / "killed")
     kills = sorted(RNG.sample(range(1, 12), 4 if SOAK else 2))
     for after in kills:  # SIGKILL once `after` batches have landed (claims are left behind)
-        proc = subprocess.Popen([*CLI, "--quiet", *PROBE_ARGS, "--db", str(db)], env=env(),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            [*CLI, "--quiet", *PROBE_ARGS, "--db", str(db)],
+            env=env(),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 300
         while _data_parts(db) < after and proc.poll() is None:
             assert time.monotonic() < deadline
@@ -71,8 +76,9 @@ def test_probe_killed_at_random_batches_resumes_to_the_clean_runs(probed, tmp_pa
         proc.wait()
         raw = raw_runs(db)
         assert raw.empty or raw["run_id"].is_unique
-    done = subprocess.run([*CLI, "--quiet", *PROBE_ARGS, "--db", str(db)], env=env(), capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [*CLI, "--quiet", *PROBE_ARGS, "--db", str(db)], env=env(), capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert _runs(db) == expected
     assert raw_runs(db)["run_id"].is_unique
@@ -114,14 +120,23 @@ def test_compact_killed_at_random_steps_recovers_the_same_runs(probed, tmp_path)
     steps = RNG.sample(range(1, 40), 6 if SOAK else 2)
     for k in steps:
         db = _copy(clean, tmp_path / f"k{k}")
-        proc = subprocess.run([sys.executable, "-c", COMPACT_CHILD, str(db), str(k)], env=env(),
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [sys.executable, "-c", COMPACT_CHILD, str(db), str(k)],
+            env=env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode in (0, -9), proc.stderr[-2000:]
         with Warehouse.open(db):  # the read-write open finishes or rolls back the compaction
             pass
         assert _runs(db) == expected, f"kill at step {k}"
-        assert subprocess.run([*CLI, "--quiet", "warehouse", "compact", "--db", str(db)], env=env(),
-                              timeout=300).returncode == 0
+        assert (
+            subprocess.run(
+                [*CLI, "--quiet", "warehouse", "compact", "--db", str(db)], env=env(), timeout=300
+            ).returncode
+            == 0
+        )
         assert _runs(db) == expected
 
 

@@ -74,8 +74,7 @@ def test_lora_changes_only_adapter_parameters(trained):
 
 def test_adapter_round_trips(trained, suite_datasets, tmp_path):
     entry, _, result = trained
-    folder = save_adapter(result, adapter_dir(tmp_path, entry.id, "isic2019", 0),
-                          {"encoder_id": entry.id, "seed": 0})
+    folder = save_adapter(result, adapter_dir(tmp_path, entry.id, "isic2019", 0), {"encoder_id": entry.id, "seed": 0})
     assert folder.name == "tiny-vit@lora-s0" and adapter_meta(folder)["seed"] == 0
     saved = load_file(folder / ADAPTER_FILE)
     assert saved and all("lora_" in k for k in saved)  # adapter weights only

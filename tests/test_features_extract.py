@@ -146,9 +146,11 @@ def test_non_finite_features_fail_naming_the_image(aptos, tmp_path):
     model = ENTRY.build()
     target = aptos.split_rows("test")[1]
     poison_id = aptos.images.image_id[target]
+
     # With batch size 1, make stage 2 emit NaN exactly when the poisoned image's input is in the batch.
     def poison(module, args, output):
         return output * float("nan") if poison.active else output
+
     poison.active = False
     hook = model.stages[1].register_forward_hook(poison)
     import crsbench.features.extraction as ex
@@ -191,7 +193,8 @@ def test_complete_is_never_set_when_a_chunk_is_missing(aptos, tmp_path, monkeypa
 
 # -- resume after SIGKILL ---------------------------------------------------------------------------
 
-CHILD = textwrap.dedent("""
+CHILD = textwrap.dedent(
+    """
     import os, signal, sys, dataclasses, torch, zarr
     torch.set_num_threads(1)
     from crsbench.ingest import ingest
@@ -216,13 +219,20 @@ CHILD = textwrap.dedent("""
         import crsbench.features.extraction as ex
         ex._finish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
     extract(ds, entry, url, chunk_rows=%d, batch_size=24)
-""" % CHUNK)
+"""
+    % CHUNK
+)
 
 
 def _run_child(suite_dir: Path, url: str, markers_before: int = -2, writes_after: int = 0) -> int:
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(suite_dir), url, str(markers_before),
-                           str(writes_after)], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(suite_dir), url, str(markers_before), str(writes_after)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode in (0, -9), proc.stderr[-2000:]
     return proc.returncode
 
@@ -265,11 +275,25 @@ def test_mixed_sizes_and_greyscale_images(tmp_path):
         pixels = rng.integers(0, 256, shape + ((3,) if mode == "RGB" else ()), dtype=np.uint8)
         path = tmp_path / f"m{k}.png"
         Image.fromarray(pixels, mode).save(path)
-        rows.append({"image_id": f"m{k}", "rel_path": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-                     "group_id": str(k), "split": "test"})
-    ds = Dataset(name="mixed", adapter="manifest", root=tmp_path, task=Task.MULTICLASS, label_names=["a", "b"],
-                 images=pd.DataFrame(rows), labels=np.arange(5) % 2,
-                 fractions=pd.DataFrame(columns=["seed", "fraction", "image_id"]))
+        rows.append(
+            {
+                "image_id": f"m{k}",
+                "rel_path": path.name,
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+                "group_id": str(k),
+                "split": "test",
+            }
+        )
+    ds = Dataset(
+        name="mixed",
+        adapter="manifest",
+        root=tmp_path,
+        task=Task.MULTICLASS,
+        label_names=["a", "b"],
+        images=pd.DataFrame(rows),
+        labels=np.arange(5) % 2,
+        fractions=pd.DataFrame(columns=["seed", "fraction", "image_id"]),
+    )
     url = f"memory://crsbench-{uuid.uuid4().hex}"
     extract(ds, ENTRY, url, batch_size=4, chunk_rows=2)
     store = FeatureStore(url)
@@ -277,7 +301,9 @@ def test_mixed_sizes_and_greyscale_images(tmp_path):
     for cond in ("clean", "rician-s2", "gaussian_blur-s3"):
         assert np.isfinite(store.array(ref, 0.25, cond)[:]).all()
     # A greyscale image reaches the encoder as three equal channels; rician noise stays greyscale.
-    np.testing.assert_allclose(store.array(ref, 1.0, "clean")[:][[1, 4]], _by_hand(ds, [1, 4], "clean"),
-                               rtol=2e-3, atol=2e-3)
-    np.testing.assert_allclose(store.array(ref, 1.0, "rician-s2")[:][[4]], _by_hand(ds, [4], "rician-s2"),
-                               rtol=2e-3, atol=2e-3)
+    np.testing.assert_allclose(
+        store.array(ref, 1.0, "clean")[:][[1, 4]], _by_hand(ds, [1, 4], "clean"), rtol=2e-3, atol=2e-3
+    )
+    np.testing.assert_allclose(
+        store.array(ref, 1.0, "rician-s2")[:][[4]], _by_hand(ds, [4], "rician-s2"), rtol=2e-3, atol=2e-3
+    )

@@ -56,12 +56,19 @@ def hub(tmp_path, monkeypatch):
 
 
 def _files(artefact: Path) -> dict[str, Path]:
-    return ({p.name: p for p in artefact.iterdir() if p.is_file()} if artefact.is_dir()
-            else {artefact.name: artefact})
+    return {p.name: p for p in artefact.iterdir() if p.is_file()} if artefact.is_dir() else {artefact.name: artefact}
 
 
-def _check_routes(entry, artefact: Path, reference: dict[float, torch.Tensor], x: torch.Tensor,
-                  tmp_path: Path, monkeypatch, hub, routes=("weights", "env", "hf_cache")) -> None:
+def _check_routes(
+    entry,
+    artefact: Path,
+    reference: dict[float, torch.Tensor],
+    x: torch.Tensor,
+    tmp_path: Path,
+    monkeypatch,
+    hub,
+    routes=("weights", "env", "hf_cache"),
+) -> None:
     """Build through each route and compare every depth with the upstream forward."""
     for route in routes:
         monkeypatch.delenv("CRSBENCH_WEIGHTS", raising=False)
@@ -111,6 +118,7 @@ def _seeded(build: Callable[[], torch.nn.Module]) -> torch.nn.Module:
 
 # -- timm hub files: model.safetensors of the full model, classifier included ----------------------
 
+
 def _timm_vit_reference(model, x, pool: str) -> dict[float, torch.Tensor]:
     with torch.no_grad():
         h = model.norm_pre(model.patch_drop(model._pos_embed(model.patch_embed(x))))
@@ -118,7 +126,7 @@ def _timm_vit_reference(model, x, pool: str) -> dict[float, torch.Tensor]:
         for i, block in enumerate(model.blocks):
             h = block(h)
             out[(i + 1) / len(model.blocks)] = model.norm(h)
-    return {d: (t[:, 0] if pool == "cls" else t[:, model.num_prefix_tokens:].mean(1)) for d, t in out.items()}
+    return {d: (t[:, 0] if pool == "cls" else t[:, model.num_prefix_tokens :].mean(1)) for d, t in out.items()}
 
 
 @pytest.mark.parametrize("encoder_id,pool", [("vit-b16", "cls"), ("mae", "mean")])
@@ -133,8 +141,7 @@ def test_timm_vit_families(encoder_id, pool, tmp_path, monkeypatch, hub):
     reference = _timm_vit_reference(upstream, x, pool)
     if pool == "cls":
         with torch.no_grad():
-            assert torch.allclose(reference[1.0], upstream.forward_head(upstream.forward_features(x),
-                                                                        pre_logits=True))
+            assert torch.allclose(reference[1.0], upstream.forward_head(upstream.forward_features(x), pre_logits=True))
     _check_routes(entry, tmp_path / "model.safetensors", reference, x, tmp_path, monkeypatch, hub)
 
 
@@ -157,8 +164,9 @@ def test_resnet50(tmp_path, monkeypatch, hub):
     save_file(upstream.state_dict(), tmp_path / "model.safetensors")
     x = _x(32)
     m = upstream
-    reference = _resnet_reference(lambda t: m.maxpool(m.act1(m.bn1(m.conv1(t)))),
-                                  (m.layer1, m.layer2, m.layer3, m.layer4), x)
+    reference = _resnet_reference(
+        lambda t: m.maxpool(m.act1(m.bn1(m.conv1(t)))), (m.layer1, m.layer2, m.layer3, m.layer4), x
+    )
     _check_routes(entry, tmp_path / "model.safetensors", reference, x, tmp_path, monkeypatch, hub)
 
 
@@ -169,11 +177,18 @@ def test_retfound_mae_pretraining_dict_under_model(tmp_path, monkeypatch, hub):
 
     small = {"depth": 4, "embed_dim": 64, "num_heads": 2, "img_size": 32}
     entry = _entry("retfound", input_size=32, model_kwargs=small)
-    upstream = _seeded(lambda: timm.create_model("vit_large_patch16_224", pretrained=False,
-                                                 num_classes=0, global_pool="", **small))
+    upstream = _seeded(
+        lambda: timm.create_model("vit_large_patch16_224", pretrained=False, num_classes=0, global_pool="", **small)
+    )
     state = dict(upstream.state_dict())
-    state.update({"mask_token": torch.zeros(1, 1, 32), "decoder_embed.weight": torch.randn(32, 64),
-                  "decoder_blocks.0.norm1.weight": torch.ones(32), "decoder_pred.bias": torch.zeros(768)})
+    state.update(
+        {
+            "mask_token": torch.zeros(1, 1, 32),
+            "decoder_embed.weight": torch.randn(32, 64),
+            "decoder_blocks.0.norm1.weight": torch.ones(32),
+            "decoder_pred.bias": torch.zeros(768),
+        }
+    )
     path = tmp_path / "RETFound_mae_natureCFP.pth"
     torch.save({"model": state, "epoch": 0}, path)
     x = _x(32)
@@ -186,22 +201,40 @@ def test_retfound_mae_pretraining_dict_under_model(tmp_path, monkeypatch, hub):
 # pos_embed), keys under "encoder." as its CAE pretraining checkpoint stores them; PanDerm's
 # repository is not a pip package.
 
+
 def _panderm_state(dim: int, depth: int, grid: int, gen: torch.Generator) -> dict[str, torch.Tensor]:
     def r(*s):
         return 0.05 * torch.randn(*s, generator=gen)
-    s = {"cls_token": r(1, 1, dim), "pos_embed": r(1, 1 + grid * grid, dim),
-         "patch_embed.proj.weight": r(dim, 3, 16, 16), "patch_embed.proj.bias": r(dim),
-         "norm.weight": 1 + r(dim), "norm.bias": r(dim)}
+
+    s = {
+        "cls_token": r(1, 1, dim),
+        "pos_embed": r(1, 1 + grid * grid, dim),
+        "patch_embed.proj.weight": r(dim, 3, 16, 16),
+        "patch_embed.proj.bias": r(dim),
+        "norm.weight": 1 + r(dim),
+        "norm.bias": r(dim),
+    }
     for i in range(depth):
         b = f"blocks.{i}."
-        s.update({b + "gamma_1": r(dim) + 0.1, b + "gamma_2": r(dim) + 0.1,
-                  b + "norm1.weight": 1 + r(dim), b + "norm1.bias": r(dim),
-                  b + "attn.q_bias": r(dim), b + "attn.v_bias": r(dim),
-                  b + "attn.qkv.weight": r(3 * dim, dim) * 4,
-                  b + "attn.proj.weight": r(dim, dim) * 4, b + "attn.proj.bias": r(dim),
-                  b + "norm2.weight": 1 + r(dim), b + "norm2.bias": r(dim),
-                  b + "mlp.fc1.weight": r(4 * dim, dim) * 4, b + "mlp.fc1.bias": r(4 * dim),
-                  b + "mlp.fc2.weight": r(dim, 4 * dim) * 4, b + "mlp.fc2.bias": r(dim)})
+        s.update(
+            {
+                b + "gamma_1": r(dim) + 0.1,
+                b + "gamma_2": r(dim) + 0.1,
+                b + "norm1.weight": 1 + r(dim),
+                b + "norm1.bias": r(dim),
+                b + "attn.q_bias": r(dim),
+                b + "attn.v_bias": r(dim),
+                b + "attn.qkv.weight": r(3 * dim, dim) * 4,
+                b + "attn.proj.weight": r(dim, dim) * 4,
+                b + "attn.proj.bias": r(dim),
+                b + "norm2.weight": 1 + r(dim),
+                b + "norm2.bias": r(dim),
+                b + "mlp.fc1.weight": r(4 * dim, dim) * 4,
+                b + "mlp.fc1.bias": r(4 * dim),
+                b + "mlp.fc2.weight": r(dim, 4 * dim) * 4,
+                b + "mlp.fc2.bias": r(dim),
+            }
+        )
     return s
 
 
@@ -210,6 +243,7 @@ def _panderm_forward(s: dict[str, torch.Tensor], x: torch.Tensor, depth: int, he
 
     def ln(t, p):
         return F.layer_norm(t, t.shape[-1:], s[p + ".weight"], s[p + ".bias"], eps=1e-6)
+
     t = F.conv2d(x, s["patch_embed.proj.weight"], s["patch_embed.proj.bias"], stride=16)
     t = t.flatten(2).transpose(1, 2)
     t = torch.cat([s["cls_token"].expand(len(x), -1, -1), t], 1) + s["pos_embed"]
@@ -223,8 +257,11 @@ def _panderm_forward(s: dict[str, torch.Tensor], x: torch.Tensor, depth: int, he
         attn = ((q * (C // heads) ** -0.5) @ k.transpose(-2, -1)).softmax(-1)
         a = F.linear((attn @ v).transpose(1, 2).reshape(B, N, C), s[b + "attn.proj.weight"], s[b + "attn.proj.bias"])
         t = t + s[b + "gamma_1"] * a
-        m = F.linear(F.gelu(F.linear(ln(t, b + "norm2"), s[b + "mlp.fc1.weight"], s[b + "mlp.fc1.bias"])),
-                     s[b + "mlp.fc2.weight"], s[b + "mlp.fc2.bias"])
+        m = F.linear(
+            F.gelu(F.linear(ln(t, b + "norm2"), s[b + "mlp.fc1.weight"], s[b + "mlp.fc1.bias"])),
+            s[b + "mlp.fc2.weight"],
+            s[b + "mlp.fc2.bias"],
+        )
         t = t + s[b + "gamma_2"] * m
         out[(i + 1) / depth] = ln(t, "norm")[:, 1:].mean(1)
     return out
@@ -255,6 +292,7 @@ def test_panderm_cae_checkpoint(tmp_path, monkeypatch, hub):
 # modules.py MLP with 1x1 convs). hi-ml-multimodal pins SimpleITK/pydicom/scikit-image, so it is
 # not installed; the layout is rebuilt with torchvision, which ResNetHIML subclasses.
 
+
 def test_biovil_image_model(tmp_path, monkeypatch, hub):
     from torch import nn
     from torchvision.models.resnet import Bottleneck, ResNet
@@ -266,8 +304,9 @@ def test_biovil_image_model(tmp_path, monkeypatch, hub):
     image_model.encoder = nn.Module()
     image_model.encoder.encoder = resnet
     image_model.projector = nn.Module()
-    image_model.projector.model = nn.Sequential(nn.Conv2d(2048, 128, 1, bias=False), nn.BatchNorm2d(128),
-                                                nn.ReLU(inplace=True), nn.Conv2d(128, 128, 1))
+    image_model.projector.model = nn.Sequential(
+        nn.Conv2d(2048, 128, 1, bias=False), nn.BatchNorm2d(128), nn.ReLU(inplace=True), nn.Conv2d(128, 128, 1)
+    )
     with torch.no_grad():
         for m in resnet.modules():
             if isinstance(m, nn.BatchNorm2d):
@@ -277,35 +316,61 @@ def test_biovil_image_model(tmp_path, monkeypatch, hub):
     torch.save(image_model.state_dict(), path)
     x = _x(64)
     m = resnet
-    reference = _resnet_reference(lambda t: m.maxpool(m.relu(m.bn1(m.conv1(t)))),
-                                  (m.layer1, m.layer2, m.layer3, m.layer4), x)
+    reference = _resnet_reference(
+        lambda t: m.maxpool(m.relu(m.bn1(m.conv1(t)))), (m.layer1, m.layer2, m.layer3, m.layer4), x
+    )
     _check_routes(entry, path, reference, x, tmp_path, monkeypatch, hub)
 
 
 # -- transformers save_pretrained folders ----------------------------------------------------------
 
+
 def _clip_model(vision_layers: int, image: int, patch: int):
     import transformers as T
 
-    text = T.CLIPTextConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                            num_attention_heads=2, vocab_size=100, max_position_embeddings=16,
-                            projection_dim=16)
-    vision = T.CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=vision_layers,
-                                num_attention_heads=2, image_size=image, patch_size=patch,
-                                projection_dim=16)
-    return _seeded(lambda: T.CLIPModel(T.CLIPConfig(text_config=text.to_dict(),
-                                                    vision_config=vision.to_dict(), projection_dim=16)))
+    text = T.CLIPTextConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        vocab_size=100,
+        max_position_embeddings=16,
+        projection_dim=16,
+    )
+    vision = T.CLIPVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=vision_layers,
+        num_attention_heads=2,
+        image_size=image,
+        patch_size=patch,
+        projection_dim=16,
+    )
+    return _seeded(
+        lambda: T.CLIPModel(T.CLIPConfig(text_config=text.to_dict(), vision_config=vision.to_dict(), projection_dim=16))
+    )
 
 
 def _siglip_model(image: int, patch: int):
     import transformers as T
 
-    text = T.SiglipTextConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                              num_attention_heads=2, vocab_size=100, max_position_embeddings=16)
-    vision = T.SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                                  num_attention_heads=2, image_size=image, patch_size=patch)
-    return _seeded(lambda: T.SiglipModel(T.SiglipConfig(text_config=text.to_dict(),
-                                                        vision_config=vision.to_dict())))
+    text = T.SiglipTextConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        vocab_size=100,
+        max_position_embeddings=16,
+    )
+    vision = T.SiglipVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        image_size=image,
+        patch_size=patch,
+    )
+    return _seeded(lambda: T.SiglipModel(T.SiglipConfig(text_config=text.to_dict(), vision_config=vision.to_dict())))
 
 
 def _hidden(vision, x):
@@ -340,8 +405,7 @@ def test_siglip_families(encoder_id, tmp_path, monkeypatch, hub):
     norm = upstream.vision_model.post_layernorm
     reference = {d: norm(h).mean(1) for d, h in _grid(hidden).items()}
     reference[1.0] = out.pooler_output  # the attention-pooling head: SigLIP's image embedding
-    _check_routes(_entry(encoder_id, input_size=32), tmp_path / "siglip", reference, x, tmp_path,
-                  monkeypatch, hub)
+    _check_routes(_entry(encoder_id, input_size=32), tmp_path / "siglip", reference, x, tmp_path, monkeypatch, hub)
 
 
 def test_llava_med_vision_tower_reads_the_penultimate_layer(tmp_path, monkeypatch, hub):
@@ -355,16 +419,16 @@ def test_llava_med_vision_tower_reads_the_penultimate_layer(tmp_path, monkeypatc
     with torch.no_grad():
         llava = upstream.vision_model(pixel_values=x, output_hidden_states=True).hidden_states[-2][:, 1:]
     assert torch.equal(reference[1.0], llava.mean(1))
-    _check_routes(_entry("llava-med", input_size=28), tmp_path / "clip-l", reference, x, tmp_path,
-                  monkeypatch, hub)
+    _check_routes(_entry("llava-med", input_size=28), tmp_path / "clip-l", reference, x, tmp_path, monkeypatch, hub)
 
 
 @pytest.mark.parametrize("encoder_id", ["dinov2", "rad-dino"])
 def test_dinov2_families(encoder_id, tmp_path, monkeypatch, hub):
     import transformers as T
 
-    config = T.Dinov2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                            num_attention_heads=2, image_size=28, patch_size=14)
+    config = T.Dinov2Config(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=2, image_size=28, patch_size=14
+    )
     upstream = _seeded(lambda: T.Dinov2Model(config))
     upstream.save_pretrained(tmp_path / "dino")  # writes the published key names (attention.attention.query)
     x = _x(28)
@@ -386,13 +450,17 @@ def test_a_partial_transformers_folder_is_refused(tmp_path, hub):
 
     from crsbench.ingest.types import CrsbenchError
 
-    config = T.Dinov2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                            num_attention_heads=2, image_size=28, patch_size=14)
+    config = T.Dinov2Config(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=2, image_size=28, patch_size=14
+    )
     T.Dinov2Model(config).save_pretrained(tmp_path / "dino")
     file = tmp_path / "dino" / "model.safetensors"
     state = load_file(str(file))
-    save_file({k: v for k, v in state.items() if not k.startswith(("encoder.layer.2.", "encoder.layer.3."))},
-              str(file), metadata={"format": "pt"})
+    save_file(
+        {k: v for k, v in state.items() if not k.startswith(("encoder.layer.2.", "encoder.layer.3."))},
+        str(file),
+        metadata={"format": "pt"},
+    )
     with pytest.raises(CrsbenchError, match=r"do not fit encoder 'dinov2' .*missing keys \(encoder.layer.2"):
         _entry("dinov2", input_size=28).build(tmp_path / "dino")
 
@@ -400,15 +468,33 @@ def test_a_partial_transformers_folder_is_refused(tmp_path, hub):
 def test_medgemma_vision_stack(tmp_path, monkeypatch, hub):
     import transformers as T
 
-    vision = T.SiglipVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                                  num_attention_heads=2, image_size=32, patch_size=8,
-                                  vision_use_head=False)
-    text = T.Gemma3TextConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                              num_attention_heads=2, num_key_value_heads=1, head_dim=16,
-                              vocab_size=300, sliding_window=16)
-    config = T.Gemma3Config(text_config=text.to_dict(), vision_config=vision.to_dict(),
-                            mm_tokens_per_image=4, boi_token_index=290, eoi_token_index=291,
-                            image_token_index=292)
+    vision = T.SiglipVisionConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=4,
+        num_attention_heads=2,
+        image_size=32,
+        patch_size=8,
+        vision_use_head=False,
+    )
+    text = T.Gemma3TextConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        vocab_size=300,
+        sliding_window=16,
+    )
+    config = T.Gemma3Config(
+        text_config=text.to_dict(),
+        vision_config=vision.to_dict(),
+        mm_tokens_per_image=4,
+        boi_token_index=290,
+        eoi_token_index=291,
+        image_token_index=292,
+    )
     upstream = _seeded(lambda: T.Gemma3ForConditionalGeneration(config))
     upstream.save_pretrained(tmp_path / "medgemma")
     x = _x(32)
@@ -416,11 +502,11 @@ def test_medgemma_vision_stack(tmp_path, monkeypatch, hub):
     _, hidden = _hidden(tower, x)
     norm = getattr(tower, "vision_model", tower).post_layernorm
     reference = {d: norm(h).mean(1) for d, h in _grid(hidden).items()}
-    _check_routes(_entry("medgemma-4b", input_size=32), tmp_path / "medgemma", reference, x,
-                  tmp_path, monkeypatch, hub)
+    _check_routes(_entry("medgemma-4b", input_size=32), tmp_path / "medgemma", reference, x, tmp_path, monkeypatch, hub)
 
 
 # -- open_clip ------------------------------------------------------------------------------------
+
 
 def _open_clip_reference(model, x, blocks, norm, pool="cls"):
     out = {}
@@ -443,21 +529,33 @@ def test_biomedclip_hub_folder_without_its_text_repo(tmp_path, monkeypatch, hub)
     import transformers as T
 
     text_repo = "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract"
-    config = {"model_cfg": {"embed_dim": 16,
-                            "vision_cfg": {"timm_model_name": "vit_tiny_patch16_224",
-                                           "timm_model_pretrained": False, "timm_pool": "",
-                                           "timm_proj": "linear", "image_size": 224},
-                            "text_cfg": {"hf_model_name": text_repo, "hf_tokenizer_name": text_repo,
-                                         "hf_proj_type": "mlp", "hf_pooler_type": "cls_last_hidden_state_pooler",
-                                         "context_length": 16}},
-              "preprocess_cfg": {"mean": [0.48145466, 0.4578275, 0.40821073],
-                                 "std": [0.26862954, 0.26130258, 0.27577711]}}
+    config = {
+        "model_cfg": {
+            "embed_dim": 16,
+            "vision_cfg": {
+                "timm_model_name": "vit_tiny_patch16_224",
+                "timm_model_pretrained": False,
+                "timm_pool": "",
+                "timm_proj": "linear",
+                "image_size": 224,
+            },
+            "text_cfg": {
+                "hf_model_name": text_repo,
+                "hf_tokenizer_name": text_repo,
+                "hf_proj_type": "mlp",
+                "hf_pooler_type": "cls_last_hidden_state_pooler",
+                "context_length": 16,
+            },
+        },
+        "preprocess_cfg": {"mean": [0.48145466, 0.4578275, 0.40821073], "std": [0.26862954, 0.26130258, 0.27577711]},
+    }
     folder = tmp_path / "biomedclip"
     folder.mkdir()
     (folder / "open_clip_config.json").write_text(json.dumps(config))
     bert = tmp_path / "bert"
-    T.BertConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
-                 vocab_size=100).save_pretrained(bert)
+    T.BertConfig(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2, vocab_size=100
+    ).save_pretrained(bert)
     text_snapshot = hub(text_repo, {"config.json": bert / "config.json"})
     torch.manual_seed(0)
     upstream = open_clip.create_model(f"local-dir:{folder}", pretrained_text=False).eval()

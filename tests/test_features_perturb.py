@@ -32,14 +32,19 @@ def structured(h: int = 96, w: int = 80, c: int = 3, seed: int = 0) -> np.ndarra
 
 def _digests(ids: list[str]) -> dict[str, str]:
     img = structured()
-    return {f"{i}/{c}": hashlib.sha256(perturb(img, i, *c.rsplit("-s", 1)[:1], int(c[-1])).tobytes()).hexdigest()
-            for i in ids for c in PERTURBED_CONDITIONS}
+    return {
+        f"{i}/{c}": hashlib.sha256(perturb(img, i, *c.rsplit("-s", 1)[:1], int(c[-1])).tobytes()).hexdigest()
+        for i in ids
+        for c in PERTURBED_CONDITIONS
+    }
 
 
 def test_same_bytes_in_another_process():
     ids = ["ISIC_0001", "patient7/view1.jpg"]
-    code = ("import json, sys; sys.path.insert(0, %r); from test_features_perturb import _digests; "
-            "print(json.dumps(_digests(%r)))" % (str(__import__('pathlib').Path(__file__).parent), ids))
+    code = (
+        "import json, sys; sys.path.insert(0, %r); from test_features_perturb import _digests; "
+        "print(json.dumps(_digests(%r)))" % (str(__import__("pathlib").Path(__file__).parent), ids)
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == _digests(ids)
 
@@ -97,7 +102,7 @@ def test_fov_crop_keeps_the_centre_and_resizes_back():
     for sev, keep in zip(SEVERITIES, (0.9, 0.75, 0.6)):
         kh, kw = round(100 * keep), round(120 * keep)
         top, left = (100 - kh) // 2, (120 - kw) // 2
-        crop = torch.from_numpy(img[top:top + kh, left:left + kw]).permute(2, 0, 1)[None].float()
+        crop = torch.from_numpy(img[top : top + kh, left : left + kw]).permute(2, 0, 1)[None].float()
         expected = F.interpolate(crop, size=(100, 120), mode="bilinear", align_corners=False)
         expected = expected[0].permute(1, 2, 0).round().clamp(0, 255).numpy()
         assert np.abs(perturb(img, "x", "fov_crop", sev).astype(float) - expected).max() <= 1

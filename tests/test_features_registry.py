@@ -22,8 +22,7 @@ PAPER = {
     "SigLIP": ("google/siglip-base-patch16-224", 224, "general", "none"),
     "DINOv2": ("facebook/dinov2-base", 224, "general", "none"),
     "MAE": ("vit_base_patch16_224.mae", 224, "general", "none"),
-    "BiomedCLIP": ("hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224", 224,
-                   "broad_medical", "none"),
+    "BiomedCLIP": ("hf-hub:microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224", 224, "broad_medical", "none"),
     "LLaVA-Med": ("microsoft/llava-med-v1.5-mistral-7b", 336, "broad_medical", "none"),
     "MedSigLIP": ("google/medsiglip-448", 448, "broad_medical", "none"),
     "MedGemma-4B": ("google/medgemma-4b-it", 896, "broad_medical", "none"),
@@ -149,8 +148,9 @@ def test_mean_pooling_skips_cls_and_register_tokens():
 def test_transformers_loader_and_hooks_on_a_local_dinov2(tmp_path):
     from transformers import Dinov2Config, Dinov2Model
 
-    config = Dinov2Config(hidden_size=32, num_hidden_layers=4, num_attention_heads=2, intermediate_size=64,
-                          image_size=28, patch_size=14)
+    config = Dinov2Config(
+        hidden_size=32, num_hidden_layers=4, num_attention_heads=2, intermediate_size=64, image_size=28, patch_size=14
+    )
     torch.manual_seed(0)
     Dinov2Model(config).save_pretrained(tmp_path / "rad")
     entry = dataclasses.replace(get_encoder("rad-dino"), input_size=28)

@@ -30,8 +30,7 @@ torch.set_num_threads(1)
 def isolated_registry(monkeypatch, tmp_path):
     """Each test sees only the built-in entries plus what it registers itself."""
     registry.list_encoders()
-    saved = (set(registry.ENCODERS.names()), list(user._files), dict(user._loaded_files),
-             set(user._loaded_plugins))
+    saved = (set(registry.ENCODERS.names()), list(user._files), dict(user._loaded_files), set(user._loaded_plugins))
     monkeypatch.delenv("CRSBENCH_ENCODERS", raising=False)
     monkeypatch.delenv("CRSBENCH_ALLOW_DOWNLOAD", raising=False)
     monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path / "no-weights"))
@@ -94,10 +93,42 @@ def test_timm_id_extract_then_probe_matches_timm_forward(tiny_db, tmp_path, caps
     db = tmp_path / "bench.duckdb"
     db.write_bytes(tiny_db.read_bytes())
     weights = _r18_weights(tmp_path / "r18.pth")
-    assert _cli("extract", "--db", str(db), "-e", "timm:resnet18", "--weights", str(weights),
-                "-d", "aptos", "--dtype", "float32") == 0
-    assert _cli("probe", "--db", str(db), "-e", "timm:resnet18", "-d", "aptos", "--probe", "logreg",
-                "--depth", "1.0", "--fraction", "1.0", "--seed", "0") == 0
+    assert (
+        _cli(
+            "extract",
+            "--db",
+            str(db),
+            "-e",
+            "timm:resnet18",
+            "--weights",
+            str(weights),
+            "-d",
+            "aptos",
+            "--dtype",
+            "float32",
+        )
+        == 0
+    )
+    assert (
+        _cli(
+            "probe",
+            "--db",
+            str(db),
+            "-e",
+            "timm:resnet18",
+            "-d",
+            "aptos",
+            "--probe",
+            "logreg",
+            "--depth",
+            "1.0",
+            "--fraction",
+            "1.0",
+            "--seed",
+            "0",
+        )
+        == 0
+    )
     assert _runs(db).get("timm:resnet18", 0) > 0
 
     # Independent: timm's own model, the published state dict, the documented transform.
@@ -108,8 +139,7 @@ def test_timm_id_extract_then_probe_matches_timm_forward(tiny_db, tmp_path, caps
 
     with Warehouse.open(db, read_only=True) as wh:
         ds = read_dataset(wh, "aptos")
-        spec = wh.sql("select origin, spec, weights_hash, pretrained from encoders "
-                      "where encoder_id = 'timm:resnet18'")
+        spec = wh.sql("select origin, spec, weights_hash, pretrained from encoders where encoder_id = 'timm:resnet18'")
     entry = get_encoder("timm:resnet18")
     images = torch.cat([torch.tensor(decode_image(ds.root, p))[None] for p in ds.images.rel_path[:6]])
     with torch.no_grad():
@@ -137,8 +167,7 @@ def test_wrong_architecture_is_refused_naming_keys_and_writes_nothing(tiny_db, t
     weights = _r18_weights(tmp_path / "r34.pth", "resnet34")
     db = tmp_path / "bench.duckdb"
     db.write_bytes(tiny_db.read_bytes())
-    assert _cli("extract", "--db", str(db), "-e", "timm:resnet18", "--weights", str(weights),
-                "-d", "aptos") == 1
+    assert _cli("extract", "--db", str(db), "-e", "timm:resnet18", "--weights", str(weights), "-d", "aptos") == 1
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "unexpected keys (layer1.2." in err and "timm:resnet18" in err
@@ -150,17 +179,21 @@ def _plugin(tmp_path: Path, monkeypatch) -> None:
     site = tmp_path / "site"
     (site / "crsbench_test_plugin-0.1.dist-info").mkdir(parents=True)
     (site / "crsbench_test_plugin-0.1.dist-info" / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: crsbench-test-plugin\nVersion: 0.1\n")
+        "Metadata-Version: 2.1\nName: crsbench-test-plugin\nVersion: 0.1\n"
+    )
     (site / "crsbench_test_plugin-0.1.dist-info" / "entry_points.txt").write_text(
-        "[crsbench.encoders]\nderm = crsbench_test_plugin:encoders\n")
-    (site / "crsbench_test_plugin.py").write_text(textwrap.dedent("""
+        "[crsbench.encoders]\nderm = crsbench_test_plugin:encoders\n"
+    )
+    (site / "crsbench_test_plugin.py").write_text(
+        textwrap.dedent("""
         import timm
         from crsbench.features.by_id import entry_from_id
 
         def encoders():
             return [entry_from_id("timm:convnext_atto", id="plugin-convnext", pretrained=False,
                                   input_size=32, scope="specialty", domain="derm")]
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(site))
 
 
@@ -169,7 +202,8 @@ def test_toml_and_plugin_encoders_run_through_extract_and_probe(tiny_db, tmp_pat
     db.write_bytes(tiny_db.read_bytes())
     _r18_weights(tmp_path / "mine.pth")
     toml = tmp_path / "encoders.toml"
-    toml.write_text(textwrap.dedent("""
+    toml.write_text(
+        textwrap.dedent("""
         [encoder.my-r18]
         source = "timm"
         model = "resnet18"
@@ -178,33 +212,67 @@ def test_toml_and_plugin_encoders_run_through_extract_and_probe(tiny_db, tmp_pat
         domain = "eye"
         [encoder.my-r18.overrides]
         input_size = 32
-    """))
+    """)
+    )
     _plugin(tmp_path, monkeypatch)
     assert _cli("encoders", "--db", str(db), "--encoders", str(toml)) == 0
     listed = {r["id"]: r["origin"] for r in json.loads(capsys.readouterr().out)["encoders"]}
     assert listed["my-r18"] == f"toml:{toml.resolve()}"
     assert listed["plugin-convnext"] == "plugin:crsbench-test-plugin"
     assert listed["resnet50"] == "built-in"
-    assert _cli("extract", "--db", str(db), "--encoders", str(toml), "-e", "my-r18",
-                "-e", "plugin-convnext", "-d", "aptos") == 0
-    assert _cli("probe", "--db", str(db), "-e", "my-r18", "-e", "plugin-convnext", "-d", "aptos",
-                "--probe", "logreg", "--depth", "1.0", "--fraction", "1.0", "--seed", "0") == 0
+    assert (
+        _cli(
+            "extract", "--db", str(db), "--encoders", str(toml), "-e", "my-r18", "-e", "plugin-convnext", "-d", "aptos"
+        )
+        == 0
+    )
+    assert (
+        _cli(
+            "probe",
+            "--db",
+            str(db),
+            "-e",
+            "my-r18",
+            "-e",
+            "plugin-convnext",
+            "-d",
+            "aptos",
+            "--probe",
+            "logreg",
+            "--depth",
+            "1.0",
+            "--fraction",
+            "1.0",
+            "--seed",
+            "0",
+        )
+        == 0
+    )
     runs = _runs(db)
     assert runs.get("my-r18", 0) > 0 and runs.get("plugin-convnext", 0) > 0
     with Warehouse.open(db, read_only=True) as wh:
         rows = wh.sql("select encoder_id, scope, domain, pretrained from encoders order by encoder_id")
-    assert rows.values.tolist() == [["my-r18", "specialty", "eye", True],
-                                    ["plugin-convnext", "specialty", "derm", False]]
+    assert rows.values.tolist() == [
+        ["my-r18", "specialty", "eye", True],
+        ["plugin-convnext", "specialty", "derm", False],
+    ]
 
 
-@pytest.mark.parametrize("body,expected", [
-    ('[encoder.x]\nsource = "timm"\nmodel = "resnet18"\ncolour = "red"\n', "[encoder.x] unknown field 'colour'"),
-    ('[encoder.x]\nsource = "timm"\nmodel = "resnet18"\npretrained = "yes"\n',
-     "[encoder.x] field 'pretrained' must be true or false"),
-    ('[encoder.x]\nsource = "timm"\nmodel = "resnet18"\n[encoder.x.overrides]\ninput_size = "big"\n',
-     "[encoder.x.overrides] field 'input_size' must be of type int"),
-    ('[encoder.x]\nsource = "keras"\nmodel = "m"\n', "field 'source' must be one of"),
-])
+@pytest.mark.parametrize(
+    "body,expected",
+    [
+        ('[encoder.x]\nsource = "timm"\nmodel = "resnet18"\ncolour = "red"\n', "[encoder.x] unknown field 'colour'"),
+        (
+            '[encoder.x]\nsource = "timm"\nmodel = "resnet18"\npretrained = "yes"\n',
+            "[encoder.x] field 'pretrained' must be true or false",
+        ),
+        (
+            '[encoder.x]\nsource = "timm"\nmodel = "resnet18"\n[encoder.x.overrides]\ninput_size = "big"\n',
+            "[encoder.x.overrides] field 'input_size' must be of type int",
+        ),
+        ('[encoder.x]\nsource = "keras"\nmodel = "m"\n', "field 'source' must be one of"),
+    ],
+)
 def test_bad_toml_names_file_table_and_field(tmp_path, capsys, body, expected):
     toml = tmp_path / "bad.toml"
     toml.write_text(body)
@@ -217,7 +285,8 @@ def test_python_source_must_return_a_module(tmp_path, monkeypatch, tiny_db, caps
     (tmp_path / "notamodel.py").write_text("def build():\n    return 'a string'\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     toml = tmp_path / "py.toml"
-    toml.write_text(textwrap.dedent("""
+    toml.write_text(
+        textwrap.dedent("""
         [encoder.py-enc]
         source = "python"
         model = "notamodel:build"
@@ -226,7 +295,8 @@ def test_python_source_must_return_a_module(tmp_path, monkeypatch, tiny_db, caps
         mean = [0.5, 0.5, 0.5]
         std = [0.5, 0.5, 0.5]
         depth_blocks = "blocks"
-    """))
+    """)
+    )
     db = tmp_path / "bench.duckdb"
     db.write_bytes(tiny_db.read_bytes())
     assert _cli("extract", "--db", str(db), "--encoders", str(toml), "-e", "py-enc", "-d", "aptos") == 1
@@ -287,16 +357,22 @@ def test_check_weights_and_offline_biomedclip_extraction_agree(tmp_path, monkeyp
     folder = tmp_path / "w" / "biomedclip"
     folder.mkdir(parents=True)
     monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path / "w"))
-    cfg = {"embed_dim": 16, "vision_cfg": {"timm_model_name": "vit_tiny_patch16_224", "timm_pool": "",
-                                           "timm_proj": "linear", "image_size": 224},
-           "text_cfg": {"hf_model_name": "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract"}}
+    cfg = {
+        "embed_dim": 16,
+        "vision_cfg": {
+            "timm_model_name": "vit_tiny_patch16_224",
+            "timm_pool": "",
+            "timm_proj": "linear",
+            "image_size": 224,
+        },
+        "text_cfg": {"hf_model_name": "microsoft/BiomedNLP-BiomedBERT-base-uncased-abstract"},
+    }
     (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg}))
     assert weights_status(entry) == "missing"  # config without weights: both say so
     with pytest.raises(CrsbenchError, match="lacks open_clip_pytorch_model.bin or open_clip_model.safetensors"):
         entry.build()
     visual = _build_vision_tower(16, {**cfg["vision_cfg"], "timm_model_pretrained": False})
-    torch.save({f"visual.{k}": v for k, v in visual.state_dict().items()},
-               folder / "open_clip_pytorch_model.bin")
+    torch.save({f"visual.{k}": v for k, v in visual.state_dict().items()}, folder / "open_clip_pytorch_model.bin")
     assert weights_status(entry) == "local"  # the text tower's repo is not needed, and not cached
     assert entry.build()(torch.zeros(1, 3, 224, 224)).shape == (1, 16)
 
@@ -306,15 +382,24 @@ def test_hf_folder_id_reads_the_processor_config_and_blocks(tmp_path):
 
     from crsbench.features.hooks import DepthTap
 
-    config = T.Dinov2Config(hidden_size=32, intermediate_size=64, num_hidden_layers=4,
-                            num_attention_heads=2, image_size=28, patch_size=14)
+    config = T.Dinov2Config(
+        hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=2, image_size=28, patch_size=14
+    )
     torch.manual_seed(0)
     upstream = T.Dinov2Model(config).eval()
     folder = tmp_path / "my-dino"
     upstream.save_pretrained(folder)
-    (folder / "preprocessor_config.json").write_text(json.dumps({
-        "do_center_crop": True, "crop_size": {"height": 28, "width": 28}, "size": {"shortest_edge": 32},
-        "image_mean": [0.1, 0.2, 0.3], "image_std": [0.4, 0.5, 0.6]}))
+    (folder / "preprocessor_config.json").write_text(
+        json.dumps(
+            {
+                "do_center_crop": True,
+                "crop_size": {"height": 28, "width": 28},
+                "size": {"shortest_edge": 32},
+                "image_mean": [0.1, 0.2, 0.3],
+                "image_std": [0.4, 0.5, 0.6],
+            }
+        )
+    )
     entry = get_encoder(f"hf:{folder}")
     assert (entry.input_size, entry.mean, entry.std) == (28, (0.1, 0.2, 0.3), (0.4, 0.5, 0.6))
     assert (entry.depth_blocks, entry.final_norm, entry.origin) == ("encoder.layer", "layernorm", "id")
@@ -368,8 +453,9 @@ def test_a_second_repo_is_checked_by_check_weights_and_by_loading(tmp_path, monk
     from huggingface_hub import constants
 
     weights = _r18_weights(tmp_path / "r18.pth")
-    entry = dataclasses.replace(get_encoder("timm:resnet18"), extra_repos=("org/text-tower",),
-                                weights_path=str(weights))
+    entry = dataclasses.replace(
+        get_encoder("timm:resnet18"), extra_repos=("org/text-tower",), weights_path=str(weights)
+    )
     assert weights_status(entry) == "missing"
     with pytest.raises(CrsbenchError, match="also needs the hub repo.* org/text-tower"):
         entry.build()

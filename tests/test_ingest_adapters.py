@@ -17,9 +17,22 @@ import pytest
 
 from crsbench.ingest import ADAPTERS, Task, ingest, open_image
 
-CXR = ["No Finding", "Enlarged Cardiomediastinum", "Cardiomegaly", "Lung Opacity", "Lung Lesion", "Edema",
-       "Consolidation", "Pneumonia", "Atelectasis", "Pneumothorax", "Pleural Effusion", "Pleural Other",
-       "Fracture", "Support Devices"]
+CXR = [
+    "No Finding",
+    "Enlarged Cardiomediastinum",
+    "Cardiomegaly",
+    "Lung Opacity",
+    "Lung Lesion",
+    "Edema",
+    "Consolidation",
+    "Pneumonia",
+    "Atelectasis",
+    "Pneumothorax",
+    "Pleural Effusion",
+    "Pleural Other",
+    "Fracture",
+    "Support Devices",
+]
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -28,8 +41,10 @@ def _rows(path: Path) -> list[dict[str, str]]:
 
 
 def _labels_by_id(ds) -> dict[str, object]:
-    return {i: (tuple(ds.labels[r]) if ds.labels.ndim == 2 else int(ds.labels[r]))
-            for r, i in enumerate(ds.images["image_id"])}
+    return {
+        i: (tuple(ds.labels[r]) if ds.labels.ndim == 2 else int(ds.labels[r]))
+        for r, i in enumerate(ds.images["image_id"])
+    }
 
 
 def _check_common(ds) -> None:
@@ -81,6 +96,7 @@ def test_aptos2019_round_trip(suite_dir, suite_datasets):
 def _cxr_expected(rows, policy):
     def value(cell):
         return {"1.0": 1, "0.0": 0, "-1.0": policy, "": 0}[cell]
+
     return {r["Path"].split("/", 1)[1].rsplit(".", 1)[0]: tuple(value(r[c]) for c in CXR) for r in rows}
 
 
@@ -88,8 +104,11 @@ def _cxr_expected(rows, policy):
 def test_chexpert_round_trip(suite_dir, suite_datasets, policy):
     base = suite_dir / "chexpert" / "CheXpert-v1.0-small"
     train, valid = _rows(base / "train.csv"), _rows(base / "valid.csv")
-    ds = suite_datasets["chexpert"] if policy == "zeros" else ingest("chexpert", suite_dir / "chexpert", "cx",
-                                                                     uncertainty=policy)
+    ds = (
+        suite_datasets["chexpert"]
+        if policy == "zeros"
+        else ingest("chexpert", suite_dir / "chexpert", "cx", uncertainty=policy)
+    )
     assert ds.task is Task.MULTILABEL and ds.label_names == CXR
     expected = _cxr_expected(train + valid, 1 if policy == "ones" else 0)
     assert _labels_by_id(ds) == expected
@@ -102,8 +121,12 @@ def test_chexpert_round_trip(suite_dir, suite_datasets, policy):
 def test_chexpert_u_ones_differs_from_u_zeros_only_on_uncertain_cells(suite_dir, suite_datasets):
     zeros = suite_datasets["chexpert"]
     ones = ingest("chexpert", suite_dir / "chexpert", "cx1", uncertainty="ones")
-    n_uncertain = sum(v == "-1.0" for r in _rows(suite_dir / "chexpert/CheXpert-v1.0-small/train.csv")
-                      for c, v in r.items() if c in CXR)
+    n_uncertain = sum(
+        v == "-1.0"
+        for r in _rows(suite_dir / "chexpert/CheXpert-v1.0-small/train.csv")
+        for c, v in r.items()
+        if c in CXR
+    )
     assert n_uncertain > 0
     assert int(ones.labels.sum()) - int(zeros.labels.sum()) == n_uncertain
 
@@ -111,7 +134,8 @@ def test_chexpert_u_ones_differs_from_u_zeros_only_on_uncertain_cells(suite_dir,
 def test_chexpert_frontal_only(suite_dir):
     ds = ingest("chexpert", suite_dir / "chexpert", "cxf", views="frontal")
     rows = _rows(suite_dir / "chexpert/CheXpert-v1.0-small/train.csv") + _rows(
-        suite_dir / "chexpert/CheXpert-v1.0-small/valid.csv")
+        suite_dir / "chexpert/CheXpert-v1.0-small/valid.csv"
+    )
     assert ds.n_images == sum(r["Frontal/Lateral"] == "Frontal" for r in rows)
     assert ds.images["rel_path"].str.endswith("_frontal.jpg").all()
 
@@ -126,8 +150,10 @@ def test_mimic_round_trip(suite_dir, suite_datasets):
     assert ds.task is Task.MULTILABEL and ds.label_names == CXR  # CheXpert order, not the CSV's
     expected = {m["dicom_id"]: tuple({"1.0": 1}.get(labels[m["study_id"]][c], 0) for c in CXR) for m in frontal}
     assert _labels_by_id(ds) == expected
-    official = {r["dicom_id"]: {"validate": "calib"}.get(r["split"], r["split"])
-                for r in _rows(root / "mimic-cxr-2.0.0-split.csv")}
+    official = {
+        r["dicom_id"]: {"validate": "calib"}.get(r["split"], r["split"])
+        for r in _rows(root / "mimic-cxr-2.0.0-split.csv")
+    }
     assert all(official[i] == s for i, s in zip(ds.images["image_id"], ds.images["split"]))
     subject = {m["dicom_id"]: "p" + m["subject_id"] for m in meta}
     assert all(subject[i] == g for i, g in zip(ds.images["image_id"], ds.images["group_id"]))
@@ -149,6 +175,7 @@ def test_chexpert_and_mimic_acquisitions_differ(suite_datasets):
         ds = suite_datasets[name]
         arrs = [np.asarray(open_image(ds.root, p, "L"), dtype=float) for p in ds.images["rel_path"][:20]]
         return float(np.mean([a[:, :2].mean() for a in arrs]))
+
     assert border_mean("mimic-cxr") < 2 < border_mean("chexpert")
 
 
@@ -166,8 +193,10 @@ def test_medmnist_npz(tmp_path):
     assert ds.labels[row] == 5 % 3
     assert ds.images["sha256"][row] == hashlib.sha256(arrays["val_images"][5].tobytes()).hexdigest()
     assert np.array_equal(np.asarray(open_image(ds.root, ds.images["rel_path"][row], "L")), arrays["val_images"][5])
-    multi = {k: (np.stack([v[:, 0] == 0, v[:, 0] > 0], 1).astype(np.uint8) if k.endswith("labels") else v)
-             for k, v in arrays.items()}
+    multi = {
+        k: (np.stack([v[:, 0] == 0, v[:, 0] > 0], 1).astype(np.uint8) if k.endswith("labels") else v)
+        for k, v in arrays.items()
+    }
     np.savez(tmp_path / "multi.npz", **multi)
     ds2 = ingest("medmnist", tmp_path / "multi.npz", "toy2")
     assert ds2.task is Task.MULTILABEL and ds2.labels.shape == (64, 2)
@@ -175,6 +204,7 @@ def test_medmnist_npz(tmp_path):
 
 def _manifest_images(folder: Path, n: int) -> list[str]:
     from PIL import Image
+
     paths = []
     for i in range(n):
         rel = f"img/{i:03d}.png"
@@ -187,8 +217,9 @@ def _manifest_images(folder: Path, n: int) -> list[str]:
 def test_manifest_single_label_and_one_column_per_label(tmp_path):
     paths = _manifest_images(tmp_path, 60)
     names = ["cat", "dog", "eel"]
-    pd.DataFrame({"path": paths, "label": [names[i % 3] for i in range(60)],
-                  "group": [f"s{i // 2}" for i in range(60)]}).to_csv(tmp_path / "manifest.csv", index=False)
+    pd.DataFrame(
+        {"path": paths, "label": [names[i % 3] for i in range(60)], "group": [f"s{i // 2}" for i in range(60)]}
+    ).to_csv(tmp_path / "manifest.csv", index=False)
     ds = ingest("manifest", tmp_path / "manifest.csv", "m", task="multiclass", classes="eel,dog,cat")
     assert ds.label_names == ["eel", "dog", "cat"]
     by_id = _labels_by_id(ds)

@@ -28,8 +28,10 @@ TABLES = ("datasets", "images", "labels", "label_fractions", "shift_pairs", "ing
 def snapshot(db: Path) -> dict[str, str]:
     con = duckdb.connect(str(db), read_only=True)
     try:
-        return {t: hashlib.sha256(con.execute(f"select * from {t} order by all").df().to_csv().encode()).hexdigest()
-                for t in TABLES}
+        return {
+            t: hashlib.sha256(con.execute(f"select * from {t} order by all").df().to_csv().encode()).hexdigest()
+            for t in TABLES
+        }
     finally:
         con.close()
 
@@ -66,6 +68,7 @@ def corrupt_image(root):
 def unknown_class_isic(root):
     def edit(rows):
         rows[4][1:] = ["0.0"] * 8 + ["1.0"]  # labelled UNK
+
     _edit_csv(root / "ISIC_2019_Training_GroundTruth.csv", edit)
     return root, [], r"GroundTruth\.csv: line 5: image 'ISIC_\d+' is labelled UNK, which is not one of"
 
@@ -77,8 +80,10 @@ def unknown_grade_aptos(root):
 
 def malformed_label(root):
     base = root / "CheXpert-v1.0-small"
+
     def edit(rows):
         rows[2][rows[0].index("Edema")] = "2.0"
+
     _edit_csv(base / "train.csv", edit)
     return root, [], r"train\.csv: line 3: malformed label value '2\.0' in column 'Edema'"
 
@@ -95,8 +100,10 @@ def escaping_path(root):
 
 
 def empty_class(root):
-    _edit_csv(root / "ISIC_2019_Training_GroundTruth.csv",
-              lambda rows: rows.__setitem__(slice(None), [r for r in rows if r[6] != "1.0"]))  # drop all DF rows
+    _edit_csv(
+        root / "ISIC_2019_Training_GroundTruth.csv",
+        lambda rows: rows.__setitem__(slice(None), [r for r in rows if r[6] != "1.0"]),
+    )  # drop all DF rows
     return root, [], r"class 'DF' has no examples in the dataset"
 
 
@@ -158,16 +165,30 @@ def test_manifest_unknown_class_and_escaping_path(tmp_path):
 
 def test_existing_name_needs_replace(suite_dir, ingested_db, capsys):
     before = snapshot(ingested_db)
-    rc, err = _run(["ingest", "aptos2019", str(suite_dir / "aptos2019"), "--name", "isic2019",
-                    "--db", str(ingested_db)], capsys)
+    rc, err = _run(
+        ["ingest", "aptos2019", str(suite_dir / "aptos2019"), "--name", "isic2019", "--db", str(ingested_db)], capsys
+    )
     assert rc == 1 and "dataset 'isic2019' already exists" in err and "--replace" in err
     assert snapshot(ingested_db) == before
-    rc, _ = _run(["ingest", "aptos2019", str(suite_dir / "aptos2019"), "--name", "isic2019", "--replace",
-                  "--db", str(ingested_db)], capsys)
+    rc, _ = _run(
+        [
+            "ingest",
+            "aptos2019",
+            str(suite_dir / "aptos2019"),
+            "--name",
+            "isic2019",
+            "--replace",
+            "--db",
+            str(ingested_db),
+        ],
+        capsys,
+    )
     assert rc == 0
     con = duckdb.connect(str(ingested_db), read_only=True)
     assert con.execute("select adapter, n_images from datasets where dataset_id = 'isic2019'").fetchone() == (
-        "aptos2019", len(list((suite_dir / "aptos2019" / "train_images").glob("*.png"))))
+        "aptos2019",
+        len(list((suite_dir / "aptos2019" / "train_images").glob("*.png"))),
+    )
     con.close()
 
 
@@ -177,12 +198,14 @@ def test_skip_bad_records_bad_rows_and_ingests_the_rest(suite_dir, tmp_path, ing
     missing_image(root)
     _edit_csv(root / "train.csv", lambda rows: rows[8].__setitem__(1, "x"))  # malformed grade
     _edit_csv(root / "train.csv", lambda rows: rows.append(list(rows[2])))  # duplicate id
-    rc, _ = _run(["ingest", "aptos2019", str(root), "--name", "partial", "--skip-bad", "--db", str(ingested_db)],
-                 capsys)
+    rc, _ = _run(
+        ["ingest", "aptos2019", str(root), "--name", "partial", "--skip-bad", "--db", str(ingested_db)], capsys
+    )
     assert rc == 0
     con = duckdb.connect(str(ingested_db), read_only=True)
-    errors = con.execute("select row_number, file, message from ingest_errors where dataset_id = 'partial' "
-                         "order by row_number").fetchall()
+    errors = con.execute(
+        "select row_number, file, message from ingest_errors where dataset_id = 'partial' order by row_number"
+    ).fetchall()
     n_images = con.execute("select n_images from datasets where dataset_id = 'partial'").fetchone()[0]
     con.close()
     assert len(errors) == 3 and all(f == "train.csv" for _, f, _ in errors)

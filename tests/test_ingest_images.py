@@ -31,15 +31,24 @@ def _full_range_16bit(h: int = 48, w: int = 40) -> np.ndarray:
 
 def _all_paths(root, name: str) -> list[np.ndarray]:
     """The pixels of one file through every reader a user or stage has."""
-    ds = Dataset(name="d", adapter="manifest", root=root, task=Task.MULTICLASS, label_names=["a"],
-                 images=__import__("pandas").DataFrame({"rel_path": [name]}),
-                 labels=np.zeros(1, dtype=np.int64), fractions=None)
+    ds = Dataset(
+        name="d",
+        adapter="manifest",
+        root=root,
+        task=Task.MULTICLASS,
+        label_names=["a"],
+        images=__import__("pandas").DataFrame({"rel_path": [name]}),
+        labels=np.zeros(1, dtype=np.int64),
+        fractions=None,
+    )
     check_image(root, name)  # ingest validation decodes with the same decoder
-    return [decode_pixels(root, name)[:, :, 0].astype(int),
-            decode_image(root, name)[:, :, 0].astype(int),
-            np.asarray(open_image(root, name, mode="L")).astype(int),
-            np.asarray(open_image(root, name))[:, :, 0].astype(int),
-            prompting_image(ds, 0)[:, :, 0].astype(int)]
+    return [
+        decode_pixels(root, name)[:, :, 0].astype(int),
+        decode_image(root, name)[:, :, 0].astype(int),
+        np.asarray(open_image(root, name, mode="L")).astype(int),
+        np.asarray(open_image(root, name))[:, :, 0].astype(int),
+        prompting_image(ds, 0)[:, :, 0].astype(int),
+    ]
 
 
 def test_16bit_png_and_its_8bit_twin_agree_through_every_path(tmp_path):
@@ -110,8 +119,9 @@ def test_palette_with_transparency_and_exif_rotation(tmp_path):
     assert np.array_equal(np.asarray(open_image(tmp_path, "r.jpg", mode="L")), seen)
 
 
-@pytest.mark.parametrize("shape,match", [((4, 0, 5), "is empty"), ((2, 5, 5, 5), "unsupported shape"),
-                                         ((2, 5, 5, 2), "unsupported shape")])
+@pytest.mark.parametrize(
+    "shape,match", [((4, 0, 5), "is empty"), ((2, 5, 5, 5), "unsupported shape"), ((2, 5, 5, 2), "unsupported shape")]
+)
 def test_bad_npz_shapes_are_refused_by_the_decoder(tmp_path, shape, match):
     np.savez(tmp_path / "m.npz", imgs=np.zeros(shape, dtype=np.uint8))
     with pytest.raises(InputError, match=match):

@@ -108,8 +108,9 @@ def test_missing_label_column_is_named(tmp_path):
         ingest("manifest", tmp_path / "m.csv", "m", task="multiclass")
 
 
-def _medmnist(folder: Path, labels: dict[str, np.ndarray] | None = None,
-              images: dict[str, np.ndarray] | None = None) -> Path:
+def _medmnist(
+    folder: Path, labels: dict[str, np.ndarray] | None = None, images: dict[str, np.ndarray] | None = None
+) -> Path:
     arrays = {}
     for split, n in (("train", 30), ("val", 10), ("test", 10)):
         arrays[f"{split}_images"] = RNG.integers(0, 255, (n, 8, 8), dtype=np.uint8)
@@ -133,19 +134,26 @@ def _written(folder: Path, data: bytes) -> Path:
 
 NPZ_CASES = {
     "label 1e9": (_big_label, r"x\.npz \(largest label value 1000000000\): 1,000,000,001 classes"),
-    "NaN label": (lambda f: _medmnist(f, {"train_labels": np.where(np.arange(30) == 3, np.nan,
-                                                                    np.arange(30) % 3).reshape(-1, 1)}),
-                  r"x\.npz:train_labels: line 3: malformed label value nan"),
-    "string labels": (lambda f: _medmnist(f, {"train_labels": np.array([["a"]] * 30)}),
-                      r"x\.npz: train_labels must be numeric"),
-    "5 channels": (lambda f: _medmnist(f, images={"train_images": np.zeros((30, 8, 8, 5), np.uint8)}),
-                   r"train_images has 5 channels"),
-    "zero height": (lambda f: _medmnist(f, images={"train_images": np.zeros((30, 0, 8), np.uint8)}),
-                    r"train_images has empty images"),
-    "empty file": (lambda f: _written(f, b""),
-                   r"x\.npz: cannot read as \.npz"),
-    "truncated": (lambda f: _written(f, _medmnist(f).read_bytes()[:900]),
-                  r"x\.npz: cannot read as \.npz"),
+    "NaN label": (
+        lambda f: _medmnist(
+            f, {"train_labels": np.where(np.arange(30) == 3, np.nan, np.arange(30) % 3).reshape(-1, 1)}
+        ),
+        r"x\.npz:train_labels: line 3: malformed label value nan",
+    ),
+    "string labels": (
+        lambda f: _medmnist(f, {"train_labels": np.array([["a"]] * 30)}),
+        r"x\.npz: train_labels must be numeric",
+    ),
+    "5 channels": (
+        lambda f: _medmnist(f, images={"train_images": np.zeros((30, 8, 8, 5), np.uint8)}),
+        r"train_images has 5 channels",
+    ),
+    "zero height": (
+        lambda f: _medmnist(f, images={"train_images": np.zeros((30, 0, 8), np.uint8)}),
+        r"train_images has empty images",
+    ),
+    "empty file": (lambda f: _written(f, b""), r"x\.npz: cannot read as \.npz"),
+    "truncated": (lambda f: _written(f, _medmnist(f).read_bytes()[:900]), r"x\.npz: cannot read as \.npz"),
 }
 
 
@@ -162,8 +170,20 @@ def test_hostile_npz_is_exit_1_with_one_line(case, tmp_path, capsys):
 
 def test_dataset_name_with_trailing_newline_is_refused(tmp_path, capsys):
     path = _manifest(tmp_path, [["a", "b"][i % 2] for i in range(30)])
-    rc, err = _cli(["ingest", "manifest", str(path), "--name", "ok\n", "--option", "task=multiclass",
-                    "--db", str(tmp_path / "w.duckdb")], capsys)
+    rc, err = _cli(
+        [
+            "ingest",
+            "manifest",
+            str(path),
+            "--name",
+            "ok\n",
+            "--option",
+            "task=multiclass",
+            "--db",
+            str(tmp_path / "w.duckdb"),
+        ],
+        capsys,
+    )
     assert rc == 1 and "invalid dataset name 'ok\\n'" in err, err
 
 
@@ -178,8 +198,24 @@ def test_infinite_features_fail_before_fitting(tmp_path, capsys):
     block = arr[:]
     block[3, 2] = np.inf
     arr[:] = block
-    rc, err = _cli(["probe", "--db", str(db), "--dataset", "derm", "--probe", "logreg", "--depth", "1.0",
-                    "--fraction", "1.0", "--seed", "0"], capsys)
+    rc, err = _cli(
+        [
+            "probe",
+            "--db",
+            str(db),
+            "--dataset",
+            "derm",
+            "--probe",
+            "logreg",
+            "--depth",
+            "1.0",
+            "--fraction",
+            "1.0",
+            "--seed",
+            "0",
+        ],
+        capsys,
+    )
     assert rc == 1 and "derm/enc has NaN or infinite features at d100/clean" in err, err
     with Warehouse.open(db, read_only=True) as wh:
         assert wh.sql("select count(*) n from runs")["n"].item() == 0

@@ -20,8 +20,11 @@ from crsbench.ingest import CrsbenchError, make_suite, open_image
 
 
 def _digests(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _header(path: Path) -> list[str]:
@@ -52,9 +55,24 @@ def test_bad_arguments_are_user_errors(tmp_path):
 def test_real_published_layouts(suite_dir):
     isic = suite_dir / "isic2019"
     assert _header(isic / "ISIC_2019_Training_GroundTruth.csv") == [
-        "image", "MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC", "UNK"]
+        "image",
+        "MEL",
+        "NV",
+        "BCC",
+        "AK",
+        "BKL",
+        "DF",
+        "VASC",
+        "SCC",
+        "UNK",
+    ]
     assert _header(isic / "ISIC_2019_Training_Metadata.csv") == [
-        "image", "age_approx", "anatom_site_general", "lesion_id", "sex"]
+        "image",
+        "age_approx",
+        "anatom_site_general",
+        "lesion_id",
+        "sex",
+    ]
     assert all(re.fullmatch(r"ISIC_\d{7}\.jpg", p.name) for p in (isic / "ISIC_2019_Training_Input").iterdir())
     assert _header(suite_dir / "aptos2019" / "train.csv") == ["id_code", "diagnosis"]
     assert all(re.fullmatch(r"[0-9a-f]{12}\.png", p.name) for p in (suite_dir / "aptos2019/train_images").iterdir())
@@ -63,18 +81,29 @@ def test_real_published_layouts(suite_dir):
     assert header[:5] == ["Path", "Sex", "Age", "Frontal/Lateral", "AP/PA"] and len(header) == 19
     with open(cx / "train.csv", newline="") as fh:
         rows = list(csv.DictReader(fh))
-    assert all(re.fullmatch(r"CheXpert-v1\.0-small/train/patient\d{5}/study\d+/view\d_(frontal|lateral)\.jpg",
-                            r["Path"]) for r in rows)
+    assert all(
+        re.fullmatch(r"CheXpert-v1\.0-small/train/patient\d{5}/study\d+/view\d_(frontal|lateral)\.jpg", r["Path"])
+        for r in rows
+    )
     cells = {r[c] for r in rows for c in header[5:]}
     assert cells == {"1.0", "0.0", "-1.0", ""}
     assert {r["Frontal/Lateral"] for r in rows} == {"Frontal", "Lateral"}
     mimic = suite_dir / "mimic-cxr"
     assert _header(mimic / "mimic-cxr-2.0.0-metadata.csv")[:5] == [
-        "dicom_id", "subject_id", "study_id", "PerformedProcedureStepDescription", "ViewPosition"]
+        "dicom_id",
+        "subject_id",
+        "study_id",
+        "PerformedProcedureStepDescription",
+        "ViewPosition",
+    ]
     assert _header(mimic / "mimic-cxr-2.0.0-chexpert.csv")[:2] == ["subject_id", "study_id"]
     files = list((mimic / "files").rglob("*.jpg"))
-    assert files and all(re.fullmatch(r"files/p(\d\d)/p\1\d{6}/s\d{8}/[0-9a-f]{8}(-[0-9a-f]{8}){4}\.jpg",
-                                      f.relative_to(mimic).as_posix()) for f in files)
+    assert files and all(
+        re.fullmatch(
+            r"files/p(\d\d)/p\1\d{6}/s\d{8}/[0-9a-f]{8}(-[0-9a-f]{8}){4}\.jpg", f.relative_to(mimic).as_posix()
+        )
+        for f in files
+    )
 
 
 def test_lesion_load_grows_with_the_aptos_grade(suite_datasets):
@@ -92,8 +121,9 @@ def test_lesion_load_grows_with_the_aptos_grade(suite_datasets):
 def _random_features(images: list[Image.Image]) -> np.ndarray:
     # A fixed random-init conv net (no training): pooled responses of 48 random filters.
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Conv2d(3, 24, 5, stride=2), torch.nn.ReLU(),
-                              torch.nn.Conv2d(24, 48, 3, stride=2), torch.nn.ReLU())
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 24, 5, stride=2), torch.nn.ReLU(), torch.nn.Conv2d(24, 48, 3, stride=2), torch.nn.ReLU()
+    )
     x = torch.stack([torch.from_numpy(np.asarray(im, dtype=np.float32) / 255).permute(2, 0, 1) for im in images])
     with torch.no_grad():
         h = net((x - 0.5) / 0.25)

@@ -1,6 +1,6 @@
 """Data flows one way: no module imports a package above it in the flow, and no imports form a cycle.
 
-    core < ingest < features < probes < warehouse < sql < crsbench (pipeline, bench, analyses, report, CLI)
+core < ingest < features < probes < warehouse < sql < crsbench (pipeline, bench, analyses, report, CLI)
 """
 
 from __future__ import annotations
@@ -10,8 +10,14 @@ import tomllib
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-FLOW = ("crsbench.core", "crsbench.ingest", "crsbench.features", "crsbench.probes", "crsbench.warehouse",
-        "crsbench.sql")
+FLOW = (
+    "crsbench.core",
+    "crsbench.ingest",
+    "crsbench.features",
+    "crsbench.probes",
+    "crsbench.warehouse",
+    "crsbench.sql",
+)
 TOP = len(FLOW)  # everything else under crsbench: the top of the flow
 
 
@@ -49,8 +55,10 @@ def _imports(path: Path, module: str, modules: dict[str, Path], top_level_only: 
     out = []
     for node in nodes:
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out += [(f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module, node.lineno)
-                    for a in node.names]
+            out += [
+                (f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module, node.lineno)
+                for a in node.names
+            ]
         elif isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
     return [(name, line) for name, line in out if name in modules and name != module]
@@ -77,7 +85,7 @@ def _cycles(modules: dict[str, Path]) -> list[list[str]]:
         state[node] = "open"
         for nxt in graph[node]:
             if state.get(nxt) == "open":
-                cycles.append(stack[stack.index(nxt):] + [nxt])
+                cycles.append(stack[stack.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, stack + [nxt])
         state[node] = "done"
@@ -104,7 +112,9 @@ def test_the_walk_sees_every_stage_and_catches_an_upward_import(tmp_path):
     bad.write_text("def f():\n    from crsbench.analyses import run_analysis\n")
     other.write_text("import crsbench.probes.bad\n")
     assert _upward({"crsbench.probes.bad": bad, "crsbench.analyses": other}) == [
-        "bad.py:2: crsbench.probes.bad imports crsbench.analyses"]
+        "bad.py:2: crsbench.probes.bad imports crsbench.analyses"
+    ]
     bad.write_text("from crsbench.analyses import x\n")
     assert _cycles({"crsbench.probes.bad": bad, "crsbench.analyses": other}) == [
-        ["crsbench.probes.bad", "crsbench.analyses", "crsbench.probes.bad"]]
+        ["crsbench.probes.bad", "crsbench.analyses", "crsbench.probes.bad"]
+    ]

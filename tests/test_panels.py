@@ -69,10 +69,13 @@ def test_degenerate_axis_is_an_error_naming_scope_and_axis(db):
         assert wh.sql("select count(*) as n from reference_anchors").n[0] == 0
 
 
-@pytest.mark.parametrize("members, message", [
-    (["e1"], "at least 2"),
-    (["e1", "nope"], "no complete frozen-regime cell .* nope"),
-])
+@pytest.mark.parametrize(
+    "members, message",
+    [
+        (["e1"], "at least 2"),
+        (["e1", "nope"], "no complete frozen-regime cell .* nope"),
+    ],
+)
 def test_bad_membership_is_refused(db, members, message):
     path, _ = db
     with Warehouse.open(path) as wh, pytest.raises(CrsbenchError, match=message):

@@ -58,7 +58,8 @@ def test_temperature_keeps_top_label_and_within_row_order_multiclass():
     assert metrics.ece(y[1500:], q, Task.MULTICLASS) < metrics.ece(y[1500:], p[1500:], Task.MULTICLASS)
     # One-vs-rest AUROC may move slightly for K > 2 (other logits enter p_k), but barely.
     assert metrics.macro_auroc(y[1500:], q, Task.MULTICLASS) == pytest.approx(
-        metrics.macro_auroc(y[1500:], p[1500:], Task.MULTICLASS), abs=0.01)
+        metrics.macro_auroc(y[1500:], p[1500:], Task.MULTICLASS), abs=0.01
+    )
 
 
 @pytest.mark.parametrize("cls", [TemperatureScaling, VectorScaling])

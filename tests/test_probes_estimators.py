@@ -50,7 +50,8 @@ def test_one_vs_rest_logreg_reaches_sklearn_optimum_per_label():
         np.testing.assert_allclose(sol.coef[j, :, 0].numpy(), ref.coef_[0], atol=1e-5)
         assert sol.intercept[j, 0].item() == pytest.approx(ref.intercept_[0], abs=1e-5)
         assert roc_auc_score(y[:, j], p[:, j]) == pytest.approx(
-            roc_auc_score(y[:, j], ref.predict_proba(x)[:, 1]), abs=1e-6)
+            roc_auc_score(y[:, j], ref.predict_proba(x)[:, 1]), abs=1e-6
+        )
 
 
 def test_logreg_with_fewer_samples_than_dims_matches_sklearn():

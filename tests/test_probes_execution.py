@@ -24,8 +24,7 @@ def test_two_worker_cluster_gives_the_same_rows_as_in_process(tmp_path):
     setup = make_setup(tmp_path)
     local, sink = collect()
     sweep(setup, sink, batch_size=3)
-    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1,
-                      dashboard_address=None) as cluster:
+    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
         remote, sink = collect()
         summary = sweep(setup, sink, batch_size=3, scheduler=cluster.scheduler_address)
     assert summary.batches == len(remote) == len(local) > 1

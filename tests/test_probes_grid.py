@@ -83,8 +83,10 @@ def test_grid_writes_expected_rows_and_rerun_writes_nothing(setup, tmp_path):
         assert set(runs.loc[runs.dataset_id == "cxr", "condition"]) == {*CONDITIONS, "calib", "shift"}
         assert set(runs.loc[runs.condition == "shift", "eval_dataset_id"]) == {"cxr2"}
         preds = wh.sql("select run_id, count(*) n from predictions group by run_id")
-        assert preds.set_index("run_id")["n"].sort_index().tolist() == \
-            runs.set_index("run_id")["n_test"].sort_index().tolist()
+        assert (
+            preds.set_index("run_id")["n"].sort_index().tolist()
+            == runs.set_index("run_id")["n_test"].sort_index().tolist()
+        )
         done = wh.done_fit_ids()
     calls, sink = collect()
     again = sweep(setup, sink, done=done)
@@ -92,16 +94,23 @@ def test_grid_writes_expected_rows_and_rerun_writes_nothing(setup, tmp_path):
 
     # an independent check of one row: scikit-learn on train-standardised clean features
     ds = datasets["derm"]
-    x = np.asarray(store.array(ds_ref := FitKey("enc", "derm", 1.0, "logreg", 1.0, 0).feature_set,
-                               1.0, "clean")[:], dtype=np.float64)
+    x = np.asarray(
+        store.array(ds_ref := FitKey("enc", "derm", 1.0, "logreg", 1.0, 0).feature_set, 1.0, "clean")[:],
+        dtype=np.float64,
+    )
     train, test = ds.split_rows("train"), ds.split_rows("test")
     mean, std = x[train].mean(0), x[train].std(0)
     z = (x - mean) / std
     ref = LogisticRegression(C=1.0, max_iter=5000, tol=1e-8).fit(z[train], ds.labels[train])
     p = ref.predict_proba(z[test])
     expected = np.mean([roc_auc_score(ds.labels[test] == k, p[:, k]) for k in range(3)])
-    row = runs[(runs.dataset_id == ds_ref.dataset) & (runs.probe == "logreg") &
-               (runs.label_fraction == 1.0) & (runs.seed == 0) & (runs.condition == "clean")]
+    row = runs[
+        (runs.dataset_id == ds_ref.dataset)
+        & (runs.probe == "logreg")
+        & (runs.label_fraction == 1.0)
+        & (runs.seed == 0)
+        & (runs.condition == "clean")
+    ]
     assert row["auroc"].item() == pytest.approx(expected, abs=1e-4)
     assert row["n_train"].item() == len(train) and row["n_test"].item() == len(test)
 
@@ -189,6 +198,7 @@ def test_unknown_probe_in_fits_is_an_error(setup):
     datasets, store, shifts = setup
     calls, sink = collect()
     with pytest.raises(CrsbenchError, match="unknown probe"):
-        run_grid([FitKey("enc", "derm", 1.0, "forest", 1.0, 0)], datasets, store,
-                 shift_targets=shifts, done=set(), sink=sink)
+        run_grid(
+            [FitKey("enc", "derm", 1.0, "forest", 1.0, 0)], datasets, store, shift_targets=shifts, done=set(), sink=sink
+        )
     assert calls == []

@@ -34,10 +34,10 @@ def test_auroc_matches_sklearn(seed):
     expected = np.mean([roc_auc_score(y == k, p[:, k]) for k in range(p.shape[1])])
     assert M.macro_auroc(y, p, Task.MULTICLASS) == pytest.approx(expected, abs=1e-12)
     assert M.macro_auroc(y, p, "multiclass") == pytest.approx(
-        roc_auc_score(y, p, multi_class="ovr", average="macro"), abs=1e-12)
+        roc_auc_score(y, p, multi_class="ovr", average="macro"), abs=1e-12
+    )
     yl, pl = _multilabel(rng)
-    assert M.macro_auroc(yl, pl, Task.MULTILABEL) == pytest.approx(
-        roc_auc_score(yl, pl, average="macro"), abs=1e-12)
+    assert M.macro_auroc(yl, pl, Task.MULTILABEL) == pytest.approx(roc_auc_score(yl, pl, average="macro"), abs=1e-12)
 
 
 def test_auroc_skips_single_class_labels_and_is_nan_when_none_defined():
@@ -58,13 +58,14 @@ def test_auroc_skips_single_class_labels_and_is_nan_when_none_defined():
 def test_ece_matches_torchmetrics(seed):
     rng = np.random.default_rng(seed)
     y, p = _multiclass(rng, ties=False)
-    ref = multiclass_calibration_error(torch.tensor(p), torch.tensor(y), num_classes=p.shape[1],
-                                       n_bins=15, norm="l1")
+    ref = multiclass_calibration_error(torch.tensor(p), torch.tensor(y), num_classes=p.shape[1], n_bins=15, norm="l1")
     assert M.ece(y, p, Task.MULTICLASS) == pytest.approx(float(ref), abs=1e-6)  # torchmetrics bins in float32
     yl, pl = _multilabel(rng)
     pl = np.clip(pl + rng.normal(0, 1e-4, pl.shape), 1e-3, 1 - 1e-3)  # off the bin edges
-    refs = [float(binary_calibration_error(torch.tensor(pl[:, j]), torch.tensor(yl[:, j]),
-                                           n_bins=15, norm="l1")) for j in range(pl.shape[1])]
+    refs = [
+        float(binary_calibration_error(torch.tensor(pl[:, j]), torch.tensor(yl[:, j]), n_bins=15, norm="l1"))
+        for j in range(pl.shape[1])
+    ]
     assert M.ece(yl, pl, Task.MULTILABEL) == pytest.approx(np.mean(refs), abs=1e-6)
 
 
@@ -87,8 +88,9 @@ def test_adaptive_ece_equal_mass_bins():
     y, p = _multiclass(rng, n=150, ties=False)
     conf, hit = p.max(axis=1), (p.argmax(axis=1) == y).astype(float)
     order = np.argsort(conf)
-    expected = sum(abs(hit[order[i:i + 10]].mean() - conf[order[i:i + 10]].mean()) * 10 / 150
-                   for i in range(0, 150, 10))
+    expected = sum(
+        abs(hit[order[i : i + 10]].mean() - conf[order[i : i + 10]].mean()) * 10 / 150 for i in range(0, 150, 10)
+    )
     assert M.adaptive_ece(y, p, Task.MULTICLASS) == pytest.approx(expected, abs=1e-12)
 
 
@@ -100,9 +102,11 @@ def test_brier_nll_against_sklearn():
     assert M.nll(y, p, Task.MULTICLASS) == pytest.approx(log_loss(y, p, labels=range(p.shape[1])))
     yl, pl = _multilabel(rng)
     assert M.brier(yl, pl, Task.MULTILABEL) == pytest.approx(
-        np.mean([brier_score_loss(yl[:, j], pl[:, j]) for j in range(pl.shape[1])]))
+        np.mean([brier_score_loss(yl[:, j], pl[:, j]) for j in range(pl.shape[1])])
+    )
     assert M.nll(yl, pl, Task.MULTILABEL) == pytest.approx(
-        np.mean([log_loss(yl[:, j], pl[:, j], labels=[0, 1]) for j in range(pl.shape[1])]))
+        np.mean([log_loss(yl[:, j], pl[:, j], labels=[0, 1]) for j in range(pl.shape[1])])
+    )
 
 
 def test_probabilities_at_zero_and_one_are_finite():
@@ -126,7 +130,8 @@ def test_accuracy_confidence_and_ordinal_metrics():
     assert M.accuracy(y, p, Task.ORDINAL) == pytest.approx(np.mean(pred == y))
     assert M.mean_confidence(y, p, Task.ORDINAL) == pytest.approx(p.max(1).mean())
     assert M.qwk(y, p, Task.ORDINAL) == pytest.approx(
-        cohen_kappa_score(y, pred, weights="quadratic", labels=range(5)), abs=1e-12)
+        cohen_kappa_score(y, pred, weights="quadratic", labels=range(5)), abs=1e-12
+    )
     assert M.ordinal_mae(y, p, Task.ORDINAL) == pytest.approx(np.abs(pred - y).mean())
     assert np.isnan(M.qwk(y, p, Task.MULTICLASS)) and np.isnan(M.ordinal_mae(y, p, Task.MULTICLASS))
 
@@ -135,8 +140,16 @@ def test_all_metrics_has_every_run_column_and_validator_rejects_bad_input():
     rng = np.random.default_rng(0)
     y, p = _multiclass(rng)
     assert set(M.all_metrics(y, p, Task.ORDINAL)) == {
-        "auroc", "ece", "ece_adaptive", "brier", "nll", "accuracy", "mean_confidence", "qwk",
-        "ordinal_mae"}
+        "auroc",
+        "ece",
+        "ece_adaptive",
+        "brier",
+        "nll",
+        "accuracy",
+        "mean_confidence",
+        "qwk",
+        "ordinal_mae",
+    }
     with pytest.raises(CrsbenchError, match="out of range"):
         M.ece(np.array([0, 7]), np.full((2, 3), 1 / 3), Task.MULTICLASS)
     with pytest.raises(CrsbenchError, match="shape"):

@@ -20,8 +20,12 @@ def test_run_table_identical_under_default_and_avx2_kernels(tmp_path):
     for capability in ("default", "avx2"):
         env = dict(os.environ, ATEN_CPU_CAPABILITY=capability, OMP_NUM_THREADS="1")
         procs[capability] = subprocess.Popen(
-            [sys.executable, str(SCRIPT), str(tmp_path / f"{capability}.parquet")], env=env,
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            [sys.executable, str(SCRIPT), str(tmp_path / f"{capability}.parquet")],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
     for capability, proc in procs.items():
         out, _ = proc.communicate(timeout=600)
         assert proc.returncode == 0, f"{capability}: {out[-2000:]}"
@@ -31,5 +35,6 @@ def test_run_table_identical_under_default_and_avx2_kernels(tmp_path):
     identity = [c for c in a.columns if c not in METRICS and c not in ("qwk", "ordinal_mae")]
     pd.testing.assert_frame_equal(a[identity], b[identity])
     for column in METRICS:
-        np.testing.assert_allclose(a[column].to_numpy(float), b[column].to_numpy(float),
-                                   rtol=0, atol=1e-7, err_msg=column)
+        np.testing.assert_allclose(
+            a[column].to_numpy(float), b[column].to_numpy(float), rtol=0, atol=1e-7, err_msg=column
+        )

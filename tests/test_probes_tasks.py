@@ -25,8 +25,11 @@ def cell(tmp_path_factory):
     store = FeatureStore(url)
     x = read_rows(store, ref, 1.0, CLEAN, source.split_rows("train"))
     stats = TrainStats(x.mean(0), x.std(0))
-    keys = tuple(FitKey("enc", "cxr", 1.0, probe, f, s, "frozen")
-                 for probe in ("logreg", "mlp", "knn") for f, s in ((1.0, 0), (0.25, 1)))
+    keys = tuple(
+        FitKey("enc", "cxr", 1.0, probe, f, s, "frozen")
+        for probe in ("logreg", "mlp", "knn")
+        for f, s in ((1.0, 0), (0.25, 1))
+    )
     chunk = tasks.Chunk(ref, 1.0, keys, False, "test")
     return chunk, store, source, [target], stats
 
@@ -38,8 +41,7 @@ def test_stacked_and_blocked_evaluation_equals_each_set_on_its_own(cell, monkeyp
     runs, preds = tasks.evaluate_chunk(chunk, fitted, store, source, targets, stats)
     sets = tasks.eval_sets(source, chunk.ref, targets)
     assert len(runs) == len(fitted) * len(sets) == len(set(runs["run_id"]))
-    by_run = {rid: np.stack(group["probs"].to_list())
-              for rid, group in preds.groupby("run_id", sort=False)}
+    by_run = {rid: np.stack(group["probs"].to_list()) for rid, group in preds.groupby("run_id", sort=False)}
     for fit in fitted:
         for ev in sets:
             # the independent path: this set alone, read and standardised by itself

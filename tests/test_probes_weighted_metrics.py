@@ -36,8 +36,7 @@ def test_weights_equal_the_repeated_sample_and_sklearn(task):
         idx = np.repeat(np.arange(len(y)), weights[:, r])
         assert auroc[r] == pytest.approx(macro_auroc(y[idx], p[idx], task), abs=1e-12)
         assert cal[r] == pytest.approx(ece(y[idx], p[idx], task), abs=1e-12)
-        sk = np.mean([roc_auc_score(target[:, j], p[:, j], sample_weight=weights[:, r])
-                      for j in range(p.shape[1])])
+        sk = np.mean([roc_auc_score(target[:, j], p[:, j], sample_weight=weights[:, r]) for j in range(p.shape[1])])
         assert auroc[r] == pytest.approx(sk, abs=1e-12)
 
 

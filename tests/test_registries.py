@@ -25,8 +25,15 @@ def test_each_registry_is_a_core_registry_with_its_builtins():
     assert tuple(regs["perturbation"].names()) == PERTURBATIONS  # core's names are the registered ones
 
 
-@pytest.mark.parametrize("kind, typo, meant", [("adapter", "isic2091", "isic2019"), ("probe", "knnn", "knn"),
-                                               ("perturbation", "jpg", "jpeg"), ("analysis", "e33", "e3")])
+@pytest.mark.parametrize(
+    "kind, typo, meant",
+    [
+        ("adapter", "isic2091", "isic2019"),
+        ("probe", "knnn", "knn"),
+        ("perturbation", "jpg", "jpeg"),
+        ("analysis", "e33", "e3"),
+    ],
+)
 def test_a_typo_suggests_the_registered_name(kind, typo, meant):
     with pytest.raises(CrsbenchError, match=f"unknown {kind} '{typo}'; did you mean .*'{meant}'"):
         _registries()[kind].get(typo)

@@ -27,11 +27,11 @@ from crsbench.warehouse.panels import freeze_panel
 
 # encoder -> (clean full AUROC, ECE, fragility (AUROC lost per corruption severity), label hunger)
 PROFILES = {
-    "alpha": (0.93, 0.20, 0.050, 0.30),   # best AUROC, badly calibrated, fragile
-    "bravo": (0.90, 0.04, 0.010, 0.10),   # slightly lower AUROC, good on every other axis
+    "alpha": (0.93, 0.20, 0.050, 0.30),  # best AUROC, badly calibrated, fragile
+    "bravo": (0.90, 0.04, 0.010, 0.10),  # slightly lower AUROC, good on every other axis
     "charlie": (0.86, 0.08, 0.020, 0.15),
     "delta": (0.82, 0.06, 0.015, 0.20),
-    "echo": (0.70, 0.12, 0.030, 0.40),    # random-init
+    "echo": (0.70, 0.12, 0.030, 0.40),  # random-init
 }
 RANDOM_INIT = {"echo"}
 DATASETS = {"derm": ("multiclass", ["a", "b", "c"]), "cxr": ("multilabel", ["x", "y"])}
@@ -48,19 +48,45 @@ def _run_rows() -> pd.DataFrame:
                 full = auroc - 0.02 * d_index + rng.normal(0, 0.002)
                 fit_ece = ece + rng.normal(0, 0.002)
 
-                def add(depth: float, fraction: float, condition: str, value: float,
-                        eval_dataset: str = dataset, calibration_error: float = fit_ece) -> None:
+                def add(
+                    depth: float,
+                    fraction: float,
+                    condition: str,
+                    value: float,
+                    eval_dataset: str = dataset,
+                    calibration_error: float = fit_ece,
+                ) -> None:
                     fit = f"{encoder}|{dataset}|{depth}|{fraction}|{seed}"
-                    rows.append({
-                        "run_id": f"{fit}|{condition}|{eval_dataset}", "fit_id": fit, "encoder_id": encoder,
-                        "dataset_id": dataset, "eval_dataset_id": eval_dataset, "regime": "frozen",
-                        "probe": "logreg", "depth": depth, "label_fraction": fraction, "seed": seed,
-                        "condition": condition, "auroc": value, "ece": calibration_error,
-                        "ece_adaptive": calibration_error, "brier": 0.2, "nll": 0.5, "accuracy": value - 0.1,
-                        "mean_confidence": 0.8, "qwk": None, "ordinal_mae": None, "n_train": 100,
-                        "n_test": 50, "fit_seconds": 0.1, "pretrained": encoder not in RANDOM_INIT,
-                        "code_version": "test", "created_at": datetime(2025, 1, 1, tzinfo=timezone.utc),
-                    })
+                    rows.append(
+                        {
+                            "run_id": f"{fit}|{condition}|{eval_dataset}",
+                            "fit_id": fit,
+                            "encoder_id": encoder,
+                            "dataset_id": dataset,
+                            "eval_dataset_id": eval_dataset,
+                            "regime": "frozen",
+                            "probe": "logreg",
+                            "depth": depth,
+                            "label_fraction": fraction,
+                            "seed": seed,
+                            "condition": condition,
+                            "auroc": value,
+                            "ece": calibration_error,
+                            "ece_adaptive": calibration_error,
+                            "brier": 0.2,
+                            "nll": 0.5,
+                            "accuracy": value - 0.1,
+                            "mean_confidence": 0.8,
+                            "qwk": None,
+                            "ordinal_mae": None,
+                            "n_train": 100,
+                            "n_test": 50,
+                            "fit_seconds": 0.1,
+                            "pretrained": encoder not in RANDOM_INIT,
+                            "code_version": "test",
+                            "created_at": datetime(2025, 1, 1, tzinfo=timezone.utc),
+                        }
+                    )
 
                 for fraction in LABEL_FRACTIONS:
                     add(1.0, fraction, "clean", full - hunger * (1 - fraction) ** 4 * (full - 0.5))
@@ -79,9 +105,20 @@ def bootstrap_table(panel: str) -> pd.DataFrame:
     p_first = {"bravo": 0.7, "alpha": 0.2, "charlie": 0.1, "delta": 0.0, "echo": 0.0}
     p_top3 = {"bravo": 1.0, "alpha": 0.8, "charlie": 0.9, "delta": 0.3, "echo": 0.0}
     crs = {"alpha": 0.55, "bravo": 0.9, "charlie": 0.6, "delta": 0.4, "echo": 0.05}
-    return pd.DataFrame([{"panel": panel, "encoder_id": e, "crs": crs[e], "crs_lo": crs[e] - 0.05,
-                          "crs_hi": crs[e] + 0.05, "p_rank1": p_first[e], "p_top3": p_top3[e]}
-                         for e in PROFILES])
+    return pd.DataFrame(
+        [
+            {
+                "panel": panel,
+                "encoder_id": e,
+                "crs": crs[e],
+                "crs_lo": crs[e] - 0.05,
+                "crs_hi": crs[e] + 0.05,
+                "p_rank1": p_first[e],
+                "p_top3": p_top3[e],
+            }
+            for e in PROFILES
+        ]
+    )
 
 
 def reliability_table() -> pd.DataFrame:
@@ -91,9 +128,18 @@ def reliability_table() -> pd.DataFrame:
             for method, bend in (("uncalibrated", 0.25), ("temperature", 0.05)):
                 for b in range(5):
                     confidence = 0.1 + 0.2 * b
-                    rows.append({"encoder_id": encoder, "dataset_id": dataset, "condition": "clean",
-                                 "method": method, "bin": b, "confidence": confidence,
-                                 "accuracy": confidence * (1 - bend), "count": 10})
+                    rows.append(
+                        {
+                            "encoder_id": encoder,
+                            "dataset_id": dataset,
+                            "condition": "clean",
+                            "method": method,
+                            "bin": b,
+                            "confidence": confidence,
+                            "accuracy": confidence * (1 - bend),
+                            "count": 10,
+                        }
+                    )
     return pd.DataFrame(rows)
 
 
@@ -102,9 +148,18 @@ def e2_cells() -> pd.DataFrame:
     for encoder, (_, ece, _, _) in PROFILES.items():
         for dataset in DATASETS:
             for method, factor in (("temperature", 0.5), ("isotonic", 0.4)):
-                rows.append({"encoder_id": encoder, "dataset_id": dataset, "eval_dataset_id": dataset,
-                             "kind": "clean", "condition": "clean", "method": method,
-                             "ece_before": ece, "ece_after": ece * factor})
+                rows.append(
+                    {
+                        "encoder_id": encoder,
+                        "dataset_id": dataset,
+                        "eval_dataset_id": dataset,
+                        "kind": "clean",
+                        "condition": "clean",
+                        "method": method,
+                        "ece_before": ece,
+                        "ece_after": ece * factor,
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -112,23 +167,35 @@ def build_warehouse(path: Path, panel: str | None = "main", analyses: bool = Tru
     """A warehouse with runs, encoders, datasets, (optionally) a frozen panel and analysis tables."""
     with Warehouse.open(path) as wh:
         for encoder in PROFILES:
-            wh.con.execute("insert into encoders (encoder_id, family, scope, domain, pretrained) "
-                           "values (?, ?, 'general', 'none', ?)",
-                           [encoder, encoder.title(), encoder not in RANDOM_INIT])
+            wh.con.execute(
+                "insert into encoders (encoder_id, family, scope, domain, pretrained) "
+                "values (?, ?, 'general', 'none', ?)",
+                [encoder, encoder.title(), encoder not in RANDOM_INIT],
+            )
         for dataset, (task, labels) in {**DATASETS, "cxr_b": DATASETS["cxr"]}.items():
-            wh.con.execute("insert into datasets (dataset_id, task, label_names, n_images) values (?, ?, ?, 60)",
-                           [dataset, task, labels])
+            wh.con.execute(
+                "insert into datasets (dataset_id, task, label_names, n_images) values (?, ?, ?, 60)",
+                [dataset, task, labels],
+            )
         wh.append_runs(_run_rows())
         if panel is not None:
             freeze_panel(wh, panel, ["alpha", "bravo", "charlie", "delta"])
         if analyses:
             run_analysis(wh, "e3")
             run_analysis(wh, "e6", {"reference": "charlie"})
-            store_result(wh, "e2", AnalysisResult({"cells": e2_cells(), "reliability": reliability_table()},
-                                                  summary=e2_cells().head(3)), {})
+            store_result(
+                wh,
+                "e2",
+                AnalysisResult({"cells": e2_cells(), "reliability": reliability_table()}, summary=e2_cells().head(3)),
+                {},
+            )
             if panel is not None:
-                store_result(wh, "bootstrap", AnalysisResult({"encoders": bootstrap_table(panel)},
-                                                             summary=bootstrap_table(panel)), {})
+                store_result(
+                    wh,
+                    "bootstrap",
+                    AnalysisResult({"encoders": bootstrap_table(panel)}, summary=bootstrap_table(panel)),
+                    {},
+                )
     return path
 
 
@@ -200,8 +267,9 @@ def test_leaderboard_matches_crs_view_and_marks_random_init(full_report, tmp_pat
     # ordered by CRS, as the view says; 'bravo' (calibrated, robust) beats 'alpha' (best AUROC)
     db = out.parent / "wh.duckdb"
     with Warehouse.open(db, read_only=True) as wh:
-        expected = wh.sql("select encoder_id from crs_encoder where panel = 'main' and regime = 'frozen' "
-                          "order by crs desc")["encoder_id"].tolist()
+        expected = wh.sql(
+            "select encoder_id from crs_encoder where panel = 'main' and regime = 'frozen' order by crs desc"
+        )["encoder_id"].tolist()
         aurocs = wh.sql("select encoder_id from axes_encoder order by discrimination desc")["encoder_id"].tolist()
     assert names == expected
     assert aurocs[0] == "alpha" and names[0] == "bravo"

@@ -23,8 +23,10 @@ from crsbench.warehouse.connection import Warehouse
 
 CHROMIUM = find_chromium()
 if CHROMIUM is None:
-    message = ("CHROMIUM NOT INSTALLED: the report browser test is SKIPPED. "
-               "Install it with `bash scripts/test-deps.sh` (Debian package `chromium`).")
+    message = (
+        "CHROMIUM NOT INSTALLED: the report browser test is SKIPPED. "
+        "Install it with `bash scripts/test-deps.sh` (Debian package `chromium`)."
+    )
     warnings.warn(message, stacklevel=1)
     pytestmark = pytest.mark.skip(reason=message)
 
@@ -70,7 +72,8 @@ def test_random_init_encoder_is_visibly_labelled(rendered):
     # every badge sits on a row about 'echo', and every section listing encoders shows it
     assert all("echo" in b["row"] for b in badges if b["section"] is not None)
     assert {"leaderboard", "profiles", "datasets", "recalibration", "depth", "label-efficiency"} <= {
-        b["section"] for b in badges}
+        b["section"] for b in badges
+    }
     assert sum(b["section"] is None for b in badges) == 1  # the banner's
 
 
@@ -101,9 +104,11 @@ def test_the_check_sees_errors_blocked_requests_and_broken_images(tmp_path: Path
     from crsbench.report.html import CSP
 
     bad = tmp_path / "bad.html"
-    bad.write_text(f'<html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head><body>'
-                   '<img data-figure="broken" src="data:image/png;base64,AAAA">'
-                   '<img src="https://example.org/x.png"><script>console.error("boom")</script></body></html>')
+    bad.write_text(
+        f'<html><head><meta http-equiv="Content-Security-Policy" content="{CSP}"></head><body>'
+        '<img data-figure="broken" src="data:image/png;base64,AAAA">'
+        '<img src="https://example.org/x.png"><script>console.error("boom")</script></body></html>'
+    )
     page = inspect_page(bad)
     assert any("example.org" in e for e in page.errors)
     assert any("script" in e.lower() for e in page.errors)  # inline scripts are refused too

@@ -44,8 +44,9 @@ def _fits(store: FeatureStore):
 
 def _in_process(store: FeatureStore, datasets) -> pd.DataFrame:
     batches: list[pd.DataFrame] = []
-    run_grid(_fits(store), datasets, store, shift_targets=SHIFTS, done=set(),
-             sink=lambda runs, preds: batches.append(runs))
+    run_grid(
+        _fits(store), datasets, store, shift_targets=SHIFTS, done=set(), sink=lambda runs, preds: batches.append(runs)
+    )
     return pd.concat(batches)
 
 
@@ -80,10 +81,17 @@ def test_cluster_sweep_with_a_killed_worker_matches_in_process(stores, suite_dat
                 os.kill(pid, signal.SIGKILL)  # a worker process this test's cluster started
                 killed.update(worker=worker, pid=pid, tasks=list(busy[worker]), at=done)
 
-            summary = run_grid(_fits(shared), datasets, shared, shift_targets=SHIFTS, done=set(),
-                               sink=writer.append_runs,
-                               scheduler=cluster.address, batch_size=4,
-                               progress=kill_a_busy_worker)
+            summary = run_grid(
+                _fits(shared),
+                datasets,
+                shared,
+                shift_targets=SHIFTS,
+                done=set(),
+                sink=writer.append_runs,
+                scheduler=cluster.address,
+                batch_size=4,
+                progress=kill_a_busy_worker,
+            )
             assert killed, "no worker was busy after the first result; nothing was killed"
             assert killed["tasks"]  # it died holding work, which the scheduler reassigned
         logs = cluster.log_text()
@@ -99,8 +107,7 @@ def test_cluster_sweep_with_a_killed_worker_matches_in_process(stores, suite_dat
     # a rerun against the warehouse plans nothing and writes nothing (idempotent)
     with Warehouse.open(db) as wh:
         done = wh.done_fit_ids()
-    rerun = run_grid(_fits(shared), datasets, shared, shift_targets=SHIFTS, done=done,
-                     sink=writer.append_runs)
+    rerun = run_grid(_fits(shared), datasets, shared, shift_targets=SHIFTS, done=done, sink=writer.append_runs)
     assert rerun.fitted == 0 and rerun.skipped == n_fits
     assert "worker" in logs.lower()  # the logs are real, and carry no credential
     assert SECRET not in logs and SECRET_KEY_ID not in logs

@@ -47,8 +47,7 @@ def s3(tmp_path_factory):
 def local_store(tmp_path_factory, suite_datasets):
     """The reference: a local-disk extraction of aptos with the conditions in TWO."""
     url = str(tmp_path_factory.mktemp("local") / "features.zarr")
-    extract(suite_datasets["aptos2019"], get_encoder(ENCODER), url, chunk_rows=CHUNK, threads=1,
-            conditions=TWO)
+    extract(suite_datasets["aptos2019"], get_encoder(ENCODER), url, chunk_rows=CHUNK, threads=1, conditions=TWO)
     return url
 
 
@@ -66,7 +65,8 @@ def _s3_objects(prefix: str) -> dict[str, bytes]:
     return {k.split(f"{prefix}/", 1)[1]: fs.cat_file(k) for k in keys}
 
 
-CHILD = textwrap.dedent("""
+CHILD = textwrap.dedent(
+    """
     import os, signal, sys, torch, zarr
     torch.set_num_threads(1)
     from crsbench.ingest import ingest
@@ -88,7 +88,9 @@ CHILD = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)
     zarr.Array.__setitem__ = counting
     extract(ds, get_encoder(%r), url, chunk_rows=%d, threads=1, conditions=%r)
-""" % (ENCODER, CHUNK, TWO))
+"""
+    % (ENCODER, CHUNK, TWO)
+)
 
 
 @pytest.mark.slow
@@ -97,8 +99,13 @@ def test_killed_upload_resumes_to_the_bytes_of_a_local_run(s3, suite_dir, suite_
     url = f"s3://{BUCKET}/{prefix}"
     ref = FeatureSetRef("aptos2019", ENCODER)
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # the AWS_* variables are all it gets
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(suite_dir / "aptos2019"), url, "5", "5"],
-                          capture_output=True, text=True, env=env, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(suite_dir / "aptos2019"), url, "5", "5"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert proc.returncode == -signal.SIGKILL, proc.stderr[-2000:]
 
     store = FeatureStore(url)
@@ -111,8 +118,15 @@ def test_killed_upload_resumes_to_the_bytes_of_a_local_run(s3, suite_dir, suite_
         check_feature_set(store, ref, suite_datasets["aptos2019"], [1.0], ["clean"])
 
     calls: list[tuple[int, int]] = []
-    attrs = extract(suite_datasets["aptos2019"], get_encoder(ENCODER), store, chunk_rows=CHUNK,
-                    threads=1, conditions=TWO, progress=lambda _, done, total: calls.append((done, total)))
+    attrs = extract(
+        suite_datasets["aptos2019"],
+        get_encoder(ENCODER),
+        store,
+        chunk_rows=CHUNK,
+        threads=1,
+        conditions=TWO,
+        progress=lambda _, done, total: calls.append((done, total)),
+    )
     assert attrs["complete"] is True and attrs["skipped"] is False
     # it resumed from the server's markers: rows 0-79 (no test rows, one item each) were not redone
     assert calls[0] == (80, 99 + 19)
@@ -132,8 +146,7 @@ WRITER = textwrap.dedent("""
 
 
 @pytest.mark.slow
-def test_readers_of_complete_sets_run_while_another_set_is_uploaded(s3, suite_dir, suite_datasets,
-                                                                    local_store):
+def test_readers_of_complete_sets_run_while_another_set_is_uploaded(s3, suite_dir, suite_datasets, local_store):
     import s3fs
 
     prefix = "concurrent/features.zarr"
@@ -145,9 +158,12 @@ def test_readers_of_complete_sets_run_while_another_set_is_uploaded(s3, suite_di
     rows = aptos.split_rows("test")
     expected = {c: read_rows(FeatureStore(local_store), ref, 0.5, c, rows) for c in TWO}
 
-    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(suite_dir / "isic2019"), url],
-                              stderr=subprocess.PIPE, text=True,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"})
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(suite_dir / "isic2019"), url],
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     reads, seen_partial, errors = 0, 0, []
     try:
         deadline = time.monotonic() + 120
@@ -200,16 +216,46 @@ def _cli(*argv: str) -> int:
 
 
 @pytest.mark.slow
-def test_cli_extract_and_probe_on_s3_match_local_and_record_no_secret(s3, ingested_db, suite_datasets,
-                                                                     tmp_path, capsys, caplog):
+def test_cli_extract_and_probe_on_s3_match_local_and_record_no_secret(
+    s3, ingested_db, suite_datasets, tmp_path, capsys, caplog
+):
     url = f"s3://{BUCKET}/cli/features.zarr"
-    code = _cli("extract", "--db", str(ingested_db), "--encoder", ENCODER, "--dataset", "aptos2019",
-                      "--store", url, "--chunk-rows", "128")
+    code = _cli(
+        "extract",
+        "--db",
+        str(ingested_db),
+        "--encoder",
+        ENCODER,
+        "--dataset",
+        "aptos2019",
+        "--store",
+        url,
+        "--chunk-rows",
+        "128",
+    )
     extracted = capsys.readouterr()
     assert code == 0, extracted.err
-    code = _cli("probe", "--db", str(ingested_db), "--encoder", ENCODER, "--dataset", "aptos2019",
-                      "--probe", "logreg", "--depth", "1.0", "--fraction", "0.25", "--fraction", "1.0",
-                      "--seed", "0", "--store", url)
+    code = _cli(
+        "probe",
+        "--db",
+        str(ingested_db),
+        "--encoder",
+        ENCODER,
+        "--dataset",
+        "aptos2019",
+        "--probe",
+        "logreg",
+        "--depth",
+        "1.0",
+        "--fraction",
+        "0.25",
+        "--fraction",
+        "1.0",
+        "--seed",
+        "0",
+        "--store",
+        url,
+    )
     probed = capsys.readouterr()
     assert code == 0, probed.err
     assert json.loads(probed.out)["fitted"] == 2
@@ -224,11 +270,16 @@ def test_cli_extract_and_probe_on_s3_match_local_and_record_no_secret(s3, ingest
     extract(suite_datasets["aptos2019"], get_encoder(ENCODER), store, chunk_rows=128, threads=1)
     fits = plan_fits(["aptos2019"], [ENCODER], store, **GRID)
     batches: list[pd.DataFrame] = []
-    run_grid(fits, {"aptos2019": suite_datasets["aptos2019"]}, store, shift_targets={}, done=set(),
-             sink=lambda runs, preds: batches.append(runs))
+    run_grid(
+        fits,
+        {"aptos2019": suite_datasets["aptos2019"]},
+        store,
+        shift_targets={},
+        done=set(),
+        sink=lambda runs, preds: batches.append(runs),
+    )
     local = pd.concat(batches).drop(columns=VOLATILE).sort_values("run_id")
-    pd.testing.assert_frame_equal(remote.reset_index(drop=True), local.reset_index(drop=True),
-                                  check_dtype=False)
+    pd.testing.assert_frame_equal(remote.reset_index(drop=True), local.reset_index(drop=True), check_dtype=False)
 
     # credentials were only in the environment: nowhere in the warehouse, outputs or logs
     texts = [extracted.out, extracted.err, probed.out, probed.err, caplog.text]
@@ -239,8 +290,17 @@ def test_cli_extract_and_probe_on_s3_match_local_and_record_no_secret(s3, ingest
 
 
 def test_store_url_with_embedded_credentials_is_refused(ingested_db, capsys):
-    code = _cli("extract", "--db", str(ingested_db), "--encoder", ENCODER, "--dataset", "aptos2019",
-                      "--store", f"s3://{SECRET_KEY_ID}:{SECRET}@{BUCKET}/f.zarr")
+    code = _cli(
+        "extract",
+        "--db",
+        str(ingested_db),
+        "--encoder",
+        ENCODER,
+        "--dataset",
+        "aptos2019",
+        "--store",
+        f"s3://{SECRET_KEY_ID}:{SECRET}@{BUCKET}/f.zarr",
+    )
     err = capsys.readouterr().err
     assert code == 1 and "embeds credentials" in err
     assert SECRET not in err and SECRET_KEY_ID not in err

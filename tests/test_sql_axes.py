@@ -39,11 +39,18 @@ def _view(db, sql, params=None):
 def test_metrics_seed_matches_pandas_groupby(scenario):
     db, runs = scenario
     got = _view(db, "select * from metrics_seed")
-    keys = ["encoder_id", "dataset_id", "eval_dataset_id", "regime", "probe", "depth",
-            "label_fraction", "condition"]
-    want = runs.groupby(keys).agg(auroc_mean=("auroc", "mean"), auroc_sd=("auroc", "std"),
-                                  auroc_n=("auroc", "count"), ece_mean=("ece", "mean"),
-                                  n_seeds=("seed", "nunique")).reset_index()
+    keys = ["encoder_id", "dataset_id", "eval_dataset_id", "regime", "probe", "depth", "label_fraction", "condition"]
+    want = (
+        runs.groupby(keys)
+        .agg(
+            auroc_mean=("auroc", "mean"),
+            auroc_sd=("auroc", "std"),
+            auroc_n=("auroc", "count"),
+            ece_mean=("ece", "mean"),
+            n_seeds=("seed", "nunique"),
+        )
+        .reset_index()
+    )
     merged = want.merge(got, on=keys, suffixes=("", "_sql"), validate="one_to_one")
     assert len(merged) == len(want) == len(got)
     for col in ("auroc_mean", "auroc_sd", "ece_mean"):
@@ -56,8 +63,7 @@ def test_axes_cell_matches_spec(scenario):
     db, runs = scenario
     got = _view(db, "select * from axes_cell where regime = 'frozen'")
     want = reference_axes_cell(runs)
-    merged = want.merge(got, on=["encoder_id", "dataset_id"], suffixes=("", "_sql"),
-                        validate="one_to_one")
+    merged = want.merge(got, on=["encoder_id", "dataset_id"], suffixes=("", "_sql"), validate="one_to_one")
     assert len(merged) == len(want) == len(got) == 14  # 5 encoders x 3 datasets, e5 has no fundus
     for col in (*AXES, "aulc"):
         np.testing.assert_allclose(merged[col + "_sql"], merged[col], rtol=0, atol=1e-12)
@@ -110,8 +116,9 @@ def test_axes_encoder_is_mean_of_observed_cells_never_imputed(scenario):
 
 
 def test_incomplete_cell_is_shown_but_not_aggregated(tmp_path):
-    rows = encoder_runs("e1") + [r for r in encoder_runs("e2") if r["condition"] in ("clean", "calib")
-                                  or r["dataset_id"] != "derm"]
+    rows = encoder_runs("e1") + [
+        r for r in encoder_runs("e2") if r["condition"] in ("clean", "calib") or r["dataset_id"] != "derm"
+    ]
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         wh.append_runs(frame(rows))
         cell = wh.sql("select * from axes_cell where encoder_id = 'e2' and dataset_id = 'derm'").iloc[0]

@@ -22,10 +22,14 @@ def drop_runs(db, *, encoders, dataset, fraction, seeds, condition=None):
     """Delete matching run records from the warehouse's run parts (as if never run)."""
     for part in sorted((parts_dir_for(db) / "runs").glob("*.parquet")):
         table = pq.read_table(part)
-        hit = pc.and_(pc.and_(pc.is_in(table["encoder_id"], value_set=pa.array(encoders)),
-                              pc.equal(table["dataset_id"], dataset)),
-                      pc.and_(pc.equal(table["label_fraction"], fraction),
-                              pc.is_in(table["seed"], value_set=pa.array(seeds, "int32"))))
+        hit = pc.and_(
+            pc.and_(
+                pc.is_in(table["encoder_id"], value_set=pa.array(encoders)), pc.equal(table["dataset_id"], dataset)
+            ),
+            pc.and_(
+                pc.equal(table["label_fraction"], fraction), pc.is_in(table["seed"], value_set=pa.array(seeds, "int32"))
+            ),
+        )
         if condition is not None:
             hit = pc.and_(hit, pc.equal(table["condition"], condition))
         if pc.any(hit).as_py():
@@ -33,8 +37,9 @@ def drop_runs(db, *, encoders, dataset, fraction, seeds, condition=None):
 
 
 def cells(wh):
-    return wh.sql("select encoder_id, dataset_id, complete, n_missing from cell_completeness "
-                  "order by all").set_index(["encoder_id", "dataset_id"])
+    return wh.sql("select encoder_id, dataset_id, complete, n_missing from cell_completeness order by all").set_index(
+        ["encoder_id", "dataset_id"]
+    )
 
 
 def test_deleting_seeds_flags_the_cell_and_names_them(world, tmp_path):

@@ -95,17 +95,22 @@ def test_ties_in_dominance(scenario):
 
 def test_pareto_pairs_count_is_the_dominance_term(scenario):
     db, _, _ = scenario
-    counts = _sql(db, """
+    counts = _sql(
+        db,
+        """
         select c.scope, c.encoder_id, c.in_panel, count(p.dominated_id) as n_dominated,
                (select count(*) from crs_candidates r where r.panel = 'p' and r.scope = c.scope
                   and r.in_panel and r.encoder_id <> c.encoder_id) as n_ref
         from crs_candidates c
         left join pareto_pairs p on p.panel = c.panel and p.scope = c.scope and p.encoder_id = c.encoder_id
-        where c.panel = 'p' group by all""")
-    scores = pd.concat([
-        _sql(db, "select 'global' as scope, encoder_id, dominance from crs_encoder where panel = 'p'"),
-        _sql(db, "select dataset_id as scope, encoder_id, dominance from crs_cell where panel = 'p'"),
-    ])
+        where c.panel = 'p' group by all""",
+    )
+    scores = pd.concat(
+        [
+            _sql(db, "select 'global' as scope, encoder_id, dominance from crs_encoder where panel = 'p'"),
+            _sql(db, "select dataset_id as scope, encoder_id, dominance from crs_cell where panel = 'p'"),
+        ]
+    )
     merged = counts.merge(scores, on=["scope", "encoder_id"], validate="one_to_one")
     assert len(merged) == len(counts) == len(scores)
     np.testing.assert_allclose(merged.dominance, merged.n_dominated / merged.n_ref, atol=1e-15)
@@ -153,8 +158,10 @@ def test_macro_hand_worked_example():
     ideal = 1 - np.sqrt(0.25 * 1.5)
     assert got.loc["c"].tolist()[2:] == pytest.approx([0.5, ideal, 0.0, 0.6 * 0.5 + 0.25 * ideal])
     # weights are parameters
-    w = con.execute("select crs from fn_crs_scores('ax', 'an', w_d := 1.0, w_c := 0.0, w_le := 0.0, "
-                    "w_r := 0.0, w_dom := 0.0, w_ideal := 1.0, w_worst := 0.0) where encoder_id = 'c'").fetchone()[0]
+    w = con.execute(
+        "select crs from fn_crs_scores('ax', 'an', w_d := 1.0, w_c := 0.0, w_le := 0.0, "
+        "w_r := 0.0, w_dom := 0.0, w_ideal := 1.0, w_worst := 0.0) where encoder_id = 'c'"
+    ).fetchone()[0]
     assert w == pytest.approx(0.5)
 
 
@@ -173,9 +180,11 @@ def test_macro_with_two_groups_equals_the_views(scenario):
             select 2, scope, axis, lo - 0.05, hi + 0.05 from reference_anchors
             where panel = 'p' and scope = 'global'""")
         g = wh.sql("select * from fn_crs_scores('two_axes', 'two_anchors') order by grp, encoder_id")
-        g_w = wh.sql("select * from fn_crs_scores('two_axes', 'two_anchors', w_d := 0.4, w_c := 0.1, "
-                     "w_le := 0.1, w_r := 0.4, w_dom := 0.5, w_ideal := 0.3, w_worst := 0.2) "
-                     "where grp = 2")
+        g_w = wh.sql(
+            "select * from fn_crs_scores('two_axes', 'two_anchors', w_d := 0.4, w_c := 0.1, "
+            "w_le := 0.1, w_r := 0.4, w_dom := 0.5, w_ideal := 0.3, w_worst := 0.2) "
+            "where grp = 2"
+        )
         view = wh.sql("select * from crs_encoder where panel = 'p' order by encoder_id")
     one = g[g.grp == 1].reset_index(drop=True)
     for col in ("dominance", "ideal", "worst", "crs"):
@@ -183,8 +192,7 @@ def test_macro_with_two_groups_equals_the_views(scenario):
     anchors = reference_anchors(enc, MEMBERS)
     widened = {a: (lo - 0.05, hi + 0.05) for a, (lo, hi) in anchors.items()}
     _assert_scores(g[g.grp == 2].drop(columns="grp"), reference_crs(enc, MEMBERS, widened))
-    _assert_scores(g_w.drop(columns="grp"),
-                   reference_crs(enc, MEMBERS, widened, (0.4, 0.1, 0.1, 0.4), (0.5, 0.3, 0.2)))
+    _assert_scores(g_w.drop(columns="grp"), reference_crs(enc, MEMBERS, widened, (0.4, 0.1, 0.1, 0.4), (0.5, 0.3, 0.2)))
 
 
 def test_axes_normalised_are_clipped_to_unit_interval(scenario):

@@ -36,8 +36,9 @@ def _expected(crs: np.ndarray, auroc: np.ndarray, ids: list[str]) -> dict:
     r_crs, r_auroc = rankdata(-crs), rankdata(-auroc)  # average ranks, 1 = best
     order_crs = sorted(range(n), key=lambda i: (-crs[i], ids[i]))
     order_auroc = sorted(range(n), key=lambda i: (-auroc[i], ids[i]))
-    discordant = sum(np.sign(crs[i] - crs[j]) * np.sign(auroc[i] - auroc[j]) < 0
-                     for i in range(n) for j in range(i + 1, n))
+    discordant = sum(
+        np.sign(crs[i] - crs[j]) * np.sign(auroc[i] - auroc[j]) < 0 for i in range(n) for j in range(i + 1, n)
+    )
     return {
         "n": n,
         "kendall_tau": kendalltau(crs, auroc, variant="b").statistic,
@@ -54,8 +55,16 @@ def test_untied_rankings_match_scipy_and_the_reversal_identity(macro_con):
     rng = np.random.default_rng(7)
     frames = []
     for grp, n in (("a", 15), ("b", 8), ("c", 4)):
-        frames.append(pd.DataFrame({"grp": grp, "encoder_id": [f"m{i:02d}" for i in range(n)],
-                                    "crs": rng.random(n), "auroc": rng.random(n)}))
+        frames.append(
+            pd.DataFrame(
+                {
+                    "grp": grp,
+                    "encoder_id": [f"m{i:02d}" for i in range(n)],
+                    "crs": rng.random(n),
+                    "auroc": rng.random(n),
+                }
+            )
+        )
     scores = pd.concat(frames, ignore_index=True)
     got = _agreement(macro_con, scores)
     for grp, g in scores.groupby("grp"):

@@ -12,8 +12,10 @@ from crsbench.warehouse.panels import freeze_panel
 
 BASE = ["e1", "e2", "e3", "e4", "e5"]
 # adaptation reshuffles the qualities: the frozen order e3 > e5 > e2 > e4 > e1 does not survive
-ADAPTED = {"lora-s0": {"e1": 0.92, "e2": 0.70, "e3": 0.80, "e4": 0.88},
-           "lora-s1": {"e1": 0.90, "e2": 0.72, "e3": 0.85, "e4": 0.86}}
+ADAPTED = {
+    "lora-s0": {"e1": 0.92, "e2": 0.70, "e3": 0.80, "e4": 0.88},
+    "lora-s1": {"e1": 0.90, "e2": 0.72, "e3": 0.85, "e4": 0.86},
+}
 
 
 @pytest.fixture(scope="module")
@@ -27,16 +29,21 @@ def views(tmp_path_factory):
             for e, q in qualities.items():
                 wh.append_runs(frame(encoder_runs(e, quality=q, regime=regime)))
     with Warehouse.open(db, read_only=True) as wh:
-        return (wh.sql("select * from crs_encoder where panel = 'p'"),
-                wh.sql("select * from rank_agreement_regime where panel = 'p'"))
+        return (
+            wh.sql("select * from crs_encoder where panel = 'p'"),
+            wh.sql("select * from rank_agreement_regime where panel = 'p'"),
+        )
 
 
 def _expected(frozen: np.ndarray, adapted: np.ndarray) -> dict[str, float]:
     shift = np.abs(rankdata(-frozen) - rankdata(-adapted))
     top = lambda v: set(np.argsort(-v, kind="stable")[:3])  # noqa: E731  (no ties here)
-    return {"n": len(frozen), "kendall_tau": kendalltau(frozen, adapted).statistic,
-            "mean_abs_displacement": float(shift.mean()),
-            "top3_overlap": len(top(frozen) & top(adapted)) / 3}
+    return {
+        "n": len(frozen),
+        "kendall_tau": kendalltau(frozen, adapted).statistic,
+        "mean_abs_displacement": float(shift.mean()),
+        "top3_overlap": len(top(frozen) & top(adapted)) / 3,
+    }
 
 
 @pytest.mark.parametrize("regime", ["lora-s0", "lora-s1", "lora"])

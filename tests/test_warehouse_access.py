@@ -14,9 +14,20 @@ from runs_factory import PROFILES, encoder_runs, frame
 import crsbench
 from crsbench.warehouse.panels import freeze_panel
 
-VIEWS = ["metrics_seed", "axes_cell", "axes_encoder", "axes_normalised", "crs_cell", "crs_encoder",
-         "pareto_pairs", "rank_agreement", "axis_correlations", "crs_cohort_encoder",
-         "crs_cohort_cell", "rank_agreement_cohort"]
+VIEWS = [
+    "metrics_seed",
+    "axes_cell",
+    "axes_encoder",
+    "axes_normalised",
+    "crs_cell",
+    "crs_encoder",
+    "pareto_pairs",
+    "rank_agreement",
+    "axis_correlations",
+    "crs_cohort_encoder",
+    "crs_cohort_cell",
+    "rank_agreement_cohort",
+]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +59,9 @@ print(json.dumps(out))
 
 def test_plain_duckdb_in_a_fresh_process_sees_the_views(db, tmp_path):
     # -I: isolated mode, no PYTHONPATH / cwd on sys.path; the script imports only duckdb.
-    proc = subprocess.run([sys.executable, "-I", "-c", PLAIN, str(db)], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", PLAIN, str(db)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert not out["crsbench_imported"]
@@ -107,5 +119,6 @@ def test_the_ibis_backend_api_works(db):
         assert runs.count().execute() == n
         assert sum(len(b) for b in runs.to_pyarrow_batches(chunk_size=50)) == n
         assert backend.sql("select count(*) as n from crs_encoder").execute().n[0] == len(
-            wh.sql("select * from crs_encoder"))
+            wh.sql("select * from crs_encoder")
+        )
         assert backend.get_schema("crs_encoder").names == tuple(wh.sql("select * from crs_encoder").columns)

@@ -18,17 +18,23 @@ from crsbench.warehouse.panels import freeze_panel
 
 def _predictions(runs: pd.DataFrame) -> pd.DataFrame:
     first = runs.head(3)
-    return pd.DataFrame({
-        "run_id": np.repeat(first.run_id.to_numpy(), 2), "fit_id": np.repeat(first.fit_id.to_numpy(), 2),
-        "eval_dataset_id": np.repeat(first.eval_dataset_id.to_numpy(), 2),
-        "condition": np.repeat(first.condition.to_numpy(), 2), "row_index": [0, 1] * 3,
-        "image_id": [f"img{i}" for i in range(6)], "probs": [[0.25, 0.75]] * 6,
-    })
+    return pd.DataFrame(
+        {
+            "run_id": np.repeat(first.run_id.to_numpy(), 2),
+            "fit_id": np.repeat(first.fit_id.to_numpy(), 2),
+            "eval_dataset_id": np.repeat(first.eval_dataset_id.to_numpy(), 2),
+            "condition": np.repeat(first.condition.to_numpy(), 2),
+            "row_index": [0, 1] * 3,
+            "image_id": [f"img{i}" for i in range(6)],
+            "probs": [[0.25, 0.75]] * 6,
+        }
+    )
 
 
 def _parts(db, kind):
-    return sorted(p.name for p in (db.parent / (db.name + ".parts") / kind).glob("part-*.parquet")
-                  if "empty" not in p.name)
+    return sorted(
+        p.name for p in (db.parent / (db.name + ".parts") / kind).glob("part-*.parquet") if "empty" not in p.name
+    )
 
 
 @pytest.fixture()
@@ -46,9 +52,11 @@ def db(tmp_path):
 
 def _state(db):
     with Warehouse.open(db, read_only=True) as wh:
-        return (wh.sql("select * from runs order by run_id"),
-                wh.sql("select run_id, image_id, probs from predictions order by run_id, image_id"),
-                wh.sql("select * from crs_encoder order by encoder_id"))
+        return (
+            wh.sql("select * from runs order by run_id"),
+            wh.sql("select run_id, image_id, probs from predictions order by run_id, image_id"),
+            wh.sql("select * from crs_encoder order by encoder_id"),
+        )
 
 
 def test_compaction_folds_every_part_into_the_file_and_keeps_every_score(db, tmp_path):
@@ -89,8 +97,9 @@ def test_appending_after_compaction_adds_parts_folded_in_at_the_next(db):
 
 def test_a_compaction_that_died_after_its_commit_counts_nothing_twice(db):
     runs, preds, crs = _state(db)
-    saved = {p: p.read_bytes() for p in (db.parent / (db.name + ".parts")).rglob("part-*.parquet")
-             if "empty" not in p.name}
+    saved = {
+        p: p.read_bytes() for p in (db.parent / (db.name + ".parts")).rglob("part-*.parquet") if "empty" not in p.name
+    }
     with Warehouse.open(db) as wh:
         wh.compact_parts()
     for path, payload in saved.items():  # as if the process died before deleting its sources

@@ -23,7 +23,13 @@ from crsbench.warehouse.datasets import (
 
 def _same(a, b) -> None:
     assert (a.name, a.adapter, a.task, a.label_names, a.domain, a.options) == (
-        b.name, b.adapter, b.task, b.label_names, b.domain, b.options)
+        b.name,
+        b.adapter,
+        b.task,
+        b.label_names,
+        b.domain,
+        b.options,
+    )
     assert a.root.resolve() == b.root.resolve()
     pd.testing.assert_frame_equal(a.images, b.images)
     assert a.labels.dtype == b.labels.dtype and np.array_equal(a.labels, b.labels)

@@ -18,10 +18,26 @@ from crsbench.warehouse.dictionary import describe, entries, uncommented
 from crsbench.warehouse.panels import freeze_panel
 
 ROOT = Path(__file__).resolve().parent.parent
-PUBLIC_VIEWS = {"metrics_seed", "axes_cell", "axes_encoder", "axes_scoped", "crs_candidates",
-                "axes_normalised", "crs_cell", "crs_encoder", "pareto_pairs", "crs_cohort_anchors",
-                "crs_cohort_cell", "crs_cohort_encoder", "rank_agreement", "rank_agreement_cohort",
-                "rank_agreement_regime", "axis_correlations", "runs", "predictions"}
+PUBLIC_VIEWS = {
+    "metrics_seed",
+    "axes_cell",
+    "axes_encoder",
+    "axes_scoped",
+    "crs_candidates",
+    "axes_normalised",
+    "crs_cell",
+    "crs_encoder",
+    "pareto_pairs",
+    "crs_cohort_anchors",
+    "crs_cohort_cell",
+    "crs_cohort_encoder",
+    "rank_agreement",
+    "rank_agreement_cohort",
+    "rank_agreement_regime",
+    "axis_correlations",
+    "runs",
+    "predictions",
+}
 
 
 @pytest.fixture(scope="module")
@@ -86,17 +102,17 @@ def test_sql_files_hold_one_object_each_opening_with_what_a_row_is():
     (generated, _), *shipped = sql_files()
     assert generated == CONSTANTS_FILE
     names = [name for name, _ in shipped]
-    assert names == sorted(n for n in names if n.startswith("macros/")) + \
-        sorted(n for n in names if n.startswith("views/"))
+    assert names == sorted(n for n in names if n.startswith("macros/")) + sorted(
+        n for n in names if n.startswith("views/")
+    )
     for name, text in shipped:
         assert (ROOT / "sql" / name).is_file(), name
-        created = re.findall(r"^create (?:or replace )?(macro|view|table) (?:if not exists )?(\w+)",
-                             text, flags=re.M)
+        created = re.findall(r"^create (?:or replace )?(macro|view|table) (?:if not exists )?(\w+)", text, flags=re.M)
         assert len(created) == 1, name
         kind, obj = created[0]
         assert re.fullmatch(rf"{'macros' if kind == 'macro' else 'views'}/\d{{3}}_{obj}\.sql", name)
         assert obj.startswith("fn_") == (kind == "macro"), name  # the naming convention
-        head = text[:re.search(r"^create ", text, flags=re.M).start()]
+        head = text[: re.search(r"^create ", text, flags=re.M).start()]
         assert head.startswith("--") and "docs/METHODS.md §" in head, name
         assert re.search(rf"^comment on (macro|macro table|view|table) {obj} is", text, flags=re.M), name
 
@@ -108,6 +124,7 @@ def test_an_upgraded_warehouse_drops_the_macros_renamed_to_fn(tmp_path):
         wh.con.execute("create macro exact_mean(x) as avg(x)")
     with crsbench.Warehouse.open(path) as wh:
         assert describe(wh.con, "fn_crs_scores")
-        left = wh.sql("select function_name from duckdb_functions() where function_name in "
-                      "('crs_scores', 'exact_mean')")
+        left = wh.sql(
+            "select function_name from duckdb_functions() where function_name in ('crs_scores', 'exact_mean')"
+        )
     assert left.empty

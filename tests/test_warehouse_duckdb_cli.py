@@ -26,8 +26,16 @@ import crsbench
 from crsbench.warehouse.panels import freeze_panel
 
 CLI_VERSION = "1.5.6"
-_OFFLINE_HINTS = ("connection", "network", "temporary failure", "name resolution", "no matching distribution",
-                  "could not find a version", "timed out", "proxy")
+_OFFLINE_HINTS = (
+    "connection",
+    "network",
+    "temporary failure",
+    "name resolution",
+    "no matching distribution",
+    "could not find a version",
+    "timed out",
+    "proxy",
+)
 
 
 def _duckdb_shell() -> Path:
@@ -38,15 +46,28 @@ def _duckdb_shell() -> Path:
         return found[0]
     staging = venv.with_name(f"{venv.name}.{uuid.uuid4().hex}")
     subprocess.run([sys.executable, "-m", "venv", str(staging)], check=True, timeout=300)
-    proc = subprocess.run([str(staging / "bin" / "python"), "-m", "pip", "install", "--quiet",
-                           "--disable-pip-version-check", f"duckdb-cli=={CLI_VERSION}"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            str(staging / "bin" / "python"),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            f"duckdb-cli=={CLI_VERSION}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if proc.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         message = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["pip failed"]
         if any(hint in (proc.stderr + proc.stdout).lower() for hint in _OFFLINE_HINTS):
-            pytest.skip(f"SKIPPED LOUDLY: cannot install duckdb-cli=={CLI_VERSION} from the package index "
-                        f"({message[0]}); the DuckDB 1.5 compatibility of the warehouse is NOT tested")
+            pytest.skip(
+                f"SKIPPED LOUDLY: cannot install duckdb-cli=={CLI_VERSION} from the package index "
+                f"({message[0]}); the DuckDB 1.5 compatibility of the warehouse is NOT tested"
+            )
         raise AssertionError(f"pip install duckdb-cli=={CLI_VERSION} failed: {message[0]}")
     try:
         os.rename(staging, venv)  # atomic: a concurrent run either wins or finds it in place
@@ -66,8 +87,9 @@ def compacted(tmp_path_factory) -> Path:
 
 
 def _shell(shell: Path, db: Path, sql: str, cwd: Path) -> list[dict]:
-    proc = subprocess.run([str(shell), "-readonly", "-json", str(db), sql], capture_output=True, text=True,
-                          timeout=120, cwd=cwd)
+    proc = subprocess.run(
+        [str(shell), "-readonly", "-json", str(db), sql], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
     assert proc.returncode == 0 and not proc.stderr.strip(), proc.stderr
     return json.loads(proc.stdout) if proc.stdout.strip() else []
 
@@ -83,11 +105,14 @@ def test_the_duckdb_1_5_shell_reads_the_compacted_file_alone(compacted, tmp_path
     elsewhere.mkdir()
     relative = os.path.relpath(alone, elsewhere)
 
-    views = [r["view_name"] for r in _shell(shell, relative, "select view_name from duckdb_views() "
-                                            "where not internal order by 1", elsewhere)]
+    views = [
+        r["view_name"]
+        for r in _shell(
+            shell, relative, "select view_name from duckdb_views() where not internal order by 1", elsewhere
+        )
+    ]
     with crsbench.Warehouse.open(compacted, read_only=True) as wh:
-        mine = set(wh.sql("select view_name from duckdb_views() where not internal "
-                          "and schema_name = 'main'").view_name)
+        mine = set(wh.sql("select view_name from duckdb_views() where not internal and schema_name = 'main'").view_name)
         want = wh.sql("select * from crs_encoder order by panel, encoder_id").to_dict("records")
         counts = {v: int(wh.sql(f"select count(*) n from {v}").n[0]) for v in sorted(mine)}
     assert mine == set(views)

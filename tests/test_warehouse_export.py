@@ -47,8 +47,9 @@ def test_every_format_round_trips(db, want, tmp_path):
         elif fmt == "markdown":
             lines = out.read_text().splitlines()
             assert lines[0] == "| encoder_id | crs | auroc | crs_rank |" and lines[1] == "|---|---:|---:|---:|"
-            got = pd.DataFrame([[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]],
-                               columns=want.columns).astype({"crs": float, "auroc": float, "crs_rank": int})
+            got = pd.DataFrame(
+                [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]], columns=want.columns
+            ).astype({"crs": float, "auroc": float, "crs_rank": int})
         else:
             text = out.read_text()
             assert text.startswith("\\begin{tabular}{lrrr}") and "encoder\\_id & crs" in text

@@ -47,8 +47,7 @@ def test_existing_rows_are_bit_for_bit_unchanged(before_after, view):
     before, after = before_after
     old = before[view]
     kept = after[view][after[view].encoder_id.isin(BASE) & (after[view].regime == "frozen")]
-    pd.testing.assert_frame_equal(kept.reset_index(drop=True), old.reset_index(drop=True),
-                                  check_exact=True)
+    pd.testing.assert_frame_equal(kept.reset_index(drop=True), old.reset_index(drop=True), check_exact=True)
     assert len(after[view]) > len(old)  # the new encoder and the variant were scored
 
 

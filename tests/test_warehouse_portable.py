@@ -93,15 +93,20 @@ def test_the_file_stores_no_path_to_its_own_directory(template, tmp_path):
     with Warehouse.open(db) as wh:
         from crsbench.features.store import FeatureSetRef
 
-        catalog.record_feature_set(wh, str(store), FeatureSetRef("d", "e1"),
-                                   {"image_digest": "x", "dim": 4, "n_images": 2})
+        catalog.record_feature_set(
+            wh, str(store), FeatureSetRef("d", "e1"), {"image_digest": "x", "dim": 4, "n_images": 2}
+        )
         url = wh.sql("select store_url from feature_sets").store_url[0]
         assert url == store.name
         assert catalog.resolve_url(wh, url) == str(store.absolute())
     con = duckdb.connect(str(db), read_only=True)
     texts = [r[0] or "" for r in con.execute("select sql from duckdb_views() where not internal").fetchall()]
-    texts += [r[0] or "" for r in con.execute("select macro_definition from duckdb_functions() "
-                                              "where not internal and macro_definition is not null").fetchall()]
+    texts += [
+        r[0] or ""
+        for r in con.execute(
+            "select macro_definition from duckdb_functions() where not internal and macro_definition is not null"
+        ).fetchall()
+    ]
     con.close()
     assert texts and not [t for t in texts if str(tmp_path) in t]
 
@@ -120,8 +125,7 @@ def test_plain_duckdb_reads_pending_parts_relative_to_the_warehouse(template, tm
     run = [sys.executable, "-I", "-c", PLAIN]
     here = subprocess.run([*run, db.name], cwd=db.parent, capture_output=True, text=True, timeout=120)
     assert here.returncode == 0 and int(here.stdout) == N_E1, here.stderr
-    away = subprocess.run([*run, str(db), str(db.parent)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=120)
+    away = subprocess.run([*run, str(db), str(db.parent)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert away.returncode == 0 and int(away.stdout) == N_E1, away.stderr
 
 
@@ -148,8 +152,9 @@ def test_missing_parts_are_named_and_the_rest_still_served(template, tmp_path, c
 def test_a_newer_schema_names_the_version_needed(template, tmp_path, capsys):
     db = _copy_dir(template, tmp_path / "dir")
     con = duckdb.connect(str(db))
-    con.execute("insert into schema_info (version, applied_at, crsbench_version) values "
-                "(99, current_timestamp, '9.9.0')")
+    con.execute(
+        "insert into schema_info (version, applied_at, crsbench_version) values (99, current_timestamp, '9.9.0')"
+    )
     con.close()
     before = db.read_bytes()
     for read_only in (True, False):
@@ -163,8 +168,9 @@ def test_a_newer_schema_names_the_version_needed(template, tmp_path, capsys):
 
 def test_the_file_is_in_duckdb_1_4_storage(template):
     con = duckdb.connect(str(template), read_only=True)
-    tag = con.execute("select tags['storage_version'] from duckdb_databases() "
-                      "where database_name = current_database()").fetchone()[0]
+    tag = con.execute(
+        "select tags['storage_version'] from duckdb_databases() where database_name = current_database()"
+    ).fetchone()[0]
     con.close()
     assert tag.startswith("v1.4.0")
 
@@ -193,8 +199,9 @@ def test_compaction_rewrites_a_file_made_in_duckdb_2_format(tmp_path):
         wh.compact_parts()
         assert int(wh.sql("select count(*) n from runs").n[0]) == N_E1
     con = duckdb.connect(str(db), read_only=True)
-    tag = con.execute("select tags['storage_version'] from duckdb_databases() "
-                      "where database_name = current_database()").fetchone()[0]
+    tag = con.execute(
+        "select tags['storage_version'] from duckdb_databases() where database_name = current_database()"
+    ).fetchone()[0]
     n = con.execute("select count(*) from runs").fetchone()[0]
     con.close()
     assert tag.startswith("v1.4.0") and n == N_E1

@@ -18,9 +18,22 @@ from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 _FEATURE_SET_COLUMNS = (
-    "dataset_id", "encoder_id", "regime", "store_url", "depths", "conditions", "dim", "dtype",
-    "n_images", "image_digest", "complete", "pretrained", "checkpoint", "weights_hash",
-    "code_version", "provenance",
+    "dataset_id",
+    "encoder_id",
+    "regime",
+    "store_url",
+    "depths",
+    "conditions",
+    "dim",
+    "dtype",
+    "n_images",
+    "image_digest",
+    "complete",
+    "pretrained",
+    "checkpoint",
+    "weights_hash",
+    "code_version",
+    "provenance",
 )
 
 
@@ -37,9 +50,20 @@ def register_encoder_spec(wh: Warehouse, spec: dict[str, Any], weights_hash: str
             "insert into encoders (encoder_id, family, scope, domain, loader, checkpoint, pretrained, "
             "input_size, pooling, registered_at, origin, spec, weights_hash) "
             "values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?, ?, ?)",
-            [spec["id"], spec.get("family"), spec.get("scope"), spec.get("domain"), spec.get("loader"),
-             spec.get("checkpoint"), bool(spec.get("pretrained", True)), spec.get("input_size"),
-             spec.get("pooling"), spec.get("origin", "built-in"), json.dumps(spec), weights_hash],
+            [
+                spec["id"],
+                spec.get("family"),
+                spec.get("scope"),
+                spec.get("domain"),
+                spec.get("loader"),
+                spec.get("checkpoint"),
+                bool(spec.get("pretrained", True)),
+                spec.get("input_size"),
+                spec.get("pooling"),
+                spec.get("origin", "built-in"),
+                json.dumps(spec),
+                weights_hash,
+            ],
         )
 
 
@@ -47,15 +71,26 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]
     required = ("image_digest", "dim", "n_images")
     missing = [k for k in required if k not in attrs]
     if missing:
-        raise CrsbenchError(f"feature set {ref.path} in {store_url} lacks attributes {missing}; "
-                            f"it was not written by crsbench extract")
+        raise CrsbenchError(
+            f"feature set {ref.path} in {store_url} lacks attributes {missing}; it was not written by crsbench extract"
+        )
     return [
-        ref.dataset, ref.encoder_id, ref.regime, store_url,
+        ref.dataset,
+        ref.encoder_id,
+        ref.regime,
+        store_url,
         list(attrs.get("depths", [depth_key(d) for d in DEPTHS])),
-        list(attrs.get("conditions", CONDITIONS)), int(attrs["dim"]), attrs.get("dtype", "float16"),
-        int(attrs["n_images"]), attrs["image_digest"], bool(attrs.get("complete", False)),
-        bool(attrs.get("pretrained", True)), attrs.get("checkpoint"), attrs.get("weights_hash"),
-        attrs.get("code_version"), attrs.get("provenance"),
+        list(attrs.get("conditions", CONDITIONS)),
+        int(attrs["dim"]),
+        attrs.get("dtype", "float16"),
+        int(attrs["n_images"]),
+        attrs["image_digest"],
+        bool(attrs.get("complete", False)),
+        bool(attrs.get("pretrained", True)),
+        attrs.get("checkpoint"),
+        attrs.get("weights_hash"),
+        attrs.get("code_version"),
+        attrs.get("provenance"),
     ]
 
 
@@ -77,11 +112,15 @@ def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs:
 
 
 def _upsert(con, row: list[Any]) -> None:
-    con.execute("delete from feature_sets where dataset_id = ? and encoder_id = ? and regime = ? "
-                "and store_url = ?", row[:4])
+    con.execute(
+        "delete from feature_sets where dataset_id = ? and encoder_id = ? and regime = ? and store_url = ?", row[:4]
+    )
     placeholders = ", ".join("?" * len(_FEATURE_SET_COLUMNS))
-    con.execute(f"insert into feature_sets ({', '.join(_FEATURE_SET_COLUMNS)}, updated_at) "
-                f"values ({placeholders}, current_timestamp)", row)
+    con.execute(
+        f"insert into feature_sets ({', '.join(_FEATURE_SET_COLUMNS)}, updated_at) "
+        f"values ({placeholders}, current_timestamp)",
+        row,
+    )
 
 
 def feature_sets(wh: Warehouse) -> pd.DataFrame:
@@ -102,12 +141,15 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
     rows = [_row(url, ref, attrs[ref]) for ref in refs]
     seen = {(r[0], r[1], r[2]) for r in rows}
     with wh.transaction() as con:
-        stale = con.execute("select dataset_id, encoder_id, regime from feature_sets "
-                            "where store_url = ?", [url]).fetchall()
+        stale = con.execute(
+            "select dataset_id, encoder_id, regime from feature_sets where store_url = ?", [url]
+        ).fetchall()
         for key in stale:
             if tuple(key) not in seen:
-                con.execute("delete from feature_sets where dataset_id = ? and encoder_id = ? and "
-                            "regime = ? and store_url = ?", [*key, url])
+                con.execute(
+                    "delete from feature_sets where dataset_id = ? and encoder_id = ? and regime = ? and store_url = ?",
+                    [*key, url],
+                )
         for row in rows:
             _upsert(con, row)
     # The entry that ran is in the store (ids, TOML and plugin entries included): register that.

@@ -60,8 +60,13 @@ class FitClaims:
     folded them into the file meanwhile).
     """
 
-    def __init__(self, parts_dir: Path | str, *, lease_s: float = DEFAULT_LEASE_S,
-                 compacted_done: Callable[[], set[str]] | None = None) -> None:
+    def __init__(
+        self,
+        parts_dir: Path | str,
+        *,
+        lease_s: float = DEFAULT_LEASE_S,
+        compacted_done: Callable[[], set[str]] | None = None,
+    ) -> None:
         self.fs, root = fsspec.core.url_to_fs(str(parts_dir))
         self.root = root.rstrip("/")
         self.folder = f"{self.root}/claims"
@@ -215,8 +220,7 @@ class FitClaims:
                 listed = self.fs.ls(f"{self.root}/runs", detail=False)
             except FileNotFoundError:
                 return
-            names = [n for n in listed
-                     if n.rsplit("/", 1)[-1].startswith("part-") and n.endswith(".parquet")]
+            names = [n for n in listed if n.rsplit("/", 1)[-1].startswith("part-") and n.endswith(".parquet")]
             vanished = False
             if self._seen_parts - set(names) and self.compacted_done is not None:
                 self._done.update(self.compacted_done())  # folded into the file meanwhile

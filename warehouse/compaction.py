@@ -44,10 +44,14 @@ def compact(wh: Warehouse) -> int:
                 # predictions and batches first: runs_pending is empty once the runs are in
                 for kind in ("predictions", "batches", "runs"):
                     con.execute(f"insert into {kind}_compacted by name select * from {kind}_pending")
-                con.executemany("insert into parts_ledger values (?, ?, 'compacted', current_timestamp)",
-                                [[kind, p.name] for kind, files in sources.items() for p in files])
-                con.execute("delete from parts_ledger where state = 'pending' and part in "
-                            "(select part from parts_ledger where state = 'compacted')")
+                con.executemany(
+                    "insert into parts_ledger values (?, ?, 'compacted', current_timestamp)",
+                    [[kind, p.name] for kind, files in sources.items() for p in files],
+                )
+                con.execute(
+                    "delete from parts_ledger where state = 'pending' and part in "
+                    "(select part from parts_ledger where state = 'compacted')"
+                )
         finally:
             wh.attach_parts()
         for files in sources.values():
@@ -64,8 +68,10 @@ def _forget_missing(wh: Warehouse) -> None:
     missing = wh._missing_parts()
     if missing:
         with wh.transaction() as con:
-            con.executemany("update parts_ledger set state = 'missing' where kind = ? and part = ?",
-                            [name.split("/", 1) for name in missing])
+            con.executemany(
+                "update parts_ledger set state = 'missing' where kind = ? and part = ?",
+                [name.split("/", 1) for name in missing],
+            )
 
 
 def _rewrite_if_newer_storage(wh: Warehouse) -> None:
@@ -75,8 +81,9 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
     """
     from crsbench.warehouse.connection import STORAGE_COMPATIBILITY
 
-    version = wh.con.execute("select tags['storage_version'] from duckdb_databases() "
-                             "where database_name = current_database()").fetchone()[0]
+    version = wh.con.execute(
+        "select tags['storage_version'] from duckdb_databases() where database_name = current_database()"
+    ).fetchone()[0]
     if not version or version.startswith(STORAGE_COMPATIBILITY):
         return
     target = wh.path.with_name(f".tmp-{uuid.uuid4().hex}-{wh.path.name}")
@@ -84,8 +91,10 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
         return  # DuckDB cannot ATTACH such a path; the file stays in the newer format
     source = wh.con.execute("select current_database()").fetchone()[0]
     try:
-        wh.con.execute(f"attach {parts.sql_literal(str(target.absolute()))} as crs_rewrite "
-                       f"(storage_version {parts.sql_literal(STORAGE_COMPATIBILITY)})")
+        wh.con.execute(
+            f"attach {parts.sql_literal(str(target.absolute()))} as crs_rewrite "
+            f"(storage_version {parts.sql_literal(STORAGE_COMPATIBILITY)})"
+        )
         wh.con.execute(f'copy from database "{source}" to crs_rewrite')
         wh.con.execute("detach crs_rewrite")
         wh.con.execute("checkpoint")

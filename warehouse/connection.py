@@ -44,9 +44,18 @@ class MissingPartsWarning(UserWarning):
 SQL_FOLDERS = ("macros", "views")
 # Macros of earlier releases, before every macro was named fn_*: dropped when the SQL is applied,
 # so an upgraded warehouse does not keep a second, stale copy of a definition.
-_RETIRED_MACROS = ("exact_mean", "crs_axes_cell", "crs_axes_aggregate", "crs_normalise",
-                   "crs_dominance", "crs_scores", "crs_scores_weighted", "crs_rank_agreement",
-                   "crs_anchors", "crs_panel_candidates")
+_RETIRED_MACROS = (
+    "exact_mean",
+    "crs_axes_cell",
+    "crs_axes_aggregate",
+    "crs_normalise",
+    "crs_dominance",
+    "crs_scores",
+    "crs_scores_weighted",
+    "crs_rank_agreement",
+    "crs_anchors",
+    "crs_panel_candidates",
+)
 
 
 def sql_files() -> list[tuple[str, str]]:
@@ -55,16 +64,16 @@ def sql_files() -> list[tuple[str, str]]:
     root = resources.files("crsbench.sql")
     files: list[tuple[str, str]] = []
     for folder in SQL_FOLDERS:
-        entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")),
-                         key=lambda e: e.name)
+        entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")), key=lambda e: e.name)
         files += [(f"{folder}/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
     # First of all: the constant macros generated from crsbench.core (the CRS weights, the
     # encoder-key format), so the SQL reads those from their one home rather than a copy.
     return [(CONSTANTS_FILE, crs_constants_sql()), *files]
 
 
-def append_run_parts(parts_dir: Path, runs: pd.DataFrame | pa.Table,
-                     predictions: pd.DataFrame | pa.Table | None = None) -> str:
+def append_run_parts(
+    parts_dir: Path, runs: pd.DataFrame | pa.Table, predictions: pd.DataFrame | pa.Table | None = None
+) -> str:
     """Write one batch of run records as Parquet parts, with no connection; returns the batch id.
 
     A long sweep closes the warehouse after `Warehouse.expect_appends()` (so the persisted views
@@ -93,8 +102,7 @@ class Warehouse:
     file and the persisted views read no file at all.
     """
 
-    def __init__(self, path: Path | str | None = None, read_only: bool = False,
-                 lock_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: Path | str | None = None, read_only: bool = False, lock_timeout_s: float = 30.0) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self.parts_dir = parts_dir_for(self.path.absolute())
         self.read_only = read_only
@@ -121,9 +129,13 @@ class Warehouse:
             raise
         if self.missing_parts:
             shown = ", ".join(self.missing_parts[:5]) + (" ..." if len(self.missing_parts) > 5 else "")
-            warnings.warn(f"warehouse {self.path}: {len(self.missing_parts)} Parquet part(s) missing from "
-                          f"{self.parts_dir} ({shown}); serving the compacted rows and the parts that "
-                          f"remain", MissingPartsWarning, stacklevel=3)
+            warnings.warn(
+                f"warehouse {self.path}: {len(self.missing_parts)} Parquet part(s) missing from "
+                f"{self.parts_dir} ({shown}); serving the compacted rows and the parts that "
+                f"remain",
+                MissingPartsWarning,
+                stacklevel=3,
+            )
 
     @classmethod
     @contextmanager
@@ -150,15 +162,18 @@ class Warehouse:
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
             except duckdb.SerializationException as exc:
-                raise CrsbenchError(f"cannot open warehouse {self.path}: written by a newer DuckDB "
-                                    f"({str(exc).splitlines()[0]})") from exc
+                raise CrsbenchError(
+                    f"cannot open warehouse {self.path}: written by a newer DuckDB ({str(exc).splitlines()[0]})"
+                ) from exc
 
     def _connect_path(self) -> str:
         # DuckDB (2.0) takes a '?' in a database path for the start of options and writes the WAL
         # elsewhere (`sp?ace/w.duckdb` -> `sp.wal?ace/...`), so a write would fail half-way.
         if "?" in str(self.path.absolute()) and not self.read_only:
-            raise CrsbenchError(f"warehouse {self.path}: DuckDB cannot write a database whose path "
-                                f"contains '?'; rename the folder or the file")
+            raise CrsbenchError(
+                f"warehouse {self.path}: DuckDB cannot write a database whose path "
+                f"contains '?'; rename the folder or the file"
+            )
         return str(self.path)
 
     def close(self) -> None:
@@ -169,8 +184,7 @@ class Warehouse:
 
     def schema_version(self) -> int:
         exists = self.con.execute(
-            "select count(*) from information_schema.tables where table_name = 'schema_info' "
-            "and table_schema = 'main'"
+            "select count(*) from information_schema.tables where table_name = 'schema_info' and table_schema = 'main'"
         ).fetchone()[0]
         if not exists:
             return 0
@@ -182,8 +196,7 @@ class Warehouse:
         if current > SCHEMA_VERSION:
             from crsbench.core import __version__
 
-            writer = self.con.execute(
-                "select max_by(crsbench_version, version) from schema_info").fetchone()[0]
+            writer = self.con.execute("select max_by(crsbench_version, version) from schema_info").fetchone()[0]
             raise CrsbenchError(
                 f"warehouse {self.path} has schema v{current}, written by crsbench {writer}; this crsbench "
                 f"{__version__} reads schema v{SCHEMA_VERSION} or older: upgrade to crsbench {writer} or later"
@@ -212,7 +225,8 @@ class Warehouse:
                         self.con.execute(statement)
                     self.con.execute(
                         "insert into schema_info (version, applied_at, crsbench_version) "
-                        "values (?, current_timestamp, ?)", [version + 1, __version__]
+                        "values (?, current_timestamp, ?)",
+                        [version + 1, __version__],
                     )
         self._sync_compacted_columns()
 
@@ -220,13 +234,16 @@ class Warehouse:
         # The compacted tables follow the part schemas: a column a later crsbench adds to the
         # parts is added here too (older rows read it as null, like older parts do).
         for kind, schema in PART_SCHEMAS.items():
-            have = {r[0] for r in self.con.execute(
-                "select column_name from information_schema.columns where table_name = ? "
-                "and table_schema = 'main'", [f"{kind}_compacted"]).fetchall()}
+            have = {
+                r[0]
+                for r in self.con.execute(
+                    "select column_name from information_schema.columns where table_name = ? and table_schema = 'main'",
+                    [f"{kind}_compacted"],
+                ).fetchall()
+            }
             for field in schema:
                 if field.name not in have:
-                    self.con.execute(f"alter table {kind}_compacted add column {field.name} "
-                                     f"{duckdb_type(field)}")
+                    self.con.execute(f"alter table {kind}_compacted add column {field.name} {duckdb_type(field)}")
 
     # -- parts ----------------------------------------------------------------------
 
@@ -253,8 +270,11 @@ class Warehouse:
             folder = self.parts_dir / kind
             if sources is not None:
                 files = sources.get(kind, [])
-                relation = (f"select {', '.join(schema.names)}, part from ({parts.read_part_list_sql(files)})"
-                            if files else parts.file_free_sql(schema))
+                relation = (
+                    f"select {', '.join(schema.names)}, part from ({parts.read_part_list_sql(files)})"
+                    if files
+                    else parts.file_free_sql(schema)
+                )
             else:
                 present = folder.is_dir() and any(folder.glob(PART_PATTERN))
                 pattern = glob_escape(str(folder)) + "/" + PART_PATTERN if present else None
@@ -279,8 +299,7 @@ class Warehouse:
         for kind, schema in PART_SCHEMAS.items():
             pending = expect_appends or bool(parts.data_parts(self.parts_dir / kind))
             pattern = glob_escape(f"{self.parts_dir.name}/{kind}/") + PART_PATTERN if pending else None
-            self.con.execute(f"create or replace view main.{kind}_parts as "
-                             f"{parts.part_relation_sql(schema, pattern)}")
+            self.con.execute(f"create or replace view main.{kind}_parts as {parts.part_relation_sql(schema, pattern)}")
         apply_comments(self.con, only=[f"{kind}_parts" for kind in PART_SCHEMAS])
 
     def expect_appends(self) -> None:
@@ -320,16 +339,22 @@ class Warehouse:
 
     def _record_parts(self) -> None:
         known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
-        new = [(kind, p.name) for kind in PART_SCHEMAS for p in parts.data_parts(self.parts_dir / kind)
-               if (kind, p.name) not in known]
+        new = [
+            (kind, p.name)
+            for kind in PART_SCHEMAS
+            for p in parts.data_parts(self.parts_dir / kind)
+            if (kind, p.name) not in known
+        ]
         if new:
             with self.transaction():
-                self.con.executemany("insert into parts_ledger values (?, ?, 'pending', current_timestamp)",
-                                     [list(row) for row in new])
+                self.con.executemany(
+                    "insert into parts_ledger values (?, ?, 'pending', current_timestamp)", [list(row) for row in new]
+                )
 
     def _missing_parts(self) -> list[str]:
         pending = self.con.execute(
-            "select kind, part from parts_ledger where state = 'pending' order by part, kind").fetchall()
+            "select kind, part from parts_ledger where state = 'pending' order by part, kind"
+        ).fetchall()
         return [f"{kind}/{name}" for kind, name in pending if not (self.parts_dir / kind / name).exists()]
 
     @contextmanager
@@ -389,8 +414,7 @@ class Warehouse:
 
     # -- run records ----------------------------------------------------------------
 
-    def append_runs(self, runs: pd.DataFrame | pa.Table,
-                    predictions: pd.DataFrame | pa.Table | None = None) -> str:
+    def append_runs(self, runs: pd.DataFrame | pa.Table, predictions: pd.DataFrame | pa.Table | None = None) -> str:
         """Add one atomic batch of run records (and their predictions); returns the batch id.
 
         Needs no DuckDB write lock: parts are written to a temporary name and renamed, the runs

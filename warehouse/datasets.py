@@ -22,8 +22,13 @@ from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.retire import Impact, retire_for_new_shift, retire_for_replacement
 from crsbench.warehouse.retire import replacement_impact as _impact
 
-_TABLES_BY_DATASET = {"images": "dataset_id", "labels": "dataset_id", "label_fractions": "dataset_id",
-                      "ingest_errors": "dataset_id", "datasets": "dataset_id"}
+_TABLES_BY_DATASET = {
+    "images": "dataset_id",
+    "labels": "dataset_id",
+    "label_fractions": "dataset_id",
+    "ingest_errors": "dataset_id",
+    "datasets": "dataset_id",
+}
 
 
 @contextmanager
@@ -47,15 +52,23 @@ def one_hot_long(ds: Dataset) -> pd.DataFrame:
     else:
         values = np.zeros((ds.n_images, k), dtype=np.int8)
         values[np.arange(ds.n_images), np.asarray(ds.labels, dtype=np.int64)] = 1
-    return pd.DataFrame({
-        "image_id": np.repeat(ds.images["image_id"].to_numpy(dtype=object), k),
-        "label_idx": np.tile(np.arange(k, dtype=np.int32), ds.n_images),
-        "value": values.ravel(),
-    })
+    return pd.DataFrame(
+        {
+            "image_id": np.repeat(ds.images["image_id"].to_numpy(dtype=object), k),
+            "label_idx": np.tile(np.arange(k, dtype=np.int32), ds.n_images),
+            "value": values.ravel(),
+        }
+    )
 
 
-def load_dataset(wh: Warehouse, ds: Dataset, *, replace: bool = False,
-                 shift_targets: Sequence[str] = (), shift_sources: Sequence[str] = ()) -> None:
+def load_dataset(
+    wh: Warehouse,
+    ds: Dataset,
+    *,
+    replace: bool = False,
+    shift_targets: Sequence[str] = (),
+    shift_sources: Sequence[str] = (),
+) -> None:
     """Store `ds` (and optional shift pairs with it) in one transaction.
 
     An existing dataset of the same name is an error unless `replace`; replacing
@@ -73,25 +86,46 @@ def load_dataset(wh: Warehouse, ds: Dataset, *, replace: bool = False,
         con.execute(
             "insert into datasets (dataset_id, adapter, root, task, label_names, n_images, image_digest, domain, "
             "created_at, options) values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?)",
-            [ds.name, ds.adapter, wh.portable_path(ds.root), ds.task.value, list(ds.label_names), ds.n_images,
-             ds.image_digest(), ds.domain, json.dumps(ds.options, sort_keys=True)],
+            [
+                ds.name,
+                ds.adapter,
+                wh.portable_path(ds.root),
+                ds.task.value,
+                list(ds.label_names),
+                ds.n_images,
+                ds.image_digest(),
+                ds.domain,
+                json.dumps(ds.options, sort_keys=True),
+            ],
         )
         images = ds.images[list(IMAGE_COLUMNS)].astype(object).copy()
         images.insert(0, "row_index", np.arange(ds.n_images, dtype=np.int32))
         with _frame(con, "_crs_images", images):
-            con.execute("insert into images (dataset_id, row_index, image_id, rel_path, sha256, group_id, split) "
-                        "select ?, row_index, image_id, rel_path, sha256, group_id, split from _crs_images", [ds.name])
+            con.execute(
+                "insert into images (dataset_id, row_index, image_id, rel_path, sha256, group_id, split) "
+                "select ?, row_index, image_id, rel_path, sha256, group_id, split from _crs_images",
+                [ds.name],
+            )
         with _frame(con, "_crs_labels", one_hot_long(ds)):
-            con.execute("insert into labels (dataset_id, image_id, label_idx, value) "
-                        "select ?, image_id, label_idx, value from _crs_labels", [ds.name])
+            con.execute(
+                "insert into labels (dataset_id, image_id, label_idx, value) "
+                "select ?, image_id, label_idx, value from _crs_labels",
+                [ds.name],
+            )
         fractions = ds.fractions[["seed", "fraction", "image_id"]].astype({"image_id": object})
         with _frame(con, "_crs_fractions", fractions):
-            con.execute("insert into label_fractions (dataset_id, seed, fraction, image_id) "
-                        "select ?, seed, fraction, image_id from _crs_fractions", [ds.name])
+            con.execute(
+                "insert into label_fractions (dataset_id, seed, fraction, image_id) "
+                "select ?, seed, fraction, image_id from _crs_fractions",
+                [ds.name],
+            )
         errors = ds.errors[["row", "file", "message"]].astype({"file": object, "message": object})
         with _frame(con, "_crs_errors", errors):
-            con.execute("insert into ingest_errors (dataset_id, row_number, file, message, recorded_at) "
-                        "select ?, row, file, message, current_timestamp from _crs_errors", [ds.name])
+            con.execute(
+                "insert into ingest_errors (dataset_id, row_number, file, message, recorded_at) "
+                "select ?, row, file, message, current_timestamp from _crs_errors",
+                [ds.name],
+            )
         if replace:
             _drop_mismatched_pairs(con, ds.name)
         for target in shift_targets:
@@ -108,29 +142,46 @@ def replacement_impact(wh: Warehouse, ds: Dataset) -> Impact:
 
 def read_dataset(wh: Warehouse, name: str) -> Dataset:
     """The stored dataset, rows in store order (split train, calib, test, then image_id)."""
-    row = wh.con.execute("select adapter, root, task, label_names, domain, options from datasets "
-                         "where dataset_id = ?", [name]).fetchone()
+    row = wh.con.execute(
+        "select adapter, root, task, label_names, domain, options from datasets where dataset_id = ?", [name]
+    ).fetchone()
     if row is None:
         known = ", ".join(list_datasets(wh)) or "none"
         raise CrsbenchError(f"no dataset {name!r} in {wh.path} (datasets: {known})")
     adapter, root, task, label_names, domain, options = row
     task = Task(task)
-    images = wh.sql("select image_id, rel_path, sha256, group_id, split from images where dataset_id = ? "
-                    "order by row_index", [name])
+    images = wh.sql(
+        "select image_id, rel_path, sha256, group_id, split from images where dataset_id = ? order by row_index", [name]
+    )
     images = images.astype({c: str for c in IMAGE_COLUMNS})
     long = wh.sql("select image_id, label_idx, value from labels where dataset_id = ?", [name])
     position = pd.Series(np.arange(len(images)), index=images["image_id"].to_numpy())
     matrix = np.zeros((len(images), len(label_names)), dtype=np.int8)
     matrix[position[long["image_id"]].to_numpy(), long["label_idx"].to_numpy()] = long["value"].to_numpy()
     labels = matrix if task is Task.MULTILABEL else matrix.argmax(axis=1).astype(np.int64)
-    fractions = wh.sql("select seed, fraction, image_id from label_fractions where dataset_id = ? "
-                       "order by seed, fraction, image_id", [name])
+    fractions = wh.sql(
+        "select seed, fraction, image_id from label_fractions where dataset_id = ? order by seed, fraction, image_id",
+        [name],
+    )
     fractions = fractions.astype({"seed": "int64", "fraction": "float64", "image_id": str})
-    errors = wh.sql("select row_number as row, file, message from ingest_errors where dataset_id = ? "
-                    "order by file, row_number, message", [name])
-    return Dataset(name=name, adapter=adapter, root=Path(wh.resolve_path(root)), task=task, label_names=list(label_names),
-                   images=images, labels=labels, fractions=fractions, errors=errors,
-                   domain=domain or "none", options=json.loads(options) if options else {})
+    errors = wh.sql(
+        "select row_number as row, file, message from ingest_errors where dataset_id = ? "
+        "order by file, row_number, message",
+        [name],
+    )
+    return Dataset(
+        name=name,
+        adapter=adapter,
+        root=Path(wh.resolve_path(root)),
+        task=task,
+        label_names=list(label_names),
+        images=images,
+        labels=labels,
+        fractions=fractions,
+        errors=errors,
+        domain=domain or "none",
+        options=json.loads(options) if options else {},
+    )
 
 
 def list_datasets(wh: Warehouse) -> list[str]:
@@ -160,14 +211,16 @@ def declare_shift(wh: Warehouse, source: str, target: str) -> None:
 
 
 def shift_targets(wh: Warehouse, source: str) -> list[str]:
-    rows = wh.con.execute("select target_id from shift_pairs where source_id = ? order by target_id",
-                          [source]).fetchall()
+    rows = wh.con.execute(
+        "select target_id from shift_pairs where source_id = ? order by target_id", [source]
+    ).fetchall()
     return [r[0] for r in rows]
 
 
 def shift_sources(wh: Warehouse, target: str) -> list[str]:
-    rows = wh.con.execute("select source_id from shift_pairs where target_id = ? order by source_id",
-                          [target]).fetchall()
+    rows = wh.con.execute(
+        "select source_id from shift_pairs where target_id = ? order by source_id", [target]
+    ).fetchall()
     return [r[0] for r in rows]
 
 
@@ -188,27 +241,30 @@ def _declare(con: duckdb.DuckDBPyConnection, source: str, target: str) -> None:
         raise CrsbenchError(f"a shift pair needs two different datasets, got {source!r} twice")
     src, tgt = _label_names(con, source, "source"), _label_names(con, target, "target")
     if src != tgt:
-        raise CrsbenchError(f"cannot declare shift {source} -> {target}: label names differ "
-                            f"({len(src)} vs {len(tgt)} labels; first difference: "
-                            f"{next((a, b) for a, b in zip(src + [None], tgt + [None]) if a != b)})")
-    done = con.execute("select count(*) from shift_pairs where source_id = ? and target_id = ?",
-                       [source, target]).fetchone()[0]
+        raise CrsbenchError(
+            f"cannot declare shift {source} -> {target}: label names differ "
+            f"({len(src)} vs {len(tgt)} labels; first difference: "
+            f"{next((a, b) for a, b in zip(src + [None], tgt + [None]) if a != b)})"
+        )
+    done = con.execute(
+        "select count(*) from shift_pairs where source_id = ? and target_id = ?", [source, target]
+    ).fetchone()[0]
     if not done:
         con.execute("insert into shift_pairs values (?, ?, current_timestamp)", [source, target])
         retire_for_new_shift(con, source, target)
 
 
 def _drop_mismatched_pairs(con: duckdb.DuckDBPyConnection, name: str) -> None:
-    pairs = con.execute("select source_id, target_id from shift_pairs where source_id = ? or target_id = ?",
-                        [name, name]).fetchall()
+    pairs = con.execute(
+        "select source_id, target_id from shift_pairs where source_id = ? or target_id = ?", [name, name]
+    ).fetchall()
     for source, target in pairs:
         rows = con.execute("select label_names from datasets where dataset_id in (?, ?)", [source, target]).fetchall()
         if len(rows) != 2 or list(rows[0][0]) != list(rows[1][0]):
             con.execute("delete from shift_pairs where source_id = ? and target_id = ?", [source, target])
 
 
-def relocate_dataset(wh: Warehouse, name: str, root: Path | str,
-                     progress: ProgressFn = no_progress) -> int:
+def relocate_dataset(wh: Warehouse, name: str, root: Path | str, progress: ProgressFn = no_progress) -> int:
     """Point dataset `name` at `root` after its images moved; returns the images checked.
 
     Every image must be found under `root` with the SHA-256 recorded at ingest, else nothing changes
@@ -222,8 +278,9 @@ def relocate_dataset(wh: Warehouse, name: str, root: Path | str,
     root = Path(root)
     if not root.is_dir() and not root.is_file():
         raise CrsbenchError(f"cannot relocate {name!r}: {root} does not exist")
-    images = wh.con.execute("select rel_path, sha256 from images where dataset_id = ? order by row_index",
-                            [name]).fetchall()
+    images = wh.con.execute(
+        "select rel_path, sha256 from images where dataset_id = ? order by row_index", [name]
+    ).fetchall()
     label = f"check {name} images under {root}"
     for done, (rel_path, sha256) in enumerate(images):
         try:
@@ -231,8 +288,10 @@ def relocate_dataset(wh: Warehouse, name: str, root: Path | str,
         except InputError as exc:
             raise CrsbenchError(f"cannot relocate {name!r} to {root}: {exc}") from None
         if got != sha256:
-            raise CrsbenchError(f"cannot relocate {name!r} to {root}: image {rel_path} is not the one ingested "
-                                f"(sha256 {got[:12]}, ingested {sha256[:12]})")
+            raise CrsbenchError(
+                f"cannot relocate {name!r} to {root}: image {rel_path} is not the one ingested "
+                f"(sha256 {got[:12]}, ingested {sha256[:12]})"
+            )
         if done % 256 == 0:
             progress(label, done, len(images))
     progress(label, len(images), len(images))

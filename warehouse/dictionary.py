@@ -30,17 +30,42 @@ def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:
         schema = declare()
         with_part = schema.with_columns([PART])
         yield "view", with_part if kind == "batches" else schema
-        yield "table", Schema(f"{kind}_compacted", f"The `{kind}` rows compaction folded into the "
-                              f"file (so the file alone answers every view). " + schema.doc, with_part.columns)
-        yield "view", Schema(f"{kind}_parts", f"Every row of the `{kind}` Parquet parts beside the file, "
-                             f"with its part name. " + schema.doc, with_part.columns)
-        yield "view", Schema(f"{kind}_pending", f"The `{kind}` rows of the parts not yet compacted. "
-                             + schema.doc, with_part.columns)
+        yield (
+            "table",
+            Schema(
+                f"{kind}_compacted",
+                f"The `{kind}` rows compaction folded into the "
+                f"file (so the file alone answers every view). " + schema.doc,
+                with_part.columns,
+            ),
+        )
+        yield (
+            "view",
+            Schema(
+                f"{kind}_parts",
+                f"Every row of the `{kind}` Parquet parts beside the file, with its part name. " + schema.doc,
+                with_part.columns,
+            ),
+        )
+        yield (
+            "view",
+            Schema(
+                f"{kind}_pending", f"The `{kind}` rows of the parts not yet compacted. " + schema.doc, with_part.columns
+            ),
+        )
         if kind != "batches":  # retiring applies to run records and their predictions
-            yield "view", Schema(f"{kind}_all", f"Every `{kind}` row, retired fits included. "
-                                 + schema.doc, schema.columns)
-            yield "view", Schema(f"retired_{kind}", f"The `{kind}` rows of retired fits (table "
-                                 f"retired_fits), kept for the record. " + schema.doc, schema.columns)
+            yield (
+                "view",
+                Schema(f"{kind}_all", f"Every `{kind}` row, retired fits included. " + schema.doc, schema.columns),
+            )
+            yield (
+                "view",
+                Schema(
+                    f"retired_{kind}",
+                    f"The `{kind}` rows of retired fits (table retired_fits), kept for the record. " + schema.doc,
+                    schema.columns,
+                ),
+            )
 
 
 def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None) -> None:
@@ -48,7 +73,8 @@ def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None 
     present in the file. Re-creating a view drops its comments, so whoever re-creates one calls this."""
     columns: dict[str, set[str]] = {}
     for table, column in con.execute(
-            f"select table_name, column_name from duckdb_columns() where {_IN_FILE}").fetchall():
+        f"select table_name, column_name from duckdb_columns() where {_IN_FILE}"
+    ).fetchall():
         columns.setdefault(table, set()).add(column)
     catalog = con.execute("select current_database()").fetchone()[0]
     for kind, schema in declared_objects():
@@ -111,11 +137,13 @@ def entries(con: duckdb.DuckDBPyConnection) -> list[Entry]:
     columns: dict[str, list[Field]] = {}
     for table, name, type_, comment in con.execute(_COLUMNS_SQL).fetchall():
         columns.setdefault(table, []).append(Field(name, type_, comment))
-    parameters = {name: tuple(Field(p, "", None) for p in params)
-                  for name, params in con.execute(_PARAMETERS_SQL).fetchall()}
-    return [Entry(name, kind, comment,
-                  tuple(columns.get(name, ())) if "macro" not in kind else parameters.get(name, ()))
-            for name, kind, comment in con.execute(_OBJECTS_SQL).fetchall()]
+    parameters = {
+        name: tuple(Field(p, "", None) for p in params) for name, params in con.execute(_PARAMETERS_SQL).fetchall()
+    }
+    return [
+        Entry(name, kind, comment, tuple(columns.get(name, ())) if "macro" not in kind else parameters.get(name, ()))
+        for name, kind, comment in con.execute(_OBJECTS_SQL).fetchall()
+    ]
 
 
 def describe(con: duckdb.DuckDBPyConnection, name: str | None = None) -> list[Entry]:
@@ -145,18 +173,24 @@ def uncommented(con: duckdb.DuckDBPyConnection) -> list[str]:
 
 def render_markdown(items: list[Entry], title: str = "Data dictionary") -> str:
     """The dictionary as Markdown: an index, then one section per object with its columns."""
-    out = [f"# {title}", "",
-           "Generated from the COMMENTs inside the warehouse file by "
-           "`python scripts/data_dictionary.py`; do not edit by hand. In any warehouse, "
-           "`crsbench describe [NAME]` prints the same text, and plain DuckDB shows it with "
-           "`select * from duckdb_columns()` (column `comment`).", "",
-           "| object | kind | what it is |", "|---|---|---|"]
+    out = [
+        f"# {title}",
+        "",
+        "Generated from the COMMENTs inside the warehouse file by "
+        "`python scripts/data_dictionary.py`; do not edit by hand. In any warehouse, "
+        "`crsbench describe [NAME]` prints the same text, and plain DuckDB shows it with "
+        "`select * from duckdb_columns()` (column `comment`).",
+        "",
+        "| object | kind | what it is |",
+        "|---|---|---|",
+    ]
     out += [f"| [`{e.name}`](#{e.name}) | {e.kind} | {_cell(e.comment)} |" for e in items]
     for e in items:
         out += ["", f"## {e.name}", "", f"*{e.kind}* — {e.comment or ''}", ""]
         if "macro" in e.kind:
-            out.append("Parameters: " + ", ".join(f"`{f.name}`" for f in e.fields) + "." if e.fields
-                       else "No parameters.")
+            out.append(
+                "Parameters: " + ", ".join(f"`{f.name}`" for f in e.fields) + "." if e.fields else "No parameters."
+            )
             continue
         out += ["| column | type | meaning |", "|---|---|---|"]
         out += [f"| `{f.name}` | {f.type} | {_cell(f.comment)} |" for f in e.fields]

@@ -30,8 +30,12 @@ def relation_sql(wh: Warehouse, name_or_query: str) -> str:
     """A SELECT for `name_or_query`: a view or table name (checked against the catalog), else the query."""
     text = name_or_query.strip().rstrip(";")
     if _NAME.fullmatch(text):
-        known = {r[0] for r in wh.con.execute(
-            "select table_name from information_schema.tables where table_schema = 'main'").fetchall()}
+        known = {
+            r[0]
+            for r in wh.con.execute(
+                "select table_name from information_schema.tables where table_schema = 'main'"
+            ).fetchall()
+        }
         if text not in known:
             close = difflib.get_close_matches(text, sorted(known), n=3)
             hint = f"; did you mean {', '.join(close)}" if close else "; 'crsbench describe' lists them"
@@ -72,24 +76,41 @@ def to_markdown(table: pa.Table) -> str:
     def esc(text: str) -> str:
         return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
 
-    lines = ["| " + " | ".join(esc(n) for n in table.column_names) + " |",
-             "|" + "|".join("---:" if num else "---" for num in numeric) + "|"]
+    lines = [
+        "| " + " | ".join(esc(n) for n in table.column_names) + " |",
+        "|" + "|".join("---:" if num else "---" for num in numeric) + "|",
+    ]
     lines += ["| " + " | ".join(esc(_cell(row[n])) for n in table.column_names) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 
-_LATEX_SPECIAL = {"\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
-                  "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}"}
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+}
 
 
 def to_latex(table: pa.Table) -> str:
     """A `tabular` (booktabs rules) with every LaTeX special character escaped."""
+
     def esc(text: str) -> str:
         return "".join(_LATEX_SPECIAL.get(c, c) for c in text)
 
     numeric = [pa.types.is_integer(f.type) or pa.types.is_floating(f.type) for f in table.schema]
-    lines = [r"\begin{tabular}{" + "".join("r" if num else "l" for num in numeric) + "}", r"\toprule",
-             " & ".join(esc(n) for n in table.column_names) + r" \\", r"\midrule"]
+    lines = [
+        r"\begin{tabular}{" + "".join("r" if num else "l" for num in numeric) + "}",
+        r"\toprule",
+        " & ".join(esc(n) for n in table.column_names) + r" \\",
+        r"\midrule",
+    ]
     lines += [" & ".join(esc(_cell(row[n])) for n in table.column_names) + r" \\" for row in table.to_pylist()]
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
@@ -105,7 +126,10 @@ def to_csv(table: pa.Table) -> str:
 
 
 TEXT_FORMATS: dict[str, Callable[[pa.Table], str]] = {
-    "csv": to_csv, "json": to_json, "markdown": to_markdown, "latex": to_latex,
+    "csv": to_csv,
+    "json": to_json,
+    "markdown": to_markdown,
+    "latex": to_latex,
 }
 FORMATS = (*TEXT_FORMATS, "parquet")
 
@@ -117,8 +141,9 @@ def render(table: pa.Table, fmt: str) -> str:
     return TEXT_FORMATS[fmt](table)
 
 
-def export(wh: Warehouse, name_or_query: str, fmt: str, out: Path | None = None,
-           force: bool = False) -> tuple[int, str | None]:
+def export(
+    wh: Warehouse, name_or_query: str, fmt: str, out: Path | None = None, force: bool = False
+) -> tuple[int, str | None]:
     """Export a view, table or query; returns (rows, text), text None when written to `out`.
 
     An existing `out` is refused unless `force`; parquet needs `out`.

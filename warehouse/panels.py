@@ -113,12 +113,12 @@ def get_panel(wh: Warehouse, name: str) -> Panel:
     if row is None:
         known = ", ".join(list_panels(wh).panel) or "none"
         raise CrsbenchError(f"no panel named {name!r} (frozen panels: {known})")
-    members = tuple(wh.sql(
-        "select encoder_id from reference_panels where panel = ? order by encoder_id", [name]
-    ).encoder_id)
+    members = tuple(
+        wh.sql("select encoder_id from reference_panels where panel = ? order by encoder_id", [name]).encoder_id
+    )
     anchors = wh.sql(
-        "select scope, axis, lo, hi from reference_anchors where panel = ? "
-        "order by scope = 'global' desc, scope, axis", [name]
+        "select scope, axis, lo, hi from reference_anchors where panel = ? order by scope = 'global' desc, scope, axis",
+        [name],
     )
     return Panel(name, row[0], row[1], members, anchors)
 
@@ -142,8 +142,7 @@ def default_panel(wh: Warehouse) -> str | None:
 def leaderboard(wh: Warehouse, panel: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     """(panel used, frozen-regime CRS leaderboard, rank-agreement rows); cohort mode if no panel."""
     panel = panel if panel is not None else default_panel(wh)
-    columns = ("encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, "
-               "in_panel, n_datasets, pretrained")
+    columns = "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained"
     if panel is None:
         board = wh.sql(
             f"select {columns.replace('n_datasets, ', '')} from crs_cohort_encoder "
@@ -154,9 +153,8 @@ def leaderboard(wh: Warehouse, panel: str | None = None) -> tuple[str, pd.DataFr
     get_panel(wh, panel)  # a clear error for an unknown name
     board = wh.sql(
         f"select {columns} from crs_encoder where panel = ? and regime = 'frozen' "
-        "order by crs desc nulls last, encoder_id", [panel]
+        "order by crs desc nulls last, encoder_id",
+        [panel],
     )
-    agreement = wh.sql(
-        "select * exclude (panel) from rank_agreement where panel = ? order by population desc", [panel]
-    )
+    agreement = wh.sql("select * exclude (panel) from rank_agreement where panel = ? order by population desc", [panel])
     return panel, board, agreement

@@ -43,15 +43,19 @@ def data_parts(folder: Path) -> list[Path]:
 
 def read_parts_sql(pattern: str) -> str:
     """A relation over the parts matching the (already escaped) glob `pattern`, with each row's part name."""
-    return (f"select * exclude (filename), parse_filename(filename) as part from "
-            f"read_parquet({sql_literal(pattern)}, union_by_name = true, filename = true)")
+    return (
+        f"select * exclude (filename), parse_filename(filename) as part from "
+        f"read_parquet({sql_literal(pattern)}, union_by_name = true, filename = true)"
+    )
 
 
 def read_part_list_sql(paths: list[Path]) -> str:
     """Like `read_parts_sql` over an explicit list of files (each escaped: DuckDB globs list items too)."""
     items = ", ".join(sql_literal(glob_escape(str(p))) for p in paths)
-    return (f"select * exclude (filename), parse_filename(filename) as part from "
-            f"read_parquet([{items}], union_by_name = true, filename = true)")
+    return (
+        f"select * exclude (filename), parse_filename(filename) as part from "
+        f"read_parquet([{items}], union_by_name = true, filename = true)"
+    )
 
 
 def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
@@ -101,6 +105,7 @@ def atomic_write_parquet(table: pa.Table, target: Path) -> None:
 
 # -- the views over parts and compacted rows -------------------------------------------------------
 
+
 def _columns(schema: pa.Schema, alias: str = "") -> str:
     prefix = f"{alias}." if alias else ""
     return ", ".join(f"{prefix}{name}" for name in schema.names)
@@ -133,17 +138,17 @@ def pending_views_sql(schemas: dict[str, pa.Schema]) -> list[str]:
     compacted = "(select part from parts_ledger where kind = '{kind}' and state = 'compacted')"
     return [
         f"""create or replace view runs_pending as
-            select {_columns(runs, 'p')}, p.part from runs_parts p
-            where p.part not in {compacted.format(kind='runs')}
+            select {_columns(runs, "p")}, p.part from runs_parts p
+            where p.part not in {compacted.format(kind="runs")}
               and not exists (select 1 from runs_compacted c where c.run_id = p.run_id)
             qualify row_number() over (partition by p.run_id
                 order by p.part, p.created_at, p.fit_seconds, p.auroc, p.nll, p.ece, p.brier) = 1""",
         f"""create or replace view predictions_pending as
-            select {_columns(preds, 'p')}, p.part from predictions_parts p
+            select {_columns(preds, "p")}, p.part from predictions_parts p
             semi join runs_pending r on p.run_id = r.run_id and p.part = r.part""",
         f"""create or replace view batches_pending as
-            select {_columns(batches, 'p')}, p.part from batches_parts p
-            where p.part not in {compacted.format(kind='batches')}""",
+            select {_columns(batches, "p")}, p.part from batches_parts p
+            where p.part not in {compacted.format(kind="batches")}""",
         # Fits retired by `ingest --replace` (warehouse/retire.py) keep their rows but leave
         # `runs`/`predictions`; the archive views `retired_*` show exactly them.
         f"""create or replace view runs_all as

@@ -12,5 +12,7 @@ from crsbench.warehouse.schema import BATCHES
 
 def batch_record(batch: str, device: str = "cpu") -> pa.Table:
     """The one-row `batches` part of `batch`: when it was written and the software that computed it."""
-    return pa.table({"batch": [batch], "created_at": [datetime.now(timezone.utc)],
-                     "provenance": [to_json(collect(device=device))]}, schema=BATCHES.arrow())
+    return pa.table(
+        {"batch": [batch], "created_at": [datetime.now(timezone.utc)], "provenance": [to_json(collect(device=device))]},
+        schema=BATCHES.arrow(),
+    )

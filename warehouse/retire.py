@@ -36,10 +36,12 @@ class Impact:
         return bool(self.fits or self.feature_sets)
 
     def describe(self) -> str:
-        return (f"replacing dataset {self.dataset!r} with other "
-                f"{'images' if self.images_changed else 'labels or splits'} retires {self.fits:,} fits "
-                f"({self.runs:,} run records) and {self.feature_sets} feature sets (kept in "
-                f"retired_runs / retired_feature_sets)")
+        return (
+            f"replacing dataset {self.dataset!r} with other "
+            f"{'images' if self.images_changed else 'labels or splits'} retires {self.fits:,} fits "
+            f"({self.runs:,} run records) and {self.feature_sets} feature sets (kept in "
+            f"retired_runs / retired_feature_sets)"
+        )
 
 
 def replacement_impact(con: duckdb.DuckDBPyConnection, old: Dataset | None, new: Dataset) -> Impact:
@@ -48,10 +50,14 @@ def replacement_impact(con: duckdb.DuckDBPyConnection, old: Dataset | None, new:
         return Impact(new.name, False, False, 0, 0, 0)
     fits, runs = con.execute(
         "select count(distinct fit_id), count(*) from runs where dataset_id = ? or eval_dataset_id = ?",
-        [new.name, new.name]).fetchone()
+        [new.name, new.name],
+    ).fetchone()
     images_changed = old.image_digest() != new.image_digest()
-    feature_sets = con.execute("select count(*) from feature_sets where dataset_id = ?",
-                               [new.name]).fetchone()[0] if images_changed else 0
+    feature_sets = (
+        con.execute("select count(*) from feature_sets where dataset_id = ?", [new.name]).fetchone()[0]
+        if images_changed
+        else 0
+    )
     return Impact(new.name, True, images_changed, int(fits), int(runs), int(feature_sets))
 
 
@@ -67,11 +73,14 @@ def retire_for_replacement(con: duckdb.DuckDBPyConnection, old: Dataset | None, 
     con.execute(
         "insert into retired_fits select distinct fit_id, ?, ?, 'dataset replaced', current_timestamp "
         "from runs where dataset_id = ? or eval_dataset_id = ?",
-        [name, old.data_digest(), name, name])
+        [name, old.data_digest(), name, name],
+    )
     if impact.images_changed:
         con.execute(
             "insert into retired_feature_sets select dataset_id, encoder_id, regime, image_digest, "
-            "to_json(f), current_timestamp from feature_sets f where dataset_id = ?", [name])
+            "to_json(f), current_timestamp from feature_sets f where dataset_id = ?",
+            [name],
+        )
         con.execute("delete from feature_sets where dataset_id = ?", [name])
     # Back to data retired earlier: those fits are valid again (unless retired for another reason).
     con.execute("delete from retired_fits where dataset_id = ? and data_digest = ?", [name, new.data_digest()])
@@ -84,5 +93,7 @@ def retire_for_new_shift(con: duckdb.DuckDBPyConnection, source: str, target: st
     before = con.execute("select count(*) from retired_fits").fetchone()[0]
     con.execute(
         "insert into retired_fits select distinct fit_id, ?, ?, 'shift target declared', current_timestamp "
-        "from runs where dataset_id = ?", [source, f"shift:{target}", source])
+        "from runs where dataset_id = ?",
+        [source, f"shift:{target}", source],
+    )
     return int(con.execute("select count(*) from retired_fits").fetchone()[0] - before)

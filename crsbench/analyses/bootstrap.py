@@ -47,11 +47,24 @@ from crsbench.warehouse.connection import Warehouse
 
 RESAMPLE = ("images+seeds", "seeds", "images")
 MIN_REPLICATES = 100
-ENCODER_COLUMNS = ["panel", "encoder_id", "crs", "crs_median", "crs_lo", "crs_hi", "auroc",
-                   "auroc_lo", "auroc_hi", "rank", "mean_rank", "p_rank1", "p_top3",
-                   "n_replicates", "leading_tier"]
-PAIR_COLUMNS = ["panel", "encoder_a", "encoder_b", "diff", "diff_median", "diff_lo", "diff_hi",
-                "p_a_better"]
+ENCODER_COLUMNS = [
+    "panel",
+    "encoder_id",
+    "crs",
+    "crs_median",
+    "crs_lo",
+    "crs_hi",
+    "auroc",
+    "auroc_lo",
+    "auroc_hi",
+    "rank",
+    "mean_rank",
+    "p_rank1",
+    "p_top3",
+    "n_replicates",
+    "leading_tier",
+]
+PAIR_COLUMNS = ["panel", "encoder_a", "encoder_b", "diff", "diff_median", "diff_lo", "diff_hi", "p_a_better"]
 
 _SEEDS_SQL = """
     select dataset_id, list(distinct seed order by seed) as seeds
@@ -124,24 +137,31 @@ def dataset_seeds(wh: Warehouse, members: Sequence[str]) -> dict[str, list[int]]
 
 def stored_metrics(runs: pd.DataFrame) -> pd.DataFrame:
     """Version 0 of the metrics: the run records' own (what every view reads)."""
-    return pd.DataFrame({"version": 0, "key": runs["key"], "auroc": runs["auroc"],
-                         "ece": runs["ece"]})
+    return pd.DataFrame({"version": 0, "key": runs["key"], "auroc": runs["auroc"], "ece": runs["ece"]})
 
 
 def rescored_metrics(auroc: np.ndarray, ece: np.ndarray, keys: np.ndarray) -> pd.DataFrame:
     """Versions 1..R from rescore's (n_runs, R + 1) matrices (column 0, the identity, is left
     out: version 0 is the stored metrics)."""
     n_runs, width = auroc.shape
-    return pd.DataFrame({"version": np.tile(np.arange(1, width), n_runs),
-                         "key": np.repeat(keys, width - 1),
-                         "auroc": auroc[:, 1:].ravel(), "ece": ece[:, 1:].ravel()})
+    return pd.DataFrame(
+        {
+            "version": np.tile(np.arange(1, width), n_runs),
+            "key": np.repeat(keys, width - 1),
+            "auroc": auroc[:, 1:].ravel(),
+            "ece": ece[:, 1:].ravel(),
+        }
+    )
 
 
-def replicate_scores(wh: Warehouse, runs: pd.DataFrame, metrics: pd.DataFrame,
-                     draws: SeedDraws) -> pd.DataFrame:
+def replicate_scores(wh: Warehouse, runs: pd.DataFrame, metrics: pd.DataFrame, draws: SeedDraws) -> pd.DataFrame:
     """(replicate, scope, encoder_id, crs, four axes) for every replicate, from one SQL query."""
-    frames = {"metrics": metrics, "runs": runs.drop(columns=["auroc", "ece", "run_id"]),
-              "combos": draws.combos, "draws": draws.draws}
+    frames = {
+        "metrics": metrics,
+        "runs": runs.drop(columns=["auroc", "ece", "run_id"]),
+        "combos": draws.combos,
+        "draws": draws.draws,
+    }
     with registered(wh, frames) as n:
         # Relation names are generated identifiers; every value travels in the frames.
         return wh.sql(_REPLICATES_SQL.format(**n))
@@ -162,8 +182,7 @@ def _percentiles(values: np.ndarray) -> np.ndarray:
     return out
 
 
-def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5
-              ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-encoder and per-pair results from (replicate, encoder_id, crs, auroc) rows."""
     crs = scores.pivot(index="replicate", columns="encoder_id", values="crs").sort_index()
     auroc = scores.pivot(index="replicate", columns="encoder_id", values="auroc").reindex_like(crs)
@@ -174,16 +193,30 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5
     a_lo, _, a_hi = _percentiles(auroc.drop(index=0).to_numpy(float))
     valid = (~np.isnan(boot)).sum(axis=0)
     with np.errstate(invalid="ignore"):
-        mean_rank = np.nanmean(np.where(np.isnan(boot_ranks), np.nan, boot_ranks), axis=0) \
-            if len(boot) else np.full(len(encoders), np.nan)
+        mean_rank = (
+            np.nanmean(np.where(np.isnan(boot_ranks), np.nan, boot_ranks), axis=0)
+            if len(boot)
+            else np.full(len(encoders), np.nan)
+        )
     n = max(len(boot), 1)
-    table = pd.DataFrame({
-        "panel": panel, "encoder_id": encoders, "crs": point, "crs_median": c_med,
-        "crs_lo": c_lo, "crs_hi": c_hi, "auroc": auroc.loc[0].to_numpy(float),
-        "auroc_lo": a_lo, "auroc_hi": a_hi, "rank": ranks(point[None, :])[0],
-        "mean_rank": mean_rank, "p_rank1": (boot_ranks == 1).sum(axis=0) / n,
-        "p_top3": (boot_ranks <= 3).sum(axis=0) / n, "n_replicates": valid,
-    })
+    table = pd.DataFrame(
+        {
+            "panel": panel,
+            "encoder_id": encoders,
+            "crs": point,
+            "crs_median": c_med,
+            "crs_lo": c_lo,
+            "crs_hi": c_hi,
+            "auroc": auroc.loc[0].to_numpy(float),
+            "auroc_lo": a_lo,
+            "auroc_hi": a_hi,
+            "rank": ranks(point[None, :])[0],
+            "mean_rank": mean_rank,
+            "p_rank1": (boot_ranks == 1).sum(axis=0) / n,
+            "p_top3": (boot_ranks <= 3).sum(axis=0) / n,
+            "n_replicates": valid,
+        }
+    )
     modal = table["p_rank1"] == table["p_rank1"].max()
     table["leading_tier"] = (table["p_top3"] >= tier_threshold) | modal
     table = table.sort_values(["crs", "encoder_id"], ascending=[False, True]).reset_index(drop=True)
@@ -194,9 +227,18 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5
         diff = crs[a].to_numpy(float) - crs[b].to_numpy(float)
         d_boot = diff[1:][~np.isnan(diff[1:])]
         lo, med, hi = np.percentile(d_boot, [2.5, 50.0, 97.5]) if len(d_boot) else (np.nan,) * 3
-        rows.append({"panel": panel, "encoder_a": a, "encoder_b": b, "diff": diff[0],
-                     "diff_median": med, "diff_lo": lo, "diff_hi": hi,
-                     "p_a_better": float((d_boot > 0).sum() / n)})
+        rows.append(
+            {
+                "panel": panel,
+                "encoder_a": a,
+                "encoder_b": b,
+                "diff": diff[0],
+                "diff_median": med,
+                "diff_lo": lo,
+                "diff_hi": hi,
+                "p_a_better": float((d_boot > 0).sum() / n),
+            }
+        )
     return table[ENCODER_COLUMNS], pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
@@ -204,25 +246,30 @@ def check_params(params: Mapping[str, Any]) -> tuple[int, str]:
     """(replicates, resample), validated before anything is read or written."""
     replicates = int(params["replicates"])
     if replicates < MIN_REPLICATES:
-        raise CrsbenchError(f"bootstrap: --replicates must be >= {MIN_REPLICATES} for a 95 % "
-                            f"percentile interval, got {replicates}")
+        raise CrsbenchError(
+            f"bootstrap: --replicates must be >= {MIN_REPLICATES} for a 95 % percentile interval, got {replicates}"
+        )
     resample = str(params["resample"])
     if resample not in RESAMPLE:
-        raise CrsbenchError(f"bootstrap: --resample must be one of {', '.join(RESAMPLE)}, "
-                            f"got {resample!r}")
+        raise CrsbenchError(f"bootstrap: --resample must be one of {', '.join(RESAMPLE)}, got {resample!r}")
     return replicates, resample
 
 
-def bootstrap_scores(wh: Warehouse, members: Sequence[str], replicates: int, resample: str,
-                     rng: np.random.Generator, workers: int | None = None) -> pd.DataFrame:
+def bootstrap_scores(
+    wh: Warehouse,
+    members: Sequence[str],
+    replicates: int,
+    resample: str,
+    rng: np.random.Generator,
+    workers: int | None = None,
+) -> pd.DataFrame:
     """Every replicate's scores (see replicate_scores) under the chosen resampling."""
     runs = scored_runs(wh, members)
     if runs.empty:
         raise CrsbenchError("bootstrap: no member has a complete cell (see 'crsbench status')")
     images = "images" in resample
     seeds = {d: sorted(int(s) for s in g.unique()) for d, g in runs.groupby("dataset_id")["seed"]}
-    draws = draw_seeds(seeds, replicates, rng, resample_seeds="seeds" in resample,
-                       resample_images=images)
+    draws = draw_seeds(seeds, replicates, rng, resample_seeds="seeds" in resample, resample_images=images)
     metrics = [stored_metrics(runs)]
     if images:
         tests = {e: eval_images(wh, e) for e in sorted(runs["eval_dataset_id"].unique())}
@@ -232,22 +279,45 @@ def bootstrap_scores(wh: Warehouse, members: Sequence[str], replicates: int, res
     return replicate_scores(wh, runs, pd.concat(metrics, ignore_index=True), draws)
 
 
-@register_analysis("bootstrap", params={"panel": None, "replicates": 1_000, "seed": 0,
-                                        "resample": "images+seeds", "tier_threshold": 0.5,
-                                        "keep_replicates": True, "workers": None},
-                   outputs={"encoders": ENCODER_COLUMNS, "pairs": PAIR_COLUMNS,
-                            "replicates": ("replicate", "encoder_id", "crs", "auroc", "rank"),
-                            "summary": ("encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi",
-                                        "p_rank1", "leading_tier")})
+@register_analysis(
+    "bootstrap",
+    params={
+        "panel": None,
+        "replicates": 1_000,
+        "seed": 0,
+        "resample": "images+seeds",
+        "tier_threshold": 0.5,
+        "keep_replicates": True,
+        "workers": None,
+    },
+    outputs={
+        "encoders": ENCODER_COLUMNS,
+        "pairs": PAIR_COLUMNS,
+        "replicates": ("replicate", "encoder_id", "crs", "auroc", "rank"),
+        "summary": (
+            "encoder_id",
+            "crs",
+            "crs_lo",
+            "crs_hi",
+            "auroc",
+            "auroc_lo",
+            "auroc_hi",
+            "p_rank1",
+            "leading_tier",
+        ),
+    },
+)
 def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Bootstrap (test images + seeds by default): 95 % intervals, P(rank 1), ties with the leader."""
     replicates, resample = check_params(params)
     panel, members = resolve_population(wh, params["panel"])
-    scores = bootstrap_scores(wh, members, replicates, resample,
-                              np.random.default_rng(int(params["seed"])), params["workers"])
+    scores = bootstrap_scores(
+        wh, members, replicates, resample, np.random.default_rng(int(params["seed"])), params["workers"]
+    )
     global_rows = scores[scores["scope"] == "global"].rename(columns={"discrimination": "auroc"})
-    encoders, pairs = summarise(global_rows[["replicate", "encoder_id", "crs", "auroc"]], panel,
-                                float(params["tier_threshold"]))
+    encoders, pairs = summarise(
+        global_rows[["replicate", "encoder_id", "crs", "auroc"]], panel, float(params["tier_threshold"])
+    )
     intervals = interval_rows(wh, scores, panel, resample)
     store_intervals(wh, intervals, panel, resample)
     tables = {"encoders": encoders, "pairs": pairs}
@@ -256,19 +326,22 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         reps["rank"] = reps.groupby("replicate")["crs"].rank(method="min", ascending=False)
         tables["replicates"] = reps.reset_index(drop=True)
     tier = encoders.loc[encoders["leading_tier"], "encoder_id"]
-    tied = intervals[(intervals["metric"] == "crs_gap") & intervals["dataset_id"].isna()
-                     & (intervals["lo"] <= 0)]["encoder_id"]
+    tied = intervals[(intervals["metric"] == "crs_gap") & intervals["dataset_id"].isna() & (intervals["lo"] <= 0)][
+        "encoder_id"
+    ]
     separated = int((pairs["diff_lo"] > 0).sum())
     datasets = sorted(scores.loc[scores["scope"] != "global", "scope"].unique())
-    notes = [f"panel {panel}: {len(members)} members, {replicates} replicates resampling "
-             f"{resample} over {', '.join(datasets)}",
-             f"tied with the leader (CRS-gap interval contains 0, shown '=1'): {', '.join(tied)}",
-             f"leading tier (P(top 3) >= {params['tier_threshold']} or modal P(rank 1)): "
-             + ", ".join(tier),
-             f"{separated}/{len(pairs)} pairs have a 95 % CRS-difference interval above 0",
-             f"stored: bootstrap_intervals (panel {panel}, resample {resample})"]
-    summary = encoders[["encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi",
-                        "p_rank1", "leading_tier"]]
+    notes = [
+        f"panel {panel}: {len(members)} members, {replicates} replicates resampling "
+        f"{resample} over {', '.join(datasets)}",
+        f"tied with the leader (CRS-gap interval contains 0, shown '=1'): {', '.join(tied)}",
+        f"leading tier (P(top 3) >= {params['tier_threshold']} or modal P(rank 1)): " + ", ".join(tier),
+        f"{separated}/{len(pairs)} pairs have a 95 % CRS-difference interval above 0",
+        f"stored: bootstrap_intervals (panel {panel}, resample {resample})",
+    ]
+    summary = encoders[
+        ["encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi", "p_rank1", "leading_tier"]
+    ]
     return AnalysisResult(tables=tables, summary=summary, notes=notes)
 
 
@@ -276,10 +349,11 @@ def leading_tier(wh: Warehouse, panel: str | None = None) -> pd.DataFrame:
     """The stored bootstrap's leading tier (encoder_id, crs, crs_lo, crs_hi, p_rank1, p_top3),
     best P(rank 1) first; `panel` filters when the table holds several."""
     name = table_name("bootstrap", "encoders")
-    exists = wh.con.execute("select count(*) from information_schema.tables where table_name = ?",
-                            [name]).fetchone()[0]
+    exists = wh.con.execute("select count(*) from information_schema.tables where table_name = ?", [name]).fetchone()[0]
     if not exists:
         raise CrsbenchError("no bootstrap results in this warehouse; run 'crsbench analyze bootstrap'")
-    query = (f'select encoder_id, crs, crs_lo, crs_hi, p_rank1, p_top3, panel from "{name}" '
-             "where leading_tier and (? is null or panel = ?) order by p_rank1 desc, crs desc, encoder_id")
+    query = (
+        f'select encoder_id, crs, crs_lo, crs_hi, p_rank1, p_top3, panel from "{name}" '
+        "where leading_tier and (? is null or panel = ?) order by p_rank1 desc, crs desc, encoder_id"
+    )
     return wh.sql(query, [panel, panel])

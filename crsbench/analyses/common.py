@@ -20,9 +20,22 @@ from crsbench.warehouse.connection import Warehouse
 
 METRICS: tuple[str, ...] = tuple(METRIC_FNS)  # the run-record metric columns
 
-__all__ = ["CALIB", "CLEAN", "METRICS", "PERTURBED_CONDITIONS", "PRIMARY_PROBE",
-           "SHIFT", "load_runs", "seed_metrics", "encoders_frame", "datasets_frame",
-           "label_matrix", "labels_of", "fit_predictions", "same_value"]
+__all__ = [
+    "CALIB",
+    "CLEAN",
+    "METRICS",
+    "PERTURBED_CONDITIONS",
+    "PRIMARY_PROBE",
+    "SHIFT",
+    "load_runs",
+    "seed_metrics",
+    "encoders_frame",
+    "datasets_frame",
+    "label_matrix",
+    "labels_of",
+    "fit_predictions",
+    "same_value",
+]
 
 
 def same_value(values: pd.Series, target: float) -> pd.Series:
@@ -30,8 +43,14 @@ def same_value(values: pd.Series, target: float) -> pd.Series:
     return pd.Series(np.isclose(values.to_numpy(dtype=float), target), index=values.index)
 
 
-def load_runs(wh: Warehouse, *, probe: str = PRIMARY_PROBE, regime: str = FROZEN,
-              depth: float | None = None, fraction: float | None = None) -> pd.DataFrame:
+def load_runs(
+    wh: Warehouse,
+    *,
+    probe: str = PRIMARY_PROBE,
+    regime: str = FROZEN,
+    depth: float | None = None,
+    fraction: float | None = None,
+) -> pd.DataFrame:
     """Run records (one row per seed) of one probe and regime, optionally at one depth / fraction."""
     runs = wh.sql(
         "select encoder_id, dataset_id, eval_dataset_id, fit_id, run_id, depth, label_fraction, "
@@ -41,9 +60,16 @@ def load_runs(wh: Warehouse, *, probe: str = PRIMARY_PROBE, regime: str = FROZEN
     return _at(runs, depth, fraction)
 
 
-def seed_metrics(wh: Warehouse, metrics: Sequence[str] = ("auroc", "ece"), *,
-                 probe: str = PRIMARY_PROBE, regime: str = FROZEN, depth: float | None = None,
-                 fraction: float | None = None, conditions: Sequence[str] | None = None) -> pd.DataFrame:
+def seed_metrics(
+    wh: Warehouse,
+    metrics: Sequence[str] = ("auroc", "ece"),
+    *,
+    probe: str = PRIMARY_PROBE,
+    regime: str = FROZEN,
+    depth: float | None = None,
+    fraction: float | None = None,
+    conditions: Sequence[str] | None = None,
+) -> pd.DataFrame:
     """Seed means from the `metrics_seed` view (the one seed aggregation), metric columns unsuffixed.
 
     One row per (encoder, dataset, eval dataset, depth, label fraction, condition) with `n_seeds`.
@@ -73,8 +99,7 @@ def _at(frame: pd.DataFrame, depth: float | None, fraction: float | None) -> pd.
 
 
 def encoders_frame(wh: Warehouse) -> pd.DataFrame:
-    return wh.sql("select encoder_id, family, scope, domain, pretrained from encoders "
-                  "order by encoder_id")
+    return wh.sql("select encoder_id, family, scope, domain, pretrained from encoders order by encoder_id")
 
 
 def datasets_frame(wh: Warehouse) -> pd.DataFrame:
@@ -83,8 +108,7 @@ def datasets_frame(wh: Warehouse) -> pd.DataFrame:
 
 def dataset_task(wh: Warehouse, dataset_id: str) -> tuple[Task, int]:
     """The task kind and number of classes/labels of a dataset."""
-    row = wh.con.execute("select task, len(label_names) from datasets where dataset_id = ?",
-                         [dataset_id]).fetchone()
+    row = wh.con.execute("select task, len(label_names) from datasets where dataset_id = ?", [dataset_id]).fetchone()
     if row is None:
         raise CrsbenchError(f"dataset {dataset_id!r} is not in the warehouse")
     return Task.parse(row[0]), int(row[1])
@@ -93,18 +117,16 @@ def dataset_task(wh: Warehouse, dataset_id: str) -> tuple[Task, int]:
 def label_matrix(wh: Warehouse, dataset_id: str, n_labels: int) -> pd.DataFrame:
     """All labels of a dataset as a 0/1 frame: one row per image_id, one column per label index."""
     long = wh.sql("select image_id, label_idx, value from labels where dataset_id = ?", [dataset_id])
-    return (long.pivot_table(index="image_id", columns="label_idx", values="value",
-                             aggfunc="max", fill_value=0)
-            .reindex(columns=range(n_labels), fill_value=0))
+    return long.pivot_table(index="image_id", columns="label_idx", values="value", aggfunc="max", fill_value=0).reindex(
+        columns=range(n_labels), fill_value=0
+    )
 
 
 def labels_of(matrix: pd.DataFrame, image_ids: Sequence[str], task: Task, dataset_id: str) -> np.ndarray:
     """Labels of `image_ids` in that order: class index (n,) or 0/1 matrix (n, L) for multilabel."""
     missing = pd.Index(image_ids).difference(matrix.index)
     if len(missing):
-        raise CrsbenchError(
-            f"dataset {dataset_id}: no labels for image {missing[0]!r} (and {len(missing) - 1} more)"
-        )
+        raise CrsbenchError(f"dataset {dataset_id}: no labels for image {missing[0]!r} (and {len(missing) - 1} more)")
     values = matrix.loc[list(image_ids)].to_numpy(dtype=np.int64)
     if task is Task.MULTILABEL:
         return values

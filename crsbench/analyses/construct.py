@@ -20,13 +20,11 @@ from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.core import AXES, FROZEN
 from crsbench.warehouse.connection import Warehouse
 
-SUMMARY_COLUMNS = ["level", "n", "rho_aulc_auroc", "rho_le_auroc", "rho_aulc_le",
-                   "max_abs_axis_rho", "max_axis_pair"]
+SUMMARY_COLUMNS = ["level", "n", "rho_aulc_auroc", "rho_le_auroc", "rho_aulc_le", "max_abs_axis_rho", "max_axis_pair"]
 
 
 def _rho(group: pd.DataFrame, a: str, b: str) -> float:
-    hit = group[((group["axis_a"] == a) & (group["axis_b"] == b))
-                | ((group["axis_a"] == b) & (group["axis_b"] == a))]
+    hit = group[((group["axis_a"] == a) & (group["axis_b"] == b)) | ((group["axis_a"] == b) & (group["axis_b"] == a))]
     return float(hit["spearman_rho"].iloc[0]) if len(hit) else float("nan")
 
 
@@ -37,27 +35,36 @@ def construct_summary(correlations: pd.DataFrame) -> pd.DataFrame:
         axes = group[group["axis_a"].isin(AXES) & group["axis_b"].isin(AXES)]
         axes = axes.assign(abs_rho=axes["spearman_rho"].abs()).dropna(subset=["abs_rho"])
         top = axes.sort_values("abs_rho", ascending=False).head(1)
-        rows.append({
-            "level": level, "n": int(group["n"].max()),
-            "rho_aulc_auroc": _rho(group, "aulc", "discrimination"),
-            "rho_le_auroc": _rho(group, "label_efficiency", "discrimination"),
-            "rho_aulc_le": _rho(group, "aulc", "label_efficiency"),
-            "max_abs_axis_rho": float(top["abs_rho"].iloc[0]) if len(top) else float("nan"),
-            "max_axis_pair": f"{top['axis_a'].iloc[0]} / {top['axis_b'].iloc[0]}" if len(top) else "",
-        })
+        rows.append(
+            {
+                "level": level,
+                "n": int(group["n"].max()),
+                "rho_aulc_auroc": _rho(group, "aulc", "discrimination"),
+                "rho_le_auroc": _rho(group, "label_efficiency", "discrimination"),
+                "rho_aulc_le": _rho(group, "aulc", "label_efficiency"),
+                "max_abs_axis_rho": float(top["abs_rho"].iloc[0]) if len(top) else float("nan"),
+                "max_axis_pair": f"{top['axis_a'].iloc[0]} / {top['axis_b'].iloc[0]}" if len(top) else "",
+            }
+        )
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-@register_analysis("construct", params={}, outputs={
-    "correlations": ("level", "axis_a", "axis_b"), "summary": SUMMARY_COLUMNS})
+@register_analysis(
+    "construct", params={}, outputs={"correlations": ("level", "axis_a", "axis_b"), "summary": SUMMARY_COLUMNS}
+)
 def run_construct(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Construct validity: AULC vs relative-retention LE against AUROC; largest axis correlation."""
-    correlations = wh.sql("select level, axis_a, axis_b, spearman_rho, n from axis_correlations "
-                          "where regime = ? order by level, axis_a, axis_b", [FROZEN])
+    correlations = wh.sql(
+        "select level, axis_a, axis_b, spearman_rho, n from axis_correlations "
+        "where regime = ? order by level, axis_a, axis_b",
+        [FROZEN],
+    )
     summary = construct_summary(correlations)
     notes = []
     for row in summary.itertuples():
         closer = "AULC" if abs(row.rho_aulc_auroc) > abs(row.rho_le_auroc) else "relative retention"
-        notes.append(f"{row.level} level (n = {row.n}): {closer} tracks full-label AUROC more closely; "
-                     f"largest |rho| between axes {row.max_abs_axis_rho:.3f} ({row.max_axis_pair})")
+        notes.append(
+            f"{row.level} level (n = {row.n}): {closer} tracks full-label AUROC more closely; "
+            f"largest |rho| between axes {row.max_abs_axis_rho:.3f} ({row.max_axis_pair})"
+        )
     return AnalysisResult(tables={"correlations": correlations}, summary=summary, notes=notes)

@@ -48,8 +48,9 @@ def resolve_population(wh: Warehouse, panel: str | None) -> tuple[str, tuple[str
     """(panel name, members): the given panel, else the latest frozen one, else the cohort."""
     name = panel if panel is not None else panels.default_panel(wh)
     if name is None:
-        members = tuple(wh.sql("select encoder_id from axes_encoder where regime = ? "
-                               "order by encoder_id", [FROZEN]).encoder_id)
+        members = tuple(
+            wh.sql("select encoder_id from axes_encoder where regime = ? order by encoder_id", [FROZEN]).encoder_id
+        )
         name = panels.COHORT
     else:
         members = panels.get_panel(wh, name).members
@@ -75,15 +76,17 @@ def member_axes(wh: Warehouse, members: Sequence[str]) -> pd.DataFrame:
 def panel_anchors(wh: Warehouse, panel: str, members: Sequence[str]) -> pd.DataFrame:
     """Global anchors (axis, lo, hi): the panel's frozen ones, or fn_anchors over the cohort."""
     if panel != panels.COHORT:
-        return wh.sql("select axis, lo, hi from reference_anchors where panel = ? and scope = ? "
-                      "order by axis", [panel, GLOBAL])
+        return wh.sql(
+            "select axis, lo, hi from reference_anchors where panel = ? and scope = ? order by axis", [panel, GLOBAL]
+        )
     axes = member_axes(wh, members).assign(grp="cohort", scope=GLOBAL, in_panel=True)[AXES_COLUMNS]
     with registered(wh, {"axes": axes}) as n:
         return wh.sql(f"select axis, lo, hi from fn_anchors('{n['axes']}') order by axis")
 
 
-def score_groups(wh: Warehouse, axes: pd.DataFrame, anchors: pd.DataFrame | None = None,
-                 weights: pd.DataFrame | None = None) -> pd.DataFrame:
+def score_groups(
+    wh: Warehouse, axes: pd.DataFrame, anchors: pd.DataFrame | None = None, weights: pd.DataFrame | None = None
+) -> pd.DataFrame:
     """fn_crs_scores over many groups in one query.
 
     axes: (grp, scope, encoder_id, in_panel, four raw axes). anchors: (grp, scope, axis, lo, hi),
@@ -98,11 +101,13 @@ def score_groups(wh: Warehouse, axes: pd.DataFrame, anchors: pd.DataFrame | None
         frames["weights"] = weights[["grp", *AXIS_WEIGHTS, *TERM_WEIGHTS]]
     with registered(wh, frames) as n:
         anchor_rel = n.get("anchors", "_crit_computed_anchors")
-        scores = (f"fn_crs_scores_weighted('{n['axes']}', '{anchor_rel}', '{n['weights']}')"
-                  if weights is not None else f"fn_crs_scores('{n['axes']}', '{anchor_rel}')")
+        scores = (
+            f"fn_crs_scores_weighted('{n['axes']}', '{anchor_rel}', '{n['weights']}')"
+            if weights is not None
+            else f"fn_crs_scores('{n['axes']}', '{anchor_rel}')"
+        )
         # Relation names are generated identifiers (never user input); values travel in frames.
-        query = (f"with _crit_computed_anchors as (select * from fn_anchors('{n['axes']}')) "
-                 f"select * from {scores}")
+        query = f"with _crit_computed_anchors as (select * from fn_anchors('{n['axes']}')) select * from {scores}"
         return wh.sql(query)
 
 

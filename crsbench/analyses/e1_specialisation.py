@@ -37,8 +37,11 @@ NO_DOMAIN = {"none", "", None}
 
 def clean_cells(wh: Warehouse) -> pd.DataFrame:
     """Cell AUROC = the discrimination axis (seed-mean clean AUROC, logreg, full depth and labels)."""
-    return wh.sql("select encoder_id, dataset_id, discrimination as auroc from axes_cell "
-                  "where regime = ? order by encoder_id, dataset_id", [FROZEN])
+    return wh.sql(
+        "select encoder_id, dataset_id, discrimination as auroc from axes_cell "
+        "where regime = ? order by encoder_id, dataset_id",
+        [FROZEN],
+    )
 
 
 def cell_crs(wh: Warehouse, panel: str | None) -> tuple[str, pd.DataFrame]:
@@ -46,32 +49,42 @@ def cell_crs(wh: Warehouse, panel: str | None) -> tuple[str, pd.DataFrame]:
     panel = panel if panel is not None else panels.default_panel(wh)
     if panel is None:
         return panels.COHORT, wh.sql(
-            "select encoder_id, dataset_id, crs from crs_cohort_cell where regime = ?", [FROZEN])
+            "select encoder_id, dataset_id, crs from crs_cohort_cell where regime = ?", [FROZEN]
+        )
     panels.get_panel(wh, panel)  # a clear error for an unknown name
-    return panel, wh.sql("select encoder_id, dataset_id, crs from crs_cell "
-                         "where panel = ? and regime = ?", [panel, FROZEN])
+    return panel, wh.sql(
+        "select encoder_id, dataset_id, crs from crs_cell where panel = ? and regime = ?", [panel, FROZEN]
+    )
 
 
-def specialisation(cells: pd.DataFrame, encoders: pd.DataFrame,
-                   datasets: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def specialisation(
+    cells: pd.DataFrame, encoders: pd.DataFrame, datasets: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per-cell in/out flags and per-encoder Dspec / Dood from cells (auroc, crs columns)."""
-    cells = (cells.merge(encoders[["encoder_id", "scope", "domain"]], on="encoder_id", how="left")
-             .merge(datasets[["dataset_id", "domain"]].rename(columns={"domain": "dataset_domain"}),
-                    on="dataset_id", how="left"))
+    cells = cells.merge(encoders[["encoder_id", "scope", "domain"]], on="encoder_id", how="left").merge(
+        datasets[["dataset_id", "domain"]].rename(columns={"domain": "dataset_domain"}), on="dataset_id", how="left"
+    )
     cells = cells[~cells["domain"].isin(NO_DOMAIN) & cells["domain"].notna()].copy()
     cells["in_domain"] = cells["domain"] == cells["dataset_domain"]
     rows = []
     for (encoder_id, scope, domain), group in cells.groupby(["encoder_id", "scope", "domain"], sort=True):
         inside, outside = group[group["in_domain"]], group[~group["in_domain"]]
         row = {
-            "encoder_id": encoder_id, "scope": scope, "domain": domain,
-            "in_datasets": ",".join(sorted(inside["dataset_id"])), "n_out": len(outside),
-            "auroc_in": inside["auroc"].mean(), "auroc_out": outside["auroc"].mean(),
-            "crs_in": inside["crs"].mean(), "crs_out": outside["crs"].mean(),
+            "encoder_id": encoder_id,
+            "scope": scope,
+            "domain": domain,
+            "in_datasets": ",".join(sorted(inside["dataset_id"])),
+            "n_out": len(outside),
+            "auroc_in": inside["auroc"].mean(),
+            "auroc_out": outside["auroc"].mean(),
+            "crs_in": inside["crs"].mean(),
+            "crs_out": outside["crs"].mean(),
         }
         rows.append(row)
-    per_encoder = pd.DataFrame(rows, columns=["encoder_id", "scope", "domain", "in_datasets", "n_out",
-                                              "auroc_in", "auroc_out", "crs_in", "crs_out"])
+    per_encoder = pd.DataFrame(
+        rows,
+        columns=["encoder_id", "scope", "domain", "in_datasets", "n_out", "auroc_in", "auroc_out", "crs_in", "crs_out"],
+    )
     per_encoder["dspec"] = per_encoder["auroc_in"] - per_encoder["auroc_out"]
     per_encoder["dood"] = per_encoder["crs_in"] - per_encoder["crs_out"]
     return cells.reset_index(drop=True), per_encoder
@@ -83,18 +96,32 @@ def shift_retention(wh: Warehouse, encoders: pd.DataFrame) -> pd.DataFrame:
     means = seed_metrics(wh, ("auroc",), depth=1.0, fraction=1.0, conditions=[CLEAN, SHIFT])
     source = means[(means["condition"] == CLEAN) & (means["eval_dataset_id"] == means["dataset_id"])]
     target = means[means["condition"] == SHIFT]
-    merged = (pairs.merge(source.rename(columns={"dataset_id": "source_id", "auroc": "source_auroc"})
-                          [["encoder_id", "source_id", "source_auroc"]], on="source_id")
-              .merge(target.rename(columns={"dataset_id": "source_id", "eval_dataset_id": "target_id",
-                                            "auroc": "target_auroc"})
-                     [["encoder_id", "source_id", "target_id", "target_auroc"]],
-                     on=["encoder_id", "source_id", "target_id"]))
+    merged = pairs.merge(
+        source.rename(columns={"dataset_id": "source_id", "auroc": "source_auroc"})[
+            ["encoder_id", "source_id", "source_auroc"]
+        ],
+        on="source_id",
+    ).merge(
+        target.rename(columns={"dataset_id": "source_id", "eval_dataset_id": "target_id", "auroc": "target_auroc"})[
+            ["encoder_id", "source_id", "target_id", "target_auroc"]
+        ],
+        on=["encoder_id", "source_id", "target_id"],
+    )
     merged = merged.merge(encoders[["encoder_id", "scope"]], on="encoder_id", how="left")
     merged["gap"] = merged["source_auroc"] - merged["target_auroc"]
     merged["relative_gap"] = merged["gap"] / merged["source_auroc"]
     merged["retention"] = merged["target_auroc"] / merged["source_auroc"]
-    cols = ["source_id", "target_id", "encoder_id", "scope", "source_auroc", "target_auroc",
-            "gap", "relative_gap", "retention"]
+    cols = [
+        "source_id",
+        "target_id",
+        "encoder_id",
+        "scope",
+        "source_auroc",
+        "target_auroc",
+        "gap",
+        "relative_gap",
+        "retention",
+    ]
     return merged[cols].sort_values(["source_id", "target_id", "encoder_id"]).reset_index(drop=True)
 
 
@@ -111,32 +138,73 @@ def by_scope(shift: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     for (source_id, target_id), pair in shift.groupby(["source_id", "target_id"], sort=True):
         groups = _groups(pair)
         for name, group in groups.items():
-            summary.append({"source_id": source_id, "target_id": target_id, "scope": name,
-                            "n_encoders": len(group), "source_auroc": group["source_auroc"].mean(),
-                            "target_auroc": group["target_auroc"].mean(),
-                            "relative_gap": group["relative_gap"].mean()})
+            summary.append(
+                {
+                    "source_id": source_id,
+                    "target_id": target_id,
+                    "scope": name,
+                    "n_encoders": len(group),
+                    "source_auroc": group["source_auroc"].mean(),
+                    "target_auroc": group["target_auroc"].mean(),
+                    "relative_gap": group["relative_gap"].mean(),
+                }
+            )
         for metric in ("target_auroc", "relative_gap"):
             for a, b in comparisons:
                 x, y = groups[a][metric].dropna(), groups[b][metric].dropna()
-                t, p = (stats.ttest_ind(x, y, equal_var=False) if len(x) >= 2 and len(y) >= 2
-                        else (np.nan, np.nan))
-                tests.append({"source_id": source_id, "target_id": target_id, "metric": metric,
-                              "group_a": a, "group_b": b, "n_a": len(x), "n_b": len(y),
-                              "mean_a": x.mean(), "mean_b": y.mean(),
-                              "t": float(t), "p_value": float(p)})
-    summary_cols = ["source_id", "target_id", "scope", "n_encoders", "source_auroc",
-                    "target_auroc", "relative_gap"]
-    test_cols = ["source_id", "target_id", "metric", "group_a", "group_b", "n_a", "n_b",
-                 "mean_a", "mean_b", "t", "p_value"]
+                t, p = stats.ttest_ind(x, y, equal_var=False) if len(x) >= 2 and len(y) >= 2 else (np.nan, np.nan)
+                tests.append(
+                    {
+                        "source_id": source_id,
+                        "target_id": target_id,
+                        "metric": metric,
+                        "group_a": a,
+                        "group_b": b,
+                        "n_a": len(x),
+                        "n_b": len(y),
+                        "mean_a": x.mean(),
+                        "mean_b": y.mean(),
+                        "t": float(t),
+                        "p_value": float(p),
+                    }
+                )
+    summary_cols = ["source_id", "target_id", "scope", "n_encoders", "source_auroc", "target_auroc", "relative_gap"]
+    test_cols = [
+        "source_id",
+        "target_id",
+        "metric",
+        "group_a",
+        "group_b",
+        "n_a",
+        "n_b",
+        "mean_a",
+        "mean_b",
+        "t",
+        "p_value",
+    ]
     return pd.DataFrame(summary, columns=summary_cols), pd.DataFrame(tests, columns=test_cols)
 
 
-@register_analysis("e1", params={"panel": None}, outputs={
-    "cells": ("encoder_id", "dataset_id"), "specialisation": ("panel", "encoder_id", "scope", "domain"),
-    "shift": ("encoder_id",), "shift_scope": ("source_id", "target_id", "scope", "n_encoders", "source_auroc", "target_auroc",
-                    "relative_gap"),
-    "welch": ("source_id", "target_id", "metric", "group_b", "p_value"),
-    "summary": ("encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood")})
+@register_analysis(
+    "e1",
+    params={"panel": None},
+    outputs={
+        "cells": ("encoder_id", "dataset_id"),
+        "specialisation": ("panel", "encoder_id", "scope", "domain"),
+        "shift": ("encoder_id",),
+        "shift_scope": (
+            "source_id",
+            "target_id",
+            "scope",
+            "n_encoders",
+            "source_auroc",
+            "target_auroc",
+            "relative_gap",
+        ),
+        "welch": ("source_id", "target_id", "metric", "group_b", "p_value"),
+        "summary": ("encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood"),
+    },
+)
 def run_e1(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Specialisation (Dspec, Dood) and shift retention by pretraining scope."""
     notes: list[str] = []
@@ -155,14 +223,24 @@ def run_e1(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         notes.append("no shift pair with clean and shift runs: shift retention is empty")
     main = welch[(welch["metric"] == "target_auroc") & (welch["group_b"] == MEDICAL)]
     for row in main.itertuples():
-        test = ("not testable (needs >= 2 encoders per group)" if np.isnan(row.p_value)
-                else f"Welch p = {row.p_value:.4g}")
-        notes.append(f"{row.source_id}->{row.target_id} target AUROC, medical {row.mean_b:.3f} "
-                     f"(n={row.n_b}) vs general {row.mean_a:.3f} (n={row.n_a}): {test}")
-    summary = per_encoder[["encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec",
-                           "crs_in", "crs_out", "dood"]]
+        test = (
+            "not testable (needs >= 2 encoders per group)" if np.isnan(row.p_value) else f"Welch p = {row.p_value:.4g}"
+        )
+        notes.append(
+            f"{row.source_id}->{row.target_id} target AUROC, medical {row.mean_b:.3f} "
+            f"(n={row.n_b}) vs general {row.mean_a:.3f} (n={row.n_a}): {test}"
+        )
+    summary = per_encoder[
+        ["encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood"]
+    ]
     return AnalysisResult(
-        tables={"cells": cells, "specialisation": per_encoder, "shift": shift,
-                "shift_scope": scope_summary, "welch": welch},
-        summary=summary, notes=notes,
+        tables={
+            "cells": cells,
+            "specialisation": per_encoder,
+            "shift": shift,
+            "shift_scope": scope_summary,
+            "welch": welch,
+        },
+        summary=summary,
+        notes=notes,
     )

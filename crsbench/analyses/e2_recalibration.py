@@ -48,28 +48,41 @@ def parse_methods(value: str | list[str]) -> list[str]:
     methods = [m.strip() for m in value.split(",")] if isinstance(value, str) else list(value)
     unknown = [m for m in methods if m not in CALIBRATORS]
     if unknown or not methods:
-        raise CrsbenchError(f"unknown recalibration method(s) {', '.join(unknown) or '(none)'}; "
-                            f"expected some of: {', '.join(CALIBRATORS)}")
+        raise CrsbenchError(
+            f"unknown recalibration method(s) {', '.join(unknown) or '(none)'}; "
+            f"expected some of: {', '.join(CALIBRATORS)}"
+        )
     return methods
 
 
 Evaluation = tuple[np.ndarray, np.ndarray]  # (y, p)
-FIT_COLUMNS = ["fit_id", "encoder_id", "dataset_id", "seed", "eval_dataset_id", "condition",
-               "method", *(f"{s}_{w}" for s in SCORES for w in ("before", "after")),
-               "top_label_changed"]
+FIT_COLUMNS = [
+    "fit_id",
+    "encoder_id",
+    "dataset_id",
+    "seed",
+    "eval_dataset_id",
+    "condition",
+    "method",
+    *(f"{s}_{w}" for s in SCORES for w in ("before", "after")),
+    "top_label_changed",
+]
 
 
-def recalibrate_fit(calib: Evaluation, evaluations: Mapping[tuple[str, str], Evaluation],
-                    task: Task, methods: list[str],
-                    reliability: list[pd.DataFrame] | None = None) -> pd.DataFrame:
+def recalibrate_fit(
+    calib: Evaluation,
+    evaluations: Mapping[tuple[str, str], Evaluation],
+    task: Task,
+    methods: list[str],
+    reliability: list[pd.DataFrame] | None = None,
+) -> pd.DataFrame:
     """Fit each method on calib (y, p); score each (condition, eval_dataset_id) before and after.
 
     With `reliability`, also append the reliability-diagram bins (clean and shift conditions,
     method `uncalibrated` for before) so the report can draw diagrams without refitting.
     """
     rows = []
-    before = {cond: {name: fn(y, p, task) for name, fn in SCORES.items()}
-              for cond, (y, p) in evaluations.items()}
+    before = {cond: {name: fn(y, p, task) for name, fn in SCORES.items()} for cond, (y, p) in evaluations.items()}
     diagrammed = [cond for cond in evaluations if cond[0] in RELIABILITY_CONDITIONS]
     if reliability is not None:
         for cond in diagrammed:
@@ -84,16 +97,26 @@ def recalibrate_fit(calib: Evaluation, evaluations: Mapping[tuple[str, str], Eva
             for name, fn in SCORES.items():
                 row[f"{name}_before"] = before[cond][name]
                 row[f"{name}_after"] = fn(y, q, task)
-            row["top_label_changed"] = (float(np.mean(p.argmax(axis=1) != q.argmax(axis=1)))
-                                        if task is not Task.MULTILABEL else np.nan)
+            row["top_label_changed"] = (
+                float(np.mean(p.argmax(axis=1) != q.argmax(axis=1))) if task is not Task.MULTILABEL else np.nan
+            )
             rows.append(row)
     return pd.DataFrame(rows)
 
 
 UNCALIBRATED = "uncalibrated"
 RELIABILITY_CONDITIONS = (CLEAN, SHIFT)
-RELIABILITY_COLUMNS = ["encoder_id", "dataset_id", "eval_dataset_id", "condition", "method", "bin",
-                       "confidence", "accuracy", "count"]
+RELIABILITY_COLUMNS = [
+    "encoder_id",
+    "dataset_id",
+    "eval_dataset_id",
+    "condition",
+    "method",
+    "bin",
+    "confidence",
+    "accuracy",
+    "count",
+]
 
 
 def _bins(cond: tuple[str, str], method: str, y: np.ndarray, p: np.ndarray, task: Task) -> pd.DataFrame:
@@ -109,8 +132,12 @@ def reliability_cells(parts: list[pd.DataFrame]) -> pd.DataFrame:
     if not parts:
         return pd.DataFrame(columns=RELIABILITY_COLUMNS)
     keys = ["encoder_id", "dataset_id", "eval_dataset_id", "condition", "method", "bin"]
-    sums = pd.concat(parts, ignore_index=True).groupby(keys, sort=True)[
-        ["confidence_sum", "outcome_sum", "count"]].sum().reset_index()
+    sums = (
+        pd.concat(parts, ignore_index=True)
+        .groupby(keys, sort=True)[["confidence_sum", "outcome_sum", "count"]]
+        .sum()
+        .reset_index()
+    )
     sums = sums[sums["count"] > 0]
     sums["confidence"] = sums["confidence_sum"] / sums["count"]
     sums["accuracy"] = sums["outcome_sum"] / sums["count"]
@@ -137,12 +164,16 @@ class _Labels:
         return labels_of(self.matrices[dataset_id], image_ids, task, dataset_id)
 
 
-def fit_rows(wh: Warehouse, methods: list[str],
-             reliability: list[pd.DataFrame] | None = None) -> tuple[pd.DataFrame, list[str]]:
+def fit_rows(
+    wh: Warehouse, methods: list[str], reliability: list[pd.DataFrame] | None = None
+) -> tuple[pd.DataFrame, list[str]]:
     """Per (fit, condition, method) before/after scores for every primary fit with calib predictions."""
     runs = load_runs(wh, depth=1.0, fraction=1.0)
-    fits = (runs[runs["condition"] == CALIB][["fit_id", "encoder_id", "dataset_id", "seed"]]
-            .drop_duplicates("fit_id").sort_values(["encoder_id", "dataset_id", "seed"]))
+    fits = (
+        runs[runs["condition"] == CALIB][["fit_id", "encoder_id", "dataset_id", "seed"]]
+        .drop_duplicates("fit_id")
+        .sort_values(["encoder_id", "dataset_id", "seed"])
+    )
     missing = runs.loc[~runs["fit_id"].isin(fits["fit_id"]), "fit_id"].nunique()
     notes = [f"{missing} primary fit(s) have no calib predictions and were skipped"] if missing else []
     labels, frames = _Labels(wh), []
@@ -154,8 +185,7 @@ def fit_rows(wh: Warehouse, methods: list[str],
         task, _ = labels.task(fit.dataset_id)
         ids, p = preds.pop((CALIB, fit.dataset_id))
         calib = (labels.of(fit.dataset_id, ids), np.clip(p, 0.0, 1.0))
-        evaluations = {key: (labels.of(key[1], ids), np.clip(p, 0.0, 1.0))
-                       for key, (ids, p) in preds.items()}
+        evaluations = {key: (labels.of(key[1], ids), np.clip(p, 0.0, 1.0)) for key, (ids, p) in preds.items()}
         if not evaluations:
             continue
         bins: list[pd.DataFrame] | None = [] if reliability is not None else None
@@ -192,23 +222,60 @@ def cell_means(per_fit: pd.DataFrame) -> pd.DataFrame:
 
 def method_summary(cells: pd.DataFrame) -> pd.DataFrame:
     grouped = cells.groupby(["method", "kind"], sort=True)
-    out = grouped.agg(n_cells=("encoder_id", "size"), ece_before=("ece_before", "mean"),
-                      ece_after=("ece_after", "mean"),
-                      relative_ece_reduction=("relative_ece_reduction", "mean"),
-                      brier_change=("brier_change", "mean"), auroc_change=("auroc_change", "mean"),
-                      max_abs_auroc_change=("auroc_change", lambda s: s.abs().max()))
+    out = grouped.agg(
+        n_cells=("encoder_id", "size"),
+        ece_before=("ece_before", "mean"),
+        ece_after=("ece_after", "mean"),
+        relative_ece_reduction=("relative_ece_reduction", "mean"),
+        brier_change=("brier_change", "mean"),
+        auroc_change=("auroc_change", "mean"),
+        max_abs_auroc_change=("auroc_change", lambda s: s.abs().max()),
+    )
     return out.reset_index()
 
 
-CELL_COLUMNS = ("encoder_id", "dataset_id", "eval_dataset_id", "kind", "condition", "method", "ece_before",
-                "ece_after", "brier_before", "brier_after", "auroc_before", "auroc_after", "n_seeds",
-                "ece_reduction", "relative_ece_reduction", "brier_change", "auroc_change")
-SUMMARY_COLUMNS = ("method", "kind", "n_cells", "ece_before", "ece_after", "relative_ece_reduction",
-                   "brier_change", "auroc_change", "max_abs_auroc_change")
+CELL_COLUMNS = (
+    "encoder_id",
+    "dataset_id",
+    "eval_dataset_id",
+    "kind",
+    "condition",
+    "method",
+    "ece_before",
+    "ece_after",
+    "brier_before",
+    "brier_after",
+    "auroc_before",
+    "auroc_after",
+    "n_seeds",
+    "ece_reduction",
+    "relative_ece_reduction",
+    "brier_change",
+    "auroc_change",
+)
+SUMMARY_COLUMNS = (
+    "method",
+    "kind",
+    "n_cells",
+    "ece_before",
+    "ece_after",
+    "relative_ece_reduction",
+    "brier_change",
+    "auroc_change",
+    "max_abs_auroc_change",
+)
 
 
-@register_analysis("e2", params={"methods": DEFAULT_METHODS}, outputs={
-    "fits": FIT_COLUMNS, "cells": CELL_COLUMNS, "reliability": RELIABILITY_COLUMNS, "summary": SUMMARY_COLUMNS})
+@register_analysis(
+    "e2",
+    params={"methods": DEFAULT_METHODS},
+    outputs={
+        "fits": FIT_COLUMNS,
+        "cells": CELL_COLUMNS,
+        "reliability": RELIABILITY_COLUMNS,
+        "summary": SUMMARY_COLUMNS,
+    },
+)
 def run_e2(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Recalibration (temperature, vector, isotonic, Dirichlet) fitted on calib, scored on test."""
     methods = parse_methods(params["methods"])
@@ -218,9 +285,18 @@ def run_e2(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         per_fit, notes = fit_rows(wh, methods, bins)
     if per_fit.empty:
         notes.append("no primary fit with calib predictions: nothing to recalibrate")
-        return AnalysisResult(tables={"fits": per_fit, "cells": pd.DataFrame(columns=list(CELL_COLUMNS)),
-                                      "reliability": reliability_cells([])},
-                              summary=pd.DataFrame(columns=list(SUMMARY_COLUMNS)), notes=notes)
+        return AnalysisResult(
+            tables={
+                "fits": per_fit,
+                "cells": pd.DataFrame(columns=list(CELL_COLUMNS)),
+                "reliability": reliability_cells([]),
+            },
+            summary=pd.DataFrame(columns=list(SUMMARY_COLUMNS)),
+            notes=notes,
+        )
     cells = cell_means(per_fit)
-    return AnalysisResult(tables={"fits": per_fit, "cells": cells, "reliability": reliability_cells(bins)},
-                          summary=method_summary(cells), notes=notes)
+    return AnalysisResult(
+        tables={"fits": per_fit, "cells": cells, "reliability": reliability_cells(bins)},
+        summary=method_summary(cells),
+        notes=notes,
+    )

@@ -18,8 +18,19 @@ from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.warehouse.connection import Warehouse
 
 FINAL = 1.0
-SWEEP_COLUMNS = ["encoder_id", "dataset_id", "n_depths", "best_depth", "best_auroc", "final_auroc",
-                 "auroc_gain", "intermediate_wins", "best_ece_depth", "best_ece", "final_ece"]
+SWEEP_COLUMNS = [
+    "encoder_id",
+    "dataset_id",
+    "n_depths",
+    "best_depth",
+    "best_auroc",
+    "final_auroc",
+    "auroc_gain",
+    "intermediate_wins",
+    "best_ece_depth",
+    "best_ece",
+    "final_ece",
+]
 
 
 def depth_means(wh: Warehouse) -> pd.DataFrame:
@@ -45,27 +56,49 @@ def sweeps(means: pd.DataFrame) -> pd.DataFrame:
             continue
         best, best_ece = _pick(group, "auroc", True), _pick(group.dropna(subset=["ece"]), "ece", False)
         final_auroc = float(final["auroc"].iloc[0])
-        rows.append({
-            "encoder_id": encoder_id, "dataset_id": dataset_id, "n_depths": len(group),
-            "best_depth": float(best["depth"]), "best_auroc": float(best["auroc"]),
-            "final_auroc": final_auroc, "auroc_gain": float(best["auroc"]) - final_auroc,
-            "intermediate_wins": bool(best["depth"] < FINAL),
-            "best_ece_depth": float(best_ece["depth"]), "best_ece": float(best_ece["ece"]),
-            "final_ece": float(final["ece"].iloc[0]),
-        })
+        rows.append(
+            {
+                "encoder_id": encoder_id,
+                "dataset_id": dataset_id,
+                "n_depths": len(group),
+                "best_depth": float(best["depth"]),
+                "best_auroc": float(best["auroc"]),
+                "final_auroc": final_auroc,
+                "auroc_gain": float(best["auroc"]) - final_auroc,
+                "intermediate_wins": bool(best["depth"] < FINAL),
+                "best_ece_depth": float(best_ece["depth"]),
+                "best_ece": float(best_ece["ece"]),
+                "final_ece": float(final["ece"].iloc[0]),
+            }
+        )
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 
 
-@register_analysis("e3", params={}, outputs={
-    "depths": ("encoder_id", "dataset_id", "depth", "auroc", "ece", "n_seeds"), "sweeps": SWEEP_COLUMNS,
-    "summary": ("encoder_id", "dataset_id", "best_depth", "best_auroc", "final_auroc", "auroc_gain",
-                "best_ece_depth")})
+@register_analysis(
+    "e3",
+    params={},
+    outputs={
+        "depths": ("encoder_id", "dataset_id", "depth", "auroc", "ece", "n_seeds"),
+        "sweeps": SWEEP_COLUMNS,
+        "summary": (
+            "encoder_id",
+            "dataset_id",
+            "best_depth",
+            "best_auroc",
+            "final_auroc",
+            "auroc_gain",
+            "best_ece_depth",
+        ),
+    },
+)
 def run_e3(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Depth sweep: AUROC and ECE at 25/50/75/100 % depth; which depth wins."""
     means = depth_means(wh)
     table = sweeps(means)
-    notes = [f"an intermediate depth beats the final block in {int(table['intermediate_wins'].sum())}"
-             f"/{len(table)} sweeps"]
-    summary = table[["encoder_id", "dataset_id", "best_depth", "best_auroc", "final_auroc",
-                     "auroc_gain", "best_ece_depth"]]
+    notes = [
+        f"an intermediate depth beats the final block in {int(table['intermediate_wins'].sum())}/{len(table)} sweeps"
+    ]
+    summary = table[
+        ["encoder_id", "dataset_id", "best_depth", "best_auroc", "final_auroc", "auroc_gain", "best_ece_depth"]
+    ]
     return AnalysisResult(tables={"depths": means, "sweeps": table}, summary=summary, notes=notes)

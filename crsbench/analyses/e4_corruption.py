@@ -33,11 +33,13 @@ EFFECTS = ("auroc_drop", "ece_rise", "confidence_shift", "overconfidence")
 
 def condition_effects(wh: Warehouse) -> pd.DataFrame:
     """One row per cell x non-clean condition with the four effects."""
-    means = seed_metrics(wh, MEASURES, depth=1.0, fraction=1.0,
-                         conditions=[CLEAN, SHIFT, *PERTURBED_CONDITIONS])
+    means = seed_metrics(wh, MEASURES, depth=1.0, fraction=1.0, conditions=[CLEAN, SHIFT, *PERTURBED_CONDITIONS])
     clean = means[(means["condition"] == CLEAN) & (means["eval_dataset_id"] == means["dataset_id"])]
-    clean = clean[["encoder_id", "dataset_id", *MEASURES]].add_suffix("_clean").rename(
-        columns={"encoder_id_clean": "encoder_id", "dataset_id_clean": "dataset_id"})
+    clean = (
+        clean[["encoder_id", "dataset_id", *MEASURES]]
+        .add_suffix("_clean")
+        .rename(columns={"encoder_id_clean": "encoder_id", "dataset_id_clean": "dataset_id"})
+    )
     rows = means[means["condition"] != CLEAN].merge(clean, on=["encoder_id", "dataset_id"])
     rows["kind"] = np.where(rows["condition"] == SHIFT, "shift", "corruption")
     rows["auroc_drop"] = rows["auroc_clean"] - rows["auroc"]
@@ -45,8 +47,20 @@ def condition_effects(wh: Warehouse) -> pd.DataFrame:
     rows["confidence_shift"] = rows["mean_confidence"] - rows["mean_confidence_clean"]
     rows["overconfidence"] = rows["mean_confidence"] - rows["accuracy"]
     rows["overconfidence_clean"] = rows["mean_confidence_clean"] - rows["accuracy_clean"]
-    cols = ["encoder_id", "dataset_id", "eval_dataset_id", "condition", "kind", "n_seeds",
-            "auroc_clean", "auroc", "ece_clean", "ece", *EFFECTS, "overconfidence_clean"]
+    cols = [
+        "encoder_id",
+        "dataset_id",
+        "eval_dataset_id",
+        "condition",
+        "kind",
+        "n_seeds",
+        "auroc_clean",
+        "auroc",
+        "ece_clean",
+        "ece",
+        *EFFECTS,
+        "overconfidence_clean",
+    ]
     return rows[cols].sort_values(["encoder_id", "dataset_id", "condition"]).reset_index(drop=True)
 
 
@@ -63,32 +77,48 @@ def pearson(x: pd.Series, y: pd.Series, level: str) -> dict[str, Any]:
 
 def correlations(effects: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     corr = effects[effects["kind"] == "corruption"]
-    cells = (corr.groupby(["encoder_id", "dataset_id"], sort=True)[list(EFFECTS)].mean()
-             .add_prefix("mean_").reset_index())
-    cells = cells.merge(corr.groupby(["encoder_id", "dataset_id"])["ece_rise"].max()
-                        .rename("max_ece_rise").reset_index(), on=["encoder_id", "dataset_id"])
-    table = pd.DataFrame([
-        pearson(cells["mean_auroc_drop"], cells["mean_ece_rise"], "cells"),
-        pearson(corr["auroc_drop"], corr["ece_rise"], "cell_conditions"),
-    ])
+    cells = (
+        corr.groupby(["encoder_id", "dataset_id"], sort=True)[list(EFFECTS)].mean().add_prefix("mean_").reset_index()
+    )
+    cells = cells.merge(
+        corr.groupby(["encoder_id", "dataset_id"])["ece_rise"].max().rename("max_ece_rise").reset_index(),
+        on=["encoder_id", "dataset_id"],
+    )
+    table = pd.DataFrame(
+        [
+            pearson(cells["mean_auroc_drop"], cells["mean_ece_rise"], "cells"),
+            pearson(corr["auroc_drop"], corr["ece_rise"], "cell_conditions"),
+        ]
+    )
     return cells, table
 
 
-@register_analysis("e4", params={}, outputs={
-    "conditions": ("encoder_id", "condition", "kind"), "cells": ("encoder_id",),
-    "by_condition": ("condition", "kind", "n_cells"), "correlation": ("level", "n", "pearson_r", "p_value"),
-    "summary": ("condition", "kind", "n_cells")})
+@register_analysis(
+    "e4",
+    params={},
+    outputs={
+        "conditions": ("encoder_id", "condition", "kind"),
+        "cells": ("encoder_id",),
+        "by_condition": ("condition", "kind", "n_cells"),
+        "correlation": ("level", "n", "pearson_r", "p_value"),
+        "summary": ("condition", "kind", "n_cells"),
+    },
+)
 def run_e4(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Corruption vs confidence: AUROC drop, ECE rise, confidence shift, overconfidence."""
     effects = condition_effects(wh)
     cells, corr = correlations(effects)
-    by_condition = (effects.groupby(["condition", "kind"], sort=True)
-                    .agg(n_cells=("encoder_id", "size"),
-                         **{e: (e, "mean") for e in EFFECTS}).reset_index())
-    notes = [f"Pearson r(AUROC drop, ECE rise) across {row.level} (n={row.n}): "
-             f"{row.pearson_r:.3f} (p = {row.p_value:.3g})" for row in corr.itertuples()]
+    by_condition = (
+        effects.groupby(["condition", "kind"], sort=True)
+        .agg(n_cells=("encoder_id", "size"), **{e: (e, "mean") for e in EFFECTS})
+        .reset_index()
+    )
+    notes = [
+        f"Pearson r(AUROC drop, ECE rise) across {row.level} (n={row.n}): {row.pearson_r:.3f} (p = {row.p_value:.3g})"
+        for row in corr.itertuples()
+    ]
     return AnalysisResult(
-        tables={"conditions": effects, "cells": cells, "by_condition": by_condition,
-                "correlation": corr},
-        summary=by_condition, notes=notes,
+        tables={"conditions": effects, "cells": cells, "by_condition": by_condition, "correlation": corr},
+        summary=by_condition,
+        notes=notes,
     )

@@ -32,8 +32,7 @@ from crsbench.ingest.types import CrsbenchError, Dataset, Task
 from crsbench.warehouse.connection import Warehouse
 
 ANSWERS_TABLE = "analysis_e5_answers"
-ANSWER_COLUMNS = ["model_id", "dataset_id", "style", "row_index", "image_id", "prompt", "answer",
-                  "option_probs"]
+ANSWER_COLUMNS = ["model_id", "dataset_id", "style", "row_index", "image_id", "prompt", "answer", "option_probs"]
 KEY = ["model_id", "dataset_id", "style", "row_index"]
 
 
@@ -86,30 +85,48 @@ def _test_rows(ds: Dataset, n_images: int, seed: int) -> np.ndarray:
 
 
 def _stored_answers(wh: Warehouse) -> pd.DataFrame:
-    exists = wh.con.execute("select count(*) from information_schema.tables where table_name = ?",
-                            [ANSWERS_TABLE]).fetchone()[0]
+    exists = wh.con.execute(
+        "select count(*) from information_schema.tables where table_name = ?", [ANSWERS_TABLE]
+    ).fetchone()[0]
     if not exists:
         return pd.DataFrame(columns=ANSWER_COLUMNS)
     return wh.sql(f"select {', '.join(ANSWER_COLUMNS)} from {ANSWERS_TABLE}")
 
 
-def generate_answers(ds: Dataset, model_id: str, styles: Sequence[str], rows: np.ndarray,
-                     generate: GenerateFn, shots_per_label: int, seed: int,
-                     done: set[tuple] = frozenset()) -> pd.DataFrame:
+def generate_answers(
+    ds: Dataset,
+    model_id: str,
+    styles: Sequence[str],
+    rows: np.ndarray,
+    generate: GenerateFn,
+    shots_per_label: int,
+    seed: int,
+    done: set[tuple] = frozenset(),
+) -> pd.DataFrame:
     """Answer every (style, row) not in `done`; returns rows shaped like ANSWER_COLUMNS."""
     shots = _shots(ds, shots_per_label, seed)
     shot_images = {r: _image(ds, r) for r, _ in shots} if "few_shot" in styles else {}
     out = []
     for style in styles:
-        prompt = build_prompt(style, ds.label_names, ds.task, ds.domain,
-                              shots if style == "few_shot" else ())
+        prompt = build_prompt(style, ds.label_names, ds.task, ds.domain, shots if style == "few_shot" else ())
         todo = [int(r) for r in rows if (model_id, ds.name, style, int(r)) not in done]
-        items = [PromptItem(_image(ds, r), prompt, [(shot_images[s], a) for s, a in prompt.shots],
-                            len(ds.label_names)) for r in todo]
+        items = [
+            PromptItem(_image(ds, r), prompt, [(shot_images[s], a) for s, a in prompt.shots], len(ds.label_names))
+            for r in todo
+        ]
         for r, (answer, probs) in zip(todo, generate(items) if items else []):
-            out.append({"model_id": model_id, "dataset_id": ds.name, "style": style, "row_index": r,
-                        "image_id": str(ds.images["image_id"].iloc[r]), "prompt": prompt.text,
-                        "answer": answer, "option_probs": probs})
+            out.append(
+                {
+                    "model_id": model_id,
+                    "dataset_id": ds.name,
+                    "style": style,
+                    "row_index": r,
+                    "image_id": str(ds.images["image_id"].iloc[r]),
+                    "prompt": prompt.text,
+                    "answer": answer,
+                    "option_probs": probs,
+                }
+            )
     return pd.DataFrame(out, columns=ANSWER_COLUMNS)
 
 
@@ -119,9 +136,14 @@ def parse_answers(answers: pd.DataFrame, datasets: Mapping[str, Dataset]) -> pd.
     for rec in answers.itertuples(index=False):
         ds = datasets[rec.dataset_id]
         idx = parse_answer(rec.answer, ds.label_names, ds.task, letters=rec.style == "multiple_choice")
-        rows.append({**rec._asdict(), "parsed_idx": idx,
-                     "parsed_label": ds.label_names[idx] if idx is not None else UNPARSED,
-                     "correct": _correct(ds, int(rec.row_index), idx)})
+        rows.append(
+            {
+                **rec._asdict(),
+                "parsed_idx": idx,
+                "parsed_label": ds.label_names[idx] if idx is not None else UNPARSED,
+                "correct": _correct(ds, int(rec.row_index), idx),
+            }
+        )
     frame = pd.DataFrame(rows, columns=[*ANSWER_COLUMNS, "parsed_idx", "parsed_label", "correct"])
     frame["parsed_idx"] = frame["parsed_idx"].astype("Int64")
     return frame
@@ -141,23 +163,30 @@ def _macro_auroc(ds: Dataset, group: pd.DataFrame) -> float:
         return float("nan")
 
 
-def style_summary(parsed: pd.DataFrame, datasets: Mapping[str, Dataset],
-                  probe: pd.DataFrame) -> pd.DataFrame:
+def style_summary(parsed: pd.DataFrame, datasets: Mapping[str, Dataset], probe: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for (model_id, dataset_id, style), g in parsed.groupby(["model_id", "dataset_id", "style"], sort=True):
         n, n_parsed = len(g), int(g["parsed_idx"].notna().sum())
         ref = probe[probe["dataset_id"] == dataset_id]
         best = ref.sort_values(["auroc", "encoder_id"], ascending=[False, True]).head(1)
-        rows.append({
-            "model_id": model_id, "dataset_id": dataset_id, "style": style, "n": n,
-            "n_parsed": n_parsed, "coverage": n_parsed / n, "accuracy": float(g["correct"].mean()),
-            "accuracy_parsed": float(g.loc[g["parsed_idx"].notna(), "correct"].mean())
-            if n_parsed else float("nan"),
-            "macro_auroc": _macro_auroc(datasets[dataset_id], g),
-            "probe_encoder": best["encoder_id"].iloc[0] if len(best) else None,
-            "probe_auroc": float(best["auroc"].iloc[0]) if len(best) else float("nan"),
-            "probe_accuracy": float(best["accuracy"].iloc[0]) if len(best) else float("nan"),
-        })
+        rows.append(
+            {
+                "model_id": model_id,
+                "dataset_id": dataset_id,
+                "style": style,
+                "n": n,
+                "n_parsed": n_parsed,
+                "coverage": n_parsed / n,
+                "accuracy": float(g["correct"].mean()),
+                "accuracy_parsed": float(g.loc[g["parsed_idx"].notna(), "correct"].mean())
+                if n_parsed
+                else float("nan"),
+                "macro_auroc": _macro_auroc(datasets[dataset_id], g),
+                "probe_encoder": best["encoder_id"].iloc[0] if len(best) else None,
+                "probe_auroc": float(best["auroc"].iloc[0]) if len(best) else float("nan"),
+                "probe_accuracy": float(best["accuracy"].iloc[0]) if len(best) else float("nan"),
+            }
+        )
     out = pd.DataFrame(rows)
     if len(out):
         out["style"] = pd.Categorical(out["style"], categories=list(STYLES), ordered=True)
@@ -190,8 +219,10 @@ def run_e5(wh: Warehouse, params: Mapping[str, Any], generate: GenerateFn | None
     if params["generate"]:
         model_id, name = params["model"], params["dataset"]
         if not model_id or not name:
-            raise CrsbenchError("e5 needs --set model=<local folder or cached hub id> and "
-                                "--set dataset=<name> (or --set generate=false to re-parse)")
+            raise CrsbenchError(
+                "e5 needs --set model=<local folder or cached hub id> and "
+                "--set dataset=<name> (or --set generate=false to re-parse)"
+            )
         if name not in list_datasets(wh):
             raise CrsbenchError(f"no dataset {name!r} in the warehouse")
         ds = read_dataset(wh, name)
@@ -202,11 +233,11 @@ def run_e5(wh: Warehouse, params: Mapping[str, Any], generate: GenerateFn | None
         if generate is None:
             from crsbench.features.vlm import HFGenerator
 
-            generate = HFGenerator(model_id, device=params["device"],
-                                   max_new_tokens=int(params["max_new_tokens"]))
+            generate = HFGenerator(model_id, device=params["device"], max_new_tokens=int(params["max_new_tokens"]))
         rows = _test_rows(ds, int(params["n_images"]), int(params["seed"]))
-        new = generate_answers(ds, model_id, _styles(params["styles"]), rows, generate,
-                               int(params["shots"]), int(params["seed"]), done)
+        new = generate_answers(
+            ds, model_id, _styles(params["styles"]), rows, generate, int(params["shots"]), int(params["seed"]), done
+        )
         notes.append(f"generated {len(new)} answers ({len(done)} already stored)")
         stored = new if stored.empty else pd.concat([stored, new], ignore_index=True)
     if stored.empty:
@@ -220,12 +251,39 @@ def run_e5(wh: Warehouse, params: Mapping[str, Any], generate: GenerateFn | None
     return AnalysisResult({"answers": stored, "parsed": parsed}, summary, notes)
 
 
-@register_analysis("e5", params={"model": None, "dataset": None, "styles": list(STYLES),
-                                 "n_images": 0, "shots": 1, "max_new_tokens": 64, "device": "cpu",
-                                 "seed": 0, "generate": True, "regenerate": False}, outputs={
-    "answers": ANSWER_COLUMNS, "parsed": (*ANSWER_COLUMNS, "parsed_idx", "parsed_label", "correct"),
-    "summary": ("model_id", "dataset_id", "style", "n", "n_parsed", "coverage", "accuracy", "accuracy_parsed",
-                "macro_auroc", "probe_encoder", "probe_auroc", "probe_accuracy")})
+@register_analysis(
+    "e5",
+    params={
+        "model": None,
+        "dataset": None,
+        "styles": list(STYLES),
+        "n_images": 0,
+        "shots": 1,
+        "max_new_tokens": 64,
+        "device": "cpu",
+        "seed": 0,
+        "generate": True,
+        "regenerate": False,
+    },
+    outputs={
+        "answers": ANSWER_COLUMNS,
+        "parsed": (*ANSWER_COLUMNS, "parsed_idx", "parsed_label", "correct"),
+        "summary": (
+            "model_id",
+            "dataset_id",
+            "style",
+            "n",
+            "n_parsed",
+            "coverage",
+            "accuracy",
+            "accuracy_parsed",
+            "macro_auroc",
+            "probe_encoder",
+            "probe_auroc",
+            "probe_accuracy",
+        ),
+    },
+)
 def e5(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Prompting generative VLMs: parse coverage and accuracy per prompt style vs the frozen probe."""
     return run_e5(wh, params)

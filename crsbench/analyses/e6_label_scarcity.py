@@ -25,8 +25,16 @@ from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 SCARCE = {"auroc_1pct": 0.01, "auroc_10pct": 0.10}
-COLUMNS = ["encoder_id", "dataset_id", "auroc_1pct", "auroc_10pct", "auroc_full", "reference_id",
-           "reference_auroc_full", "crossover_fraction"]
+COLUMNS = [
+    "encoder_id",
+    "dataset_id",
+    "auroc_1pct",
+    "auroc_10pct",
+    "auroc_full",
+    "reference_id",
+    "reference_auroc_full",
+    "crossover_fraction",
+]
 
 
 def _norm(text: str | None) -> str:
@@ -37,8 +45,7 @@ def default_reference(encoders: pd.DataFrame, probed: set[str]) -> str | None:
     """The ViT-B/16 entry if probed, else the first probed encoder whose id contains 'vit'."""
     candidates = encoders[encoders["encoder_id"].isin(probed)].sort_values("encoder_id")
     for _, row in candidates.iterrows():
-        if _norm(row["family"]) == "vitb16" or any(key in _norm(row["encoder_id"])
-                                                   for key in ("vitb16", "vitbase")):
+        if _norm(row["family"]) == "vitb16" or any(key in _norm(row["encoder_id"]) for key in ("vitb16", "vitbase")):
             return str(row["encoder_id"])
     for encoder_id in sorted(probed):
         if "vit" in encoder_id.lower():
@@ -70,21 +77,31 @@ def scarcity(curve: pd.DataFrame, reference: str) -> pd.DataFrame:
     for (encoder_id, dataset_id), group in curve.groupby(["encoder_id", "dataset_id"], sort=True):
         ref = curve[(curve["encoder_id"] == reference) & (curve["dataset_id"] == dataset_id)]
         ref_full = _at(ref, 1.0)
-        rows.append({
-            "encoder_id": encoder_id, "dataset_id": dataset_id,
-            **{name: _at(group, f) for name, f in SCARCE.items()},
-            "auroc_full": _at(group, 1.0), "reference_id": reference,
-            "reference_auroc_full": ref_full,
-            "crossover_fraction": crossover(group.dropna(subset=["auroc"]), ref_full),
-        })
+        rows.append(
+            {
+                "encoder_id": encoder_id,
+                "dataset_id": dataset_id,
+                **{name: _at(group, f) for name, f in SCARCE.items()},
+                "auroc_full": _at(group, 1.0),
+                "reference_id": reference,
+                "reference_auroc_full": ref_full,
+                "crossover_fraction": crossover(group.dropna(subset=["auroc"]), ref_full),
+            }
+        )
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["crossover_fraction"] = out["crossover_fraction"].astype("Float64")
     return out
 
 
-@register_analysis("e6", params={"reference": None}, outputs={
-    "curve": ("encoder_id", "dataset_id", "label_fraction", "auroc", "n_seeds"), "scarcity": COLUMNS,
-    "summary": COLUMNS})
+@register_analysis(
+    "e6",
+    params={"reference": None},
+    outputs={
+        "curve": ("encoder_id", "dataset_id", "label_fraction", "auroc", "n_seeds"),
+        "scarcity": COLUMNS,
+        "summary": COLUMNS,
+    },
+)
 def run_e6(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Label scarcity: AUROC at 1 %/10 % labels and the crossover fraction vs a reference."""
     curve = fraction_curve(wh)
@@ -92,13 +109,15 @@ def run_e6(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     reference = params["reference"] or default_reference(encoders_frame(wh), probed)
     notes: list[str] = []
     if reference is None:
-        raise CrsbenchError("no ViT-B/16-like reference encoder among the probed encoders; "
-                            "pass --reference ENCODER")
+        raise CrsbenchError("no ViT-B/16-like reference encoder among the probed encoders; pass --reference ENCODER")
     if reference not in probed:
-        raise CrsbenchError(f"reference encoder {reference!r} has no primary-probe runs; "
-                            f"probed: {', '.join(sorted(probed)) or 'none'}")
+        raise CrsbenchError(
+            f"reference encoder {reference!r} has no primary-probe runs; probed: {', '.join(sorted(probed)) or 'none'}"
+        )
     table = scarcity(curve, reference)
     never = table["crossover_fraction"].isna() & table["reference_auroc_full"].notna()
-    notes.append(f"reference {reference}: {int(never.sum())}/{int(table['reference_auroc_full'].notna().sum())} "
-                 "cells never reach its full-label AUROC")
+    notes.append(
+        f"reference {reference}: {int(never.sum())}/{int(table['reference_auroc_full'].notna().sum())} "
+        "cells never reach its full-label AUROC"
+    )
     return AnalysisResult(tables={"curve": curve, "scarcity": table}, summary=table, notes=notes)

@@ -41,9 +41,9 @@ DEFAULT = "default"
 class Variant:
     name: str
     description: str
-    calibration: str = "ece"       # a key of CALIBRATION_COLUMNS
-    shift: bool = True             # the shift term in robustness
-    ordinal: str | None = None     # discrimination on ordinal datasets: None (AUROC) or ORDINAL_METRICS
+    calibration: str = "ece"  # a key of CALIBRATION_COLUMNS
+    shift: bool = True  # the shift term in robustness
+    ordinal: str | None = None  # discrimination on ordinal datasets: None (AUROC) or ORDINAL_METRICS
 
 
 VARIANTS: tuple[Variant, ...] = (
@@ -51,8 +51,7 @@ VARIANTS: tuple[Variant, ...] = (
     Variant("calibration_adaptive_ece", "calibration = 1 - adaptive ECE", calibration="ece_adaptive"),
     Variant("calibration_brier", "calibration = 1 - Brier", calibration="brier"),
     Variant("discrimination_qwk", "ordinal discrimination = QWK", ordinal="qwk"),
-    Variant("discrimination_ordinal_mae", "ordinal discrimination = 1 - MAE/(K-1)",
-            ordinal="ordinal_mae"),
+    Variant("discrimination_ordinal_mae", "ordinal discrimination = 1 - MAE/(K-1)", ordinal="ordinal_mae"),
     Variant("robustness_corruption_only", "robustness without the shift term", shift=False),
 )
 
@@ -82,7 +81,8 @@ def variant_cells(wh: Warehouse, members: Sequence[str], variants: Sequence[Vari
         frame = seed.assign(grp=v.name, ece_mean=seed[CALIBRATION_COLUMNS[v.calibration]])
         frames.append(frame if v.shift else frame[frame["condition"] != "shift"])
     stacked = pd.concat(frames, ignore_index=True).drop(
-        columns=["ece_adaptive_mean", "brier_mean", "qwk_mean", "ordinal_mae_mean"])
+        columns=["ece_adaptive_mean", "brier_mean", "qwk_mean", "ordinal_mae_mean"]
+    )
     with registered(wh, {"seed_means": stacked}) as n:
         cells = wh.sql(f"select * from fn_axes_cell('{n['seed_means']}')")
     ordinal = wh.sql(_ORDINAL_SQL, [PRIMARY_PROBE, FROZEN, list(members)])
@@ -111,8 +111,9 @@ def score_cells(wh: Warehouse, cells: pd.DataFrame, per_dataset: bool = True) ->
     axes = pd.concat(parts, ignore_index=True)
     axes = axes.assign(in_panel=True)
     scores = score_groups(wh, axes)
-    return scores.merge(axes[["grp", "scope", "encoder_id", "discrimination"]],
-                        on=["grp", "scope", "encoder_id"], how="left")
+    return scores.merge(
+        axes[["grp", "scope", "encoder_id", "discrimination"]], on=["grp", "scope", "encoder_id"], how="left"
+    )
 
 
 def compare_variants(wh: Warehouse, scores: pd.DataFrame, variants: Sequence[Variant]) -> pd.DataFrame:
@@ -121,21 +122,40 @@ def compare_variants(wh: Warehouse, scores: pd.DataFrame, variants: Sequence[Var
     reference = glob[glob["grp"] == DEFAULT].set_index("encoder_id")["crs"]
     others = glob[glob["grp"] != DEFAULT].assign(auroc=lambda f: f["encoder_id"].map(reference))
     ranks = agreement(wh, others)
-    change = (others.assign(d=(others["crs"] - others["auroc"]).abs())
-              .groupby("grp")["d"].agg(mean_abs_crs_change="mean", max_abs_crs_change="max"))
-    table = pd.DataFrame([{"variant": v.name, "description": v.description} for v in variants
-                          if v.name != DEFAULT])
-    table = (table.merge(ranks.rename(columns={"grp": "variant"}), on="variant", how="left")
-             .merge(change.rename_axis("variant").reset_index(), on="variant", how="left"))
+    change = (
+        others.assign(d=(others["crs"] - others["auroc"]).abs())
+        .groupby("grp")["d"]
+        .agg(mean_abs_crs_change="mean", max_abs_crs_change="max")
+    )
+    table = pd.DataFrame([{"variant": v.name, "description": v.description} for v in variants if v.name != DEFAULT])
+    table = table.merge(ranks.rename(columns={"grp": "variant"}), on="variant", how="left").merge(
+        change.rename_axis("variant").reset_index(), on="variant", how="left"
+    )
     table["top3_unchanged"] = table["top3_overlap"] == 1.0
-    return table[["variant", "description", "n", "kendall_tau", "spearman_rho", "top3_overlap",
-                  "top3_unchanged", "mean_abs_crs_change", "max_abs_crs_change"]]
+    return table[
+        [
+            "variant",
+            "description",
+            "n",
+            "kendall_tau",
+            "spearman_rho",
+            "top3_overlap",
+            "top3_unchanged",
+            "mean_abs_crs_change",
+            "max_abs_crs_change",
+        ]
+    ]
 
 
-@register_analysis("estimators", params={"panel": None}, outputs={
-    "variants": ("variant", "description", "n", "kendall_tau", "spearman_rho", "top3_overlap"),
-    "scores": ("variant", "encoder_id", "crs", "rank", "crs_default", "crs_change", "discrimination"),
-    "summary": ("variant", "n", "kendall_tau", "spearman_rho", "top3_overlap")})
+@register_analysis(
+    "estimators",
+    params={"panel": None},
+    outputs={
+        "variants": ("variant", "description", "n", "kendall_tau", "spearman_rho", "top3_overlap"),
+        "scores": ("variant", "encoder_id", "crs", "rank", "crs_default", "crs_change", "discrimination"),
+        "summary": ("variant", "n", "kendall_tau", "spearman_rho", "top3_overlap"),
+    },
+)
 def run_estimators(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Estimator substitution: adaptive ECE, Brier, QWK, ordinal MAE, corruption-only robustness."""
     panel, members = resolve_population(wh, params["panel"])
@@ -143,19 +163,22 @@ def run_estimators(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     scores = score_cells(wh, cells)
     table = compare_variants(wh, scores, VARIANTS)
     glob = scores[scores["scope"] == GLOBAL].rename(columns={"grp": "variant"})
-    glob = glob.merge(glob.loc[glob["variant"] == DEFAULT, ["encoder_id", "crs"]],
-                      on="encoder_id", suffixes=("", "_default"))
+    glob = glob.merge(
+        glob.loc[glob["variant"] == DEFAULT, ["encoder_id", "crs"]], on="encoder_id", suffixes=("", "_default")
+    )
     glob["crs_change"] = glob["crs"] - glob["crs_default"]
     glob["rank"] = glob.groupby("variant")["crs"].rank(method="min", ascending=False)
     glob = glob[["variant", "encoder_id", "crs", "rank", "crs_default", "crs_change", "discrimination"]]
     notes = [f"panel {panel}: {len(members)} members; anchors recomputed over them per variant"]
     ordinal = wh.sql(_ORDINAL_SQL, [PRIMARY_PROBE, FROZEN, list(members)])
     if ordinal.empty:
-        notes.append("no ordinal dataset (datasets.task = 'ordinal'): the QWK and MAE variants "
-                     "equal the default")
+        notes.append("no ordinal dataset (datasets.task = 'ordinal'): the QWK and MAE variants equal the default")
     for metric in ORDINAL_METRICS:
         missing = int(ordinal[metric].isna().sum()) if not ordinal.empty else 0
         if missing:
             notes.append(f"{missing} ordinal cell(s) without {metric}: incomplete in that variant")
-    return AnalysisResult(tables={"variants": table, "scores": glob.reset_index(drop=True)},
-                          summary=table.drop(columns="description"), notes=notes)
+    return AnalysisResult(
+        tables={"variants": table, "scores": glob.reset_index(drop=True)},
+        summary=table.drop(columns="description"),
+        notes=notes,
+    )

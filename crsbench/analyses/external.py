@@ -30,8 +30,15 @@ from crsbench.warehouse.connection import Warehouse
 
 DEFAULT_VARIANT = next(v for v in VARIANTS if v.name == "default")
 NO_SHIFT_VARIANT = next(v for v in VARIANTS if v.name == "robustness_corruption_only")
-RESULT_COLUMNS = ["n", "spearman_rho", "kendall_tau", "top3_overlap", "winner_recovered",
-                  "predicted_winner", "actual_winner"]
+RESULT_COLUMNS = [
+    "n",
+    "spearman_rho",
+    "kendall_tau",
+    "top3_overlap",
+    "winner_recovered",
+    "predicted_winner",
+    "actual_winner",
+]
 
 _SHIFT_SQL = """
     select encoder_id, dataset_id as source, eval_dataset_id as target, auroc_mean as target_auroc
@@ -52,12 +59,18 @@ def compare(wh: Warehouse, pairs: pd.DataFrame) -> pd.DataFrame:
     for grp, group in pairs.groupby("grp", sort=True):
         predicted = group.sort_values(["crs", "encoder_id"], ascending=[False, True])["encoder_id"].iloc[0]
         best = group.loc[group["auroc"] == group["auroc"].max(), "encoder_id"]
-        rows.append({"grp": grp, "n": int(ranks.loc[grp, "n"]),
-                     "spearman_rho": ranks.loc[grp, "spearman_rho"],
-                     "kendall_tau": ranks.loc[grp, "kendall_tau"],
-                     "top3_overlap": ranks.loc[grp, "top3_overlap"],
-                     "winner_recovered": bool(predicted in set(best)),
-                     "predicted_winner": predicted, "actual_winner": ",".join(sorted(best))})
+        rows.append(
+            {
+                "grp": grp,
+                "n": int(ranks.loc[grp, "n"]),
+                "spearman_rho": ranks.loc[grp, "spearman_rho"],
+                "kendall_tau": ranks.loc[grp, "kendall_tau"],
+                "top3_overlap": ranks.loc[grp, "top3_overlap"],
+                "winner_recovered": bool(predicted in set(best)),
+                "predicted_winner": predicted,
+                "actual_winner": ",".join(sorted(best)),
+            }
+        )
     return pd.DataFrame(rows, columns=["grp", *RESULT_COLUMNS])
 
 
@@ -97,11 +110,15 @@ def shift_validity(wh: Warehouse, members: tuple[str, ...]) -> pd.DataFrame:
     frames, meta = [], []
     for (source, target), group in shift.groupby(["source", "target"], sort=True):
         outcome = group.set_index("encoder_id")["target_auroc"]
-        predictors = {"crs_no_shift": scores.loc[GLOBAL, "crs"],
-                      "crs_no_shift_source": scores.loc[source, "crs"] if source in scores.index.levels[0]
-                      else pd.Series(dtype=float),
-                      "auroc_source": scores.loc[source, "discrimination"]
-                      if source in scores.index.levels[0] else pd.Series(dtype=float)}
+        predictors = {
+            "crs_no_shift": scores.loc[GLOBAL, "crs"],
+            "crs_no_shift_source": scores.loc[source, "crs"]
+            if source in scores.index.levels[0]
+            else pd.Series(dtype=float),
+            "auroc_source": scores.loc[source, "discrimination"]
+            if source in scores.index.levels[0]
+            else pd.Series(dtype=float),
+        }
         for name, values in predictors.items():
             grp = f"{source}|{target}|{name}"
             frames.append(_pairs(values.reindex(outcome.index), outcome, grp))
@@ -110,24 +127,38 @@ def shift_validity(wh: Warehouse, members: tuple[str, ...]) -> pd.DataFrame:
     return result.drop(columns="grp")
 
 
-@register_analysis("external", params={"panel": None}, outputs={
-    "lodo": ("held_out", "predictor", "outcome", *RESULT_COLUMNS),
-    "shift": ("source", "target", "predictor", *RESULT_COLUMNS),
-    "summary": ("part", "predictor", "outcome", "spearman_rho", "top3_overlap", "winner_recovered")})
+@register_analysis(
+    "external",
+    params={"panel": None},
+    outputs={
+        "lodo": ("held_out", "predictor", "outcome", *RESULT_COLUMNS),
+        "shift": ("source", "target", "predictor", *RESULT_COLUMNS),
+        "summary": ("part", "predictor", "outcome", "spearman_rho", "top3_overlap", "winner_recovered"),
+    },
+)
 def run_external(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """External validity: leave-one-dataset-out CRS and shift-target AUROC vs CRS without shift."""
     panel, members = resolve_population(wh, params["panel"])
     lodo = leave_one_dataset_out(wh, members)
     shift = shift_validity(wh, members)
-    lodo_summary = (lodo.groupby(["predictor", "outcome"], sort=False)
-                    .agg(n_held_out=("held_out", "size"), spearman_rho=("spearman_rho", "mean"),
-                         top3_overlap=("top3_overlap", "mean"),
-                         winner_recovered=("winner_recovered", "mean"))
-                    .reset_index().assign(part="lodo (mean over held-out datasets)"))
+    lodo_summary = (
+        lodo.groupby(["predictor", "outcome"], sort=False)
+        .agg(
+            n_held_out=("held_out", "size"),
+            spearman_rho=("spearman_rho", "mean"),
+            top3_overlap=("top3_overlap", "mean"),
+            winner_recovered=("winner_recovered", "mean"),
+        )
+        .reset_index()
+        .assign(part="lodo (mean over held-out datasets)")
+    )
     shift_summary = shift.assign(part=shift["source"] + " -> " + shift["target"], outcome="target_auroc")
     columns = ["part", "predictor", "outcome", "spearman_rho", "top3_overlap", "winner_recovered"]
-    summary = pd.concat([lodo_summary[columns], shift_summary[columns].astype({"winner_recovered": float})],
-                        ignore_index=True)
-    notes = [f"panel {panel}: {len(members)} members; {lodo['held_out'].nunique()} held-out datasets, "
-             f"{shift[['source', 'target']].drop_duplicates().shape[0]} shift pair(s)"]
+    summary = pd.concat(
+        [lodo_summary[columns], shift_summary[columns].astype({"winner_recovered": float})], ignore_index=True
+    )
+    notes = [
+        f"panel {panel}: {len(members)} members; {lodo['held_out'].nunique()} held-out datasets, "
+        f"{shift[['source', 'target']].drop_duplicates().shape[0]} shift pair(s)"
+    ]
     return AnalysisResult(tables={"lodo": lodo, "shift": shift}, summary=summary, notes=notes)

@@ -21,20 +21,17 @@ import pandas as pd
 from crsbench.analyses.criterion import AXES, GLOBAL, agreement
 from crsbench.warehouse.connection import Warehouse
 
-COLUMNS = ["panel", "resample", "encoder_id", "dataset_id", "metric", "estimate", "lo", "hi",
-           "replicates"]
+COLUMNS = ["panel", "resample", "encoder_id", "dataset_id", "metric", "estimate", "lo", "hi", "replicates"]
 AGREEMENT = ("kendall_tau", "spearman_rho", "reversals")
 
 
 def _gap_and_rank(scores: pd.DataFrame) -> pd.DataFrame:
     out = scores.copy()
-    out["auroc_rank"] = out.groupby(["replicate", "scope"])["discrimination"].rank(
-        method="min", ascending=False)
+    out["auroc_rank"] = out.groupby(["replicate", "scope"])["discrimination"].rank(method="min", ascending=False)
     point = out[out["replicate"] == 0].sort_values(["crs", "encoder_id"], ascending=[False, True])
     leaders = point.dropna(subset=["crs"]).groupby("scope")["encoder_id"].first()
     lead = out[out["encoder_id"] == out["scope"].map(leaders)][["replicate", "scope", "crs"]]
-    out = out.merge(lead.rename(columns={"crs": "leader_crs"}), on=["replicate", "scope"],
-                    how="left")
+    out = out.merge(lead.rename(columns={"crs": "leader_crs"}), on=["replicate", "scope"], how="left")
     out["crs_gap"] = out["leader_crs"] - out["crs"]
     return out.drop(columns=["leader_crs"])
 
@@ -45,19 +42,20 @@ def summarise_long(long: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     boot = long[(long["replicate"] > 0) & long["value"].notna()]
     grouped = boot.groupby(keys)["value"]
     # numpy's default (linear) percentile, as everywhere else in crsbench
-    stats = pd.DataFrame({"lo": grouped.quantile(0.025), "hi": grouped.quantile(0.975),
-                          "replicates": grouped.size()})
+    stats = pd.DataFrame({"lo": grouped.quantile(0.025), "hi": grouped.quantile(0.975), "replicates": grouped.size()})
     return pd.concat([point, stats], axis=1).reset_index()
 
 
 def interval_rows(wh: Warehouse, scores: pd.DataFrame, panel: str, resample: str) -> pd.DataFrame:
     """bootstrap_intervals rows from replicate scores (replicate, scope, encoder_id, crs, axes)."""
     metrics = ["crs", *AXES, "auroc_rank", "crs_gap"]
-    long = _gap_and_rank(scores).melt(id_vars=["replicate", "scope", "encoder_id"],
-                                      value_vars=metrics, var_name="metric")
+    long = _gap_and_rank(scores).melt(
+        id_vars=["replicate", "scope", "encoder_id"], value_vars=metrics, var_name="metric"
+    )
     rows = summarise_long(long, ["scope", "encoder_id", "metric"])
-    pairs = scores[scores["scope"] == GLOBAL].rename(
-        columns={"replicate": "grp", "discrimination": "auroc"})[["grp", "encoder_id", "crs", "auroc"]]
+    pairs = scores[scores["scope"] == GLOBAL].rename(columns={"replicate": "grp", "discrimination": "auroc"})[
+        ["grp", "encoder_id", "crs", "auroc"]
+    ]
     agree = agreement(wh, pairs).rename(columns={"grp": "replicate"})
     agree_long = agree.melt(id_vars=["replicate"], value_vars=list(AGREEMENT), var_name="metric")
     agree_long["scope"] = GLOBAL
@@ -69,19 +67,19 @@ def interval_rows(wh: Warehouse, scores: pd.DataFrame, panel: str, resample: str
     out["panel"], out["resample"] = panel, resample
     out["replicates"] = out["replicates"].fillna(0).astype(np.int64)
     order = {m: i for i, m in enumerate([*metrics, *AGREEMENT])}
-    out = out.assign(_m=out["metric"].map(order), _d=out["dataset_id"].fillna(""),
-                     _e=out["encoder_id"].fillna(""))
+    out = out.assign(_m=out["metric"].map(order), _d=out["dataset_id"].fillna(""), _e=out["encoder_id"].fillna(""))
     return out.sort_values(["_e", "_d", "_m"])[COLUMNS].reset_index(drop=True)
 
 
 def store_intervals(wh: Warehouse, rows: pd.DataFrame, panel: str, resample: str) -> None:
     """Replace this panel's rows for this resampling in bootstrap_intervals (one transaction)."""
     with wh.transaction() as con:
-        con.execute("delete from bootstrap_intervals where panel = ? and resample = ?",
-                    [panel, resample])
+        con.execute("delete from bootstrap_intervals where panel = ? and resample = ?", [panel, resample])
         con.register("_new_intervals", rows[COLUMNS])
         try:
-            con.execute(f"insert into bootstrap_intervals ({', '.join(COLUMNS)}) "
-                        f"select {', '.join(COLUMNS)} from _new_intervals")
+            con.execute(
+                f"insert into bootstrap_intervals ({', '.join(COLUMNS)}) "
+                f"select {', '.join(COLUMNS)} from _new_intervals"
+            )
         finally:
             con.unregister("_new_intervals")

@@ -42,10 +42,13 @@ LABEL_ALIASES: dict[str, tuple[str, ...]] = {
     "No DR": ("no diabetic retinopathy", "no retinopathy"),
     "Proliferative DR": ("proliferative diabetic retinopathy", "proliferative"),
 }
-_DOMAIN_NOUN = {"derm": "dermoscopic image", "eye": "retinal fundus photograph",
-                "rad": "chest X-ray", "none": "medical image"}
-_SPECIALIST = {"derm": "dermatologist", "eye": "ophthalmologist", "rad": "radiologist",
-               "none": "clinician"}
+_DOMAIN_NOUN = {
+    "derm": "dermoscopic image",
+    "eye": "retinal fundus photograph",
+    "rad": "chest X-ray",
+    "none": "medical image",
+}
+_SPECIALIST = {"derm": "dermatologist", "eye": "ophthalmologist", "rad": "radiologist", "none": "clinician"}
 _NEGATION = re.compile(r"(?:\bno|\bnot|\bwithout)\s+$")
 _MARKER = re.compile(r"answer\s*(?:is|:|-)\s*:?", re.IGNORECASE)
 _NUMBER = re.compile(r"(?:\b(?:grade|level|stage|class)\s*(\d+)\b)|^\s*(\d+)\s*$")
@@ -71,15 +74,18 @@ def _names(labels: Sequence[str]) -> str:
 def question(labels: Sequence[str], task: Task, domain: str) -> str:
     noun = _DOMAIN_NOUN.get(domain, _DOMAIN_NOUN["none"])
     if task is Task.ORDINAL:
-        return (f"What is the severity grade of this {noun}, from grade 0 ({display_name(labels[0])}) "
-                f"to grade {len(labels) - 1} ({display_name(labels[-1])})?")
+        return (
+            f"What is the severity grade of this {noun}, from grade 0 ({display_name(labels[0])}) "
+            f"to grade {len(labels) - 1} ({display_name(labels[-1])})?"
+        )
     if task is Task.MULTILABEL:
         return f"What is the main finding in this {noun}?"
     return f"What is the diagnosis for this {noun}?"
 
 
-def build_prompt(style: str, labels: Sequence[str], task: Task | str, domain: str = "none",
-                 shots: Sequence[tuple[int, int]] = ()) -> Prompt:
+def build_prompt(
+    style: str, labels: Sequence[str], task: Task | str, domain: str = "none", shots: Sequence[tuple[int, int]] = ()
+) -> Prompt:
     """The prompt of one style; `shots` are (row, label index) examples for `few_shot`."""
     task = Task(task)
     if style not in STYLES:
@@ -92,14 +98,22 @@ def build_prompt(style: str, labels: Sequence[str], task: Task | str, domain: st
         options = "\n".join(f"({LETTERS[i]}) {display_name(x)}" for i, x in enumerate(labels))
         return Prompt(style, f"{q}\n{options}\nAnswer with the letter of one option.", True)
     if style == "chain_of_thought":
-        return Prompt(style, f"{q} The options are: {_names(labels)}. Think step by step about the "
-                             "visible features, then give the final answer on the last line as "
-                             "'Answer: <option>'.", False)
+        return Prompt(
+            style,
+            f"{q} The options are: {_names(labels)}. Think step by step about the "
+            "visible features, then give the final answer on the last line as "
+            "'Answer: <option>'.",
+            False,
+        )
     if style == "refined":
         specialist = _SPECIALIST.get(domain, _SPECIALIST["none"])
-        return Prompt(style, f"You are an experienced {specialist}. {q} Consider each of these "
-                             f"options in turn: {_names(labels)}. Reply with exactly one option "
-                             "from the list and nothing else.", False)
+        return Prompt(
+            style,
+            f"You are an experienced {specialist}. {q} Consider each of these "
+            f"options in turn: {_names(labels)}. Reply with exactly one option "
+            "from the list and nothing else.",
+            False,
+        )
     answers = tuple((int(row), display_name(labels[int(k)])) for row, k in shots)
     return Prompt(style, simple, False, answers)
 
@@ -155,14 +169,13 @@ def _candidates(text: str, labels: Sequence[str], task: Task, letters: bool) -> 
     return found
 
 
-def parse_answer(answer: str | None, labels: Sequence[str], task: Task | str,
-                 letters: bool = False) -> int | None:
+def parse_answer(answer: str | None, labels: Sequence[str], task: Task | str, letters: bool = False) -> int | None:
     """The label index an answer names, or None (unparsed); rules in the module docstring."""
     if not answer or not answer.strip():
         return None
     task = Task(task)
     markers = list(_MARKER.finditer(answer))
-    parts = [answer[markers[-1].end():], answer] if markers else [answer]
+    parts = [answer[markers[-1].end() :], answer] if markers else [answer]
     for part in parts:
         found = _candidates(part, labels, task, letters)
         if found:

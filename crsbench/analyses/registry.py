@@ -61,30 +61,51 @@ class AnalysisSpec:
     def columns(self, part: str, *names: str) -> tuple[str, ...]:
         """The declared columns of `part`, after checking `names` are among them (a reader's bug if not)."""
         if part not in self.outputs:
-            raise KeyError(f"analysis {self.name!r} declares no output part {part!r} "
-                           f"(declared: {', '.join(self.outputs) or 'none'})")
+            raise KeyError(
+                f"analysis {self.name!r} declares no output part {part!r} "
+                f"(declared: {', '.join(self.outputs) or 'none'})"
+            )
         missing = [n for n in names if n not in self.outputs[part]]
         if missing:
             raise KeyError(f"analysis {self.name!r} part {part!r} declares no column {missing[0]!r}")
         return self.outputs[part]
 
 
-def _spec(name: str, fn: AnalysisFn, *, params: Mapping[str, Any] | None = None,
-          description: str | None = None, outputs: Outputs | None = None) -> AnalysisSpec:
+def _spec(
+    name: str,
+    fn: AnalysisFn,
+    *,
+    params: Mapping[str, Any] | None = None,
+    description: str | None = None,
+    outputs: Outputs | None = None,
+) -> AnalysisSpec:
     doc = (fn.__doc__ or "").strip().splitlines()
-    return AnalysisSpec(name, fn, description or (doc[0] if doc else ""), dict(params or {}),
-                        {part: tuple(cols) for part, cols in (outputs or {}).items()})
+    return AnalysisSpec(
+        name,
+        fn,
+        description or (doc[0] if doc else ""),
+        dict(params or {}),
+        {part: tuple(cols) for part, cols in (outputs or {}).items()},
+    )
 
 
 # Every module of this package registers its analyses on import; discovering them (the
 # builtins) means adding an analysis never touches a shared list.
 ANALYSES: Registry[AnalysisSpec] = Registry(
-    "analysis", make=_spec, entry_point_group="crsbench.analyses",
-    builtins=tuple(f"crsbench.analyses.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])))
+    "analysis",
+    make=_spec,
+    entry_point_group="crsbench.analyses",
+    builtins=tuple(f"crsbench.analyses.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])),
+)
 
 
-def register_analysis(name: str, *, params: Mapping[str, Any] | None = None, description: str | None = None,
-                      outputs: Outputs | None = None) -> Callable[[AnalysisFn], AnalysisFn]:
+def register_analysis(
+    name: str,
+    *,
+    params: Mapping[str, Any] | None = None,
+    description: str | None = None,
+    outputs: Outputs | None = None,
+) -> Callable[[AnalysisFn], AnalysisFn]:
     """Register `fn` as analysis `name`; `params` declares every accepted param and its default,
     `outputs` every table part it may write and that part's columns (see `check_outputs`)."""
     if not _NAME.match(name) or name in _RESERVED:
@@ -115,8 +136,10 @@ def check_outputs(spec: AnalysisSpec, result: AnalysisResult) -> None:
     for part, frame in frames.items():
         missing = [c for c in spec.outputs[part] if c not in frame.columns]
         if missing:
-            raise ValueError(f"analysis {spec.name!r} part {part!r} lacks declared column(s) "
-                             f"{', '.join(missing)} (it has {', '.join(map(str, frame.columns))})")
+            raise ValueError(
+                f"analysis {spec.name!r} part {part!r} lacks declared column(s) "
+                f"{', '.join(missing)} (it has {', '.join(map(str, frame.columns))})"
+            )
 
 
 def resolve_params(spec: AnalysisSpec, params: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -125,9 +148,7 @@ def resolve_params(spec: AnalysisSpec, params: Mapping[str, Any] | None) -> dict
     unknown = sorted(set(given) - set(spec.params))
     if unknown:
         accepted = ", ".join(spec.params) or "none"
-        raise CrsbenchError(
-            f"analysis {spec.name} does not take {', '.join(unknown)} (accepted params: {accepted})"
-        )
+        raise CrsbenchError(f"analysis {spec.name} does not take {', '.join(unknown)} (accepted params: {accepted})")
     return {**spec.params, **given}
 
 
@@ -138,8 +159,7 @@ def table_name(analysis: str, part: str) -> str:
     return name
 
 
-def store_result(wh: Warehouse, name: str, result: AnalysisResult,
-                 params: Mapping[str, Any]) -> list[str]:
+def store_result(wh: Warehouse, name: str, result: AnalysisResult, params: Mapping[str, Any]) -> list[str]:
     """Write every output frame as `analysis_<name>_<part>` in one transaction; returns the table names.
 
     Tables an earlier run of the same analysis wrote but this run did not are dropped,
@@ -149,8 +169,7 @@ def store_result(wh: Warehouse, name: str, result: AnalysisResult,
     names = {table_name(name, part): frame for part, frame in frames.items()}
     params_json = json.dumps(dict(params), sort_keys=True, default=str)
     with wh.transaction() as con:
-        previous = [r[0] for r in con.execute(
-            "select table_name from analyses where analysis = ?", [name]).fetchall()]
+        previous = [r[0] for r in con.execute("select table_name from analyses where analysis = ?", [name]).fetchall()]
         for stale in sorted(set(previous) - set(names)):
             # Identifiers cannot be bound; every stored name passed table_name()'s check.
             if _NAME.match(stale):
@@ -169,8 +188,10 @@ def store_result(wh: Warehouse, name: str, result: AnalysisResult,
             )
             # The data dictionary inside the file (crsbench describe); COMMENT takes no parameters.
             part = table.removeprefix(f"analysis_{name}_")
-            doc = (f"Output '{part}' of analysis {name} (crsbench analyze {name}): {get_analysis(name).description} "
-                   f"Parameters and code version: table analyses. docs/METHODS.md §10-§12.")
+            doc = (
+                f"Output '{part}' of analysis {name} (crsbench analyze {name}): {get_analysis(name).description} "
+                f"Parameters and code version: table analyses. docs/METHODS.md §10-§12."
+            )
             con.execute(f'comment on table "{table}" is {sql_literal(doc)}')
     return list(names)
 
@@ -184,8 +205,9 @@ def _storable(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def run_analysis(wh: Warehouse, name: str, params: Mapping[str, Any] | None = None,
-                 store: bool = True) -> AnalysisResult:
+def run_analysis(
+    wh: Warehouse, name: str, params: Mapping[str, Any] | None = None, store: bool = True
+) -> AnalysisResult:
     """Run a registered analysis with validated params and (by default) store its tables."""
     spec = get_analysis(name)
     resolved = resolve_params(spec, params)

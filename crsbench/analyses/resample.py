@@ -34,9 +34,9 @@ class EvalImages:
     dataset_id: str
     task: Task
     row_index: np.ndarray  # (n,) store rows of the test images, ascending
-    labels: np.ndarray     # (n,) class index, or (n, L) 0/1 for multilabel
-    unit: np.ndarray       # (n,) resampling unit (group) code per image
-    stratum: np.ndarray    # (n_units,) stratum code per unit
+    labels: np.ndarray  # (n,) class index, or (n, L) 0/1 for multilabel
+    unit: np.ndarray  # (n,) resampling unit (group) code per image
+    stratum: np.ndarray  # (n_units,) stratum code per unit
     stratum_names: list[str]
 
 
@@ -53,16 +53,21 @@ class SeedDraws:
 
 def eval_images(wh: Warehouse, dataset_id: str) -> EvalImages:
     """The test split of a dataset with labels, groups and the strata described above."""
-    meta = wh.con.execute("select task, label_names from datasets where dataset_id = ?",
-                          [dataset_id]).fetchone()
+    meta = wh.con.execute("select task, label_names from datasets where dataset_id = ?", [dataset_id]).fetchone()
     if meta is None:
         raise CrsbenchError(f"dataset {dataset_id!r} is not in the warehouse")
     task, names = Task(meta[0]), list(meta[1])
-    images = wh.sql("select row_index, image_id, coalesce(group_id, image_id) as grp from images "
-                    "where dataset_id = ? and split = 'test' order by row_index", [dataset_id])
-    long = wh.sql("select l.image_id, l.label_idx from labels l join images i "
-                  "on i.dataset_id = l.dataset_id and i.image_id = l.image_id "
-                  "where l.dataset_id = ? and i.split = 'test' and l.value = 1", [dataset_id])
+    images = wh.sql(
+        "select row_index, image_id, coalesce(group_id, image_id) as grp from images "
+        "where dataset_id = ? and split = 'test' order by row_index",
+        [dataset_id],
+    )
+    long = wh.sql(
+        "select l.image_id, l.label_idx from labels l join images i "
+        "on i.dataset_id = l.dataset_id and i.image_id = l.image_id "
+        "where l.dataset_id = ? and i.split = 'test' and l.value = 1",
+        [dataset_id],
+    )
     position = pd.Series(np.arange(len(images)), index=images["image_id"])
     onehot = np.zeros((len(images), len(names)), dtype=np.int64)
     onehot[position.loc[long["image_id"]].to_numpy(), long["label_idx"].to_numpy()] = 1
@@ -79,8 +84,7 @@ def eval_images(wh: Warehouse, dataset_id: str) -> EvalImages:
         labels = onehot.argmax(axis=1)
         stratum = per_unit.argmax(axis=1)  # most frequent class, ties to the lowest index
         stratum_names = list(names)
-    return EvalImages(dataset_id, task, images["row_index"].to_numpy(np.int64), labels, unit,
-                   stratum, stratum_names)
+    return EvalImages(dataset_id, task, images["row_index"].to_numpy(np.int64), labels, unit, stratum, stratum_names)
 
 
 def check_strata(test: EvalImages) -> None:
@@ -91,7 +95,8 @@ def check_strata(test: EvalImages) -> None:
             raise CrsbenchError(
                 f"dataset {test.dataset_id}: class {test.stratum_names[code]!r} has {count} test "
                 f"image (group) in its resample stratum; the image-level bootstrap needs at least "
-                f"{MIN_UNITS_PER_STRATUM} (use --resample seeds)")
+                f"{MIN_UNITS_PER_STRATUM} (use --resample seeds)"
+            )
 
 
 def draw_images(test: EvalImages, replicates: int, rng: np.random.Generator) -> np.ndarray:
@@ -110,8 +115,14 @@ def draw_images(test: EvalImages, replicates: int, rng: np.random.Generator) -> 
     return np.ascontiguousarray(unit_counts[:, test.unit].T).astype(np.int16)
 
 
-def draw_seeds(seeds: Mapping[str, Sequence[int]], replicates: int, rng: np.random.Generator,
-               *, resample_seeds: bool = True, resample_images: bool = False) -> SeedDraws:
+def draw_seeds(
+    seeds: Mapping[str, Sequence[int]],
+    replicates: int,
+    rng: np.random.Generator,
+    *,
+    resample_seeds: bool = True,
+    resample_images: bool = False,
+) -> SeedDraws:
     """Replicate 0 = every seed once with the stored metrics. Replicates 1..R: per dataset one
     seed multiset drawn with replacement (every seed once when not resample_seeds), with the
     stored metrics (version 0) or, when resample_images, replicate r's rescored ones.
@@ -125,16 +136,25 @@ def draw_seeds(seeds: Mapping[str, Sequence[int]], replicates: int, rng: np.rand
     for dataset_id in sorted(seeds):
         values = np.asarray(sorted(seeds[dataset_id]))
         k = len(values)
-        picks = (np.sort(rng.integers(0, k, size=(replicates, k)), axis=1) if resample_seeds
-                 else np.tile(np.arange(k), (replicates, 1)))
+        picks = (
+            np.sort(rng.integers(0, k, size=(replicates, k)), axis=1)
+            if resample_seeds
+            else np.tile(np.arange(k), (replicates, 1))
+        )
         picks = np.vstack([np.arange(k)[None, :], picks])
         keyed = np.column_stack([version, picks])
         distinct, which = np.unique(keyed, axis=0, return_inverse=True)
         ids = next_id + np.arange(len(distinct))
-        draws.append(pd.DataFrame({"combo": np.repeat(ids, k),
-                                   "seed": values[distinct[:, 1:].ravel()]}))
-        maps.append(pd.DataFrame({"replicate": np.arange(replicates + 1), "dataset_id": dataset_id,
-                                  "combo": ids[np.asarray(which).ravel()],
-                                  "version": version}))
+        draws.append(pd.DataFrame({"combo": np.repeat(ids, k), "seed": values[distinct[:, 1:].ravel()]}))
+        maps.append(
+            pd.DataFrame(
+                {
+                    "replicate": np.arange(replicates + 1),
+                    "dataset_id": dataset_id,
+                    "combo": ids[np.asarray(which).ravel()],
+                    "version": version,
+                }
+            )
+        )
         next_id += len(distinct)
     return SeedDraws(pd.concat(draws, ignore_index=True), pd.concat(maps, ignore_index=True))

@@ -55,8 +55,11 @@ def scored_runs(wh: Warehouse, members: Sequence[str]) -> pd.DataFrame:
 
 def _needs_ece(runs: pd.DataFrame) -> np.ndarray:
     # Only the full-label clean ECE reaches an axis (calibration).
-    return ((runs["condition"] == "clean") & (runs["eval_dataset_id"] == runs["dataset_id"])
-            & np.isclose(runs["label_fraction"].to_numpy(float), 1.0)).to_numpy()
+    return (
+        (runs["condition"] == "clean")
+        & (runs["eval_dataset_id"] == runs["dataset_id"])
+        & np.isclose(runs["label_fraction"].to_numpy(float), 1.0)
+    ).to_numpy()
 
 
 def _load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -78,7 +81,7 @@ def _load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.n
         width = int(widths[a])
         if not np.all(widths[a:b] == width):
             raise CrsbenchError(f"run key {int(keys[a])}: prediction rows differ in length")
-        out[int(keys[a])] = (rows[a:b], flat[offsets[a]:offsets[b]].reshape(b - a, width))
+        out[int(keys[a])] = (rows[a:b], flat[offsets[a] : offsets[b]].reshape(b - a, width))
     return out
 
 
@@ -88,13 +91,20 @@ def missing_cells(runs: pd.DataFrame, have: set[int]) -> list[str]:
     lines = []
     for (encoder, dataset), group in lacking.groupby(["encoder_id", "dataset_id"], sort=True):
         first = group.iloc[0]
-        lines.append(f"{dataset} x {encoder}: {len(group)} runs without stored predictions "
-                     f"(e.g. {first.condition}, fraction {first.label_fraction:g}, seed {first.seed})")
+        lines.append(
+            f"{dataset} x {encoder}: {len(group)} runs without stored predictions "
+            f"(e.g. {first.condition}, fraction {first.label_fraction:g}, seed {first.seed})"
+        )
     return lines
 
 
-def rescore(wh: Warehouse, runs: pd.DataFrame, tests: Mapping[str, EvalImages],
-            weights: Mapping[str, np.ndarray], workers: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+def rescore(
+    wh: Warehouse,
+    runs: pd.DataFrame,
+    tests: Mapping[str, EvalImages],
+    weights: Mapping[str, np.ndarray],
+    workers: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
     """(auroc, ece), each (n_runs, R + 1): run `key` scored under each eval dataset's weight
     columns (column 0 = every image once). ECE is NaN where no axis reads it. Predictions are
     read one eval dataset at a time, so memory holds one dataset's predictions, not all."""
@@ -108,19 +118,28 @@ def rescore(wh: Warehouse, runs: pd.DataFrame, tests: Mapping[str, EvalImages],
         gaps += missing_cells(group, set(predictions))
         if gaps:
             continue
-        _score_eval_set(eval_id, group, predictions, tests[eval_id], weights[eval_id], needs_ece,
-                        auroc, ece, workers)
+        _score_eval_set(eval_id, group, predictions, tests[eval_id], weights[eval_id], needs_ece, auroc, ece, workers)
     if gaps:
-        raise CrsbenchError("bootstrap: predictions missing for " + "; ".join(sorted(set(gaps)))
-                            + " (rerun 'crsbench probe' for these cells, or use --resample seeds)")
+        raise CrsbenchError(
+            "bootstrap: predictions missing for "
+            + "; ".join(sorted(set(gaps)))
+            + " (rerun 'crsbench probe' for these cells, or use --resample seeds)"
+        )
     ece[~needs_ece] = np.nan
     return auroc, ece
 
 
-def _score_eval_set(eval_id: str, runs: pd.DataFrame,
-                    predictions: Mapping[int, tuple[np.ndarray, np.ndarray]], test: EvalImages,
-                    weights: np.ndarray, needs_ece: np.ndarray, auroc: np.ndarray, ece: np.ndarray,
-                    workers: int | None) -> None:
+def _score_eval_set(
+    eval_id: str,
+    runs: pd.DataFrame,
+    predictions: Mapping[int, tuple[np.ndarray, np.ndarray]],
+    test: EvalImages,
+    weights: np.ndarray,
+    needs_ece: np.ndarray,
+    auroc: np.ndarray,
+    ece: np.ndarray,
+    workers: int | None,
+) -> None:
     # Identical predictions score identically: one job per distinct prediction set.
     jobs: dict[bytes, list[int]] = defaultdict(list)
     for run in runs.itertuples():
@@ -129,7 +148,8 @@ def _score_eval_set(eval_id: str, runs: pd.DataFrame,
             raise CrsbenchError(
                 f"bootstrap: run {run.run_id} ({run.dataset_id} x {run.encoder_id}, {run.condition}) "
                 f"has predictions for {len(rows)} rows, not the {len(test.row_index)} test images of "
-                f"{eval_id}")
+                f"{eval_id}"
+            )
         jobs[hashlib.blake2b(probs.tobytes(), digest_size=16).digest()].append(int(run.key))
 
     def score(keys: list[int]) -> None:

@@ -39,10 +39,17 @@ from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 FULL = "full"
-PANEL_COLUMNS = ["grp", "kind", "size", "left_out", "n", "kendall_tau", "spearman_rho",
-                 "top3_overlap"]
-INSERTION_COLUMNS = ["mode", "trial", "step", "inserted", "n_base", "mean_displacement",
-                     "median_displacement", "max_displacement"]
+PANEL_COLUMNS = ["grp", "kind", "size", "left_out", "n", "kendall_tau", "spearman_rho", "top3_overlap"]
+INSERTION_COLUMNS = [
+    "mode",
+    "trial",
+    "step",
+    "inserted",
+    "n_base",
+    "mean_displacement",
+    "median_displacement",
+    "max_displacement",
+]
 
 
 def random_panel_sizes(n: int) -> tuple[int, int]:
@@ -51,8 +58,7 @@ def random_panel_sizes(n: int) -> tuple[int, int]:
     return tuple(int(np.clip(round(n * k / 15), low, high)) for k in (12, 10))  # type: ignore[return-value]
 
 
-def _group_axes(axes: pd.DataFrame, groups: Mapping[str, tuple[Sequence[str], Sequence[str]]]
-                ) -> pd.DataFrame:
+def _group_axes(axes: pd.DataFrame, groups: Mapping[str, tuple[Sequence[str], Sequence[str]]]) -> pd.DataFrame:
     """Stack one copy of the axes per group: groups maps grp -> (scored ids, member ids)."""
     parts = []
     by_id = axes.set_index("encoder_id")
@@ -64,8 +70,9 @@ def _group_axes(axes: pd.DataFrame, groups: Mapping[str, tuple[Sequence[str], Se
     return pd.concat(parts, ignore_index=True)[AXES_COLUMNS]
 
 
-def sub_panels(members: Sequence[str], random_panels: int, rng: np.random.Generator
-               ) -> dict[str, tuple[str, int, str | None, tuple[str, ...]]]:
+def sub_panels(
+    members: Sequence[str], random_panels: int, rng: np.random.Generator
+) -> dict[str, tuple[str, int, str | None, tuple[str, ...]]]:
     """grp -> (kind, size, left-out member, sub-panel): 'full', the LOO panels, the random ones."""
     n = len(members)
     out: dict[str, tuple[str, int, str | None, tuple[str, ...]]] = {FULL: (FULL, n, None, tuple(members))}
@@ -78,9 +85,14 @@ def sub_panels(members: Sequence[str], random_panels: int, rng: np.random.Genera
     return out
 
 
-@register_analysis("stability", params={"panel": None, "random_panels": 200, "seed": 0}, outputs={
-    "panels": PANEL_COLUMNS,
-    "summary": ("kind", "size", "n_panels", "mean_tau", "min_tau", "mean_top3", "share_top3_unchanged")})
+@register_analysis(
+    "stability",
+    params={"panel": None, "random_panels": 200, "seed": 0},
+    outputs={
+        "panels": PANEL_COLUMNS,
+        "summary": ("kind", "size", "n_panels", "mean_tau", "min_tau", "mean_top3", "share_top3_unchanged"),
+    },
+)
 def run_stability(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Reference stability: LOO and random sub-panels; Kendall tau and Top-3 vs the full panel."""
     panel, members = resolve_population(wh, params["panel"])
@@ -91,24 +103,34 @@ def run_stability(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     scores = score_groups(wh, _group_axes(axes, {g: (members, p[3]) for g, p in plan.items()}))
     reference = scores[scores["grp"] == FULL].set_index("encoder_id")["crs"]
     agreement = rank_agreement(wh, scores[scores["grp"] != FULL], reference)
-    meta = pd.DataFrame([(g, k, s, lo) for g, (k, s, lo, _) in plan.items() if g != FULL],
-                        columns=["grp", "kind", "size", "left_out"])
+    meta = pd.DataFrame(
+        [(g, k, s, lo) for g, (k, s, lo, _) in plan.items() if g != FULL], columns=["grp", "kind", "size", "left_out"]
+    )
     table = meta.merge(agreement, on="grp", how="left")[PANEL_COLUMNS]
-    summary = (table.groupby(["kind", "size"], sort=False)
-               .agg(n_panels=("grp", "size"), mean_tau=("kendall_tau", "mean"),
-                    min_tau=("kendall_tau", "min"), mean_top3=("top3_overlap", "mean"),
-                    share_top3_unchanged=("top3_overlap", lambda x: float((x == 1).mean())))
-               .reset_index())
+    summary = (
+        table.groupby(["kind", "size"], sort=False)
+        .agg(
+            n_panels=("grp", "size"),
+            mean_tau=("kendall_tau", "mean"),
+            min_tau=("kendall_tau", "min"),
+            mean_top3=("top3_overlap", "mean"),
+            share_top3_unchanged=("top3_overlap", lambda x: float((x == 1).mean())),
+        )
+        .reset_index()
+    )
     incomplete = int((table["n"].fillna(0) < len(members)).sum())
-    notes = [f"panel {panel}: {len(members)} members; random sub-panel sizes "
-             f"{random_panel_sizes(len(members))}, {params['random_panels']} each"]
+    notes = [
+        f"panel {panel}: {len(members)} members; random sub-panel sizes "
+        f"{random_panel_sizes(len(members))}, {params['random_panels']} each"
+    ]
     if incomplete:
         notes.append(f"{incomplete} sub-panel(s) left some encoder unscored (a degenerate anchor)")
     return AnalysisResult(tables={"panels": table}, summary=summary, notes=notes)
 
 
-def insertion_plan(members: Sequence[str], trials: int, rng: np.random.Generator
-                   ) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
+def insertion_plan(
+    members: Sequence[str], trials: int, rng: np.random.Generator
+) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     """Per trial (base, inserted in order): a random base of n - k members, k = min(3, n - 2)."""
     k = min(3, len(members) - 2)
     plans = []
@@ -118,8 +140,9 @@ def insertion_plan(members: Sequence[str], trials: int, rng: np.random.Generator
     return plans
 
 
-def insertion_scores(wh: Warehouse, axes: pd.DataFrame,
-                     plans: Sequence[tuple[tuple[str, ...], tuple[str, ...]]]) -> pd.DataFrame:
+def insertion_scores(
+    wh: Warehouse, axes: pd.DataFrame, plans: Sequence[tuple[tuple[str, ...], tuple[str, ...]]]
+) -> pd.DataFrame:
     """CRS of everyone scored at each step, grp = 'mode:trial:step', in both modes."""
     cohort, fixed = {}, {}
     for t, (base, added) in enumerate(plans):
@@ -134,12 +157,14 @@ def insertion_scores(wh: Warehouse, axes: pd.DataFrame,
     steps = pd.DataFrame({"grp": list(fixed)})
     steps["trial"] = steps["grp"].str.split(":").str[1]
     frozen = steps.merge(base_anchors.drop(columns="grp"), on="trial")
-    return pd.concat([score_groups(wh, _group_axes(axes, cohort)),
-                      score_groups(wh, fixed_axes, anchors=frozen)], ignore_index=True)
+    return pd.concat(
+        [score_groups(wh, _group_axes(axes, cohort)), score_groups(wh, fixed_axes, anchors=frozen)], ignore_index=True
+    )
 
 
-def displacements(scores: pd.DataFrame, plans: Sequence[tuple[tuple[str, ...], tuple[str, ...]]]
-                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+def displacements(
+    scores: pd.DataFrame, plans: Sequence[tuple[tuple[str, ...], tuple[str, ...]]]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per insertion: |CRS after - CRS before| of the base encoders; and every single value."""
     crs = scores.set_index(["grp", "encoder_id"])["crs"]
     rows, values = [], []
@@ -150,15 +175,26 @@ def displacements(scores: pd.DataFrame, plans: Sequence[tuple[tuple[str, ...], t
                 after = crs.loc[f"{mode}:{t}:{step}"].reindex(list(base)).to_numpy(float)
                 moved = np.abs(after - before)
                 values.append(pd.DataFrame({"mode": mode, "displacement": moved}))
-                rows.append({"mode": mode, "trial": t, "step": step, "inserted": added[step - 1],
-                             "n_base": len(base), "mean_displacement": float(np.mean(moved)),
-                             "median_displacement": float(np.median(moved)),
-                             "max_displacement": float(np.max(moved))})
+                rows.append(
+                    {
+                        "mode": mode,
+                        "trial": t,
+                        "step": step,
+                        "inserted": added[step - 1],
+                        "n_base": len(base),
+                        "mean_displacement": float(np.mean(moved)),
+                        "median_displacement": float(np.median(moved)),
+                        "max_displacement": float(np.max(moved)),
+                    }
+                )
     return pd.DataFrame(rows, columns=INSERTION_COLUMNS), pd.concat(values, ignore_index=True)
 
 
-@register_analysis("insertion", params={"panel": None, "trials": 30, "seed": 0}, outputs={
-    "insertions": INSERTION_COLUMNS, "summary": ("mode", "n_insertions", "n_scores", "mean", "median", "max")})
+@register_analysis(
+    "insertion",
+    params={"panel": None, "trials": 30, "seed": 0},
+    outputs={"insertions": INSERTION_COLUMNS, "summary": ("mode", "n_insertions", "n_scores", "mean", "median", "max")},
+)
 def run_insertion(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Insertion: displacement of existing CRS under cohort renormalisation vs fixed reference."""
     panel, members = resolve_population(wh, params["panel"])
@@ -166,14 +202,16 @@ def run_insertion(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         raise CrsbenchError(f"insertion: panel {panel!r} has {len(members)} members; needs >= 3")
     plans = insertion_plan(members, int(params["trials"]), np.random.default_rng(int(params["seed"])))
     table, values = displacements(insertion_scores(wh, member_axes(wh, members), plans), plans)
-    summary = (values.groupby("mode", sort=False)["displacement"]
-               .agg(n_scores="size", mean="mean", median="median", max="max")
-               .reset_index())
+    summary = (
+        values.groupby("mode", sort=False)["displacement"]
+        .agg(n_scores="size", mean="mean", median="median", max="max")
+        .reset_index()
+    )
     summary.insert(1, "n_insertions", summary["mode"].map(table.groupby("mode").size()))
     fixed_max = float(summary.loc[summary["mode"] == "fixed", "max"].iloc[0])
-    notes = [f"panel {panel}: {len(plans)} trials, base of {len(plans[0][0])}, "
-             f"{len(plans[0][1])} insertions each",
-             f"fixed reference: largest displacement {fixed_max!r} "
-             + ("(exactly 0, as METHODS.md §8.5 promises)" if fixed_max == 0.0
-                else "(NOT 0: invariance broken)")]
+    notes = [
+        f"panel {panel}: {len(plans)} trials, base of {len(plans[0][0])}, {len(plans[0][1])} insertions each",
+        f"fixed reference: largest displacement {fixed_max!r} "
+        + ("(exactly 0, as METHODS.md §8.5 promises)" if fixed_max == 0.0 else "(NOT 0: invariance broken)"),
+    ]
     return AnalysisResult(tables={"insertions": table}, summary=summary, notes=notes)

@@ -36,38 +36,50 @@ from crsbench.warehouse.connection import Warehouse
 
 DEFAULT = "default"
 ALTERNATIVE_AXIS_WEIGHTS = (0.30, 0.30, 0.15, 0.25)
-DRAW_COLUMNS = ["grp", "family", *AXIS_WEIGHTS, *TERM_WEIGHTS, "n", "kendall_tau",
-                "spearman_rho", "top3_overlap", "top3_unchanged"]
+DRAW_COLUMNS = [
+    "grp",
+    "family",
+    *AXIS_WEIGHTS,
+    *TERM_WEIGHTS,
+    "n",
+    "kendall_tau",
+    "spearman_rho",
+    "top3_overlap",
+    "top3_unchanged",
+]
 
 
 def weight_draws(draws: int, alpha: float, rng: np.random.Generator) -> pd.DataFrame:
     """The alternative axis weights and the Dirichlet draws: grp, family, w_*, one row per grp."""
     default = dict(DEFAULT_WEIGHTS)
-    rows = [{"grp": "alternative", "family": "alternative", **default,
-             **dict(zip(AXIS_WEIGHTS, ALTERNATIVE_AXIS_WEIGHTS))}]
+    rows = [
+        {"grp": "alternative", "family": "alternative", **default, **dict(zip(AXIS_WEIGHTS, ALTERNATIVE_AXIS_WEIGHTS))}
+    ]
     for i, w in enumerate(rng.dirichlet([alpha] * len(AXIS_WEIGHTS), size=draws)):
         rows.append({"grp": f"axis:{i}", "family": "axis", **default, **dict(zip(AXIS_WEIGHTS, w))})
     for i, w in enumerate(rng.dirichlet([alpha] * len(TERM_WEIGHTS), size=draws)):
-        rows.append({"grp": f"component:{i}", "family": "component", **default,
-                     **dict(zip(TERM_WEIGHTS, w))})
+        rows.append({"grp": f"component:{i}", "family": "component", **default, **dict(zip(TERM_WEIGHTS, w))})
     return pd.DataFrame(rows)
 
 
-def weight_sensitivity(wh: Warehouse, members: Sequence[str], anchors: pd.DataFrame,
-                       weights: pd.DataFrame) -> pd.DataFrame:
+def weight_sensitivity(
+    wh: Warehouse, members: Sequence[str], anchors: pd.DataFrame, weights: pd.DataFrame
+) -> pd.DataFrame:
     """Rank agreement of each weighting (weights: grp, family, w_*) with the protocol defaults (METHODS.md §14).
 
     anchors: the global (axis, lo, hi) every weighting uses. Returns DRAW_COLUMNS per grp.
     """
     weights = weights[weights["grp"] != DEFAULT]
     grps = [DEFAULT, *weights["grp"]]
-    table = pd.concat([pd.DataFrame([{"grp": DEFAULT, "family": DEFAULT, **DEFAULT_WEIGHTS}]),
-                       weights], ignore_index=True)
+    table = pd.concat(
+        [pd.DataFrame([{"grp": DEFAULT, "family": DEFAULT, **DEFAULT_WEIGHTS}]), weights], ignore_index=True
+    )
     axes = member_axes(wh, members)
     stacked = pd.concat([axes.assign(grp=g) for g in grps], ignore_index=True)
     stacked = stacked.assign(scope=GLOBAL, in_panel=True)
-    stacked_anchors = pd.concat([anchors[["axis", "lo", "hi"]].assign(grp=g) for g in grps],
-                                ignore_index=True).assign(scope=GLOBAL)
+    stacked_anchors = pd.concat([anchors[["axis", "lo", "hi"]].assign(grp=g) for g in grps], ignore_index=True).assign(
+        scope=GLOBAL
+    )
     scores = score_groups(wh, stacked, stacked_anchors, table)
     reference = scores[scores["grp"] == DEFAULT].set_index("encoder_id")["crs"]
     agreement = rank_agreement(wh, scores[scores["grp"] != DEFAULT], reference)
@@ -76,19 +88,32 @@ def weight_sensitivity(wh: Warehouse, members: Sequence[str], anchors: pd.DataFr
     return out[DRAW_COLUMNS].reset_index(drop=True)
 
 
-@register_analysis("weights", params={"panel": None, "draws": 500, "alpha": 1.0, "seed": 0}, outputs={
-    "draws": DRAW_COLUMNS,
-    "summary": ("family", "n_weightings", "mean_tau", "min_tau", "share_top3_unchanged")})
+@register_analysis(
+    "weights",
+    params={"panel": None, "draws": 500, "alpha": 1.0, "seed": 0},
+    outputs={
+        "draws": DRAW_COLUMNS,
+        "summary": ("family", "n_weightings", "mean_tau", "min_tau", "share_top3_unchanged"),
+    },
+)
 def run_weights(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Scalarisation: Dirichlet axis / component weights; Kendall tau and Top-3 vs the default."""
     panel, members = resolve_population(wh, params["panel"])
     rng = np.random.default_rng(int(params["seed"]))
     weights = weight_draws(int(params["draws"]), float(params["alpha"]), rng)
     table = weight_sensitivity(wh, members, panel_anchors(wh, panel, members), weights)
-    summary = (table.groupby("family", sort=False)
-               .agg(n_weightings=("grp", "size"), mean_tau=("kendall_tau", "mean"),
-                    min_tau=("kendall_tau", "min"), share_top3_unchanged=("top3_unchanged", "mean"))
-               .reset_index())
-    notes = [f"panel {panel}: {len(members)} members, {params['draws']} Dirichlet(alpha="
-             f"{params['alpha']}) draws each of axis and component weights"]
+    summary = (
+        table.groupby("family", sort=False)
+        .agg(
+            n_weightings=("grp", "size"),
+            mean_tau=("kendall_tau", "mean"),
+            min_tau=("kendall_tau", "min"),
+            share_top3_unchanged=("top3_unchanged", "mean"),
+        )
+        .reset_index()
+    )
+    notes = [
+        f"panel {panel}: {len(members)} members, {params['draws']} Dirichlet(alpha="
+        f"{params['alpha']}) draws each of axis and component weights"
+    ]
     return AnalysisResult(tables={"draws": table}, summary=summary, notes=notes)

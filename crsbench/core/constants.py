@@ -18,10 +18,17 @@ AXES: Final[tuple[str, ...]] = ("discrimination", "calibration", "label_efficien
 AXIS_WEIGHTS: Final[tuple[str, ...]] = ("w_d", "w_c", "w_le", "w_r")
 TERM_WEIGHTS: Final[tuple[str, ...]] = ("w_dom", "w_ideal", "w_worst")
 # The default CRS weights (METHODS §8.3): equal axes; dominance 0.60, ideal 0.25, worst 0.15.
-CRS_WEIGHTS: Final = MappingProxyType({
-    "w_d": 0.25, "w_c": 0.25, "w_le": 0.25, "w_r": 0.25,
-    "w_dom": 0.60, "w_ideal": 0.25, "w_worst": 0.15,
-})
+CRS_WEIGHTS: Final = MappingProxyType(
+    {
+        "w_d": 0.25,
+        "w_c": 0.25,
+        "w_le": 0.25,
+        "w_r": 0.25,
+        "w_dom": 0.60,
+        "w_ideal": 0.25,
+        "w_worst": 0.15,
+    }
+)
 
 # Relative depths at which features are read (METHODS §2).
 DEPTHS: Final[tuple[float, ...]] = (0.25, 0.50, 0.75, 1.0)

@@ -16,8 +16,14 @@ from pathlib import Path
 from typing import Any
 
 # The distributions whose versions can change a number; keys are the `provenance` view's columns.
-LIBRARIES = {"torch": "torch", "timm": "timm", "transformers": "transformers", "duckdb": "duckdb",
-             "numpy": "numpy", "scikit_learn": "scikit-learn"}
+LIBRARIES = {
+    "torch": "torch",
+    "timm": "timm",
+    "transformers": "transformers",
+    "duckdb": "duckdb",
+    "numpy": "numpy",
+    "scikit_learn": "scikit-learn",
+}
 FIELDS = ("crsbench_version", "git_commit", *LIBRARIES, "cpu_capability", "threads", "device")
 
 
@@ -26,8 +32,7 @@ def git_commit() -> str | None:
     """The commit of the crsbench checkout this code runs from, or None outside a git checkout."""
     here = Path(__file__).resolve().parent
     try:
-        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True,
-                              timeout=5)
+        proc = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.SubprocessError):
         return None
     commit = proc.stdout.strip()
@@ -45,16 +50,23 @@ def _version(distribution: str) -> str | None:
 def _static() -> dict[str, Any]:
     from crsbench.core.version import __version__
 
-    return {"crsbench_version": __version__, "git_commit": git_commit(),
-            **{key: _version(dist) for key, dist in LIBRARIES.items()}}
+    return {
+        "crsbench_version": __version__,
+        "git_commit": git_commit(),
+        **{key: _version(dist) for key, dist in LIBRARIES.items()},
+    }
 
 
 def collect(device: str = "cpu", threads: int | None = None) -> dict[str, Any]:
     """Every provenance field for work done now on `device` with `threads` (default: torch's count)."""
     import torch
 
-    return {**_static(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "threads": int(threads if threads is not None else torch.get_num_threads()), "device": device}
+    return {
+        **_static(),
+        "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "threads": int(threads if threads is not None else torch.get_num_threads()),
+        "device": device,
+    }
 
 
 def to_json(record: dict[str, Any]) -> str:

@@ -29,8 +29,14 @@ class Registry(Generic[T]):
     by it, e.g. the metrics' column order); callers sort where they want sorted.
     """
 
-    def __init__(self, kind: str, *, make: Callable[..., T] | None = None,
-                 builtins: tuple[str, ...] = (), entry_point_group: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        *,
+        make: Callable[..., T] | None = None,
+        builtins: tuple[str, ...] = (),
+        entry_point_group: str | None = None,
+    ) -> None:
         self.kind = kind
         self._make = make
         self._builtins = builtins
@@ -51,9 +57,11 @@ class Registry(Generic[T]):
 
     def register(self, name: str, **meta: Any) -> Callable[[F], F]:
         """Decorator: `@REG.register("name", **meta)` stores `make(name, obj, **meta)`."""
+
         def wrap(obj: F) -> F:
             self.add(name, self._make(name, obj, **meta) if self._make else obj)  # type: ignore[arg-type]
             return obj
+
         return wrap
 
     def get(self, name: str) -> T:

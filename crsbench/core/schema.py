@@ -25,8 +25,13 @@ ObjectKind = Literal["table", "view"]
 
 # DuckDB type -> Arrow type of a Parquet part column (the types the parts use).
 _ARROW_TYPES: dict[str, str] = {
-    "VARCHAR": "string", "DOUBLE": "float64", "FLOAT": "float32", "INTEGER": "int32",
-    "BIGINT": "int64", "TINYINT": "int8", "BOOLEAN": "bool_",
+    "VARCHAR": "string",
+    "DOUBLE": "float64",
+    "FLOAT": "float32",
+    "INTEGER": "int32",
+    "BIGINT": "int64",
+    "TINYINT": "int8",
+    "BOOLEAN": "bool_",
 }
 
 
@@ -108,16 +113,20 @@ class Schema:
 
     def add_column_sql(self, version: int) -> list[str]:
         """The ALTER TABLE statements that bring a version - 1 table to `version`."""
-        return [f"alter table {sql_identifier(self.name)} add column if not exists {c.ddl()}"
-                for c in self.columns if c.since == version]
+        return [
+            f"alter table {sql_identifier(self.name)} add column if not exists {c.ddl()}"
+            for c in self.columns
+            if c.since == version
+        ]
 
     def arrow(self) -> pa.Schema:
         import pyarrow as pa
 
         return pa.schema([(c.name, c.arrow_type()) for c in self.columns])
 
-    def comment_sql(self, kind: ObjectKind = "table", present: Sequence[str] | None = None,
-                    catalog: str | None = None) -> list[str]:
+    def comment_sql(
+        self, kind: ObjectKind = "table", present: Sequence[str] | None = None, catalog: str | None = None
+    ) -> list[str]:
         """COMMENT ON statements for the object and each column (those in `present`, if given).
 
         `catalog` qualifies the name (`catalog.main.name`), e.g. so a persisted view is meant
@@ -128,8 +137,11 @@ class Schema:
         if catalog is not None:
             table = f"{sql_identifier(catalog)}.main.{table}"
         statements = [f"comment on {kind} {table} is {sql_literal(self.doc)}"]
-        statements += [f"comment on column {table}.{sql_identifier(c.name)} is {sql_literal(c.doc)}"
-                       for c in self.columns if present is None or c.name in present]
+        statements += [
+            f"comment on column {table}.{sql_identifier(c.name)} is {sql_literal(c.doc)}"
+            for c in self.columns
+            if present is None or c.name in present
+        ]
         return statements
 
 
@@ -146,37 +158,60 @@ def sql_literal(text: str) -> str:
 # -- the run record -----------------------------------------------------------------------
 
 _M = "docs/METHODS.md"
-RUN_DOC = (f"One row per evaluation of one fitted probe on one condition (a run record): the fit's "
-           f"key, the metrics and the context. Append-only Parquet parts. {_M} §3, §4.")
+RUN_DOC = (
+    f"One row per evaluation of one fitted probe on one condition (a run record): the fit's "
+    f"key, the metrics and the context. Append-only Parquet parts. {_M} §3, §4."
+)
 
 RUN_IDENTITY: tuple[Column, ...] = (
-    Column("run_id", "VARCHAR", f"Id of this evaluation: hash of (fit_id, eval_dataset_id, condition), "
-                                f"so reruns produce the same id. {_M} §3."),
-    Column("fit_id", "VARCHAR", f"Id of the probe fit: hash of (encoder, dataset, depth, probe, label "
-                                f"fraction, seed, regime). {_M} §3."),
+    Column(
+        "run_id",
+        "VARCHAR",
+        f"Id of this evaluation: hash of (fit_id, eval_dataset_id, condition), so reruns produce the same id. {_M} §3.",
+    ),
+    Column(
+        "fit_id",
+        "VARCHAR",
+        f"Id of the probe fit: hash of (encoder, dataset, depth, probe, label fraction, seed, regime). {_M} §3.",
+    ),
     Column("encoder_id", "VARCHAR", f"Encoder id (registry name) whose features were probed. {_M} §2."),
     Column("dataset_id", "VARCHAR", f"Dataset the probe was trained on (the source). {_M} §1."),
-    Column("eval_dataset_id", "VARCHAR", f"Dataset evaluated: the source itself, or a shift target "
-                                         f"(condition shift). {_M} §3."),
+    Column(
+        "eval_dataset_id",
+        "VARCHAR",
+        f"Dataset evaluated: the source itself, or a shift target (condition shift). {_M} §3.",
+    ),
     Column("regime", "VARCHAR", f"Encoder regime: frozen, or an adapted variant such as lora-s0. {_M} §13."),
     Column("probe", "VARCHAR", f"Probe estimator: logreg (primary), mlp or knn. {_M} §3."),
-    Column("depth", "DOUBLE", f"Relative encoder depth of the features: 0.25, 0.5, 0.75 or 1.0 "
-                              f"(last block). {_M} §2."),
-    Column("label_fraction", "DOUBLE", f"Fraction of the training split the probe was fitted on: "
-                                       f"0.01, 0.05, 0.10, 0.25 or 1.0. {_M} §1."),
+    Column("depth", "DOUBLE", f"Relative encoder depth of the features: 0.25, 0.5, 0.75 or 1.0 (last block). {_M} §2."),
+    Column(
+        "label_fraction",
+        "DOUBLE",
+        f"Fraction of the training split the probe was fitted on: 0.01, 0.05, 0.10, 0.25 or 1.0. {_M} §1.",
+    ),
     Column("seed", "INTEGER", f"Seed of the label-fraction subset and of a seeded probe: 0..4. {_M} §1."),
-    Column("condition", "VARCHAR", f"Evaluation condition: clean, <perturbation>-s<severity 1..3>, calib "
-                                   f"(the clean calibration split) or shift (the target's clean test "
-                                   f"split). {_M} §2, §3."),
+    Column(
+        "condition",
+        "VARCHAR",
+        f"Evaluation condition: clean, <perturbation>-s<severity 1..3>, calib "
+        f"(the clean calibration split) or shift (the target's clean test "
+        f"split). {_M} §2, §3.",
+    ),
 )
 
 RUN_CONTEXT: tuple[Column, ...] = (
     Column("n_train", "INTEGER", f"Training images the probe was fitted on; count. {_M} §1."),
     Column("n_test", "INTEGER", f"Images evaluated; count. {_M} §3."),
-    Column("fit_seconds", "DOUBLE", f"Wall-clock seconds of the probe fit (shared fits report the "
-                                    f"one fit's time); lower is cheaper. {_M} §3."),
-    Column("pretrained", "BOOLEAN", f"Whether the encoder used pretrained weights; false marks tiny "
-                                    f"random-initialised stand-ins. {_M} §2."),
+    Column(
+        "fit_seconds",
+        "DOUBLE",
+        f"Wall-clock seconds of the probe fit (shared fits report the one fit's time); lower is cheaper. {_M} §3.",
+    ),
+    Column(
+        "pretrained",
+        "BOOLEAN",
+        f"Whether the encoder used pretrained weights; false marks tiny random-initialised stand-ins. {_M} §2.",
+    ),
     Column("code_version", "VARCHAR", f"crsbench version that wrote the record. {_M} §4."),
     Column("created_at", "TIMESTAMPTZ", f"When the record was written (UTC). {_M} §4."),
 )
@@ -197,11 +232,14 @@ PREDICTIONS = Schema(
         Column("fit_id", "VARCHAR", f"The probe fit (runs.fit_id). {_M} §3."),
         Column("eval_dataset_id", "VARCHAR", f"Dataset of the image (the source or a shift target). {_M} §3."),
         Column("condition", "VARCHAR", f"Evaluation condition, as runs.condition. {_M} §2, §3."),
-        Column("row_index", "INTEGER", f"Row of the image in its dataset's image table (images.row_index). "
-                                       f"{_M} §1."),
+        Column("row_index", "INTEGER", f"Row of the image in its dataset's image table (images.row_index). {_M} §1."),
         Column("image_id", "VARCHAR", f"Stable image id (images.image_id). {_M} §1."),
-        Column("probs", "FLOAT[]", f"Predicted probabilities, float32: one per class summing to 1 "
-                                   f"(multiclass/ordinal) or one per label, p(label = 1) (multilabel); "
-                                   f"each in [0, 1]. {_M} §4."),
+        Column(
+            "probs",
+            "FLOAT[]",
+            f"Predicted probabilities, float32: one per class summing to 1 "
+            f"(multiclass/ordinal) or one per label, p(label = 1) (multilabel); "
+            f"each in [0, 1]. {_M} §4.",
+        ),
     ),
 )

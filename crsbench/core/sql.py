@@ -1,7 +1,7 @@
 """The SQL macros rendered from core's constants; the warehouse creates them before any view.
 
-    fn_crs_weight(name)                the default CRS weight `name` (w_d, ..., w_worst; else NULL), METHODS §8.3
-    fn_encoder_key(encoder_id, regime) the `encoder@regime` key, as `EncoderKey.__str__` prints it
+fn_crs_weight(name)                the default CRS weight `name` (w_d, ..., w_worst; else NULL), METHODS §8.3
+fn_encoder_key(encoder_id, regime) the `encoder@regime` key, as `EncoderKey.__str__` prints it
 """
 
 from __future__ import annotations

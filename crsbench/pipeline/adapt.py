@@ -52,8 +52,9 @@ def parse_seeds(text: str) -> tuple[int, ...]:
     return tuple(dict.fromkeys(seeds))
 
 
-def adapt_encoder(db: Path, store_url: str, encoder: str, dataset: str, config: AdaptConfig,
-                  progress: ProgressFn | None = None) -> AdaptResult:
+def adapt_encoder(
+    db: Path, store_url: str, encoder: str, dataset: str, config: AdaptConfig, progress: ProgressFn | None = None
+) -> AdaptResult:
     """Train (or reuse) one adapter per seed and extract each variant on the dataset and its shift targets."""
     from crsbench.features.adapt import ADAPTER_FILE, LoraSettings, adapt, adapter_dir, load_adapted, save_adapter
     from crsbench.features.extraction import extract
@@ -81,24 +82,58 @@ def adapt_encoder(db: Path, store_url: str, encoder: str, dataset: str, config: 
         folder = adapter_dir(root, entry.id, dataset, seed)
         trained = config.force or not (folder / ADAPTER_FILE).exists()
         if trained:
-            result = adapt(source, entry, seed=seed, settings=settings, device=config.device,
-                           weights=base_weights, progress=progress)
-            save_adapter(result, folder, {
-                "encoder_id": entry.id, "dataset": dataset, "seed": seed, "regime": lora_regime(seed),
-                **{k: getattr(settings, k) for k in ("rank", "alpha", "dropout", "lr", "epochs", "batch_size",
-                                                     "max_steps")}})
+            result = adapt(
+                source,
+                entry,
+                seed=seed,
+                settings=settings,
+                device=config.device,
+                weights=base_weights,
+                progress=progress,
+            )
+            save_adapter(
+                result,
+                folder,
+                {
+                    "encoder_id": entry.id,
+                    "dataset": dataset,
+                    "seed": seed,
+                    "regime": lora_regime(seed),
+                    **{
+                        k: getattr(settings, k)
+                        for k in ("rank", "alpha", "dropout", "lr", "epochs", "batch_size", "max_steps")
+                    },
+                },
+            )
             if result.adapter_norm == 0.0:
-                notes.append(f"seed {seed}: the adapters received no gradient (still at their "
-                             f"zero init); the variant equals the frozen encoder")
+                notes.append(
+                    f"seed {seed}: the adapters received no gradient (still at their "
+                    f"zero init); the variant equals the frozen encoder"
+                )
         # What is extracted is what was saved: always reload from the adapter folder.
         model = load_adapted(entry, folder, weights=base_weights)
         for ds in [source, *targets]:
             ref = FeatureSetRef(ds.name, entry.id, lora_regime(seed))
-            attrs = extract(ds, entry, store_url, regime=ref.regime, model=model, device=config.device,
-                            force=trained, progress=progress)
+            attrs = extract(
+                ds,
+                entry,
+                store_url,
+                regime=ref.regime,
+                model=model,
+                device=config.device,
+                force=trained,
+                progress=progress,
+            )
             with Warehouse.open(db) as wh:
                 catalog.register_encoder(wh, entry)
                 catalog.record_feature_set(wh, store_url, ref, attrs)
-            rows.append({"encoder": ref.key, "dataset": ds.name, "adapter": str(folder), "trained": trained,
-                         "features": "skipped (complete)" if attrs.get("skipped") else "extracted"})
+            rows.append(
+                {
+                    "encoder": ref.key,
+                    "dataset": ds.name,
+                    "adapter": str(folder),
+                    "trained": trained,
+                    "features": "skipped (complete)" if attrs.get("skipped") else "extracted",
+                }
+            )
     return AdaptResult(root, pd.DataFrame(rows), notes, EncoderKey(entry.id, lora_regime(config.seeds[0])))

@@ -50,14 +50,20 @@ def expand(values: Sequence[str], every: Sequence[str], keyword: str) -> list[st
     """`values` with `keyword` replaced by `every`, duplicates dropped, order kept."""
     out: list[str] = []
     for value in values:
-        for item in (every if value == keyword else [value]):
+        for item in every if value == keyword else [value]:
             if item not in out:
                 out.append(item)
     return out
 
 
-def extract_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Sequence[str],
-                config: ExtractConfig, progress: ProgressFn | None = None) -> pd.DataFrame:
+def extract_all(
+    db: Path,
+    store_url: str,
+    encoders: Sequence[str],
+    datasets: Sequence[str],
+    config: ExtractConfig,
+    progress: ProgressFn | None = None,
+) -> pd.DataFrame:
     """Extract every (encoder, dataset) pair once (complete sets are skipped unless forced).
 
     `encoders` may name 'all-tiny' and `datasets` 'all'. With 'all', chest-only encoders skip
@@ -83,14 +89,29 @@ def extract_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Seq
             if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
                 rows.append({"encoder": entry.id, "dataset": ds.name, "status": "not applicable", "seconds": 0.0})
                 continue
-            attrs = extract(ds, entry, store_url, device=config.device, batch_size=config.batch_size,
-                            force=config.force, weights=str(config.weights) if config.weights else None,
-                            progress=progress, dtype=config.dtype, compute_dtype=config.compute_dtype,
-                            chunk_rows=config.chunk_rows, allow_download=config.allow_download or None)
+            attrs = extract(
+                ds,
+                entry,
+                store_url,
+                device=config.device,
+                batch_size=config.batch_size,
+                force=config.force,
+                weights=str(config.weights) if config.weights else None,
+                progress=progress,
+                dtype=config.dtype,
+                compute_dtype=config.compute_dtype,
+                chunk_rows=config.chunk_rows,
+                allow_download=config.allow_download or None,
+            )
             with Warehouse.open(db) as wh:
                 catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
                 catalog.record_feature_set(wh, store_url, FeatureSetRef(ds.name, entry.id), attrs)
-            rows.append({"encoder": entry.id, "dataset": ds.name,
-                         "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
-                         "seconds": round(float(attrs.get("seconds", 0.0)), 2)})
+            rows.append(
+                {
+                    "encoder": entry.id,
+                    "dataset": ds.name,
+                    "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
+                    "seconds": round(float(attrs.get("seconds", 0.0)), 2),
+                }
+            )
     return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds"])

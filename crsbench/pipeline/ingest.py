@@ -36,9 +36,17 @@ class IngestConfig:
     yes: bool = False  # replacing with other data: retire stale runs and feature sets without asking
 
 
-def ingest_dataset(db: Path, adapter: str, path: Path, name: str, config: IngestConfig,
-                   progress: ProgressFn | None = None, *, confirm: Callable[[str], bool] | None = None,
-                   store: str | None = None) -> Dataset:
+def ingest_dataset(
+    db: Path,
+    adapter: str,
+    path: Path,
+    name: str,
+    config: IngestConfig,
+    progress: ProgressFn | None = None,
+    *,
+    confirm: Callable[[str], bool] | None = None,
+    store: str | None = None,
+) -> Dataset:
     """Validate everything, then write the dataset in one transaction (a bad input changes nothing).
 
     Replacing a dataset with other data retires the runs and feature sets it makes stale
@@ -61,15 +69,21 @@ def ingest_dataset(db: Path, adapter: str, path: Path, name: str, config: Ingest
         if impact.anything and not config.yes and not (confirm and confirm(impact.describe())):
             raise CrsbenchError(f"{impact.describe()}; pass --yes to confirm")
     with Warehouse.open(db) as wh:
-        load_dataset(wh, ds, replace=config.replace, shift_targets=list(config.shift_targets),
-                     shift_sources=list(config.shift_sources))
+        load_dataset(
+            wh,
+            ds,
+            replace=config.replace,
+            shift_targets=list(config.shift_targets),
+            shift_sources=list(config.shift_sources),
+        )
     if config.replace:
         retire_dataset_features(FeatureStore(store or default_store(db)), ds.name, ds.image_digest())
     return ds
 
 
-def ingest_suite(db: Path, suite: Path, scale: float, image_size: int,
-                 progress: ProgressFn | None = None) -> pd.DataFrame:
+def ingest_suite(
+    db: Path, suite: Path, scale: float, image_size: int, progress: ProgressFn | None = None
+) -> pd.DataFrame:
     """Generate and ingest whichever suite datasets the warehouse lacks, declare the shift pair;
     returns the datasets table (dataset_id, task, n_images)."""
     from crsbench.ingest import ingest, make_suite

@@ -33,8 +33,7 @@ class ProbeConfig:
     batch_size: int = DEFAULT_BATCH_SIZE
 
 
-def choose_datasets(all_names: Sequence[str], requested: Sequence[str],
-                    pairs: Sequence[tuple[str, str]]) -> list[str]:
+def choose_datasets(all_names: Sequence[str], requested: Sequence[str], pairs: Sequence[tuple[str, str]]) -> list[str]:
     """The datasets to fit on: those requested, else every one that is not only a shift target."""
     for name in requested:
         if name not in all_names:
@@ -45,13 +44,17 @@ def choose_datasets(all_names: Sequence[str], requested: Sequence[str],
     return [n for n in all_names if n not in targets]
 
 
-def plan(datasets: Sequence[str], encoders: Sequence[str], store: FeatureStore, named_datasets: bool,
-         config: ProbeConfig) -> list[FitKey]:
+def plan(
+    datasets: Sequence[str], encoders: Sequence[str], store: FeatureStore, named_datasets: bool, config: ProbeConfig
+) -> list[FitKey]:
     """Every fit to run. Encoders and datasets both named: every pair (a missing feature set is
     an error); encoders alone: the datasets each was extracted on; neither: every feature set."""
-    grid = {"probes": config.probes or None, "fractions": config.fractions or LABEL_FRACTIONS,
-            "seeds": config.seeds or FRACTION_SEEDS,
-            "depths": config.depths or None}
+    grid = {
+        "probes": config.probes or None,
+        "fractions": config.fractions or LABEL_FRACTIONS,
+        "seeds": config.seeds or FRACTION_SEEDS,
+        "depths": config.depths or None,
+    }
     present = {(r.dataset, r.key) for r in store.feature_sets()}
     fits: list[FitKey] = []
     for name in datasets:
@@ -62,16 +65,23 @@ def plan(datasets: Sequence[str], encoders: Sequence[str], store: FeatureStore, 
             fits += plan_fits([name], None, store, **grid)
     for enc in encoders:
         if not any(f.feature_set.key == enc for f in fits):
-            raise CrsbenchError(f"encoder {enc!r} has no feature set for {', '.join(datasets)} in "
-                                f"{store.url}; run 'crsbench extract --encoder {enc} --dataset ...'")
+            raise CrsbenchError(
+                f"encoder {enc!r} has no feature set for {', '.join(datasets)} in "
+                f"{store.url}; run 'crsbench extract --encoder {enc} --dataset ...'"
+            )
     if not fits:
-        raise CrsbenchError(f"no feature sets for {', '.join(datasets)} in {store.url}; "
-                            "run 'crsbench extract' first")
+        raise CrsbenchError(f"no feature sets for {', '.join(datasets)} in {store.url}; run 'crsbench extract' first")
     return fits
 
 
-def probe_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Sequence[str],
-              config: ProbeConfig, progress: ProgressFn | None = None) -> GridSummary:
+def probe_all(
+    db: Path,
+    store_url: str,
+    encoders: Sequence[str],
+    datasets: Sequence[str],
+    config: ProbeConfig,
+    progress: ProgressFn | None = None,
+) -> GridSummary:
     """Fit the grid and record every evaluation (idempotent: done fits are skipped)."""
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
 
@@ -95,6 +105,15 @@ def probe_all(db: Path, store_url: str, encoders: Sequence[str], datasets: Seque
 
     # Claims let several sweeps share one warehouse, each fit computed once (warehouse/claims.py).
     with FitClaims(parts_dir, compacted_done=compacted_done) as claims:
-        return run_grid(fits, loaded, store, shift_targets=shifts, done=done, sink=sink,
-                        scheduler=config.scheduler, batch_size=config.batch_size, progress=progress,
-                        claims=claims)
+        return run_grid(
+            fits,
+            loaded,
+            store,
+            shift_targets=shifts,
+            done=done,
+            sink=sink,
+            scheduler=config.scheduler,
+            batch_size=config.batch_size,
+            progress=progress,
+            claims=claims,
+        )

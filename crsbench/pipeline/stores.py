@@ -20,9 +20,11 @@ def check_store_url(url: str | None) -> str | None:
     if url and "://" in url:
         netloc = urlsplit(url).netloc
         if "@" in netloc and ":" in netloc.rpartition("@")[0]:
-            raise CrsbenchError(f"store URL {url.split('://', 1)[0]}://...@{netloc.rpartition('@')[2]} "
-                                "embeds credentials; put them in the environment or the backend's "
-                                "config instead (see docs/SCALING.md)")
+            raise CrsbenchError(
+                f"store URL {url.split('://', 1)[0]}://...@{netloc.rpartition('@')[2]} "
+                "embeds credentials; put them in the environment or the backend's "
+                "config instead (see docs/SCALING.md)"
+            )
     return url
 
 

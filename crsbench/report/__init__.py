@@ -1,7 +1,7 @@
 """The HTML report: figures and tables from the warehouse in one self-contained file.
 
-    with Warehouse.open(db, read_only=True) as wh:
-        result = build_report(wh, out=Path("report.html"), panel=None, figures_dir=None)
+with Warehouse.open(db, read_only=True) as wh:
+    result = build_report(wh, out=Path("report.html"), panel=None, figures_dir=None)
 """
 
 from __future__ import annotations
@@ -26,8 +26,8 @@ SECTION_IDS: tuple[str, ...] = tuple(s.id for s in sections.SECTIONS)
 class ReportResult:
     out: Path
     panel: str | None
-    sections: dict[str, str]          # section id -> "ok" or the command that fills it
-    figures: dict[str, Path | None]   # figure id -> PNG path (None without --figures)
+    sections: dict[str, str]  # section id -> "ok" or the command that fills it
+    figures: dict[str, Path | None]  # figure id -> PNG path (None without --figures)
     random_init: list[str]
 
 
@@ -35,14 +35,15 @@ def _banner(data: ReportData) -> str:
     if not data.random_init:
         return ""
     names = ", ".join(sorted(data.random_init))
-    return (f'<div class="banner" role="alert">{badge_random()} <strong>{len(data.random_init)} '
-            f"encoder(s) come from random-init checkpoints</strong> (pretrained = false): {esc(names)}. "
-            "Their scores test the pipeline, not pretrained representations; do not read them as "
-            "evidence about any published model.</div>")
+    return (
+        f'<div class="banner" role="alert">{badge_random()} <strong>{len(data.random_init)} '
+        f"encoder(s) come from random-init checkpoints</strong> (pretrained = false): {esc(names)}. "
+        "Their scores test the pipeline, not pretrained representations; do not read them as "
+        "evidence about any published model.</div>"
+    )
 
 
-def render_html(data: ReportData, sink: FigureSink,
-                progress: ProgressFn = no_progress) -> tuple[str, dict[str, str]]:
+def render_html(data: ReportData, sink: FigureSink, progress: ProgressFn = no_progress) -> tuple[str, dict[str, str]]:
     """The page and each section's state ("ok" or the command that fills it)."""
     rendered, states = [], {}
     for done, sec in enumerate(sections.SECTIONS):
@@ -54,15 +55,28 @@ def render_html(data: ReportData, sink: FigureSink,
         else:
             rendered.append((sec.id, sec.title, body, False))
             states[sec.id] = "ok"
-    meta = (f"warehouse <code>{esc(data.db)}</code> &middot; generated {esc(data.generated_at)} "
-            f"&middot; crsbench {esc(__version__)}"
-            + (f" &middot; panel <code>{esc(data.panel)}</code>" if data.panel else " &middot; no frozen panel"))
+    meta = (
+        f"warehouse <code>{esc(data.db)}</code> &middot; generated {esc(data.generated_at)} "
+        f"&middot; crsbench {esc(__version__)}"
+        + (f" &middot; panel <code>{esc(data.panel)}</code>" if data.panel else " &middot; no frozen panel")
+    )
     progress("report sections", len(sections.SECTIONS), len(sections.SECTIONS))
     return page("CRS-Bench report", meta, _banner(data), rendered, footer=_footer(data)), states
 
 
-_PROVENANCE = ("crsbench_version", "git_commit", "torch", "timm", "transformers", "duckdb", "numpy",
-               "scikit_learn", "cpu_capability", "threads", "device")
+_PROVENANCE = (
+    "crsbench_version",
+    "git_commit",
+    "torch",
+    "timm",
+    "transformers",
+    "duckdb",
+    "numpy",
+    "scikit_learn",
+    "cpu_capability",
+    "threads",
+    "device",
+)
 
 
 def _footer(data: ReportData) -> str:
@@ -70,21 +84,29 @@ def _footer(data: ReportData) -> str:
     if not data.has("provenance"):
         return ""
     columns = ", ".join(_PROVENANCE)
-    rows = data.wh.sql(f"select kind, {columns}, count(*) as n from provenance "
-                       f"group by all order by kind, n desc")
+    rows = data.wh.sql(f"select kind, {columns}, count(*) as n from provenance group by all order by kind, n desc")
     if rows.empty:
         return "<footer><p>No provenance recorded (no probe batch or feature set yet).</p></footer>"
     head = "".join(f"<th>{esc(c)}</th>" for c in ["kind", *_PROVENANCE, "n"])
-    body = "".join("<tr>" + "".join(f"<td>{esc('' if v is None or v != v else v)}</td>" for v in row)
-                   + "</tr>" for row in rows.itertuples(index=False, name=None))
-    return (f'<footer id="provenance"><h2>Provenance</h2><p>The software and machine that computed the '
-            f"probe batches and feature sets in this warehouse (view <code>provenance</code>).</p>"
-            f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></footer>")
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc('' if v is None or v != v else v)}</td>" for v in row) + "</tr>"
+        for row in rows.itertuples(index=False, name=None)
+    )
+    return (
+        f'<footer id="provenance"><h2>Provenance</h2><p>The software and machine that computed the '
+        f"probe batches and feature sets in this warehouse (view <code>provenance</code>).</p>"
+        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></footer>"
+    )
 
 
-def build_report(wh: Warehouse, out: Path, panel: str | None = None,
-                 figures_dir: Path | None = None, dpi: int = 110,
-                 progress: ProgressFn = no_progress) -> ReportResult:
+def build_report(
+    wh: Warehouse,
+    out: Path,
+    panel: str | None = None,
+    figures_dir: Path | None = None,
+    dpi: int = 110,
+    progress: ProgressFn = no_progress,
+) -> ReportResult:
     """Write the report to `out` (atomically) and, with `figures_dir`, every figure as PNG."""
     data = gather(wh, panel)
     sink = FigureSink(dpi)
@@ -96,8 +118,9 @@ def build_report(wh: Warehouse, out: Path, panel: str | None = None,
         for name, png in sink.pngs.items():
             written[name] = figures_dir / f"{name}.png"
             _atomic_write(written[name], png)
-    return ReportResult(out=out, panel=data.panel, sections=states, figures=written,
-                        random_init=sorted(data.random_init))
+    return ReportResult(
+        out=out, panel=data.panel, sections=states, figures=written, random_init=sorted(data.random_init)
+    )
 
 
 def _atomic_write(path: Path, payload: bytes) -> None:

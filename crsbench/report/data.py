@@ -17,8 +17,12 @@ from crsbench.analyses.registry import get_analysis, table_name
 from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
-AXIS_LABELS: dict[str, str] = {"discrimination": "Discrimination", "calibration": "Calibration",
-                               "label_efficiency": "Label efficiency", "robustness": "Robustness"}
+AXIS_LABELS: dict[str, str] = {
+    "discrimination": "Discrimination",
+    "calibration": "Calibration",
+    "label_efficiency": "Label efficiency",
+    "robustness": "Robustness",
+}
 GLOBAL_SCOPE = "global"
 
 
@@ -79,8 +83,9 @@ def relations(wh: Warehouse) -> set[str]:
     return {r[0] for r in rows}
 
 
-def _if_present(wh: Warehouse, present: set[str], relation: str, query: str,
-                params: list | None = None) -> pd.DataFrame | None:
+def _if_present(
+    wh: Warehouse, present: set[str], relation: str, query: str, params: list | None = None
+) -> pd.DataFrame | None:
     if relation not in present:
         return None
     return wh.sql(query, params or [])
@@ -106,9 +111,11 @@ def resolve_panel(wh: Warehouse, present: set[str], requested: str | None) -> tu
 def _random_init(wh: Warehouse, present: set[str]) -> set[str]:
     """Encoders from a random-init checkpoint according to any table that records it."""
     found: set[str] = set()
-    sources = [("encoders", "select encoder_id from encoders where pretrained = false"),
-               ("feature_sets", "select distinct encoder_id from feature_sets where pretrained = false"),
-               ("runs", "select distinct encoder_id from runs where pretrained = false")]
+    sources = [
+        ("encoders", "select encoder_id from encoders where pretrained = false"),
+        ("feature_sets", "select distinct encoder_id from feature_sets where pretrained = false"),
+        ("runs", "select distinct encoder_id from runs where pretrained = false"),
+    ]
     for relation, query in sources:
         if relation in present:
             found |= {r[0] for r in wh.con.execute(query).fetchall()}
@@ -131,51 +138,72 @@ def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
     def for_panel(relation: str, query: str) -> pd.DataFrame | None:
         return _if_present(wh, present, relation, query, by_panel) if chosen is not None else None
 
-    encoders = _if_present(wh, present, "encoders",
-                           "select encoder_id, family, scope, domain, pretrained from encoders "
-                           "order by encoder_id")
-    datasets = _if_present(wh, present, "datasets",
-                           "select dataset_id, task, n_images from datasets order by dataset_id")
+    encoders = _if_present(
+        wh,
+        present,
+        "encoders",
+        "select encoder_id, family, scope, domain, pretrained from encoders order by encoder_id",
+    )
+    datasets = _if_present(
+        wh, present, "datasets", "select dataset_id, task, n_images from datasets order by dataset_id"
+    )
     n_runs = int(wh.con.execute("select count(*) from runs").fetchone()[0]) if "runs" in present else 0
     members = []
     if chosen is not None and "reference_panels" in present:
-        members = [r[0] for r in wh.con.execute(
-            "select encoder_id from reference_panels where panel = ? order by encoder_id", [chosen]
-        ).fetchall()]
-    crs_encoder = for_panel("crs_encoder", "select * from crs_encoder where panel = ? "
-                                           "order by crs desc nulls last, encoder_id")
-    crs_cell = for_panel("crs_cell", "select * from crs_cell where panel = ? "
-                                     "order by dataset_id, crs desc, encoder_id")
-    anchors = for_panel("reference_anchors", "select scope, axis, lo, hi from reference_anchors "
-                                             "where panel = ? order by scope, axis")
+        members = [
+            r[0]
+            for r in wh.con.execute(
+                "select encoder_id from reference_panels where panel = ? order by encoder_id", [chosen]
+            ).fetchall()
+        ]
+    crs_encoder = for_panel(
+        "crs_encoder", "select * from crs_encoder where panel = ? order by crs desc nulls last, encoder_id"
+    )
+    crs_cell = for_panel("crs_cell", "select * from crs_cell where panel = ? order by dataset_id, crs desc, encoder_id")
+    anchors = for_panel(
+        "reference_anchors", "select scope, axis, lo, hi from reference_anchors where panel = ? order by scope, axis"
+    )
     rank_agreement = for_panel("rank_agreement", "select * from rank_agreement where panel = ?")
     curves = _if_present(
-        wh, present, "metrics_seed",
+        wh,
+        present,
+        "metrics_seed",
         "select encoder_id, dataset_id, depth, label_fraction, auroc_mean as auroc, ece_mean as ece, "
         "n_seeds from metrics_seed where probe = ? and regime = ? and condition = 'clean' "
         "and eval_dataset_id = dataset_id order by encoder_id, dataset_id, depth, label_fraction",
         [PRIMARY_PROBE, FROZEN],
     )
-    axes_norm = for_panel("axes_normalised", "select * from axes_normalised where panel = ? "
-                                             "and scope = 'global' order by encoder_id")
+    axes_norm = for_panel(
+        "axes_normalised", "select * from axes_normalised where panel = ? and scope = 'global' order by encoder_id"
+    )
     analysis_tables: dict[str, list[str]] = {}
     if "analyses" in present:
         for name, table in wh.con.execute(
-                "select analysis, table_name from analyses order by analysis, table_name").fetchall():
+            "select analysis, table_name from analyses order by analysis, table_name"
+        ).fetchall():
             analysis_tables.setdefault(name, []).append(table)
     return ReportData(
         wh=wh,
         generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        relations=present, panel=chosen, panels=panels,
+        relations=present,
+        panel=chosen,
+        panels=panels,
         encoders=encoders if encoders is not None else pd.DataFrame(columns=["encoder_id", "pretrained"]),
         datasets=datasets if datasets is not None else pd.DataFrame(columns=["dataset_id", "task"]),
-        n_runs=n_runs, members=members, random_init=_random_init(wh, present),
-        crs_encoder=_frozen_only(crs_encoder), crs_cell=_frozen_only(crs_cell),
-        axes_encoder=_frozen_only(_if_present(wh, present, "axes_encoder",
-                                              "select * from axes_encoder order by encoder_id")),
-        axes_cell=_frozen_only(_if_present(wh, present, "axes_cell",
-                                           "select * from axes_cell order by dataset_id, encoder_id")),
-        anchors=anchors, axes_norm=_frozen_only(axes_norm), rank_agreement=rank_agreement,
+        n_runs=n_runs,
+        members=members,
+        random_init=_random_init(wh, present),
+        crs_encoder=_frozen_only(crs_encoder),
+        crs_cell=_frozen_only(crs_cell),
+        axes_encoder=_frozen_only(
+            _if_present(wh, present, "axes_encoder", "select * from axes_encoder order by encoder_id")
+        ),
+        axes_cell=_frozen_only(
+            _if_present(wh, present, "axes_cell", "select * from axes_cell order by dataset_id, encoder_id")
+        ),
+        anchors=anchors,
+        axes_norm=_frozen_only(axes_norm),
+        rank_agreement=rank_agreement,
         curves=curves if curves is not None and len(curves) else None,
         analysis_tables=analysis_tables,
     )

@@ -43,8 +43,9 @@ def _line_style(label: str) -> str:
     return "--" if label.endswith("(random-init)") else "-"
 
 
-def profile_chart(norm: pd.DataFrame, axes: Sequence[str], axis_labels: Mapping[str, str],
-                  colors: Mapping[str, str]) -> Figure:
+def profile_chart(
+    norm: pd.DataFrame, axes: Sequence[str], axis_labels: Mapping[str, str], colors: Mapping[str, str]
+) -> Figure:
     """Small-multiple radar charts of the normalised axes, one per encoder (column `label`)."""
     n = len(norm)
     cols = min(5, max(n, 1))
@@ -66,10 +67,13 @@ def profile_chart(norm: pd.DataFrame, axes: Sequence[str], axis_labels: Mapping[
         ax.set_yticklabels([])
         ax.set_xticks(angles)
         ax.set_xticklabels([axis_labels[a].replace(" ", "\n") for a in axes], fontsize=7)
-        ax.set_title(label.replace(" (random-init)", "\n(random-init)"), fontsize=9,
-                     color=RANDOM_INIT_COLOR if random_init else "black", pad=12)
-    fig.suptitle("Four normalised axes per encoder (panel anchors: 0 = panel min, 1 = panel max)",
-                 fontsize=10)
+        ax.set_title(
+            label.replace(" (random-init)", "\n(random-init)"),
+            fontsize=9,
+            color=RANDOM_INIT_COLOR if random_init else "black",
+            pad=12,
+        )
+    fig.suptitle("Four normalised axes per encoder (panel anchors: 0 = panel min, 1 = panel max)", fontsize=10)
     fig.tight_layout()
     return fig
 
@@ -84,12 +88,33 @@ def slope_chart(ranks: pd.DataFrame, subtitle: str) -> Figure:
         a, c = float(row.auroc_rank), float(row.crs_rank)
         color = UP if c < a else DOWN if c > a else SAME
         width = 2.4 if c != a else 1.2
-        ax.plot([0, 1], [a, c], color=color, linewidth=width, linestyle=_line_style(str(row.label)),
-                marker="o", markersize=4)
-        ax.text(-0.03, left[i], f"{row.label}  {a:g}", ha="right", va="center", fontsize=8,
-                color=RANDOM_INIT_COLOR if str(row.label).endswith("(random-init)") else "black")
-        ax.text(1.03, right[i], f"{c:g}  {row.label}", ha="left", va="center", fontsize=8,
-                color=RANDOM_INIT_COLOR if str(row.label).endswith("(random-init)") else "black")
+        ax.plot(
+            [0, 1],
+            [a, c],
+            color=color,
+            linewidth=width,
+            linestyle=_line_style(str(row.label)),
+            marker="o",
+            markersize=4,
+        )
+        ax.text(
+            -0.03,
+            left[i],
+            f"{row.label}  {a:g}",
+            ha="right",
+            va="center",
+            fontsize=8,
+            color=RANDOM_INIT_COLOR if str(row.label).endswith("(random-init)") else "black",
+        )
+        ax.text(
+            1.03,
+            right[i],
+            f"{c:g}  {row.label}",
+            ha="left",
+            va="center",
+            fontsize=8,
+            color=RANDOM_INIT_COLOR if str(row.label).endswith("(random-init)") else "black",
+        )
     ax.set_xlim(-0.9, 1.9)
     ax.set_ylim(n + 0.7, 0.3)
     ax.set_xticks([0, 1])
@@ -97,8 +122,9 @@ def slope_chart(ranks: pd.DataFrame, subtitle: str) -> Figure:
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_title(f"AUROC rank -> CRS rank  ({subtitle})\ngreen: rises under CRS, red: falls, grey: unchanged",
-                 fontsize=9)
+    ax.set_title(
+        f"AUROC rank -> CRS rank  ({subtitle})\ngreen: rises under CRS, red: falls, grey: unchanged", fontsize=9
+    )
     fig.tight_layout()
     return fig
 
@@ -113,15 +139,16 @@ def _spread(ranks: pd.Series, gap: float = 0.42) -> list[float]:
     return positions
 
 
-def interval_chart(frame: pd.DataFrame, value: str, lo: str, hi: str, title: str,
-                   colors: Mapping[str, str]) -> Figure:
+def interval_chart(frame: pd.DataFrame, value: str, lo: str, hi: str, title: str, colors: Mapping[str, str]) -> Figure:
     """Point estimate with its interval per encoder (column `label`), best at the top."""
     frame = frame.sort_values(value, ascending=True).reset_index(drop=True)
     fig = Figure(figsize=(6.5, max(2.5, 0.34 * len(frame) + 1.0)))
     ax = fig.add_subplot(1, 1, 1)
     y = np.arange(len(frame))
     for i, row in frame.iterrows():
-        color = RANDOM_INIT_COLOR if str(row["label"]).endswith("(random-init)") else colors.get(row["label"], "#34495e")
+        color = (
+            RANDOM_INIT_COLOR if str(row["label"]).endswith("(random-init)") else colors.get(row["label"], "#34495e")
+        )
         ax.plot([row[lo], row[hi]], [i, i], color=color, linewidth=2)
         ax.plot([row[value]], [i], "o", color=color)
     ax.set_yticks(y)
@@ -153,18 +180,25 @@ def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str) -> Fi
     return fig
 
 
-def _facets(keys: Sequence[str], width: float = 4.2, height: float = 3.2,
-            cols: int = 3) -> tuple[Figure, list]:
+def _facets(keys: Sequence[str], width: float = 4.2, height: float = 3.2, cols: int = 3) -> tuple[Figure, list]:
     cols = min(cols, max(len(keys), 1))
     rows = math.ceil(len(keys) / cols)
     fig = Figure(figsize=(width * cols, height * rows + 0.6))
     return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(len(keys))]
 
 
-def curves_chart(frame: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, title: str,
-                 colors: Mapping[str, str], log_x: bool = False,
-                 references: Mapping[str, float] | None = None,
-                 markers: pd.DataFrame | None = None) -> Figure:
+def curves_chart(
+    frame: pd.DataFrame,
+    x: str,
+    y: str,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    colors: Mapping[str, str],
+    log_x: bool = False,
+    references: Mapping[str, float] | None = None,
+    markers: pd.DataFrame | None = None,
+) -> Figure:
     """One panel per dataset, one line per encoder (columns dataset_id, label, x, y).
 
     `references` draws a horizontal line per dataset (e.g. the reference encoder's
@@ -177,11 +211,20 @@ def curves_chart(frame: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, 
         for label, line in part.groupby("label", sort=True):
             line = line.sort_values(x)
             color = RANDOM_INIT_COLOR if str(label).endswith("(random-init)") else colors.get(label, "#34495e")
-            ax.plot(line[x], line[y], marker="o", markersize=3, linewidth=1.4, color=color,
-                    linestyle=_line_style(str(label)), label=label)
+            ax.plot(
+                line[x],
+                line[y],
+                marker="o",
+                markersize=3,
+                linewidth=1.4,
+                color=color,
+                linestyle=_line_style(str(label)),
+                label=label,
+            )
         if references and dataset in references:
-            ax.axhline(references[dataset], color="black", linestyle=":", linewidth=1,
-                       label="reference full-label AUROC")
+            ax.axhline(
+                references[dataset], color="black", linestyle=":", linewidth=1, label="reference full-label AUROC"
+            )
         if markers is not None:
             for row in markers[markers["dataset_id"] == dataset].itertuples(index=False):
                 ax.plot([row.x], [row.y], marker="*", markersize=12, color="black", zorder=5)
@@ -193,8 +236,7 @@ def curves_chart(frame: pd.DataFrame, x: str, y: str, xlabel: str, ylabel: str, 
         ax.grid(alpha=0.3)
     if axes:
         handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(4, max(len(labels), 1)), fontsize=7,
-                   frameon=False)
+        fig.legend(handles, labels, loc="lower center", ncol=min(4, max(len(labels), 1)), fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10)
     rows = math.ceil(len(datasets) / 3) if datasets else 1
     legend_rows = math.ceil(len(frame["label"].unique()) / 4)
@@ -215,13 +257,18 @@ def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, titl
             line = part[part[series_key] == name].sort_values("confidence")
             if len(line):
                 before = name in UNCALIBRATED
-                ax.plot(line["confidence"], line["accuracy"], marker="o", markersize=3,
-                        color="#7f8c8d" if before else cmap(i % 10), linestyle="--" if before else "-",
-                        label=str(name))
+                ax.plot(
+                    line["confidence"],
+                    line["accuracy"],
+                    marker="o",
+                    markersize=3,
+                    color="#7f8c8d" if before else cmap(i % 10),
+                    linestyle="--" if before else "-",
+                    label=str(name),
+                )
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_title(str(key), fontsize=8,
-                     color=RANDOM_INIT_COLOR if "(random-init)" in str(key) else "black")
+        ax.set_title(str(key), fontsize=8, color=RANDOM_INIT_COLOR if "(random-init)" in str(key) else "black")
         ax.set_xlabel("confidence", fontsize=8)
         ax.set_ylabel("observed frequency", fontsize=8)
     if axes:
@@ -242,11 +289,13 @@ def grouped_bars(frame: pd.DataFrame, series: Sequence[str], title: str, ylabel:
     width = 0.8 / k
     cmap = colormaps["tab10"]
     for i, name in enumerate(series):
-        ax.bar(x + (i - (k - 1) / 2) * width, frame[name].astype(float), width=width,
-               color=cmap(i % 10), label=str(name))
+        ax.bar(
+            x + (i - (k - 1) / 2) * width, frame[name].astype(float), width=width, color=cmap(i % 10), label=str(name)
+        )
     ax.set_xticks(x)
-    ax.set_xticklabels([str(v).replace(" (random-init)", "\n(random-init)") for v in frame["label"]],
-                       fontsize=7, rotation=0)
+    ax.set_xticklabels(
+        [str(v).replace(" (random-init)", "\n(random-init)") for v in frame["label"]], fontsize=7, rotation=0
+    )
     for tick, label in zip(ax.get_xticklabels(), frame["label"]):
         if str(label).endswith("(random-init)"):
             tick.set_color(RANDOM_INIT_COLOR)

@@ -61,12 +61,13 @@ def esc(value: object) -> str:
 
 
 def badge_random() -> str:
-    return ('<span class="badge badge-random" title="random-initialised checkpoint '
-            '(pretrained = false): not a pretrained representation">random-init</span>')
+    return (
+        '<span class="badge badge-random" title="random-initialised checkpoint '
+        '(pretrained = false): not a pretrained representation">random-init</span>'
+    )
 
 
-def encoder_cell(encoder_id: str, random_init: set[str], regime: str | None = None,
-                 in_panel: bool = False) -> str:
+def encoder_cell(encoder_id: str, random_init: set[str], regime: str | None = None, in_panel: bool = False) -> str:
     name = esc(encoder_id if regime in (None, FROZEN) else f"{encoder_id} [{regime}]")
     marks = badge_random() if encoder_id in random_init else ""
     if in_panel:
@@ -92,15 +93,20 @@ def fmt_number(value: object, digits: int = 3) -> str:
 Cell = Callable[[pd.Series], str]
 
 
-def table(frame: pd.DataFrame, columns: Mapping[str, Cell], text_columns: Sequence[str] = (),
-          row_class: Callable[[pd.Series], str] | None = None) -> str:
+def table(
+    frame: pd.DataFrame,
+    columns: Mapping[str, Cell],
+    text_columns: Sequence[str] = (),
+    row_class: Callable[[pd.Series], str] | None = None,
+) -> str:
     """An HTML table; `columns` maps a header to a function returning the cell's (escaped) HTML."""
     head = "".join(f'<th class="{"text" if h in text_columns else ""}">{esc(h)}</th>' for h in columns)
     rows = []
     for _, row in frame.iterrows():
         css = row_class(row) if row_class else ""
-        cells = "".join(f'<td class="{"text" if h in text_columns else ""}">{cell(row)}</td>'
-                        for h, cell in columns.items())
+        cells = "".join(
+            f'<td class="{"text" if h in text_columns else ""}">{cell(row)}</td>' for h, cell in columns.items()
+        )
         rows.append(f'<tr class="{css}">{cells}</tr>')
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
@@ -118,17 +124,20 @@ class FigureSink:
         png = png_bytes(fig, self.dpi)
         self.pngs[figure_id] = png
         data = base64.b64encode(png).decode("ascii")
-        return (f'<figure><img data-figure="{esc(figure_id)}" alt="{esc(caption)}" '
-                f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>')
+        return (
+            f'<figure><img data-figure="{esc(figure_id)}" alt="{esc(caption)}" '
+            f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>'
+        )
 
 
 def missing(reason: str, command: str) -> str:
-    return (f'<div class="missing"><strong>Not available yet.</strong> {esc(reason)} '
-            f'Run <code>{esc(command)}</code> to fill this section.</div>')
+    return (
+        f'<div class="missing"><strong>Not available yet.</strong> {esc(reason)} '
+        f"Run <code>{esc(command)}</code> to fill this section.</div>"
+    )
 
 
-def page(title: str, meta: str, banner: str, sections: Sequence[tuple[str, str, str, bool]],
-         footer: str = "") -> str:
+def page(title: str, meta: str, banner: str, sections: Sequence[tuple[str, str, str, bool]], footer: str = "") -> str:
     """The whole document; `sections` are (id, title, body html, is_missing)."""
     nav = " ".join(f'<a href="#{esc(sid)}">{esc(stitle)}</a>' for sid, stitle, _, _ in sections)
     body = "\n".join(

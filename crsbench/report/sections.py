@@ -52,6 +52,7 @@ def section(section_id: str, title: str) -> Callable[[SectionFn], SectionFn]:
     def register(fn: SectionFn) -> SectionFn:
         SECTIONS.append(Section(section_id, title, fn))
         return fn
+
     return register
 
 
@@ -82,14 +83,19 @@ def _need_scores(data: ReportData) -> Missing | None:
 @section("overview", "What this warehouse holds")
 def overview(data: ReportData, sink: FigureSink) -> str | Missing:
     n_enc, n_ds = len(data.encoders), len(data.datasets)
-    items = [f"<li>{n_ds} datasets: {esc(', '.join(data.datasets['dataset_id'].astype(str)))}</li>",
-             f"<li>{n_enc} encoders registered, {len(data.random_init)} from random-init checkpoints</li>",
-             f"<li>{data.n_runs:,} run records</li>"]
+    items = [
+        f"<li>{n_ds} datasets: {esc(', '.join(data.datasets['dataset_id'].astype(str)))}</li>",
+        f"<li>{n_enc} encoders registered, {len(data.random_init)} from random-init checkpoints</li>",
+        f"<li>{data.n_runs:,} run records</li>",
+    ]
     if data.panel is not None:
         others = [p for p in data.panels["panel"] if p != data.panel]
-        items.append(f"<li>reference panel <code>{esc(data.panel)}</code> "
-                     f"({len(data.members)} members: {esc(', '.join(data.members))})"
-                     + (f"; other panels: {esc(', '.join(others))}" if others else "") + "</li>")
+        items.append(
+            f"<li>reference panel <code>{esc(data.panel)}</code> "
+            f"({len(data.members)} members: {esc(', '.join(data.members))})"
+            + (f"; other panels: {esc(', '.join(others))}" if others else "")
+            + "</li>"
+        )
     done = ", ".join(sorted(data.analysis_tables)) or "none yet"
     items.append(f"<li>analyses stored: {esc(done)}</li>")
     return f"<ul>{''.join(items)}</ul>"
@@ -108,8 +114,13 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         resample = uncertainty.bootstrap_resample(data.wh, data.panel)
     if resample is not None:
         board = uncertainty.with_intervals(data.wh, data.panel, board, resample)
-        cols = {"lo": "crs_lo", "hi": "crs_hi", "auroc_lo": "auroc_lo", "auroc_hi": "auroc_hi",
-                **{k: v for k, v in cols.items() if k in ("p_rank1", "p_top3")}}
+        cols = {
+            "lo": "crs_lo",
+            "hi": "crs_hi",
+            "auroc_lo": "auroc_lo",
+            "auroc_hi": "auroc_hi",
+            **{k: v for k, v in cols.items() if k in ("p_rank1", "p_top3")},
+        }
         if boot is not None and ("p_rank1" in cols or "p_top3" in cols):
             keep = ["encoder_id", *(cols[k] for k in ("p_rank1", "p_top3") if k in cols)]
             board = board.merge(boot[keep], on="encoder_id", how="left")
@@ -121,8 +132,9 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     def auroc_cell(row: pd.Series) -> str:
         text = fmt_number(row["auroc"])
         if "auroc_lo" in cols and "auroc_hi" in cols:
-            text += (f' <span class="note">[{fmt_number(row[cols["auroc_lo"]])}, '
-                     f'{fmt_number(row[cols["auroc_hi"]])}]</span>')
+            text += (
+                f' <span class="note">[{fmt_number(row[cols["auroc_lo"]])}, {fmt_number(row[cols["auroc_hi"]])}]</span>'
+            )
         return text
 
     def crs_cell(row: pd.Series) -> str:
@@ -138,10 +150,12 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         return f'<span class="{"up" if moved > 0 else "down"}">{"+" if moved > 0 else ""}{moved}</span>'
 
     columns = {
-        "CRS rank": lambda r: (esc(str(r["tier"])) if resample is not None and pd.notna(r.get("tier"))
-                               else fmt_number(r["crs_rank"], 0)),
-        "Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"),
-                                          r["encoder_id"] in members),
+        "CRS rank": lambda r: (
+            esc(str(r["tier"])) if resample is not None and pd.notna(r.get("tier")) else fmt_number(r["crs_rank"], 0)
+        ),
+        "Encoder": lambda r: encoder_cell(
+            r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members
+        ),
         "CRS" + (" [95% interval]" if "lo" in cols else ""): crs_cell,
     }
     if "p_rank1" in cols:
@@ -156,25 +170,42 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         "Ideal point": lambda r: fmt_number(r["ideal"]),
         "Worst axis": lambda r: fmt_number(r["worst"]),
     }
-    note = ("" if boot is not None or resample is not None else
-            f'<p class="note">No bootstrap intervals yet: run <code>{esc(FILL["bootstrap"])}</code>.</p>')
+    note = (
+        ""
+        if boot is not None or resample is not None
+        else f'<p class="note">No bootstrap intervals yet: run <code>{esc(FILL["bootstrap"])}</code>.</p>'
+    )
     if resample is not None:
         agree = uncertainty.agreement_intervals(data.wh, data.panel, resample)
-        stats = "; ".join(f"{r.statistic} {fmt_number(r.estimate)} [{fmt_number(r.lo)}, {fmt_number(r.hi)}]"
-                          for r in agree.itertuples())
-        note += (f'<p class="note">Intervals: 95 % percentile, {esc(resample)} bootstrap. '
-                 "Rank =1: the interval of the CRS gap to the leader contains 0, so the data cannot "
-                 f"separate the encoder from the leader. AUROC vs CRS ranking: {esc(stats)}.</p>")
-        note += "".join(f'<p class="note warning">Warning: {esc(w)}.</p>'
-                        for w in uncertainty.anchor_noise_warnings(data.wh, data.panel, resample))
-    note += "".join(f'<p class="note warning">Incomplete (left out of the CRS): {esc(m)}</p>'
-                    for m in uncertainty.missing_lines(data.wh))
-    return (f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
-            f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
-            f"(positive: the encoder rises under CRS).</p>"
-            + table(board, columns, text_columns=["Encoder"],
-                    row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "")
-            + note)
+        stats = "; ".join(
+            f"{r.statistic} {fmt_number(r.estimate)} [{fmt_number(r.lo)}, {fmt_number(r.hi)}]"
+            for r in agree.itertuples()
+        )
+        note += (
+            f'<p class="note">Intervals: 95 % percentile, {esc(resample)} bootstrap. '
+            "Rank =1: the interval of the CRS gap to the leader contains 0, so the data cannot "
+            f"separate the encoder from the leader. AUROC vs CRS ranking: {esc(stats)}.</p>"
+        )
+        note += "".join(
+            f'<p class="note warning">Warning: {esc(w)}.</p>'
+            for w in uncertainty.anchor_noise_warnings(data.wh, data.panel, resample)
+        )
+    note += "".join(
+        f'<p class="note warning">Incomplete (left out of the CRS): {esc(m)}</p>'
+        for m in uncertainty.missing_lines(data.wh)
+    )
+    return (
+        f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
+        f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
+        f"(positive: the encoder rises under CRS).</p>"
+        + table(
+            board,
+            columns,
+            text_columns=["Encoder"],
+            row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "",
+        )
+        + note
+    )
 
 
 @section("profiles", "Reliability profiles: the four normalised axes")
@@ -190,15 +221,20 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     norm.insert(0, "label", [data.label(e) for e in norm["encoder_id"]])
     colors = figs.palette(norm["label"].tolist())
     fig = figs.profile_chart(norm, AXES, AXIS_LABELS, colors)
-    raw = (data.axes_encoder[data.axes_encoder["encoder_id"].isin(order)]
-           if data.axes_encoder is not None else norm.iloc[0:0])
+    raw = (
+        data.axes_encoder[data.axes_encoder["encoder_id"].isin(order)]
+        if data.axes_encoder is not None
+        else norm.iloc[0:0]
+    )
     columns = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"))}
     columns |= {AXIS_LABELS[a]: (lambda r, a=a: fmt_number(r[a])) for a in AXES}
     if "n_datasets" in raw.columns:
         columns["datasets"] = lambda r: fmt_number(r["n_datasets"], 0)
-    return (sink.embed("profiles", fig, "Normalised axes per encoder, ordered by CRS rank")
-            + "<h3>Raw aggregate axes (mean over the encoder's datasets)</h3>"
-            + table(raw, columns, text_columns=["Encoder"]))
+    return (
+        sink.embed("profiles", fig, "Normalised axes per encoder, ordered by CRS rank")
+        + "<h3>Raw aggregate axes (mean over the encoder's datasets)</h3>"
+        + table(raw, columns, text_columns=["Encoder"])
+    )
 
 
 @section("reordering", "From AUROC rank to CRS rank")
@@ -215,23 +251,40 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
         headline = agreement
         if "population" in agreement.columns:
             # The chart shows every scored encoder, so its caption quotes the 'all' population.
-            headline = agreement[agreement["population"] == "all"] if (agreement["population"] == "all").any() \
-                else agreement
+            headline = (
+                agreement[agreement["population"] == "all"] if (agreement["population"] == "all").any() else agreement
+            )
         row = headline.iloc[0]
         if pd.notna(row.get("kendall_tau")):
-            subtitle += (f"; Kendall tau = {row['kendall_tau']:.2f}, {int(row['reversals'])} of "
-                         f"{int(row['pairs'])} pairs reversed")
-        stats = {"population": "population", "encoders": "n", "Kendall tau-b": "kendall_tau",
-                 "Spearman rho": "spearman_rho", "pairwise reversals": "reversals", "pairs": "pairs",
-                 "mean |rank displacement|": "mean_abs_displacement",
-                 "Top-3 overlap": "top3_overlap", "Top-5 overlap": "top5_overlap"}
+            subtitle += (
+                f"; Kendall tau = {row['kendall_tau']:.2f}, {int(row['reversals'])} of "
+                f"{int(row['pairs'])} pairs reversed"
+            )
+        stats = {
+            "population": "population",
+            "encoders": "n",
+            "Kendall tau-b": "kendall_tau",
+            "Spearman rho": "spearman_rho",
+            "pairwise reversals": "reversals",
+            "pairs": "pairs",
+            "mean |rank displacement|": "mean_abs_displacement",
+            "Top-3 overlap": "top3_overlap",
+            "Top-5 overlap": "top5_overlap",
+        }
         counts = {"n", "reversals", "pairs"}
         stats = {h: c for h, c in stats.items() if c in agreement.columns}
-        body = table(agreement, {h: (lambda r, c=c: esc(r[c]) if c == "population"
-                                     else fmt_number(r[c], 0 if c in counts else 3))
-                                 for h, c in stats.items()}, text_columns=["population"])
-        body += ('<p class="note">population <code>panel</code>: the frozen members only; '
-                 '<code>all</code>: every encoder scored against the panel.</p>')
+        body = table(
+            agreement,
+            {
+                h: (lambda r, c=c: esc(r[c]) if c == "population" else fmt_number(r[c], 0 if c in counts else 3))
+                for h, c in stats.items()
+            },
+            text_columns=["population"],
+        )
+        body += (
+            '<p class="note">population <code>panel</code>: the frozen members only; '
+            "<code>all</code>: every encoder scored against the panel.</p>"
+        )
     else:
         body = '<p class="note">No rank_agreement row for this panel.</p>'
     fig = figs.slope_chart(ranks, subtitle)
@@ -244,23 +297,35 @@ def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("No complete axes per dataset yet.", FILL["runs"])
     cells = data.axes_cell
     if data.crs_cell is not None:
-        keep = [c for c in ("encoder_id", "dataset_id", "dominance", "ideal", "worst", "crs", "in_panel")
-                if c in data.crs_cell.columns]
+        keep = [
+            c
+            for c in ("encoder_id", "dataset_id", "dominance", "ideal", "worst", "crs", "in_panel")
+            if c in data.crs_cell.columns
+        ]
         cells = cells.merge(data.crs_cell[keep], on=["encoder_id", "dataset_id"], how="left")
     parts = []
     for dataset, frame in cells.groupby("dataset_id", sort=True):
         if "crs" in frame.columns:
             frame = frame.sort_values(["crs", "discrimination"], ascending=False, na_position="last")
-        columns = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"),
-                                                     bool(r.get("in_panel", False) is True))}
+        columns = {
+            "Encoder": lambda r: encoder_cell(
+                r["encoder_id"], data.random_init, r.get("regime"), bool(r.get("in_panel", False) is True)
+            )
+        }
         if "crs" in frame.columns:
             columns["CRS"] = lambda r: fmt_number(r["crs"])
         columns |= {AXIS_LABELS[a]: (lambda r, a=a: fmt_number(r[a])) for a in AXES}
         if "aulc" in frame.columns:
             columns["AULC"] = lambda r: fmt_number(r["aulc"])
-        parts.append(f"<h3>{esc(dataset)}</h3>" + table(
-            frame, columns, text_columns=["Encoder"],
-            row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else ""))
+        parts.append(
+            f"<h3>{esc(dataset)}</h3>"
+            + table(
+                frame,
+                columns,
+                text_columns=["Encoder"],
+                row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "",
+            )
+        )
     if data.crs_cell is None:
         parts.insert(0, f'<p class="note">No per-dataset CRS: run <code>{esc(FILL["panel"])}</code>.</p>')
     return "".join(parts)
@@ -275,11 +340,18 @@ def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
     boot["label"] = [data.label(e) for e in boot["encoder_id"]]
     colors = figs.palette(boot["label"].tolist())
     out = []
-    out.append(sink.embed("bootstrap_ranks", figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"]),
-                          "P(rank 1) and P(top 3) over bootstrap replicates"))
-    out.append(sink.embed("bootstrap_intervals",
-                          figs.interval_chart(boot, "crs", cols["lo"], cols["hi"],
-                                              "CRS with 95% bootstrap interval", colors),
-                          "CRS point estimate with its 95% bootstrap interval"))
+    out.append(
+        sink.embed(
+            "bootstrap_ranks",
+            figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"]),
+            "P(rank 1) and P(top 3) over bootstrap replicates",
+        )
+    )
+    out.append(
+        sink.embed(
+            "bootstrap_intervals",
+            figs.interval_chart(boot, "crs", cols["lo"], cols["hi"], "CRS with 95% bootstrap interval", colors),
+            "CRS point estimate with its 95% bootstrap interval",
+        )
+    )
     return "".join(out)
-

@@ -26,8 +26,9 @@ def _labelled(data: ReportData, frame: pd.DataFrame) -> pd.DataFrame:
     return frame
 
 
-def _curve_source(data: ReportData, analysis: str, part: str, fixed: str, value: float,
-                  x: str) -> tuple[pd.DataFrame | None, bool]:
+def _curve_source(
+    data: ReportData, analysis: str, part: str, fixed: str, value: float, x: str
+) -> tuple[pd.DataFrame | None, bool]:
     """(encoder_id, dataset_id, x, auroc) from the analysis table, else from metrics_seed."""
     table_ = data.analysis(analysis, part, "encoder_id", "dataset_id", x, "auroc")
     if table_ is not None:
@@ -48,19 +49,28 @@ def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
     if cells is None or cells.empty:
         return Missing("Recalibration (E2) has not been run.", FILL["e2"])
     out = []
-    bins = data.analysis("e2", "reliability", "encoder_id", "dataset_id", "condition", "method", "confidence",
-                         "accuracy")
+    bins = data.analysis(
+        "e2", "reliability", "encoder_id", "dataset_id", "condition", "method", "confidence", "accuracy"
+    )
     if bins is not None:
         bins = bins[bins["condition"] == CLEAN]
         for dataset, part in bins.groupby("dataset_id", sort=True):
             part = _labelled(data, part)
-            fig = figs.reliability_chart(part, "label", "method",
-                                         f"Reliability diagrams on {dataset} (clean test set)")
-            out.append(sink.embed(f"reliability_{dataset}", fig,
-                                  f"Reliability before (uncalibrated) and after each recalibration method, {dataset}"))
+            fig = figs.reliability_chart(part, "label", "method", f"Reliability diagrams on {dataset} (clean test set)")
+            out.append(
+                sink.embed(
+                    f"reliability_{dataset}",
+                    fig,
+                    f"Reliability before (uncalibrated) and after each recalibration method, {dataset}",
+                )
+            )
     else:
-        out.append(_note("Reliability diagrams need per-bin confidence and accuracy (table "
-                         "<code>analysis_e2_reliability</code>); showing ECE before and after instead."))
+        out.append(
+            _note(
+                "Reliability diagrams need per-bin confidence and accuracy (table "
+                "<code>analysis_e2_reliability</code>); showing ECE before and after instead."
+            )
+        )
     clean = cells[cells["condition"] == CLEAN]
     if len(clean):
         means = clean.groupby(["encoder_id", "method"], sort=True)[["ece_before", "ece_after"]].mean().reset_index()
@@ -69,8 +79,7 @@ def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
         wide = pd.concat([before, after], axis=1).reset_index()
         wide.insert(0, "label", [data.label(e) for e in wide["encoder_id"]])
         series = [c for c in wide.columns if c not in ("label", "encoder_id")]
-        fig = figs.grouped_bars(wide, series, "ECE on the clean test set (mean over datasets)",
-                                "ECE (lower is better)")
+        fig = figs.grouped_bars(wide, series, "ECE on the clean test set (mean over datasets)", "ECE (lower is better)")
         out.append(sink.embed("recalibration_ece", fig, "ECE before and after each recalibration method"))
         columns = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init)}
         columns |= {str(c): (lambda r, c=c: fmt_number(r[c])) for c in series}
@@ -90,15 +99,25 @@ def depth(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("Runs exist at a single depth only.", FILL["depths"])
     frame = _labelled(data, frame)
     colors = figs.palette(frame["label"].unique().tolist())
-    fig = figs.curves_chart(frame, "depth", "auroc", "depth (fraction of blocks)", "clean AUROC",
-                            "AUROC by representation depth (full labels, logreg probe)", colors)
+    fig = figs.curves_chart(
+        frame,
+        "depth",
+        "auroc",
+        "depth (fraction of blocks)",
+        "clean AUROC",
+        "AUROC by representation depth (full labels, logreg probe)",
+        colors,
+    )
     out = [sink.embed("depth", fig, "Clean AUROC at 25/50/75/100 % depth")]
     sweeps = data.analysis("e3", "sweeps")
     if sweeps is not None and len(sweeps):
         out.append("<h3>Best depth per encoder and dataset</h3>" + generic_table(sweeps, data))
     elif not from_analysis:
-        out.append(_note(f"Curves from <code>metrics_seed</code>; run <code>{esc(FILL['e3'])}</code> "
-                         "for the best-depth table."))
+        out.append(
+            _note(
+                f"Curves from <code>metrics_seed</code>; run <code>{esc(FILL['e3'])}</code> for the best-depth table."
+            )
+        )
     return "".join(out)
 
 
@@ -111,23 +130,45 @@ def label_efficiency(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("Runs exist at a single label fraction only.", FILL["runs"])
     frame = _labelled(data, frame)
     colors = figs.palette(frame["label"].unique().tolist())
-    scarcity = data.analysis("e6", "scarcity", "encoder_id", "dataset_id", "reference_id", "reference_auroc_full",
-                             "crossover_fraction")
+    scarcity = data.analysis(
+        "e6", "scarcity", "encoder_id", "dataset_id", "reference_id", "reference_auroc_full", "crossover_fraction"
+    )
     references, markers, title = None, None, "AUROC by label fraction (full depth, logreg probe)"
     if scarcity is not None and len(scarcity):
-        references = (scarcity.dropna(subset=["reference_auroc_full"]).groupby("dataset_id")["reference_auroc_full"]
-                      .first().to_dict())
+        references = (
+            scarcity.dropna(subset=["reference_auroc_full"])
+            .groupby("dataset_id")["reference_auroc_full"]
+            .first()
+            .to_dict()
+        )
         if scarcity["reference_id"].notna().any():
             title += f"; dotted: reference {scarcity['reference_id'].dropna().iloc[0]} at 100 %"
         hits = scarcity.dropna(subset=["crossover_fraction"])
         hits = hits.assign(x=hits["crossover_fraction"].astype(float))
-        markers = hits.merge(frame, left_on=["encoder_id", "dataset_id", "x"],
-                             right_on=["encoder_id", "dataset_id", "label_fraction"], how="inner")
+        markers = hits.merge(
+            frame,
+            left_on=["encoder_id", "dataset_id", "x"],
+            right_on=["encoder_id", "dataset_id", "label_fraction"],
+            how="inner",
+        )
         markers = markers.rename(columns={"auroc": "y"})[["dataset_id", "x", "y"]]
-    fig = figs.curves_chart(frame, "label_fraction", "auroc", "fraction of training labels (log)",
-                            "clean AUROC", title, colors, log_x=True, references=references, markers=markers)
-    out = [sink.embed("label_efficiency", fig,
-                      "Clean AUROC by label fraction; stars mark each crossover with the reference")]
+    fig = figs.curves_chart(
+        frame,
+        "label_fraction",
+        "auroc",
+        "fraction of training labels (log)",
+        "clean AUROC",
+        title,
+        colors,
+        log_x=True,
+        references=references,
+        markers=markers,
+    )
+    out = [
+        sink.embed(
+            "label_efficiency", fig, "Clean AUROC by label fraction; stars mark each crossover with the reference"
+        )
+    ]
     if scarcity is not None and len(scarcity):
         out.append("<h3>AUROC at scarce labels and crossover fraction</h3>" + generic_table(scarcity, data))
     else:
@@ -138,8 +179,9 @@ def label_efficiency(data: ReportData, sink: FigureSink) -> str | Missing:
 def generic_table(frame: pd.DataFrame, data: ReportData | None = None, max_rows: int = 200) -> str:
     """Any analysis table as HTML; encoders get their random-init badge."""
     frame = frame.head(max_rows)
-    text = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c])
-            or pd.api.types.is_bool_dtype(frame[c])]
+    text = [
+        c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
+    ]
 
     def cell(column: str):
         if column == "encoder_id" and data is not None:

@@ -13,12 +13,12 @@ from crsbench.warehouse.connection import Warehouse
 @dataclasses.dataclass
 class WarehouseStatus:
     schema_version: int
-    datasets: pd.DataFrame       # dataset_id, task, n_images, runs
-    encoders: pd.DataFrame       # encoder_id, family, pretrained, feature_sets_complete, _incomplete, runs
-    feature_sets: pd.DataFrame   # dataset_id, encoder_id, regime, complete, updated_at
-    runs: pd.DataFrame           # regime, probe, fits, runs
-    panels: pd.DataFrame         # panel, mode, frozen_at, n_members
-    analyses: pd.DataFrame       # analysis, tables, created_at
+    datasets: pd.DataFrame  # dataset_id, task, n_images, runs
+    encoders: pd.DataFrame  # encoder_id, family, pretrained, feature_sets_complete, _incomplete, runs
+    feature_sets: pd.DataFrame  # dataset_id, encoder_id, regime, complete, updated_at
+    runs: pd.DataFrame  # regime, probe, fits, runs
+    panels: pd.DataFrame  # panel, mode, frozen_at, n_members
+    analyses: pd.DataFrame  # analysis, tables, created_at
     incomplete_cells: list[str] = dataclasses.field(default_factory=list)  # what each lacks
 
     @property
@@ -27,10 +27,15 @@ class WarehouseStatus:
 
     def counts(self) -> dict[str, int]:
         complete = int(self.feature_sets["complete"].fillna(False).astype(bool).sum()) if len(self.feature_sets) else 0
-        return {"datasets": len(self.datasets), "encoders": len(self.encoders),
-                "feature_sets_complete": complete,
-                "feature_sets_incomplete": len(self.feature_sets) - complete,
-                "runs": self.n_runs, "panels": len(self.panels), "analyses": len(self.analyses)}
+        return {
+            "datasets": len(self.datasets),
+            "encoders": len(self.encoders),
+            "feature_sets_complete": complete,
+            "feature_sets_incomplete": len(self.feature_sets) - complete,
+            "runs": self.n_runs,
+            "panels": len(self.panels),
+            "analyses": len(self.analyses),
+        }
 
 
 def warehouse_status(wh: Warehouse) -> WarehouseStatus:
@@ -39,30 +44,54 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
     def frame(relation: str, query: str, columns: list[str]) -> pd.DataFrame:
         return wh.sql(query) if relation in present else pd.DataFrame(columns=columns)
 
-    runs_by = frame("runs", "select encoder_id, dataset_id, regime, probe, fit_id from runs",
-                    ["encoder_id", "dataset_id", "regime", "probe", "fit_id"])
-    datasets = frame("datasets", "select dataset_id, task, n_images from datasets order by dataset_id",
-                     ["dataset_id", "task", "n_images"])
+    runs_by = frame(
+        "runs",
+        "select encoder_id, dataset_id, regime, probe, fit_id from runs",
+        ["encoder_id", "dataset_id", "regime", "probe", "fit_id"],
+    )
+    datasets = frame(
+        "datasets",
+        "select dataset_id, task, n_images from datasets order by dataset_id",
+        ["dataset_id", "task", "n_images"],
+    )
     datasets["runs"] = datasets["dataset_id"].map(runs_by["dataset_id"].value_counts()).fillna(0).astype(int)
-    feature_sets = frame("feature_sets", "select dataset_id, encoder_id, regime, complete, updated_at "
-                                         "from feature_sets order by encoder_id, dataset_id, regime",
-                         ["dataset_id", "encoder_id", "regime", "complete", "updated_at"])
-    encoders = frame("encoders", "select encoder_id, family, pretrained from encoders order by encoder_id",
-                     ["encoder_id", "family", "pretrained"])
+    feature_sets = frame(
+        "feature_sets",
+        "select dataset_id, encoder_id, regime, complete, updated_at "
+        "from feature_sets order by encoder_id, dataset_id, regime",
+        ["dataset_id", "encoder_id", "regime", "complete", "updated_at"],
+    )
+    encoders = frame(
+        "encoders",
+        "select encoder_id, family, pretrained from encoders order by encoder_id",
+        ["encoder_id", "family", "pretrained"],
+    )
     done = feature_sets["complete"].fillna(False).astype(bool)
-    encoders["feature_sets_complete"] = encoders["encoder_id"].map(
-        feature_sets.loc[done, "encoder_id"].value_counts()).fillna(0).astype(int)
-    encoders["feature_sets_incomplete"] = encoders["encoder_id"].map(
-        feature_sets.loc[~done, "encoder_id"].value_counts()).fillna(0).astype(int)
+    encoders["feature_sets_complete"] = (
+        encoders["encoder_id"].map(feature_sets.loc[done, "encoder_id"].value_counts()).fillna(0).astype(int)
+    )
+    encoders["feature_sets_incomplete"] = (
+        encoders["encoder_id"].map(feature_sets.loc[~done, "encoder_id"].value_counts()).fillna(0).astype(int)
+    )
     encoders["runs"] = encoders["encoder_id"].map(runs_by["encoder_id"].value_counts()).fillna(0).astype(int)
-    runs = (runs_by.groupby(["regime", "probe"], sort=True)
-            .agg(fits=("fit_id", "nunique"), runs=("fit_id", "size")).reset_index()
-            if len(runs_by) else pd.DataFrame(columns=["regime", "probe", "fits", "runs"]))
-    panels = frame("panels", "select p.panel, p.mode, p.frozen_at, count(r.encoder_id) as n_members "
-                             "from panels p left join reference_panels r using (panel) "
-                             "group by all order by p.frozen_at, p.panel",
-                   ["panel", "mode", "frozen_at", "n_members"])
-    analyses = frame("analyses", "select analysis, string_agg(table_name, ', ' order by table_name) as tables, "
-                                 "max(created_at) as created_at from analyses group by analysis order by analysis",
-                     ["analysis", "tables", "created_at"])
+    runs = (
+        runs_by.groupby(["regime", "probe"], sort=True)
+        .agg(fits=("fit_id", "nunique"), runs=("fit_id", "size"))
+        .reset_index()
+        if len(runs_by)
+        else pd.DataFrame(columns=["regime", "probe", "fits", "runs"])
+    )
+    panels = frame(
+        "panels",
+        "select p.panel, p.mode, p.frozen_at, count(r.encoder_id) as n_members "
+        "from panels p left join reference_panels r using (panel) "
+        "group by all order by p.frozen_at, p.panel",
+        ["panel", "mode", "frozen_at", "n_members"],
+    )
+    analyses = frame(
+        "analyses",
+        "select analysis, string_agg(table_name, ', ' order by table_name) as tables, "
+        "max(created_at) as created_at from analyses group by analysis order by analysis",
+        ["analysis", "tables", "created_at"],
+    )
     return WarehouseStatus(wh.schema_version(), datasets, encoders, feature_sets, runs, panels, analyses)

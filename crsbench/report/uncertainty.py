@@ -15,15 +15,13 @@ CI_COLUMNS = ["encoder_id", "tier", "crs_lo", "crs_hi", "auroc_lo", "auroc_hi", 
 def bootstrap_resample(wh: Warehouse, panel: str, resample: str | None = None) -> str | None:
     """The resampling whose intervals to show for `panel`: the given one if stored, else the
     preferred one stored (images+seeds, then seeds, then images); None when there is none."""
-    stored = set(wh.sql("select distinct resample from bootstrap_intervals where panel = ?",
-                        [panel])["resample"])
+    stored = set(wh.sql("select distinct resample from bootstrap_intervals where panel = ?", [panel])["resample"])
     if resample is not None:
         return resample if resample in stored else None
     return next((r for r in RESAMPLE_PREFERENCE if r in stored), None)
 
 
-def with_intervals(wh: Warehouse, panel: str, board: pd.DataFrame,
-                   resample: str | None) -> pd.DataFrame:
+def with_intervals(wh: Warehouse, panel: str, board: pd.DataFrame, resample: str | None) -> pd.DataFrame:
     """The leaderboard with tier and 95 % intervals of CRS and AUROC (NULL without a bootstrap)."""
     if resample is None:
         out = board.copy()
@@ -31,26 +29,36 @@ def with_intervals(wh: Warehouse, panel: str, board: pd.DataFrame,
         for col in CI_COLUMNS[2:]:
             out[col] = float("nan")
         return out
-    ci = wh.sql(f"select {', '.join(CI_COLUMNS)} from crs_encoder_ci "
-                "where panel = ? and resample = ? and regime = 'frozen'", [panel, resample])
+    ci = wh.sql(
+        f"select {', '.join(CI_COLUMNS)} from crs_encoder_ci where panel = ? and resample = ? and regime = 'frozen'",
+        [panel, resample],
+    )
     return board.merge(ci, on="encoder_id", how="left")
 
 
 def agreement_intervals(wh: Warehouse, panel: str, resample: str | None) -> pd.DataFrame:
     """(statistic, estimate, lo, hi) of Kendall tau, Spearman rho and the reversal count."""
-    return wh.sql("select metric as statistic, estimate, lo, hi from bootstrap_intervals "
-                  "where panel = ? and resample = ? and encoder_id is null and dataset_id is null "
-                  "order by metric", [panel, resample])
+    return wh.sql(
+        "select metric as statistic, estimate, lo, hi from bootstrap_intervals "
+        "where panel = ? and resample = ? and encoder_id is null and dataset_id is null "
+        "order by metric",
+        [panel, resample],
+    )
 
 
 def anchor_noise_warnings(wh: Warehouse, panel: str, resample: str | None = None) -> list[str]:
     """One line per axis and scope whose anchor range is below 2x its bootstrap noise."""
-    rows = wh.sql("select * from panel_anchor_noise where panel = ? and amplifies_noise "
-                  "and (? is null or resample = ?) order by resample, scope, axis",
-                  [panel, resample, resample])
-    return [f"panel {panel}: {r.axis} anchor range {r.anchor_range:.4f} ({r.scope}) is below 2x "
-            f"its bootstrap noise {r.noise:.4f} ({r.resample}); min-max normalisation of this "
-            "axis amplifies noise" for r in rows.itertuples()]
+    rows = wh.sql(
+        "select * from panel_anchor_noise where panel = ? and amplifies_noise "
+        "and (? is null or resample = ?) order by resample, scope, axis",
+        [panel, resample, resample],
+    )
+    return [
+        f"panel {panel}: {r.axis} anchor range {r.anchor_range:.4f} ({r.scope}) is below 2x "
+        f"its bootstrap noise {r.noise:.4f} ({r.resample}); min-max normalisation of this "
+        "axis amplifies noise"
+        for r in rows.itertuples()
+    ]
 
 
 def _seed_ranges(seeds: list[int]) -> str:
@@ -72,11 +80,16 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
     gaps = wh.sql("select * from grid_missing where (? is null or regime = ?)", [regime, regime])
     if gaps.empty:
         return []
-    per_fit = wh.sql("select dataset_id, regime, probe, depth, label_fraction, seed, "
-                     "count(distinct (condition, eval_dataset_id)) as n_evals from runs "
-                     "group by all")
-    expected = per_fit.groupby(["dataset_id", "regime", "probe", "depth", "label_fraction"])[
-        "n_evals"].max().rename("n_expected")
+    per_fit = wh.sql(
+        "select dataset_id, regime, probe, depth, label_fraction, seed, "
+        "count(distinct (condition, eval_dataset_id)) as n_evals from runs "
+        "group by all"
+    )
+    expected = (
+        per_fit.groupby(["dataset_id", "regime", "probe", "depth", "label_fraction"])["n_evals"]
+        .max()
+        .rename("n_expected")
+    )
     lines = []
     keys = ["encoder_id", "dataset_id", "regime"]
     for (encoder, dataset, reg), cell in gaps.groupby(keys, sort=True):
@@ -89,12 +102,17 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
             if whole:
                 parts.append(f"{what}fraction {fraction:g} {_seed_ranges(whole)} missing")
             for row in group[group["n"] < want].itertuples():
-                conds = cell[(cell["probe"] == probe) & (cell["depth"] == depth)
-                             & (cell["label_fraction"] == fraction) & (cell["seed"] == row.seed)]
+                conds = cell[
+                    (cell["probe"] == probe)
+                    & (cell["depth"] == depth)
+                    & (cell["label_fraction"] == fraction)
+                    & (cell["seed"] == row.seed)
+                ]
                 names = sorted(conds["condition"])
-                parts.append(f"{what}fraction {fraction:g} seed {row.seed}: {len(names)} "
-                             f"condition(s) missing ({', '.join(names[:3])}"
-                             + (", ..." if len(names) > 3 else "") + ")")
+                parts.append(
+                    f"{what}fraction {fraction:g} seed {row.seed}: {len(names)} "
+                    f"condition(s) missing ({', '.join(names[:3])}" + (", ..." if len(names) > 3 else "") + ")"
+                )
         suffix = "" if reg == "frozen" else f" ({reg})"
         lines.append(f"{dataset} x {encoder}{suffix}: " + "; ".join(parts))
     if len(lines) > limit:
