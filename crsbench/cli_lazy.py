@@ -13,9 +13,14 @@ import functools
 import importlib
 import inspect
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 import click
 from typer.core import TyperGroup
+
+if TYPE_CHECKING:
+    # typer vendors its own copy of click; TyperGroup's methods are typed with that copy.
+    from typer import _click
 
 _HERE = Path(__file__).parent
 _NOT_COMMANDS = {"cli_app", "cli_lazy"}
@@ -49,7 +54,8 @@ def _scan(path: Path) -> dict[str, str]:
             typers[node.targets[0].id] = _keyword(node.value, "help") or ""
         if (
             isinstance(node, ast.Call)
-            and getattr(node.func, "attr", None) == "add_typer"
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "add_typer"
             and getattr(node.func.value, "id", None) == "app"
             and node.args
         ):
@@ -60,7 +66,8 @@ def _scan(path: Path) -> dict[str, str]:
             for deco in node.decorator_list:
                 if (
                     isinstance(deco, ast.Call)
-                    and getattr(deco.func, "attr", None) == "command"
+                    and isinstance(deco.func, ast.Attribute)
+                    and deco.func.attr == "command"
                     and getattr(deco.func.value, "id", None) == "app"
                 ):
                     name = _literal(deco.args[0]) if deco.args else None
@@ -83,24 +90,27 @@ def commands() -> dict[str, tuple[str, str]]:
 class LazyGroup(TyperGroup):
     """A Typer group whose commands from `COMMANDS` are imported on first use."""
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
+    def list_commands(self, ctx: _click.Context) -> list[str]:
         names = list(self.commands)
         return names + [name for name in commands() if name not in self.commands]
 
-    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+    def get_command(self, ctx: _click.Context, cmd_name: str) -> _click.Command | None:
         command = self.commands.get(cmd_name)
         if command is not None or cmd_name not in commands():
             return command
         # Listing for the help page: a stand-in carrying the one-line help, nothing imported.
         help_line = commands()[cmd_name][1]
-        return click.Command(cmd_name, help=help_line, short_help=help_line)
+        # Only its name and help are read, so a plain click.Command serves for typer's copy.
+        return cast("_click.Command", click.Command(cmd_name, help=help_line, short_help=help_line))
 
-    def resolve_command(self, ctx: click.Context, args: list[str]):
+    def resolve_command(
+        self, ctx: _click.Context, args: list[str]
+    ) -> tuple[str | None, _click.Command | None, list[str]]:
         if args and args[0] in commands() and args[0] not in self.commands:
             self.load(args[0])
         return super().resolve_command(ctx, args)
 
-    def load(self, name: str) -> click.Command:
+    def load(self, name: str) -> _click.Command:
         """Import the module of command `name` and add the command it registers."""
         import typer.main
 

@@ -119,6 +119,7 @@ def progress() -> Iterator[ProgressFn]:
         MofNCompleteColumn,
         Progress,
         SpinnerColumn,
+        TaskID,
         TextColumn,
         TimeElapsedColumn,
         TimeRemainingColumn,
@@ -135,7 +136,7 @@ def progress() -> Iterator[ProgressFn]:
         console=console.out,
         transient=False,
     )
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def report(description: str, done: int, total: int | None) -> None:
         if description not in tasks:

@@ -23,7 +23,7 @@ import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 import torch
@@ -37,6 +37,9 @@ from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, Task, no_progress
+
+if TYPE_CHECKING:
+    from peft import PeftModel
 
 META_FILE = "crsbench_adapter.json"
 ADAPTER_FILE = "adapter_model.safetensors"
@@ -95,7 +98,7 @@ def lora_target_modules(model: nn.Module, entry: EncoderEntry) -> list[str]:
     return names
 
 
-def attach_lora(model: nn.Module, entry: EncoderEntry, settings: LoraSettings, seed: int) -> nn.Module:
+def attach_lora(model: nn.Module, entry: EncoderEntry, settings: LoraSettings, seed: int) -> PeftModel:
     """Wrap `model` in a peft LoRA model (adapter init seeded); the base parameters are frozen."""
     from peft import LoraConfig, get_peft_model
 
@@ -107,7 +110,7 @@ def attach_lora(model: nn.Module, entry: EncoderEntry, settings: LoraSettings, s
         bias="none",
     )
     torch.manual_seed(seed)
-    return get_peft_model(model, config)
+    return cast("PeftModel", get_peft_model(model, config))  # not mixed=True, so never a PeftMixedModel
 
 
 def _labels(dataset: Dataset, rows: np.ndarray) -> torch.Tensor:
@@ -117,7 +120,7 @@ def _labels(dataset: Dataset, rows: np.ndarray) -> torch.Tensor:
     return torch.as_tensor(y, dtype=torch.long)
 
 
-def _batch(dataset: Dataset, entry: EncoderEntry, rows: Sequence[int]) -> torch.Tensor:
+def _batch(dataset: Dataset, entry: EncoderEntry, rows: Sequence[int] | np.ndarray) -> torch.Tensor:
     paths = dataset.images["rel_path"].astype(str).to_numpy()
     images = [torch.tensor(decode_image(dataset.root, str(paths[r])))[None] for r in rows]
     return torch.cat([model_input(im, entry, torch.float32) for im in images])
@@ -134,7 +137,7 @@ def _train_mode(model: nn.Module) -> None:
 
 @dataclasses.dataclass
 class AdaptResult:
-    model: nn.Module  # the peft model (base + adapters), eval mode
+    model: PeftModel  # the peft model (base + adapters), eval mode
     head: nn.Linear
     losses: list[float]  # mean training loss per epoch
     steps: int
@@ -171,7 +174,9 @@ def adapt(
     base = model if model is not None else entry.build(weights)
     base_hash = state_dict_hash(base)
     peft_model = attach_lora(base, entry, settings, seed).to(dev)
-    tap = DepthTap(peft_model.base_model.model, entry)
+    wrapped = peft_model.base_model.model  # the base model, its layers now holding the adapters
+    assert isinstance(wrapped, nn.Module)
+    tap = DepthTap(wrapped, entry)
     try:
         with torch.no_grad():
             probe = torch.zeros((1, 3, entry.input_size, entry.input_size), device=dev)

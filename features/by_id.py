@@ -199,7 +199,9 @@ def _build_hf(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     assert isinstance(wrapped, HFVision)
     inner = wrapped.model
     if hasattr(inner, "text_model") and hasattr(inner, "vision_model"):
-        return HFVision(inner.vision_model)  # a dual encoder: its image tower alone
+        tower = inner.vision_model
+        assert isinstance(tower, nn.Module)
+        return HFVision(tower)  # a dual encoder: its image tower alone
     return wrapped
 
 

@@ -217,6 +217,7 @@ class _Extractor:
             ahead = self.prefetch(pending[0]) if pending else None
             for pos in range(len(pending)):
                 chunk = ahead
+                assert chunk is not None  # prefetched for every pending position
                 ahead = self.prefetch(pending[pos + 1]) if pos + 1 < len(pending) else None
                 items, feats, done = self.run_chunk(chunk, done, total)
                 if in_flight is not None:
@@ -380,7 +381,8 @@ def extract(
         progress,
     )
     arrays = {
-        name: group[name] for name in [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY]
+        name: _array(group, name)
+        for name in [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY]
     }
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])
     pending = [k for k in range(marks.shape[0]) if not marks[k]]
@@ -406,6 +408,12 @@ def extract(
     return attrs
 
 
+def _array(group: zarr.Group, name: str) -> zarr.Array:
+    node = group[name]
+    assert isinstance(node, zarr.Array)
+    return node
+
+
 def _open_feature_group(
     root: zarr.Group,
     ref: FeatureSetRef,
@@ -417,6 +425,7 @@ def _open_feature_group(
 ) -> zarr.Group:
     if ref.path in root:
         group = root[ref.path]
+        assert isinstance(group, zarr.Group)
         stale = [k for k in RESUME_KEYS if group.attrs.get(k) != settings[k]]
         if stale:
             raise CrsbenchError(

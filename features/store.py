@@ -13,7 +13,7 @@ fsspec URL (a local path, `memory://...`, `s3://...`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 import zarr
@@ -73,7 +73,7 @@ class FeatureStore:
         self.url = str(url)
         self.storage_options = storage_options
 
-    def _open_root(self, mode: str) -> zarr.Group:
+    def _open_root(self, mode: Literal["r", "a"]) -> zarr.Group:
         kwargs: dict[str, Any] = {}
         if self.storage_options and "://" in self.url:
             kwargs["storage_options"] = self.storage_options
@@ -89,7 +89,9 @@ class FeatureStore:
 
     def image_ids(self, dataset: str) -> np.ndarray:
         try:
-            values = self.root()[f"{dataset}/image_ids"][:]
+            node = self.root()[f"{dataset}/image_ids"]
+            assert isinstance(node, zarr.Array)
+            values = node[:]
             # zarr returns variable-length strings as numpy StringDType; go via object.
             return np.asarray(values, dtype=object).astype(str)
         except KeyError:
@@ -151,10 +153,15 @@ def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -
         group = store.root()[name]
     except (KeyError, CrsbenchError):
         return None
-    known = group.attrs.get("image_digest")
+    known = cast("str | None", group.attrs.get("image_digest"))
     if known is None:  # stores written without the dataset-level attribute: ask the feature sets
-        known = next(
-            (child.attrs.get("image_digest") for _, child in group.groups() if child.attrs.get("image_digest")), None
+        assert isinstance(group, zarr.Group)
+        known = cast(
+            "str | None",
+            next(
+                (child.attrs.get("image_digest") for _, child in group.groups() if child.attrs.get("image_digest")),
+                None,
+            ),
         )
     if known is None or known == image_digest:
         return None
@@ -173,7 +180,7 @@ def claim_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
     """Write `{dataset}/image_ids` once; refuse a store made from different images."""
     digest = ds.image_digest()
     group = root.require_group(ds.name)
-    known = group.attrs.get("image_digest")
+    known = cast("str | None", group.attrs.get("image_digest"))
     if known is not None and known != digest:
         raise CrsbenchError(
             f"dataset {ds.name!r} has changed since its features in {store_url} were extracted "

@@ -210,7 +210,7 @@ def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, 
             raise CrsbenchError(
                 f"{file}: [{where}.convert] unknown field {bad[0]!r}; known: {', '.join(_CONVERT_TYPES)}"
             )
-        conv = {k: tuple(v) if isinstance(v, list) else v for k, v in table["convert"].items()}
+        conv: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in table["convert"].items()}
         fields["convert"] = KeyConversion(**conv)
     for key, value in overrides.items():
         fields[key] = tuple(value) if isinstance(value, list) else value

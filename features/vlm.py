@@ -32,7 +32,8 @@ class HFGenerator:
             self.processor = AutoProcessor.from_pretrained(where, local_files_only=True, trust_remote_code=False)
             self.model = (
                 AutoModelForImageTextToText.from_pretrained(where, local_files_only=True, trust_remote_code=False)
-                .to(device)
+                # transformers wraps .to with functools.wraps, which loses the method binding for mypy.
+                .to(device)  # type: ignore[arg-type]
                 .eval()
             )
         except (OSError, ValueError) as exc:

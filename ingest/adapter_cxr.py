@@ -80,7 +80,7 @@ def _chexpert_root(path: Path) -> Path:
 def read_chexpert(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
     root = _chexpert_root(path)
     policy = UNCERTAINTY[options["uncertainty"]]
-    files = [("train.csv", None)]
+    files: list[tuple[str, str | None]] = [("train.csv", None)]
     if options["valid_as_test"] == "true" and (root / "valid.csv").is_file():
         files.append(("valid.csv", "test"))
     records = []

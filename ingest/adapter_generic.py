@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -158,6 +160,7 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     task = Task.parse(options["task"])
     if "label" not in frame.columns and task is not Task.MULTILABEL:
         _explain_missing_label_column(frame, name)
+    parse: Callable[[dict[str, Any]], int | np.ndarray]
     if "label" in frame.columns:
         if task is Task.MULTILABEL:
             raise InputError(f"{name}: a multilabel manifest needs one 0/1 column per label, not a 'label' column")

@@ -175,7 +175,7 @@ def _label_array(records: Sequence[Record], task: Task, n_labels: int) -> np.nda
 
 def _require_examples(y: np.ndarray, names: Sequence[str], where: str) -> None:
     counts = y.sum(axis=0)
-    empty = [names[k] for k in np.flatnonzero(counts == 0)]
+    empty = [names[int(k)] for k in np.flatnonzero(counts == 0)]
     if empty:
         raise InputError(
             f"class {empty[0]!r} has no examples {where}"

@@ -67,18 +67,20 @@ def check_label_count(n_labels: int, n_images: int, where: str) -> None:
         raise InputError(f"{where}: {n_labels:,} classes/labels for only {n_images:,} images; check the label values")
 
 
-def split_gaps(y: np.ndarray, splits: Sequence[str], names: Sequence[str]) -> dict[str, list[str]]:
+def split_gaps(y: np.ndarray, splits: Sequence[str] | np.ndarray, names: Sequence[str]) -> dict[str, list[str]]:
     """{class or label name: [splits it has no (positive) example in]}, for those with gaps."""
     split_arr = np.asarray(splits, dtype=object)
     gaps: dict[str, list[str]] = {}
     for split in SPLITS:
         counts = y[split_arr == split].sum(axis=0)
         for k in np.flatnonzero(counts == 0):
-            gaps.setdefault(names[k], []).append(split)
+            gaps.setdefault(names[int(k)], []).append(split)
     return gaps
 
 
-def check_splits(y: np.ndarray, splits: Sequence[str], names: Sequence[str], task: Task, merged: bool = False) -> None:
+def check_splits(
+    y: np.ndarray, splits: Sequence[str] | np.ndarray, names: Sequence[str], task: Task, merged: bool = False
+) -> None:
     """Every split non-empty and every class/label present in each; InputError otherwise."""
     sizes = {s: int(np.sum(np.asarray(splits, dtype=object) == s)) for s in SPLITS}
     empty = [s for s in SPLITS if sizes[s] == 0]

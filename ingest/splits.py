@@ -44,7 +44,7 @@ def one_hot(labels: np.ndarray, n_classes: int) -> np.ndarray:
 
 
 def stratified_group_split(
-    Y: np.ndarray, groups: Sequence[str], ratios: Sequence[float], seed: int | str = SPLIT_SEED
+    Y: np.ndarray, groups: Sequence[str] | np.ndarray, ratios: Sequence[float], seed: int | str = SPLIT_SEED
 ) -> np.ndarray:
     """Assign each row to one of len(ratios) parts: stratified by Y's columns, whole groups.
 
@@ -133,7 +133,7 @@ def assign_splits(
     return out.astype(str)
 
 
-def check_group_safe(groups: Sequence[str], splits: Sequence[str]) -> None:
+def check_group_safe(groups: Sequence[str], splits: Sequence[str] | np.ndarray) -> None:
     """InputError naming the first group found in more than one split."""
     seen: dict[str, str] = {}
     for g, s in zip(map(str, groups), map(str, splits)):

@@ -21,7 +21,7 @@ import hashlib
 import io
 import shutil
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -124,7 +124,7 @@ def _save(pixels: np.ndarray, path: Path, fmt: str) -> None:
     path.write_bytes(buf.getvalue())
 
 
-def _write_csv(path: Path, header: list[str], rows: list[list[object]]) -> None:
+def _write_csv(path: Path, header: list[str], rows: Sequence[Sequence[object]]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh, lineterminator="\n")
@@ -293,7 +293,9 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
     per_subject = rng.choice([1, 2, 3], size=n_subjects, p=[0.5, 0.3, 0.2])
     studies = np.sort(rng.choice(9_999_999, size=int(per_subject.sum()), replace=False)) + 50_000_000
     states = sample_study_states(rng, len(studies), 12, 12, expert=False)
-    label_rows, meta_rows, images = [], [], []
+    label_rows: list[list[int | str]] = []
+    meta_rows: list[list[int | str]] = []
+    images: list[tuple[str, str, int]] = []
     st = 0
     for subject, k in zip(subjects, per_subject):
         for _ in range(k):

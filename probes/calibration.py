@@ -24,7 +24,7 @@ NLL minimisation uses scipy L-BFGS-B with analytic gradients (both problems are 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import Protocol, overload
 
 import numpy as np
 from scipy.optimize import minimize
@@ -55,6 +55,14 @@ CALIBRATORS: Registry[Callable[[Task], Calibrator]] = Registry(
 )
 
 
+@overload
+def _check(p: np.ndarray, y: np.ndarray, task: Task) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def _check(p: np.ndarray, y: None, task: Task) -> tuple[np.ndarray, None]: ...
+
+
 def _check(p: np.ndarray, y: np.ndarray | None, task: Task) -> tuple[np.ndarray, np.ndarray | None]:
     p = np.asarray(p, dtype=np.float64)
     if p.ndim != 2 or p.shape[0] == 0:
@@ -68,12 +76,14 @@ def _check(p: np.ndarray, y: np.ndarray | None, task: Task) -> tuple[np.ndarray,
 
 
 def _log(p: np.ndarray) -> np.ndarray:
-    return np.log(np.maximum(p, TINY))
+    out: np.ndarray = np.log(np.maximum(p, TINY))
+    return out
 
 
 def _logit(p: np.ndarray) -> np.ndarray:
     p = np.clip(p, TINY, ONE_BELOW)
-    return np.log(p) - np.log1p(-p)
+    out: np.ndarray = np.log(p) - np.log1p(-p)
+    return out
 
 
 # -- scaling maps (temperature, vector) ---------------------------------------------------
@@ -141,9 +151,12 @@ class _Scaling:
 
     def transform(self, p: np.ndarray) -> np.ndarray:
         p, _ = _check(p, None, self.task)
+        out: np.ndarray
         if self.task is Task.MULTILABEL:
-            return expit(self.w * _logit(p) + self.b)
-        return softmax(self.w * _log(p) + self.b, axis=1)
+            out = expit(self.w * _logit(p) + self.b)
+        else:
+            out = softmax(self.w * _log(p) + self.b, axis=1)
+        return out
 
     @property
     def temperature(self) -> np.ndarray:
@@ -206,7 +219,8 @@ class DirichletCalibration:
     def _features(self, p: np.ndarray, j: int | None = None) -> np.ndarray:
         p = np.clip(p, DIRICHLET_EPS, 1.0 - DIRICHLET_EPS)
         if j is None:
-            return np.log(p)
+            logp: np.ndarray = np.log(p)
+            return logp
         return np.column_stack([np.log(p[:, j]), np.log1p(-p[:, j])])
 
     def _fit_one(self, x: np.ndarray, y: np.ndarray) -> LogisticRegression | None:
@@ -231,7 +245,8 @@ class DirichletCalibration:
             return np.column_stack(cols)
         model = self.models[0]
         if model is None:
-            return p / np.maximum(p.sum(axis=1, keepdims=True), TINY)
+            renormed: np.ndarray = p / np.maximum(p.sum(axis=1, keepdims=True), TINY)
+            return renormed
         q = np.zeros_like(p)
         # Classes absent from the calib split get probability 0.
         q[:, model.classes_] = model.predict_proba(self._features(p))

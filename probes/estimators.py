@@ -54,12 +54,15 @@ def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) 
 def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     gen = torch.Generator().manual_seed(int(seed))
     xt = torch.as_tensor(x, dtype=torch.float32)
-    net = torch.nn.Sequential(
-        torch.nn.Linear(xt.shape[1], MLP_HIDDEN), torch.nn.ReLU(), torch.nn.Linear(MLP_HIDDEN, n_outputs)
+    hidden, relu, head = (
+        torch.nn.Linear(xt.shape[1], MLP_HIDDEN),
+        torch.nn.ReLU(),
+        torch.nn.Linear(MLP_HIDDEN, n_outputs),
     )
+    net = torch.nn.Sequential(hidden, relu, head)
     with torch.no_grad():  # initialise from the fit's own generator, not the global one
-        for layer in (net[0], net[2]):
-            bound = 1.0 / np.sqrt(layer.in_features)
+        for layer in (hidden, head):
+            bound = float(1.0 / np.sqrt(layer.in_features))
             layer.weight.uniform_(-bound, bound, generator=gen)
             layer.bias.uniform_(-bound, bound, generator=gen)
     multilabel = task is Task.MULTILABEL

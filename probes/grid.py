@@ -26,7 +26,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import dask
 import numpy as np
@@ -41,8 +41,12 @@ from crsbench.probes.records import FitKey, fit_data_digest
 from crsbench.probes.registry import get_probe, probe_names
 from crsbench.probes.tasks import Chunk, eval_sets, run_chunk
 
-Sink = Callable[[pd.DataFrame, pd.DataFrame], None]
-Job = tuple  # (Chunk, FeatureStore, Dataset, list[Dataset], TrainStats): run_chunk's arguments
+if TYPE_CHECKING:
+    import dask.array as da
+    from distributed import Future as DaskFuture
+
+Sink = Callable[[pd.DataFrame, pd.DataFrame], object]  # any return value is ignored
+Job = tuple[Chunk, FeatureStore, Dataset, list[Dataset], TrainStats]  # run_chunk's arguments
 
 
 class Claims(Protocol):
@@ -222,7 +226,7 @@ class _InProcess:
     def __init__(self, workers: int | None = None) -> None:
         self.workers = max(1, workers or (os.cpu_count() or 1))
 
-    def compute(self, graphs: list) -> list:
+    def compute(self, graphs: list[da.Array]) -> list[Any]:
         return list(dask.compute(graphs, scheduler="threads")[0])
 
     def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
@@ -235,7 +239,7 @@ class _InProcess:
         torch.set_num_threads(1)
         pool = ThreadPoolExecutor(max_workers=self.workers)
         source = iter(jobs)
-        pending: dict[Future, Job] = {}
+        pending: dict[Future[tuple[pd.DataFrame, pd.DataFrame]], Job] = {}
 
         def top_up() -> None:
             while len(pending) < self.workers and (job := next(source, None)) is not None:
@@ -268,8 +272,9 @@ class _Distributed:
         except (OSError, TimeoutError) as exc:
             raise CrsbenchError(f"cannot reach the dask scheduler at {address}: {exc}") from exc
 
-    def compute(self, graphs: list) -> list:
-        return self.client.compute(graphs, sync=True)
+    def compute(self, graphs: list[da.Array]) -> list[Any]:
+        computed: list[Any] = self.client.compute(graphs, sync=True)
+        return computed
 
     def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
         from distributed import as_completed
@@ -288,7 +293,7 @@ class _Distributed:
         # claimed only shortly before they run and a concurrent sweep can take the rest.
         slots = max(1, 2 * sum(self.client.nthreads().values()))
         source = iter(jobs)
-        pending: dict = {}
+        pending: dict[DaskFuture[tuple[pd.DataFrame, pd.DataFrame]], Job] = {}
         running = as_completed(loop=self.client.loop)
 
         def submit_next() -> None:

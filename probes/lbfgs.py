@@ -141,7 +141,9 @@ def fit_logreg(
         s, yy = w_new - w, g_new - g
         sy = (s * yy).sum(dim=(1, 2))
         rho = torch.where(sy > 1e-20, 1.0 / sy.clamp_min(1e-20), torch.zeros_like(sy))
-        s_hist.append(s), y_hist.append(yy), rho_hist.append(rho)
+        s_hist.append(s)
+        y_hist.append(yy)
+        rho_hist.append(rho)
         if len(s_hist) > history:
             s_hist.pop(0), y_hist.pop(0), rho_hist.pop(0)
         w, f, g = w_new, f_new, g_new

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import rankdata
 
+from crsbench.core import Registry
 from crsbench.core.schema import Column
 from crsbench.ingest.types import CrsbenchError, Task
 
@@ -63,22 +64,19 @@ class Metric:
         return self.column.name
 
 
+def _make_metric(name: str, fn: MetricFn, *, doc: str) -> Metric:
+    return Metric(fn, Column(name, "DOUBLE", doc))
+
+
 # Registration order is the column order of the run record (after its identity columns).
-METRICS: dict[str, Metric] = {}
+METRICS: Registry[Metric] = Registry("metric", make=_make_metric)
 
 
 def register_metric(name: str, doc: str) -> Callable[[MetricFn], MetricFn]:
     """Decorator: `fn(y, p, task) -> float` fills run-record column `name`, documented by `doc`
     (what it is, range, which way is better, METHODS section). The column reaches the run
     record, the Parquet parts and the warehouse's `runs` view with no other change."""
-
-    def wrap(fn: MetricFn) -> MetricFn:
-        if name in METRICS:
-            raise ValueError(f"metric {name!r} registered twice")
-        METRICS[name] = Metric(fn, Column(name, "DOUBLE", doc))
-        return fn
-
-    return wrap
+    return METRICS.register(name, doc=doc)
 
 
 def metric_columns() -> list[Column]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import dask
 import dask.array as da
@@ -31,7 +32,8 @@ class TrainStats:
     std: np.ndarray
 
     def apply(self, x: np.ndarray) -> np.ndarray:
-        return (x - self.mean) / self.std
+        out: np.ndarray = (x - self.mean) / self.std
+        return out
 
     def apply_inplace(self, x: np.ndarray) -> np.ndarray:
         """Standardise a float64 array the caller owns, without temporaries (memory at scale)."""
@@ -50,7 +52,8 @@ def lazy_features(store: FeatureStore, ref: FeatureSetRef, depth: float, conditi
     # An explicit graph name skips Dask's tokenisation of the zarr array, which pickles it
     # and dominated small sweeps; the name is unique per store URL and array path.
     name = "zarr-" + hashlib.sha1(f"{store.url}\0{component}".encode()).hexdigest()
-    return da.from_zarr(store.url, component=component, name=name, **kwargs)
+    arr: da.Array = da.from_zarr(store.url, component=component, name=name, **kwargs)
+    return arr
 
 
 def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str, rows: np.ndarray) -> np.ndarray:
@@ -133,14 +136,14 @@ class ReadCheck:
     stats: bool = False
 
 
-def _threads(graphs: list) -> list:
+def _threads(graphs: list[da.Array]) -> list[Any]:
     return list(dask.compute(graphs, scheduler="threads")[0])
 
 
 def check_and_standardise(
     store: FeatureStore,
     checks: list[ReadCheck],
-    compute: Callable[[list], list] = _threads,
+    compute: Callable[[list[da.Array]], list[Any]] = _threads,
 ) -> dict[tuple[FeatureSetRef, float], TrainStats]:
     """One lazy pass over every array a sweep needs: NaN/inf check plus train statistics.
 

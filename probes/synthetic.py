@@ -33,6 +33,7 @@ def make_dataset(
     """n images split train/calib/test, nested label fractions keeping every class/label."""
     task = Task(task)
     rng = np.random.default_rng(seed)
+    labels: np.ndarray
     if task is Task.MULTILABEL:
         prevalence = rng.uniform(0.1, 0.4, n_outputs)
         labels = (rng.random((n, n_outputs)) < prevalence).astype(np.int8)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -169,7 +170,7 @@ def evaluate_chunk(
     shift target of 243k rows never sits in memory as one float64 matrix.
     """
     created = dt.datetime.now(dt.UTC)
-    run_rows: list[dict] = []
+    run_rows: list[dict[str, Any]] = []
     pred_parts: list[pd.DataFrame] = []
     datasets = {source.name: source, **{t.name: t for t in targets}}
     for batch in _batches(eval_sets(source, chunk.ref, targets)):

@@ -90,7 +90,8 @@ class RunScorer:
         w = _as_weights(weights, self.n).astype(np.float64)
         mass = w.sum(axis=0)
         gaps = [np.abs(w.T @ gap).sum(axis=1) / mass for gap in self._bins]
-        return np.mean(gaps, axis=0)
+        out: np.ndarray = np.mean(gaps, axis=0)
+        return out
 
 
 def _prepare_column(positive: np.ndarray, score: np.ndarray) -> _Column:

@@ -5,24 +5,43 @@ from __future__ import annotations
 import pytest
 
 from crsbench.core import PERTURBATIONS, CrsbenchError, Registry
+from crsbench.features import tiny_encoder_ids
+from crsbench.probes.metrics import metric_columns
 
 
 def _registries() -> dict[str, Registry]:
     from crsbench.analyses.registry import ANALYSES
     from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
+    from crsbench.features.registry import ENCODERS
     from crsbench.ingest.registry import ADAPTERS
+    from crsbench.probes.metrics import METRICS
     from crsbench.probes.registry import PROBES
 
-    return {"adapter": ADAPTERS, "probe": PROBES, "analysis": ANALYSES, "perturbation": PERTURBATION_REGISTRY}
+    return {
+        "encoder": ENCODERS,
+        "adapter": ADAPTERS,
+        "probe": PROBES,
+        "perturbation": PERTURBATION_REGISTRY,
+        "metric": METRICS,
+        "analysis": ANALYSES,
+    }
 
 
 def test_each_registry_is_a_core_registry_with_its_builtins():
     regs = _registries()
-    assert all(isinstance(r, Registry) for r in regs.values())
+    assert len(regs) == 6  # encoders, adapters, probes, perturbations, metrics, analyses
+    for kind, reg in regs.items():
+        assert isinstance(reg, Registry), kind
+        assert reg.kind == kind
+        assert len(reg) > 0, kind  # built-ins load on first use
+    assert set(tiny_encoder_ids()) <= set(regs["encoder"])
     assert {"isic2019", "aptos2019", "chexpert", "mimic-cxr", "medmnist", "manifest"} == set(regs["adapter"])
     assert regs["probe"].names() == ["logreg", "mlp", "knn"]
     assert {"e1", "e2", "e3", "e4", "e5", "e6"} <= set(regs["analysis"])
     assert tuple(regs["perturbation"].names()) == PERTURBATIONS  # core's names are the registered ones
+    # metrics list in registration order: the run record's metric columns
+    assert regs["metric"].names() == [c.name for c in metric_columns()]
+    assert regs["metric"].names()[:2] == ["auroc", "ece"]
 
 
 @pytest.mark.parametrize(
@@ -32,6 +51,8 @@ def test_each_registry_is_a_core_registry_with_its_builtins():
         ("probe", "knnn", "knn"),
         ("perturbation", "jpg", "jpeg"),
         ("analysis", "e33", "e3"),
+        ("metric", "brierr", "brier"),
+        ("encoder", "tiny-vitt", "tiny-vit"),
     ],
 )
 def test_a_typo_suggests_the_registered_name(kind, typo, meant):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import duckdb
 import pandas as pd
 
 from crsbench.features.registry import EncoderEntry, get_encoder
@@ -111,7 +112,7 @@ def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs:
         _upsert(con, row)
 
 
-def _upsert(con, row: list[Any]) -> None:
+def _upsert(con: duckdb.DuckDBPyConnection, row: list[Any]) -> None:
     con.execute(
         "delete from feature_sets where dataset_id = ? and encoder_id = ? and regime = ? and store_url = ?", row[:4]
     )

@@ -33,6 +33,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import Any
 
 import fsspec
 import pyarrow.parquet as pq
@@ -238,8 +239,8 @@ class FitClaims:
                 return
 
 
-def _mtime(info: dict) -> float:
-    value = info.get("mtime", info.get("LastModified", info.get("last_modified")))
+def _mtime(info: dict[str, Any]) -> float:
+    value: Any = info.get("mtime", info.get("LastModified", info.get("last_modified")))
     if hasattr(value, "timestamp"):
         return float(value.timestamp())
     return float(value) if value is not None else time.time()

@@ -81,15 +81,17 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
     """
     from crsbench.warehouse.connection import STORAGE_COMPATIBILITY
 
-    version = wh.con.execute(
-        "select tags['storage_version'] from duckdb_databases() where database_name = current_database()"
-    ).fetchone()[0]
+    version = parts.one_row(
+        wh.con.execute(
+            "select tags['storage_version'] from duckdb_databases() where database_name = current_database()"
+        ).fetchone()
+    )[0]
     if not version or version.startswith(STORAGE_COMPATIBILITY):
         return
     target = wh.path.with_name(f".tmp-{uuid.uuid4().hex}-{wh.path.name}")
     if "?" in str(target.absolute()):
         return  # DuckDB cannot ATTACH such a path; the file stays in the newer format
-    source = wh.con.execute("select current_database()").fetchone()[0]
+    source = parts.one_row(wh.con.execute("select current_database()").fetchone())[0]
     try:
         wh.con.execute(
             f"attach {parts.sql_literal(str(target.absolute()))} as crs_rewrite "

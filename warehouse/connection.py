@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import pandas as pd
@@ -27,6 +28,10 @@ from crsbench.warehouse import parts
 from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_INFO, SCHEMA_VERSION, duckdb_type
+
+if TYPE_CHECKING:
+    from ibis.backends.duckdb import Backend as IbisBackend
+    from ibis.expr.types import Table as IbisTable
 
 __all__ = ["DEFAULT_DB", "MissingPartsWarning", "Warehouse", "default_db_path", "parts_dir_for", "sql_files"]
 
@@ -147,7 +152,9 @@ class Warehouse:
             wh.close()
 
     def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
-        config = {} if self.read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+        config: dict[str, str | bool | int | float | list[str]] = (
+            {} if self.read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+        )
         if not self.read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         target = self._connect_path()
@@ -183,12 +190,14 @@ class Warehouse:
     # -- schema ---------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        exists = self.con.execute(
-            "select count(*) from information_schema.tables where table_name = 'schema_info' and table_schema = 'main'"
-        ).fetchone()[0]
+        exists = parts.one_row(
+            self.con.execute(
+                "select count(*) from information_schema.tables where table_name = 'schema_info' and table_schema = 'main'"
+            ).fetchone()
+        )[0]
         if not exists:
             return 0
-        row = self.con.execute("select max(version) from schema_info").fetchone()
+        row = parts.one_row(self.con.execute("select max(version) from schema_info").fetchone())
         return int(row[0] or 0)
 
     def _check_version(self) -> None:
@@ -196,7 +205,9 @@ class Warehouse:
         if current > SCHEMA_VERSION:
             from crsbench.core import __version__
 
-            writer = self.con.execute("select max_by(crsbench_version, version) from schema_info").fetchone()[0]
+            writer = parts.one_row(
+                self.con.execute("select max_by(crsbench_version, version) from schema_info").fetchone()
+            )[0]
             raise CrsbenchError(
                 f"warehouse {self.path} has schema v{current}, written by crsbench {writer}; this crsbench "
                 f"{__version__} reads schema v{SCHEMA_VERSION} or older: upgrade to crsbench {writer} or later"
@@ -370,11 +381,11 @@ class Warehouse:
 
     # -- queries --------------------------------------------------------------------
 
-    def sql(self, query: str, params: list | dict | None = None) -> pd.DataFrame:
+    def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
         """Run a query with bound parameters and return a pandas frame."""
         return self.con.execute(query, params or []).df()
 
-    def ibis(self):
+    def ibis(self) -> IbisBackend:
         """An ibis DuckDB backend over the same connection (tables and views as ibis tables).
 
         The whole backend API works (`list_tables()`, `table()`, `sql()`, `to_pyarrow_batches()`, ...):
@@ -386,7 +397,7 @@ class Warehouse:
 
         return ibis.duckdb.from_connection(IbisConnection(self.con))
 
-    def table(self, name: str):
+    def table(self, name: str) -> IbisTable:
         return self.ibis().table(name)
 
     # -- paths stored in the file -------------------------------------------------------

@@ -19,6 +19,7 @@ import pandas as pd
 
 from crsbench.ingest.types import IMAGE_COLUMNS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import one_row
 from crsbench.warehouse.retire import Impact, retire_for_new_shift, retire_for_replacement
 from crsbench.warehouse.retire import replacement_impact as _impact
 
@@ -41,7 +42,7 @@ def _frame(con: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> It
 
 
 def _exists(con: duckdb.DuckDBPyConnection, name: str) -> bool:
-    return con.execute("select count(*) from datasets where dataset_id = ?", [name]).fetchone()[0] > 0
+    return bool(one_row(con.execute("select count(*) from datasets where dataset_id = ?", [name]).fetchone())[0] > 0)
 
 
 def one_hot_long(ds: Dataset) -> pd.DataFrame:
@@ -246,9 +247,11 @@ def _declare(con: duckdb.DuckDBPyConnection, source: str, target: str) -> None:
             f"({len(src)} vs {len(tgt)} labels; first difference: "
             f"{next((a, b) for a, b in zip(src + [None], tgt + [None]) if a != b)})"
         )
-    done = con.execute(
-        "select count(*) from shift_pairs where source_id = ? and target_id = ?", [source, target]
-    ).fetchone()[0]
+    done = one_row(
+        con.execute(
+            "select count(*) from shift_pairs where source_id = ? and target_id = ?", [source, target]
+        ).fetchone()
+    )[0]
     if not done:
         con.execute("insert into shift_pairs values (?, ?, current_timestamp)", [source, target])
         retire_for_new_shift(con, source, target)
@@ -272,7 +275,7 @@ def relocate_dataset(wh: Warehouse, name: str, root: Path | str, progress: Progr
     """
     from crsbench.ingest.images import check_image
 
-    if wh.con.execute("select count(*) from datasets where dataset_id = ?", [name]).fetchone()[0] == 0:
+    if one_row(wh.con.execute("select count(*) from datasets where dataset_id = ?", [name]).fetchone())[0] == 0:
         known = ", ".join(list_datasets(wh)) or "none"
         raise CrsbenchError(f"no dataset {name!r} in {wh.path} (datasets: {known})")
     root = Path(root)

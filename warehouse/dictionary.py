@@ -19,6 +19,7 @@ import duckdb
 
 from crsbench.core import CrsbenchError
 from crsbench.core.schema import ObjectKind, Schema
+from crsbench.warehouse.parts import one_row
 from crsbench.warehouse.schema import PART, PARTS, PARTS_LEDGER, RETIRED_FEATURE_SETS, RETIRED_FITS, SCHEMA_INFO, TABLES
 
 
@@ -76,7 +77,7 @@ def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None 
         f"select table_name, column_name from duckdb_columns() where {_IN_FILE}"
     ).fetchall():
         columns.setdefault(table, set()).add(column)
-    catalog = con.execute("select current_database()").fetchone()[0]
+    catalog = one_row(con.execute("select current_database()").fetchone())[0]
     for kind, schema in declared_objects():
         if schema.name in columns and (only is None or schema.name in only):
             for statement in schema.comment_sql(kind, sorted(columns[schema.name]), catalog):

@@ -15,7 +15,7 @@ import re
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 import pyarrow as pa
@@ -122,7 +122,7 @@ def to_json(table: pa.Table) -> str:
 
 
 def to_csv(table: pa.Table) -> str:
-    return table.to_pandas().to_csv(index=False)
+    return cast(str, table.to_pandas().to_csv(index=False))  # pandas is untyped here: Any
 
 
 TEXT_FORMATS: dict[str, Callable[[pa.Table], str]] = {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import duckdb
 import pyarrow as pa
@@ -15,7 +16,7 @@ class IbisConnection:
     def __init__(self, con: duckdb.DuckDBPyConnection) -> None:
         self._con = con
 
-    def __getattr__(self, name: str):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
 
     def __enter__(self) -> "IbisConnection":
@@ -24,7 +25,7 @@ class IbisConnection:
     def __exit__(self, *exc: object) -> None:
         self._con.close()
 
-    def execute(self, *args, **kwargs) -> "IbisConnection":
+    def execute(self, *args: Any, **kwargs: Any) -> "IbisConnection":
         self._con.execute(*args, **kwargs)
         return self
 

@@ -19,6 +19,7 @@ import pandas as pd
 from crsbench.core import AXES, __version__
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import one_row
 
 GLOBAL_SCOPE = "global"
 PANEL_MODE = "fixed"
@@ -82,7 +83,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
             f"panel {name!r} was frozen at {existing[0]} and frozen panels are immutable; "
             "freeze the new membership under a new name"
         )
-    if wh.con.execute("select count(*) from axes_cell where dataset_id = ?", [GLOBAL_SCOPE]).fetchone()[0]:
+    if one_row(wh.con.execute("select count(*) from axes_cell where dataset_id = ?", [GLOBAL_SCOPE]).fetchone())[0]:
         raise CrsbenchError(f"a dataset is named {GLOBAL_SCOPE!r}, which is the aggregate scope; rename it")
     member_axes = wh.sql(_MEMBER_AXES_SQL, [list(members)])
     scored = set(member_axes.loc[member_axes.scope == GLOBAL_SCOPE, "encoder_id"])

@@ -10,10 +10,15 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 EMPTY_PART = "part-00000000-empty.parquet"
 PART_PATTERN = "part-*.parquet"
@@ -32,6 +37,12 @@ def sql_literal(value: str) -> str:
     # DDL cannot take bound parameters, and a persisted view must name its Parquet folder
     # literally so a plain duckdb client can read it; quote it safely.
     return "'" + value.replace("'", "''") + "'"
+
+
+def one_row(row: tuple[Any, ...] | None) -> tuple[Any, ...]:
+    """The `fetchone()` result of a query that always returns a row (an aggregate, `current_database()`)."""
+    assert row is not None, "query returned no row"
+    return row
 
 
 def data_parts(folder: Path) -> list[Path]:
@@ -86,7 +97,7 @@ def new_part_name() -> str:
     return f"part-{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.parquet"
 
 
-def conform(data, schema: pa.Schema, kind: str) -> pa.Table:
+def conform(data: pd.DataFrame | pa.Table, schema: pa.Schema, kind: str) -> pa.Table:
     """`data` (pandas or Arrow) with exactly `schema`'s columns and types; names what is missing."""
     table = data if isinstance(data, pa.Table) else pa.Table.from_pandas(data, preserve_index=False)
     missing = [f.name for f in schema if f.name not in table.column_names]
@@ -126,7 +137,7 @@ def part_relation_sql(schema: pa.Schema, pattern: str | None) -> str:
     return f"select {_columns(schema)}, part from ({read_parts_sql(pattern)})"
 
 
-def pending_views_sql(schemas: dict[str, pa.Schema]) -> list[str]:
+def pending_views_sql(schemas: Mapping[str, pa.Schema]) -> list[str]:
     """The persisted views that combine compacted rows with the parts not yet compacted.
 
     `runs` keeps exactly one row per run_id whatever the parts hold: a compacted record wins,

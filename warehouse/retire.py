@@ -18,6 +18,7 @@ import dataclasses
 import duckdb
 
 from crsbench.ingest.types import Dataset
+from crsbench.warehouse.parts import one_row
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,13 +49,15 @@ def replacement_impact(con: duckdb.DuckDBPyConnection, old: Dataset | None, new:
     """What `retire_for_replacement(con, old, new)` would retire (nothing if the data is the same)."""
     if old is None or old.data_digest() == new.data_digest():
         return Impact(new.name, False, False, 0, 0, 0)
-    fits, runs = con.execute(
-        "select count(distinct fit_id), count(*) from runs where dataset_id = ? or eval_dataset_id = ?",
-        [new.name, new.name],
-    ).fetchone()
+    fits, runs = one_row(
+        con.execute(
+            "select count(distinct fit_id), count(*) from runs where dataset_id = ? or eval_dataset_id = ?",
+            [new.name, new.name],
+        ).fetchone()
+    )
     images_changed = old.image_digest() != new.image_digest()
     feature_sets = (
-        con.execute("select count(*) from feature_sets where dataset_id = ?", [new.name]).fetchone()[0]
+        one_row(con.execute("select count(*) from feature_sets where dataset_id = ?", [new.name]).fetchone())[0]
         if images_changed
         else 0
     )
@@ -90,10 +93,10 @@ def retire_for_replacement(con: duckdb.DuckDBPyConnection, old: Dataset | None, 
 def retire_for_new_shift(con: duckdb.DuckDBPyConnection, source: str, target: str) -> int:
     """Declaring source -> target adds an evaluation to every fit of `source`, which changes
     their ids; the fits made without it are retired. Returns how many."""
-    before = con.execute("select count(*) from retired_fits").fetchone()[0]
+    before = one_row(con.execute("select count(*) from retired_fits").fetchone())[0]
     con.execute(
         "insert into retired_fits select distinct fit_id, ?, ?, 'shift target declared', current_timestamp "
         "from runs where dataset_id = ?",
         [source, f"shift:{target}", source],
     )
-    return int(con.execute("select count(*) from retired_fits").fetchone()[0] - before)
+    return int(one_row(con.execute("select count(*) from retired_fits").fetchone())[0] - before)

@@ -349,7 +349,9 @@ def leading_tier(wh: Warehouse, panel: str | None = None) -> pd.DataFrame:
     """The stored bootstrap's leading tier (encoder_id, crs, crs_lo, crs_hi, p_rank1, p_top3),
     best P(rank 1) first; `panel` filters when the table holds several."""
     name = table_name("bootstrap", "encoders")
-    exists = wh.con.execute("select count(*) from information_schema.tables where table_name = ?", [name]).fetchone()[0]
+    count = wh.con.execute("select count(*) from information_schema.tables where table_name = ?", [name]).fetchone()
+    assert count is not None  # count(*) always returns a row
+    exists = count[0]
     if not exists:
         raise CrsbenchError("no bootstrap results in this warehouse; run 'crsbench analyze bootstrap'")
     query = (

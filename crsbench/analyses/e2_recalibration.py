@@ -93,7 +93,7 @@ def recalibrate_fit(
             q = np.clip(calibrator.transform(p), 0.0, 1.0)
             if reliability is not None and cond in diagrammed:
                 reliability.append(_bins(cond, method, y, q, task))
-            row = {"eval_dataset_id": cond[1], "condition": cond[0], "method": method}
+            row: dict[str, Any] = {"eval_dataset_id": cond[1], "condition": cond[0], "method": method}
             for name, fn in SCORES.items():
                 row[f"{name}_before"] = before[cond][name]
                 row[f"{name}_after"] = fn(y, q, task)

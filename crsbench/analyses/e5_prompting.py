@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 import numpy as np
@@ -85,9 +86,11 @@ def _test_rows(ds: Dataset, n_images: int, seed: int) -> np.ndarray:
 
 
 def _stored_answers(wh: Warehouse) -> pd.DataFrame:
-    exists = wh.con.execute(
+    count = wh.con.execute(
         "select count(*) from information_schema.tables where table_name = ?", [ANSWERS_TABLE]
-    ).fetchone()[0]
+    ).fetchone()
+    assert count is not None  # count(*) always returns a row
+    exists = count[0]
     if not exists:
         return pd.DataFrame(columns=ANSWER_COLUMNS)
     return wh.sql(f"select {', '.join(ANSWER_COLUMNS)} from {ANSWERS_TABLE}")
@@ -101,7 +104,7 @@ def generate_answers(
     generate: GenerateFn,
     shots_per_label: int,
     seed: int,
-    done: set[tuple] = frozenset(),
+    done: AbstractSet[tuple[Any, ...]] = frozenset(),
 ) -> pd.DataFrame:
     """Answer every (style, row) not in `done`; returns rows shaped like ANSWER_COLUMNS."""
     shots = _shots(ds, shots_per_label, seed)

@@ -49,20 +49,22 @@ def plan(
 ) -> list[FitKey]:
     """Every fit to run. Encoders and datasets both named: every pair (a missing feature set is
     an error); encoders alone: the datasets each was extracted on; neither: every feature set."""
-    grid = {
-        "probes": config.probes or None,
-        "fractions": config.fractions or LABEL_FRACTIONS,
-        "seeds": config.seeds or FRACTION_SEEDS,
-        "depths": config.depths or None,
-    }
+    probes = config.probes or None
+    fractions = config.fractions or LABEL_FRACTIONS
+    seeds = config.seeds or FRACTION_SEEDS
+    depths = config.depths or None
     present = {(r.dataset, r.key) for r in store.feature_sets()}
     fits: list[FitKey] = []
     for name in datasets:
         if encoders:
             keys = [e for e in encoders if named_datasets or (name, e) in present]
-            fits += plan_fits([name], keys, store, **grid) if keys else []
+            fits += (
+                plan_fits([name], keys, store, probes=probes, fractions=fractions, seeds=seeds, depths=depths)
+                if keys
+                else []
+            )
         else:
-            fits += plan_fits([name], None, store, **grid)
+            fits += plan_fits([name], None, store, probes=probes, fractions=fractions, seeds=seeds, depths=depths)
     for enc in encoders:
         if not any(f.feature_set.key == enc for f in fits):
             raise CrsbenchError(

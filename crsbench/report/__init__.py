@@ -116,8 +116,9 @@ def build_report(
     if figures_dir is not None:
         figures_dir.mkdir(parents=True, exist_ok=True)
         for name, png in sink.pngs.items():
-            written[name] = figures_dir / f"{name}.png"
-            _atomic_write(written[name], png)
+            path = figures_dir / f"{name}.png"
+            written[name] = path
+            _atomic_write(path, png)
     return ReportResult(
         out=out, panel=data.panel, sections=states, figures=written, random_init=sorted(data.random_init)
     )

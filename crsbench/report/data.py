@@ -147,7 +147,11 @@ def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
     datasets = _if_present(
         wh, present, "datasets", "select dataset_id, task, n_images from datasets order by dataset_id"
     )
-    n_runs = int(wh.con.execute("select count(*) from runs").fetchone()[0]) if "runs" in present else 0
+    n_runs = 0
+    if "runs" in present:
+        count = wh.con.execute("select count(*) from runs").fetchone()
+        assert count is not None  # count(*) always returns a row
+        n_runs = int(count[0])
     members = []
     if chosen is not None and "reference_panels" in present:
         members = [

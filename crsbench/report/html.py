@@ -93,6 +93,11 @@ def fmt_number(value: object, digits: int = 3) -> str:
 Cell = Callable[[pd.Series], str]
 
 
+def number_cell(column: str, digits: int = 3) -> Cell:
+    """A cell showing the row's `column` with `fmt_number`."""
+    return lambda r: fmt_number(r[column], digits)
+
+
 def table(
     frame: pd.DataFrame,
     columns: Mapping[str, Cell],

@@ -15,7 +15,7 @@ from crsbench.core import AXES
 from crsbench.report import figures as figs
 from crsbench.report import uncertainty
 from crsbench.report.data import AXIS_LABELS, ReportData
-from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
+from crsbench.report.html import Cell, FigureSink, encoder_cell, esc, fmt_number, number_cell, table
 
 # Which command fills each kind of gap; one place, so the messages stay in step with the CLI.
 FILL: dict[str, str] = {
@@ -106,6 +106,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
         return gap
+    assert data.crs_encoder is not None and data.panel is not None  # _need_scores checked both
     board = data.crs_encoder.copy()
     boot, cols = _bootstrap(data)
     resample = None
@@ -213,6 +214,7 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
         return gap
+    assert data.crs_encoder is not None  # _need_scores checked it
     if data.axes_norm is None or data.axes_norm.empty:
         return Missing("The panel has no global anchors to normalise the axes with.", FILL["panel"])
     order = data.crs_encoder["encoder_id"].tolist()
@@ -226,8 +228,8 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
         if data.axes_encoder is not None
         else norm.iloc[0:0]
     )
-    columns = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"))}
-    columns |= {AXIS_LABELS[a]: (lambda r, a=a: fmt_number(r[a])) for a in AXES}
+    columns: dict[str, Cell] = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init, r.get("regime"))}
+    columns |= {AXIS_LABELS[a]: number_cell(a) for a in AXES}
     if "n_datasets" in raw.columns:
         columns["datasets"] = lambda r: fmt_number(r["n_datasets"], 0)
     return (
@@ -242,6 +244,7 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
         return gap
+    assert data.crs_encoder is not None  # _need_scores checked it
     ranks = data.crs_encoder[["encoder_id", "auroc_rank", "crs_rank"]].copy()
     ranks.insert(0, "label", [data.label(e) for e in ranks["encoder_id"]])
     agreement = data.rank_agreement
@@ -273,12 +276,13 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
         }
         counts = {"n", "reversals", "pairs"}
         stats = {h: c for h, c in stats.items() if c in agreement.columns}
+
+        def stat_cell(c: str) -> Cell:
+            return lambda r: esc(r[c]) if c == "population" else fmt_number(r[c], 0 if c in counts else 3)
+
         body = table(
             agreement,
-            {
-                h: (lambda r, c=c: esc(r[c]) if c == "population" else fmt_number(r[c], 0 if c in counts else 3))
-                for h, c in stats.items()
-            },
+            {h: stat_cell(c) for h, c in stats.items()},
             text_columns=["population"],
         )
         body += (
@@ -307,14 +311,14 @@ def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
     for dataset, frame in cells.groupby("dataset_id", sort=True):
         if "crs" in frame.columns:
             frame = frame.sort_values(["crs", "discrimination"], ascending=False, na_position="last")
-        columns = {
+        columns: dict[str, Cell] = {
             "Encoder": lambda r: encoder_cell(
                 r["encoder_id"], data.random_init, r.get("regime"), bool(r.get("in_panel", False) is True)
             )
         }
         if "crs" in frame.columns:
             columns["CRS"] = lambda r: fmt_number(r["crs"])
-        columns |= {AXIS_LABELS[a]: (lambda r, a=a: fmt_number(r[a])) for a in AXES}
+        columns |= {AXIS_LABELS[a]: number_cell(a) for a in AXES}
         if "aulc" in frame.columns:
             columns["AULC"] = lambda r: fmt_number(r["aulc"])
         parts.append(

@@ -12,7 +12,7 @@ import pandas as pd
 from crsbench.core import CLEAN
 from crsbench.report import figures as figs
 from crsbench.report.data import ReportData
-from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, table
+from crsbench.report.html import Cell, FigureSink, encoder_cell, esc, fmt_number, number_cell, table
 from crsbench.report.sections import FILL, Missing, section
 
 
@@ -81,8 +81,8 @@ def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
         series = [c for c in wide.columns if c not in ("label", "encoder_id")]
         fig = figs.grouped_bars(wide, series, "ECE on the clean test set (mean over datasets)", "ECE (lower is better)")
         out.append(sink.embed("recalibration_ece", fig, "ECE before and after each recalibration method"))
-        columns = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init)}
-        columns |= {str(c): (lambda r, c=c: fmt_number(r[c])) for c in series}
+        columns: dict[str, Cell] = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init)}
+        columns |= {str(c): number_cell(c) for c in series}
         out.append(table(wide, columns, text_columns=["Encoder"]))
     summary = data.analysis("e2", "summary")
     if summary is not None and len(summary):
