@@ -14,6 +14,9 @@ import functools
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
+# The generator writes the real CheXpert/MIMIC label set, so it takes the adapter's definition.
+from crsbench.ingest.adapter_cxr import CXR_LABELS as CXR_LABELS
+
 # ---------------------------------------------------------------------------- helpers
 
 
@@ -264,23 +267,6 @@ def render_fundus(rng: np.random.Generator, grade: int, size: int) -> np.ndarray
 
 
 # ------------------------------------------------------------- chest X-ray (CheXpert/MIMIC)
-
-CXR_LABELS: tuple[str, ...] = (
-    "No Finding",
-    "Enlarged Cardiomediastinum",
-    "Cardiomegaly",
-    "Lung Opacity",
-    "Lung Lesion",
-    "Edema",
-    "Consolidation",
-    "Pneumonia",
-    "Atelectasis",
-    "Pneumothorax",
-    "Pleural Effusion",
-    "Pleural Other",
-    "Fracture",
-    "Support Devices",
-)
 
 
 def render_cxr(rng: np.random.Generator, findings: dict[str, float], view: str, site: str, size: int) -> np.ndarray:
