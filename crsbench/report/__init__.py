@@ -95,7 +95,7 @@ def _footer(data: ReportData) -> str:
     return (
         f'<footer id="provenance"><h2>Provenance</h2><p>The software and machine that computed the '
         f"probe batches and feature sets in this warehouse (view <code>provenance</code>).</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></footer>"
+        f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div></footer>'
     )
 
 

@@ -33,6 +33,7 @@ nav a { margin-right: 12px; color: #1f618d; text-decoration: none; }
 section { margin: 26px 0; }
 h2 { font-size: 20px; border-bottom: 1px solid #d5d8dc; padding-bottom: 4px; }
 h3 { font-size: 15px; margin: 18px 0 6px; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 13px; margin: 6px 0 12px; }
 th, td { padding: 3px 9px; border-bottom: 1px solid #e5e8e8; text-align: right; white-space: nowrap; }
 th { background: #f4f6f7; position: sticky; top: 0; }
@@ -113,7 +114,8 @@ def table(
             f'<td class="{"text" if h in text_columns else ""}">{cell(row)}</td>' for h, cell in columns.items()
         )
         rows.append(f'<tr class="{css}">{cells}</tr>')
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+    # wide tables (intervals, provenance) scroll inside their box instead of widening the page
+    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 class FigureSink:
