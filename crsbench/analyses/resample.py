@@ -79,7 +79,15 @@ def eval_images(wh: Warehouse, dataset_id: str) -> EvalImages:
         labels = onehot
         has = per_unit.sum(axis=1) > 0
         stratum = np.where(has, np.argmax(per_unit > 0, axis=1), len(names))
-        stratum_names = [*names, "no label"]
+        stratum_names = [*names, "no label", "rare labels"]
+        # A multilabel stratum is a unit's first positive label, a proxy rather than a class: units
+        # whose proxy is shared by fewer than 2 units are pooled, so rare labels still vary.
+        counts = np.bincount(stratum, minlength=len(stratum_names))
+        rare = counts[stratum] < MIN_UNITS_PER_STRATUM
+        if rare.sum() >= MIN_UNITS_PER_STRATUM:
+            stratum = np.where(rare, len(names) + 1, stratum)
+        elif rare.any():
+            stratum = np.where(rare, int(np.argmax(counts)), stratum)
     else:
         labels = onehot.argmax(axis=1)
         stratum = per_unit.argmax(axis=1)  # most frequent class, ties to the lowest index
