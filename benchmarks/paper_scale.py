@@ -9,8 +9,9 @@ standardised features with a power-law spectrum (eigenvalues ~ 1/j, randomly rot
 real embeddings) at N = 10k, 25k, 50k training rows and D = 768, 1152. Times are CPU seconds
 of this process with one torch/BLAS thread (`time.process_time`): a shared machine slows the
 wall clock, much less the CPU time a computation needs. Per kind a power law
-t = a N^alpha D^beta is fitted (knn: per query); the fit on N <= 25k must predict the measured
-N = 50k times within 25 % (the self-check). Evaluation (metrics + prediction rows, through
+t = a N^alpha D^beta is fitted (knn: per query; logreg: per L-BFGS iteration, times the
+measured iteration count, see paper_scale_model.py); the model fitted on N <= 25k must
+predict the measured N = 50k times within 25 % (the self-check). Evaluation (metrics + prediction rows, through
 `run_chunk`) and the warehouse client's write (`Warehouse.append_runs`) are timed per row.
 The fitted model, with all points, then projects "one new encoder on the paper's four
 datasets" and the full 15-encoder frozen grid on this 2-core machine, a 16-core machine and
@@ -46,7 +47,9 @@ from crsbench.probes.lbfgs import fit_logreg  # noqa: E402
 from crsbench.probes.registry import get_probe  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import paper_scale_docs as docs  # noqa: E402
 import paper_scale_support as support  # noqa: E402
+from paper_scale_model import fit_model  # noqa: E402
 
 N_CONDITIONS = 16
 TARGETS = {"new_encoder_16core_hours": 1.0, "full_grid_8workers_hours": 4.0, "peak_worker_gb": 8.0}
@@ -159,19 +162,6 @@ def measure_extras(quick: bool, n_memory: int, dim: int):
     return (support.eval_row_costs(quick), support.client_row_cost(quick), support.measure_memory(n_memory, dim))
 
 
-def fit_power(points: list[tuple[int, int, float]]) -> tuple[float, float, float]:
-    """Least squares of log t = log a + alpha log N + beta log D; returns (a, alpha, beta)."""
-    a = np.array([[1.0, math.log(n), math.log(d)] for n, d, _ in points])
-    b = np.array([math.log(t) for _, _, t in points])
-    coef, *_ = np.linalg.lstsq(a, b, rcond=None)
-    return math.exp(coef[0]), float(coef[1]), float(coef[2])
-
-
-def power(model: tuple[float, float, float], n: float, d: float) -> float:
-    a, alpha, beta = model
-    return a * n**alpha * d**beta
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N = 1.5k, 3k, 6k and fewer queries (smoke run)")
@@ -214,11 +204,14 @@ def main() -> int:
         ]
         extras = pool.submit(measure_extras, args.quick, 3000 if args.quick else 8000, dims[-1])
         measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
+        iterations: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
         for d, job in jobs:
             points, knn_pair = job.result()
             for n, t in points:
                 for kind in KINDS:
                     measured[kind].append((n, d, t[kind]))
+                for kind in iterations:
+                    iterations[kind].append((n, d, t[kind + "_iters"]))
                 say(
                     f"  N={n:>6} D={d:>5}: "
                     + "  ".join(
@@ -233,19 +226,22 @@ def main() -> int:
         eval_row, client_row, memory = extras.result()
 
     # -- cost model and self-check ---------------------------------------------------------
-    say("\ncost model, t = a * N^alpha * D^beta (CPU seconds, one thread; knn: per query):")
+    say(
+        "\ncost model (CPU seconds, one thread; knn: per query): t = a * N^alpha * D^beta, for logreg"
+        " per L-BFGS iteration x the measured iterations (interpolated in log N, held beyond):"
+    )
     models, check = {}, {}
     for kind in KINDS:
+        its = iterations.get(kind)
+        models[kind] = fit_model(measured[kind], its)
         small = [p for p in measured[kind] if p[0] <= sizes[1]]
-        models[kind] = fit_power(measured[kind])
-        early = fit_power(small)
+        early = fit_model(small, [p for p in its if p[0] <= sizes[1]] if its else None)
         big = [p for p in measured[kind] if p[0] == sizes[-1]]
-        check[kind] = (sum(power(early, n, d) for n, d, _ in big), sum(t for _, _, t in big))
-        a, al, be = models[kind]
+        check[kind] = (sum(early(n, d) for n, d, _ in big), sum(t for _, _, t in big))
         say(
-            f"  {kind:<10} a={a:.3e} alpha={al:.2f} beta={be:.2f}   (N<=25k fit: alpha={early[1]:.2f} "
-            f"beta={early[2]:.2f}; N={sizes[-1]} predicted {check[kind][0]:.2f} vs measured "
-            f"{check[kind][1]:.2f}, {100 * (check[kind][0] / check[kind][1] - 1):+.1f} %)"
+            f"  {kind:<10} {models[kind].describe()}\n"
+            f"             N={sizes[-1]} from the N<=25k model: predicted {check[kind][0]:.3g} vs measured "
+            f"{check[kind][1]:.3g}, {100 * (check[kind][0] / check[kind][1] - 1):+.1f} %"
         )
     predicted = sum(c[0] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
     actual = sum(c[1] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
@@ -295,7 +291,7 @@ def main() -> int:
     wall = time.perf_counter() - wall0
     say(f"benchmark wall time {wall / 60:.1f} min; load average at end {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     if args.write_docs:
-        support.write_docs(
+        docs.write_docs(
             Path(__file__).resolve().parents[1] / "docs" / "SCALING.md",
             measured,
             models,

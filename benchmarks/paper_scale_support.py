@@ -16,8 +16,10 @@ import torch
 
 from crsbench.features.store import CLEAN, FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Task
+from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices, subset_rows
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import FitKey
+from crsbench.probes.registry import get_probe
 from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.probes.tasks import EVAL_BLOCK_ROWS, Chunk, evaluate_chunk, fit_chunk
 
@@ -212,8 +214,9 @@ def _fits(seeded: bool) -> list[tuple[float, int]]:
 
 
 def encoder_chunks(models, eval_row, widths, datasets, batch: int) -> list[tuple[str, float, float, int]]:
-    """(label, CPU seconds, peak bytes, prediction rows) of every chunk of one encoder, with
-    `batch` fits per chunk in the grid's order (largest fraction first)."""
+    """(label, CPU seconds, peak bytes, prediction rows) of every chunk of one encoder, packed
+    as the grid packs them (`probes.chunking`: up to `batch` fits in the grid's order, largest
+    fraction first; k-NN fits also bounded by their search work)."""
     out = []
     for ds in datasets:
         eval_rows = N_CONDITIONS * ds.n_test + ds.n_calib + ds.n_shift
@@ -226,13 +229,14 @@ def encoder_chunks(models, eval_row, widths, datasets, batch: int) -> list[tuple
         ]
         for probe, dim, kind, scale in jobs:
             per_row = eval_row["mlp"] if probe == "mlp" else eval_row[ds.task]
-            fits = []
-            for fraction, count in sorted(_fits(probe == "mlp"), reverse=True):
-                n = max(1, math.ceil(fraction * ds.n_train))
-                fit = power(models[kind], n, dim) * (eval_rows if probe == "knn" else scale)
+            fits, fractions = [], []
+            for fraction, count in sorted(_fits(get_probe(probe).seeded), reverse=True):
+                n = subset_rows(fraction, ds.n_train)
+                fit = models[kind](n, dim) * (eval_rows if probe == "knn" else scale)
                 fits += [fit + per_row * eval_rows] * count
-            for start in range(0, len(fits), batch):
-                group = fits[start : start + batch]
+                fractions += [fraction] * count
+            for part in chunk_slices(fractions, ds.n_train, eval_rows, get_probe(probe).deferred, batch):
+                group = fits[part]
                 pred_rows = len(group) * eval_rows
                 out.append(
                     (
@@ -243,11 +247,6 @@ def encoder_chunks(models, eval_row, widths, datasets, batch: int) -> list[tuple
                     )
                 )
     return out
-
-
-def power(model, n: float, d: float) -> float:
-    a, alpha, beta = model
-    return a * n**alpha * d**beta
 
 
 def _setting(models, eval_row, client_row, memory, mimic: int, batch: int) -> dict:
@@ -300,7 +299,7 @@ def project(models, eval_row, client_row, memory) -> Projection:
     ]
     settings = {}
     for mimic in (MIMIC_LOW, MIMIC_HIGH):
-        for batch in (25, 1):
+        for batch in (DEFAULT_BATCH_SIZE, 1):
             st = _setting(models, eval_row, client_row, memory, mimic, batch)
             settings[(mimic, batch)] = st
             kinds = "/".join(f"{v / 3600:.1f}" for v in st["by_kind"].values())
@@ -309,8 +308,8 @@ def project(models, eval_row, client_row, memory) -> Projection:
                 f"| {st['sixteen'] / 3600:.2f} | {st['grid_cpu'] / 3600:.0f} | {st['grid_two'] / 3600:.0f} "
                 f"| {st['grid_sixteen'] / 3600:.1f} | {st['cluster'] / 3600:.2f} | {st['peak']:.2f} |"
             )
-    # Headline: the upper MIMIC size, the batch size that serves the 16-core target best.
-    batch = min((25, 1), key=lambda b: settings[(MIMIC_HIGH, b)]["sixteen"])
+    # Headline: the upper MIMIC size at the default batch size (what `crsbench probe` does).
+    batch = DEFAULT_BATCH_SIZE
     st = settings[(MIMIC_HIGH, batch)]
     lines += [
         f"headline: MIMIC {MIMIC_HIGH:,} shift rows per fit, --batch-size {batch}; 16-core bound by "
@@ -332,90 +331,3 @@ def project(models, eval_row, client_row, memory) -> Projection:
             "peak_worker_gb": f"the chunk {st['biggest']}",
         },
     )
-
-
-# -- docs/SCALING.md section 6 -----------------------------------------------------------------
-
-BEGIN, END = "<!-- paper_scale.py output: begin -->", "<!-- paper_scale.py output: end -->"
-
-
-def write_docs(
-    path: Path,
-    measured,
-    models,
-    check,
-    selfcheck,
-    proj: Projection,
-    result,
-    knn_old,
-    knn_new,
-    eval_row,
-    client_row,
-    memory,
-    wall,
-    n_queries,
-    header: str,
-) -> None:
-    """Replace the generated block of docs/SCALING.md section 6 with this run's figures."""
-    kinds = list(measured)
-    table = ["| N | D | " + " | ".join(kinds) + " |", "|---:|---:|" + "---:|" * len(kinds)]
-    for i, (n, d, _) in enumerate(measured[kinds[0]]):
-        cells = [
-            f"{measured[k][i][2] * 1e3:.2f} ms/query" if k == "knn" else f"{measured[k][i][2]:.2f} s" for k in kinds
-        ]
-        table.append(f"| {n:,} | {d} | " + " | ".join(cells) + " |")
-    model = [
-        "| kind | a | alpha (N) | beta (D) | N=50k predicted from N<=25k vs measured |",
-        "|---|---:|---:|---:|---:|",
-    ]
-    for k in kinds:
-        a, al, be = models[k]
-        model.append(
-            f"| {k} | {a:.3e} | {al:.2f} | {be:.2f} | "
-            f"{check[k][0]:.3g} vs {check[k][1]:.3g} ({100 * (check[k][0] / check[k][1] - 1):+.1f} %) |"
-        )
-    block = [
-        BEGIN,
-        "",
-        "```",
-        header.rstrip(),
-        "```",
-        "",
-        "CPU seconds, one thread, per fit (knn: per query, prepare + search):",
-        "",
-        *table,
-        "",
-        "Fitted model t = a N^alpha D^beta (all points; the self-check refits on N <= 25k):",
-        "",
-        *model,
-        "",
-        f"Self-check (all kinds at N = 50k, both D, predicted from N <= 25k): "
-        f"**{selfcheck:.1f} %** error (target <= 25 %).",
-        "Evaluation per fit and eval row (`evaluate_chunk`: predict, metrics, prediction rows): "
-        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items())
-        + f"; warehouse client `append_runs` {client_row * 1e6:.2f} us CPU per prediction row.",
-        f"Memory: a knn chunk (fractions 1.0 and 0.25) then a logreg chunk peaked at {memory['peak_gb']:.2f} GB RSS "
-        f"({memory['base_gb']:.2f} GB after imports; {memory['ratio']:.2f}x the analytic bytes).",
-        f"k-NN: {knn_old:.2f} s (previous float64 brute force) vs {knn_new:.2f} s (float32 search + "
-        f"float64 re-rank) for {n_queries} queries, one thread: **{knn_old / knn_new:.2f}x**, "
-        f"identical neighbours.",
-        "",
-        "```",
-        *proj.lines,
-        "```",
-        "",
-        "| target | projected | met? |",
-        "|---|---:|---|",
-    ]
-    for key, target in (("new_encoder_16core_hours", 1.0), ("full_grid_8workers_hours", 4.0), ("peak_worker_gb", 8.0)):
-        ok = result[key] <= target
-        block.append(
-            f"| {key} <= {target:g} | {result[key]:.2f} | {'met' if ok else 'not met: ' + proj.blockers[key]} |"
-        )
-    block += ["", f"Benchmark wall time {wall / 60:.1f} min.", "", END]
-    text = path.read_text()
-    if BEGIN in text and END in text:
-        text = text[: text.index(BEGIN)] + "\n".join(block) + text[text.index(END) + len(END) :]
-    else:
-        text = text.rstrip() + "\n\n" + "\n".join(block) + "\n"
-    path.write_text(text)

@@ -10,7 +10,8 @@ from crsbench.bench import Bench, ProbeConfig
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.core.constants import default_db_path
 from crsbench.output import emit, progress
-from crsbench.probes.grid import DEFAULT_BATCH_SIZE, GridSummary
+from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
+from crsbench.probes.grid import GridSummary
 
 
 def render_probe(bench: Bench, summary: GridSummary) -> None:

@@ -21,32 +21,25 @@ Fits another sweep holds are waited for at the end (or taken over if it died).
 from __future__ import annotations
 
 import dataclasses
-import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
-import dask
 import numpy as np
 import pandas as pd
-import torch
 
 from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset, ProgressFn, Task
+from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
+from crsbench.probes.executors import DistributedExecutor, InProcessExecutor, Job
 from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise, check_feature_set
 from crsbench.probes.records import FitKey, fit_data_digest
 from crsbench.probes.registry import get_probe, probe_names
-from crsbench.probes.tasks import Chunk, eval_sets, run_chunk
-
-if TYPE_CHECKING:
-    import dask.array as da
-    from distributed import Future as DaskFuture
+from crsbench.probes.tasks import Chunk, eval_sets
 
 Sink = Callable[[pd.DataFrame, pd.DataFrame], object]  # any return value is ignored
-Job = tuple[Chunk, FeatureStore, Dataset, list[Dataset], TrainStats]  # run_chunk's arguments
 
 
 class Claims(Protocol):
@@ -61,9 +54,6 @@ class Claims(Protocol):
     def done(self, fit_ids: Iterable[str]) -> set[str]:
         """Those finished by any sweep."""
         ...
-
-
-DEFAULT_BATCH_SIZE = 25
 
 
 @dataclasses.dataclass
@@ -201,120 +191,24 @@ def _read_checks(
 # -- execution ---------------------------------------------------------------------------------
 
 
-def _chunks(fits: list[FitKey], batch_size: int) -> Iterator[tuple[FeatureSetRef, float, list[FitKey]]]:
+def _chunks(
+    fits: list[FitKey], batch_size: int, eval_rows: Callable[[FeatureSetRef], tuple[int, int]]
+) -> Iterator[tuple[FeatureSetRef, float, list[FitKey]]]:
+    """Each (feature set, depth, probe) group's fits in chunks (see `probes.chunking`);
+    `eval_rows(ref)` is (train rows, eval rows) of the feature set's dataset."""
     groups: dict[tuple[FeatureSetRef, float, str], list[FitKey]] = defaultdict(list)
     for fit in fits:
         groups[(fit.feature_set, fit.depth, fit.probe)].append(fit)
-    for (ref, depth, _), members in sorted(
+    for (ref, depth, probe), members in sorted(
         groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, kv[0][1], kv[0][2])
     ):
         # Largest fraction first, seeds together: a chunk then holds the fraction-1.0 fits
         # that an unseeded probe shares across seeds.
         members.sort(key=lambda f: (-f.label_fraction, f.seed))
-        for start in range(0, len(members), batch_size):
-            yield ref, depth, members[start : start + batch_size]
-
-
-class _InProcess:
-    """Chunks on a local thread pool, one torch thread each.
-
-    Probe fits on demo-sized data are many small torch ops; one intra-op thread per
-    chunk and one chunk per core beats one chunk using every core (measured ~1.5x on
-    2 cores). Each fit seeds its own generator, so results do not depend on the pool.
-    """
-
-    def __init__(self, workers: int | None = None) -> None:
-        self.workers = max(1, workers or (os.cpu_count() or 1))
-
-    def compute(self, graphs: list[da.Array]) -> list[Any]:
-        return list(dask.compute(graphs, scheduler="threads")[0])
-
-    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
-        """Run jobs as they are drawn from `jobs`, at most one per worker in flight."""
-        if self.workers == 1:
-            for job in jobs:
-                yield job, run_chunk(*job)
-            return
-        previous = torch.get_num_threads()
-        torch.set_num_threads(1)
-        pool = ThreadPoolExecutor(max_workers=self.workers)
-        source = iter(jobs)
-        pending: dict[Future[tuple[pd.DataFrame, pd.DataFrame]], Job] = {}
-
-        def top_up() -> None:
-            while len(pending) < self.workers and (job := next(source, None)) is not None:
-                pending[pool.submit(run_chunk, *job)] = job
-
-        try:
-            top_up()
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    job = pending.pop(future)
-                    top_up()  # before the result is written, so no thread waits on the sink
-                    yield job, future.result()
-        finally:
-            # A failed sink (or any error) stops the sweep: drop the chunks not yet started.
-            pool.shutdown(wait=True, cancel_futures=True)
-            torch.set_num_threads(previous)
-
-
-def _identity(value: object) -> object:
-    return value
-
-
-class _Distributed:
-    def __init__(self, address: str) -> None:
-        from distributed import Client
-
-        try:
-            self.client = Client(address, set_as_default=False, timeout="20s")
-        except (OSError, TimeoutError) as exc:
-            raise CrsbenchError(f"cannot reach the dask scheduler at {address}: {exc}") from exc
-
-    def compute(self, graphs: list[da.Array]) -> list[Any]:
-        computed: list[Any] = self.client.compute(graphs, sync=True)
-        return computed
-
-    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
-        from distributed import as_completed
-
-        scattered: dict[str, object] = {}
-
-        def remote(ds: Dataset) -> object:
-            if ds.name not in scattered:
-                # A task, not `client.scatter`: scattered data lives only on workers, so a
-                # killed worker would take the dataset with it and fail every later fit;
-                # a task's result is recomputed from its spec when its worker dies.
-                scattered[ds.name] = self.client.submit(_identity, ds, pure=False)
-            return scattered[ds.name]
-
-        # One chunk per worker thread in flight (plus one queued each), so fits are
-        # claimed only shortly before they run and a concurrent sweep can take the rest.
-        slots = max(1, 2 * sum(self.client.nthreads().values()))
-        source = iter(jobs)
-        pending: dict[DaskFuture[tuple[pd.DataFrame, pd.DataFrame]], Job] = {}
-        running = as_completed(loop=self.client.loop)
-
-        def submit_next() -> None:
-            job = next(source, None)
-            if job is not None:
-                chunk, store, ds, targets, stats = job
-                future = self.client.submit(
-                    run_chunk, chunk, store, remote(ds), [remote(t) for t in targets], stats, pure=False
-                )
-                pending[future] = job
-                running.add(future)
-
-        for _ in range(slots):
-            submit_next()
-        for future in running:
-            job = pending.pop(future)
-            submit_next()  # before the result is written, so workers never wait on the sink
-            yield job, future.result()
-
-    def close(self) -> None:
-        self.client.close()
+        n_train, n_eval = eval_rows(ref)
+        fractions = [f.label_fraction for f in members]
+        for part in chunk_slices(fractions, n_train, n_eval, get_probe(probe).deferred, batch_size):
+            yield ref, depth, members[part]
 
 
 def identify(
@@ -374,7 +268,7 @@ def run_grid(
     if not todo:
         return summary
     _check_training_subsets(todo, datasets)
-    executor = _Distributed(scheduler) if scheduler else _InProcess()
+    executor = DistributedExecutor(scheduler) if scheduler else InProcessExecutor()
     try:
         groups = sorted({(f.feature_set, f.depth) for f in todo}, key=lambda g: (g[0].path, g[1]))
         checks = _read_checks(groups, datasets, shift_targets, store)
@@ -403,7 +297,13 @@ def run_grid(
 
         if progress:
             progress("probe fits", 0, len(todo))
-        pending = list(_chunks(todo, batch_size))
+
+        def rows_of(ref: FeatureSetRef) -> tuple[int, int]:
+            source = datasets[ref.dataset]
+            targets = _targets_of(ref.dataset, shift_targets, datasets)
+            return len(source.split_rows("train")), sum(len(ev.rows) for ev in eval_sets(source, ref, targets))
+
+        pending = list(_chunks(todo, batch_size, rows_of))
         while pending:
             for job, (runs, predictions) in executor.run(jobs(pending)):
                 sink(runs, predictions)
@@ -424,10 +324,10 @@ def run_grid(
                 waiting.clear()
                 if left:
                     time.sleep(poll_s)
-                    pending = list(_chunks(left, batch_size))
+                    pending = list(_chunks(left, batch_size, rows_of))
     finally:
         if claims is not None:
             claims.release([f.fit_id for f in todo])
-        if isinstance(executor, _Distributed):
+        if isinstance(executor, DistributedExecutor):
             executor.close()
     return summary

@@ -10,7 +10,8 @@ from pathlib import Path
 from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, ProgressFn
-from crsbench.probes.grid import DEFAULT_BATCH_SIZE, GridSummary, plan_fits, run_grid
+from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
+from crsbench.probes.grid import GridSummary, plan_fits, run_grid
 from crsbench.probes.records import FitKey
 from crsbench.warehouse.claims import FitClaims
 from crsbench.warehouse.connection import Warehouse, append_run_parts
