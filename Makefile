@@ -23,7 +23,7 @@ lint: $(STAMP)
 
 test: lint
 	bash scripts/test-deps.sh
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=25
 
 # The fault suite at length: many fuzz examples, several kill points per stage, a fresh seed.
 soak: $(STAMP)

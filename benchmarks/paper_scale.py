@@ -55,6 +55,7 @@ N_CONDITIONS = 16
 TARGETS = {"new_encoder_16core_hours": 1.0, "full_grid_8workers_hours": 4.0, "peak_worker_gb": 8.0}
 KINDS = ("logreg_mc", "logreg_ml", "mlp", "knn")
 KNN_QUERIES = 512  # queries per k-NN timing point
+WARM_START_TOLERANCE = 1e-7  # run tables must agree to this (tests/test_probes_reproducible.py)
 
 
 def cpu_seconds(fn: Callable[[], object], repeats: int = 1) -> float:
@@ -159,7 +160,13 @@ def measure_width(d: int, n_max: int, sizes: tuple[int, ...], n_queries: int, re
 
 def measure_extras(quick: bool, n_memory: int, dim: int):
     torch.set_num_threads(1)
-    return (support.eval_row_costs(quick), support.client_row_cost(quick), support.measure_memory(n_memory, dim))
+    return (
+        support.eval_row_costs(quick),
+        support.client_row_cost(quick),
+        support.measure_memory(n_memory, dim),
+        support.condition_batching(quick),
+        support.warm_start_effect(quick),
+    )
 
 
 def main() -> int:
@@ -223,7 +230,7 @@ def main() -> int:
                 )
             if knn_pair is not None:
                 knn_old, knn_new, same = knn_pair
-        eval_row, client_row, memory = extras.result()
+        eval_row, client_row, memory, batching, warm = extras.result()
 
     # -- cost model and self-check ---------------------------------------------------------
     say(
@@ -264,6 +271,19 @@ def main() -> int:
         f"({memory['model_gb']:.2f} GB) + {memory['base_gb']:.2f} GB after imports"
     )
 
+    say(
+        "16 conditions in one predictor call vs one call per condition (the previous evaluation), "
+        "CPU s, one thread: " + ", ".join(f"{p} {b:.3f} vs {s:.3f} = {s / b:.2f}x" for p, (b, s) in batching.items())
+    )
+    warm_ok = warm["d_metric"] <= WARM_START_TOLERANCE
+    say(
+        f"logreg warm start from the next-larger fraction's fit vs cold start (fractions 0.5-0.05): CPU "
+        f"{warm['warm_s']:.2f} s vs {warm['cold_s']:.2f} s = {warm['cold_s'] / warm['warm_s']:.2f}x; max |delta| of a run "
+        f"metric {warm['d_metric']:.1e}, max |delta probability| {warm['d_prob']:.1e} -> "
+        + ("within" if warm_ok else "outside")
+        + f" the {WARM_START_TOLERANCE:g} reproducibility tolerance, so the grid "
+        + ("may warm-start" if warm_ok else "keeps cold starts")
+    )
     knn_speedup = knn_old / knn_new
     say(
         f"knn vs the previous float64 brute force (N={sizes[1]}, D={dims[-1]}, {n_queries} queries, "

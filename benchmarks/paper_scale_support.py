@@ -17,6 +17,8 @@ import torch
 from crsbench.features.store import CLEAN, FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices, subset_rows
+from crsbench.probes.lbfgs import fit_logreg, predict_proba
+from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import FitKey
 from crsbench.probes.registry import get_probe
@@ -109,6 +111,66 @@ def eval_row_costs(quick: bool) -> dict[str, float]:
                 key = "mlp" if probe == "mlp" else ("mc" if task is Task.MULTICLASS else "ml")
                 out[key] = (time.process_time() - start) / (rows * len(fitted))
     return out
+
+
+def condition_batching(quick: bool) -> dict[str, tuple[float, float]]:
+    """CPU seconds of each probe's predictor on the 16 conditions of a test split: one call on
+    the stacked rows (what `evaluate_chunk` does) vs one call per condition (the previous
+    evaluation), same fitted probe and rows; per probe (stacked, per condition)."""
+    rng = np.random.default_rng(5)
+    n_train, n_test, dim = (1500, 300, 384) if quick else (4000, 1000, 768)
+    x = rng.standard_normal((n_train, dim))
+    y = (x[:, :8] + rng.gumbel(size=(n_train, 8))).argmax(1)
+    conditions = rng.standard_normal((N_CONDITIONS * n_test, dim))
+    blocks = np.split(conditions, N_CONDITIONS)
+    out = {}
+    for probe in ("logreg", "mlp", "knn"):
+        predictor = get_probe(probe).fit(x, y, Task.MULTICLASS, 8, 0)
+        predictor(conditions[:10])  # first-call costs are not the evaluation's
+        stacked, separate = math.inf, math.inf
+        for _ in range(3):
+            start = time.process_time()
+            predictor(conditions)
+            stacked = min(stacked, time.process_time() - start)
+            start = time.process_time()
+            for block in blocks:
+                predictor(block)
+            separate = min(separate, time.process_time() - start)
+        out[probe] = (stacked, separate)
+    return out
+
+
+def warm_start_effect(quick: bool) -> dict[str, float]:
+    """Logreg fits of the grid's fractions 0.5 .. 0.05 (one seed's nested subsets), cold vs
+    warm-started from the fit of the next-larger fraction: CPU seconds of each, and the
+    largest |delta| of any run metric (AUROC, ECE, Brier, ...) and of any predicted probability."""
+    rng = np.random.default_rng(9)
+    n, dim, n_eval = (3000, 256, 1000) if quick else (10_000, 768, 2000)
+    w = rng.normal(size=(dim, 8)) / math.sqrt(dim) * 3.0
+    x = rng.standard_normal((n + n_eval, dim))
+    y = (x @ w + rng.gumbel(size=(n + n_eval, 8))).argmax(1)
+    xt, xe = torch.as_tensor(x[:n]), torch.as_tensor(x[n:])
+    order = rng.permutation(n)
+    cold_s = warm_s = 0.0
+    d_metric = d_prob = 0.0
+    previous = fit_logreg(xt, torch.nn.functional.one_hot(torch.as_tensor(y[:n]), 8), True)
+    for fraction in sorted((f for f in LABEL_FRACTIONS if f < 1.0), reverse=True):
+        rows = np.sort(order[: subset_rows(fraction, n)])
+        target = torch.nn.functional.one_hot(torch.as_tensor(y[rows]), 8)
+        start = time.process_time()
+        cold = fit_logreg(xt[rows], target, True)
+        cold_s += time.process_time() - start
+        start = time.process_time()
+        warm = fit_logreg(xt[rows], target, True, init=previous)
+        warm_s += time.process_time() - start
+        p_cold = predict_proba(cold.coef, cold.intercept, xe, True).numpy()
+        p_warm = predict_proba(warm.coef, warm.intercept, xe, True).numpy()
+        d_prob = max(d_prob, float(np.abs(p_cold - p_warm).max()))
+        m_cold = all_metrics(y[n:], p_cold, Task.MULTICLASS)
+        m_warm = all_metrics(y[n:], p_warm, Task.MULTICLASS)
+        d_metric = max([d_metric, *(abs(m_cold[k] - m_warm[k]) for k in m_cold if m_cold[k] == m_cold[k])])
+        previous = cold
+    return {"cold_s": cold_s, "warm_s": warm_s, "d_metric": d_metric, "d_prob": d_prob}
 
 
 def client_row_cost(quick: bool) -> float:

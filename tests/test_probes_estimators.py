@@ -54,6 +54,22 @@ def test_one_vs_rest_logreg_reaches_sklearn_optimum_per_label():
         )
 
 
+def test_warm_started_logreg_reaches_the_same_sklearn_optimum_and_checks_its_shape():
+    rng = np.random.default_rng(3)
+    x, z = _features(rng)
+    y = (z[:, :3] @ rng.normal(size=(3, 4)) + rng.normal(size=(600, 4))).argmax(1)
+    target = torch.nn.functional.one_hot(torch.tensor(y), 4)
+    half = fit_logreg(torch.tensor(x[:300]), target[:300], True)  # the next-larger fraction's role
+    warm = fit_logreg(torch.tensor(x), target, True, tol=1e-8, init=half)
+    assert warm.converged
+    np.testing.assert_allclose(warm.coef[0].numpy().T, _reference(x, y).coef_, atol=1e-5)
+    # started at its own optimum, the fit stops at once: the threshold stays relative to w = 0
+    again = fit_logreg(torch.tensor(x), target, True, tol=1e-8, init=warm)
+    assert again.n_iter <= 1
+    with pytest.raises(ValueError, match="init has shape"):
+        fit_logreg(torch.tensor(x[:, :10]), target, True, init=half)
+
+
 def test_logreg_with_fewer_samples_than_dims_matches_sklearn():
     rng = np.random.default_rng(2)
     x, _ = _features(rng, n=30, d=80)
