@@ -93,7 +93,7 @@ def _runs_of(db):
         return wh.sql(f"select {', '.join(_COMPARED)} from runs order by run_id")
 
 
-@pytest.mark.slow
+@pytest.mark.soak  # tests/test_fault_kill.py kills the same sweep at random batches in the default suite
 def test_sweep_sigkilled_mid_way_resumes_to_the_same_runs(warehouse, tmp_path):
     """A real SIGKILL between batches: the rerun completes the grid with no duplicate."""
     import shutil

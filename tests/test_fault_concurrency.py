@@ -13,7 +13,7 @@ from crsbench.warehouse.claims import FitClaims
 from crsbench.warehouse.connection import Warehouse
 
 
-@pytest.mark.parametrize("n_procs", [2, 3])
+@pytest.mark.parametrize("n_procs", [2, pytest.param(3, marks=pytest.mark.soak)])
 def test_concurrent_probes_compute_every_fit_once(tmp_path, n_procs):
     db = synthetic_warehouse(tmp_path)
     procs = [start(PROBE_ARGS, db) for _ in range(n_procs)]
