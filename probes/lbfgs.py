@@ -106,13 +106,7 @@ def fit_logreg(
         y3 = y.to(torch_dtype).reshape(n, -1, 1)
     b, k = y3.shape[1], y3.shape[2]
     lam = 1.0 / n
-    penalty = torch.full((d + 1,), lam, dtype=torch_dtype)
-    penalty[-1] = 0.0
-    # Preconditioner: inverse of an upper bound of the Hessian (same for every problem).
-    # Only convergence speed depends on it, not the optimum: a float32 Gram is enough.
-    bound = _hessian_bound_gram(x1) * (0.25 / n) + torch.diag(penalty)
-    bound[-1, -1] += 1e-12
-    precond = torch.cholesky_inverse(torch.linalg.cholesky(bound))
+    precond = _Preconditioner(x1, lam)
 
     w = torch.zeros(b, d + 1, k, dtype=torch_dtype)
     f, g = _objective(x1, w, y3, softmax, lam)
@@ -136,7 +130,7 @@ def fit_logreg(
         slope = (g * direction).sum(dim=(1, 2))
         bad = slope >= 0  # not a descent direction: restart from the preconditioned gradient
         if bool(bad.any()):
-            direction[bad] = -_precondition(precond, g[bad])
+            direction[bad] = -precond(g[bad])
             slope = (g * direction).sum(dim=(1, 2))
         step = torch.ones(b, dtype=torch_dtype)
         accepted = done.clone()
@@ -168,12 +162,50 @@ def fit_logreg(
     return LogRegSolution(coef=w[:, :-1, :], intercept=w[:, -1, :], n_iter=it, converged=converged)
 
 
-def _precondition(precond: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
-    """precond @ v[i] for every problem i of v (B, D + 1, K), as one 2-D product: a batched
-    matmul would broadcast precond to B copies (14 x 1281^2 doubles per call for CheXpert)."""
-    b, d1, k = v.shape
-    flat = precond @ v.permute(1, 0, 2).reshape(d1, b * k)
-    return flat.reshape(d1, b, k).permute(1, 0, 2)
+class _Preconditioner:
+    """v -> B^-1 v per problem, B = [x, 1]ᵀ[x, 1] / (4 n) + Lambda: Böhning's upper bound of
+    the Hessian, shared by every problem. Only convergence speed depends on it, not the
+    optimum, which allows two economies:
+
+    * n >= D: B is formed from a float32 Gram and inverted once (dense, (D+1)^2 per product);
+    * n < D (few labelled images, wide features): the bound gets lambda on the intercept too
+      and is applied by the Woodbury identity,
+      B^-1 = (I - X1ᵀ (4 n lambda I + X1 X1ᵀ)^-1 X1) / lambda, about 2 n (D+1) per product
+      instead of (D+1)^2 and no (D+1)^3 factorisation (12x fewer operations at n = 106,
+      D = 1280, the demo's CheXpert cells).
+
+    Products are taken as one 2-D matrix product over all problems: a batched matmul would
+    broadcast the (D+1)^2 matrix to every label problem.
+    """
+
+    def __init__(self, x: torch.Tensor, lam: float) -> None:
+        n, d = x.shape
+        self.low_rank = 2 * n < d + 1
+        if self.low_rank:
+            self.x1 = torch.cat([x, torch.ones(n, 1, dtype=torch_dtype)], dim=1)
+            inner = self.x1 @ self.x1.T + torch.eye(n, dtype=torch_dtype) * (4.0 * n * lam)
+            self.inner_inv = torch.cholesky_inverse(torch.linalg.cholesky(inner))
+            self.lam = lam
+        else:
+            penalty = torch.full((d + 1,), lam, dtype=torch_dtype)
+            penalty[-1] = 1e-12  # the intercept is unpenalised; keep the bound positive definite
+            bound = _hessian_bound_gram(x) * (0.25 / n) + torch.diag(penalty)
+            self.dense = torch.cholesky_inverse(torch.linalg.cholesky(bound))
+
+    def matrix(self) -> torch.Tensor:
+        """B^-1 as a (D+1, D+1) matrix (tests compare the two forms)."""
+        if not self.low_rank:
+            return self.dense
+        return self(torch.eye(self.x1.shape[1], dtype=torch_dtype)[None])[0]
+
+    def __call__(self, v: torch.Tensor) -> torch.Tensor:
+        b, d1, k = v.shape
+        flat = v.permute(1, 0, 2).reshape(d1, b * k)
+        if self.low_rank:
+            out = (flat - self.x1.T @ (self.inner_inv @ (self.x1 @ flat))) / self.lam
+        else:
+            out = self.dense @ flat
+        return out.reshape(d1, b, k).permute(1, 0, 2)
 
 
 def _two_loop(
@@ -181,7 +213,7 @@ def _two_loop(
     s_hist: list[torch.Tensor],
     y_hist: list[torch.Tensor],
     rho_hist: list[torch.Tensor],
-    precond: torch.Tensor,
+    precond: _Preconditioner,
 ) -> torch.Tensor:
     """The L-BFGS inverse-Hessian product H g per problem, H0 = gamma * precond."""
     q = g.clone()
@@ -190,10 +222,10 @@ def _two_loop(
         a = rho * (s * q).sum(dim=(1, 2))
         q -= a[:, None, None] * yy
         alphas.append(a)
-    r = _precondition(precond, q)
+    r = precond(q)
     if s_hist:
         s, yy = s_hist[-1], y_hist[-1]
-        hy = _precondition(precond, yy)
+        hy = precond(yy)
         yhy = (yy * hy).sum(dim=(1, 2))
         sy = (s * yy).sum(dim=(1, 2))
         gamma = torch.where((yhy > 0) & (sy > 0), sy / yhy.clamp_min(1e-300), torch.ones_like(sy))

@@ -10,7 +10,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import KNeighborsClassifier
 
 from crsbench.ingest.types import CrsbenchError, Task
-from crsbench.probes.lbfgs import fit_logreg
+from crsbench.probes.lbfgs import _Preconditioner, fit_logreg
 from crsbench.probes.registry import get_probe, probe_names
 
 torch.set_num_threads(1)
@@ -68,6 +68,19 @@ def test_warm_started_logreg_reaches_the_same_sklearn_optimum_and_checks_its_sha
     assert again.n_iter <= 1
     with pytest.raises(ValueError, match="init has shape"):
         fit_logreg(torch.tensor(x[:, :10]), target, True, init=half)
+
+
+def test_wide_preconditioner_is_the_inverse_bound_by_woodbury():
+    rng = np.random.default_rng(4)
+    x = torch.tensor(rng.normal(size=(12, 50)))
+    lam = 1.0 / 12
+    pre = _Preconditioner(x, lam)
+    assert pre.low_rank
+    x1 = torch.cat([x, torch.ones(12, 1, dtype=x.dtype)], dim=1)
+    bound = x1.T @ x1 / (4 * 12) + lam * torch.eye(51, dtype=x.dtype)
+    np.testing.assert_allclose(pre.matrix().numpy(), torch.linalg.inv(bound).numpy(), atol=1e-9)
+    v = torch.tensor(rng.normal(size=(3, 51, 2)))  # 3 problems, 2 outputs each
+    np.testing.assert_allclose(pre(v).numpy(), (torch.linalg.inv(bound) @ v).numpy(), atol=1e-9)
 
 
 def test_logreg_with_fewer_samples_than_dims_matches_sklearn():
