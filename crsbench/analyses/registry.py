@@ -5,7 +5,8 @@ An analysis is a function `(wh, params) -> AnalysisResult`, registered by name w
 the caller's params over the declared defaults (an unknown param is a user error),
 calls the function and stores every output frame as the warehouse table
 `analysis_<name>_<part>` (plus `analysis_<name>_summary`), all in one transaction,
-with one row per table in the `analyses` table.
+with one row per table in the `analyses` table and a COMMENT on each table and column
+(column descriptions: `columns.py`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from typing import Any
 
 import pandas as pd
 
+from crsbench.analyses.columns import column_doc
 from crsbench.core import CrsbenchError, Registry, __version__
-from crsbench.core.schema import sql_literal
+from crsbench.core.schema import sql_identifier, sql_literal
 from crsbench.warehouse.connection import Warehouse
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -163,11 +165,13 @@ def store_result(wh: Warehouse, name: str, result: AnalysisResult, params: Mappi
     """Write every output frame as `analysis_<name>_<part>` in one transaction; returns the table names.
 
     Tables an earlier run of the same analysis wrote but this run did not are dropped,
-    so the `analyses` table always describes exactly what is there.
+    so the `analyses` table always describes exactly what is there. Each table and each
+    column `columns.column_doc` describes gets its COMMENT in the same transaction.
     """
     frames = {**result.tables, "summary": result.summary}
-    names = {table_name(name, part): frame for part, frame in frames.items()}
+    names = {table_name(name, part): (part, frame) for part, frame in frames.items()}
     params_json = json.dumps(dict(params), sort_keys=True, default=str)
+    description = get_analysis(name).description
     with wh.transaction() as con:
         previous = [r[0] for r in con.execute("select table_name from analyses where analysis = ?", [name]).fetchall()]
         for stale in sorted(set(previous) - set(names)):
@@ -175,7 +179,7 @@ def store_result(wh: Warehouse, name: str, result: AnalysisResult, params: Mappi
             if _NAME.match(stale):
                 con.execute(f'drop table if exists "{stale}"')
         con.execute("delete from analyses where analysis = ?", [name])
-        for table, frame in names.items():
+        for table, (part, frame) in names.items():
             view = f"_analysis_frame_{table}"
             con.register(view, _storable(frame))
             try:
@@ -186,14 +190,25 @@ def store_result(wh: Warehouse, name: str, result: AnalysisResult, params: Mappi
                 "insert into analyses values (?, ?, ?, ?, current_timestamp)",
                 [name, table, params_json, __version__],
             )
-            # The data dictionary inside the file (crsbench describe); COMMENT takes no parameters.
-            part = table.removeprefix(f"analysis_{name}_")
-            doc = (
-                f"Output '{part}' of analysis {name} (crsbench analyze {name}): {get_analysis(name).description} "
-                f"Parameters and code version: table analyses. docs/METHODS.md §10-§12."
-            )
-            con.execute(f'comment on table "{table}" is {sql_literal(doc)}')
+            for statement in _comments(name, part, table, [str(c) for c in frame.columns], description):
+                con.execute(statement)
     return list(names)
+
+
+def _comments(name: str, part: str, table: str, columns: Sequence[str], description: str) -> list[str]:
+    """COMMENT ON the table and its described columns (crsbench describe); COMMENT takes no parameters."""
+    doc = (
+        f"Output '{part}' of analysis {name} (crsbench analyze {name}): {description} "
+        f"Parameters and code version: table analyses. docs/METHODS.md §10-§12."
+    )
+    statements = [f"comment on table {sql_identifier(table)} is {sql_literal(doc)}"]
+    for column in columns:
+        text = column_doc(name, part, column)
+        if text is not None:
+            statements.append(
+                f"comment on column {sql_identifier(table)}.{sql_identifier(column)} is {sql_literal(text)}"
+            )
+    return statements
 
 
 def _storable(frame: pd.DataFrame) -> pd.DataFrame:
