@@ -10,8 +10,8 @@ import typer
 
 from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
+from crsbench.core.constants import default_db_path
 from crsbench.output import console, emit, frame_table
-from crsbench.warehouse.connection import default_db_path
 
 
 @app.command("describe")

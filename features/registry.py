@@ -1,7 +1,8 @@
 """The encoder registry (METHODS.md §2): one entry per encoder, data plus one constructor.
 
 Entries come from four places, each recorded as the entry's `origin`:
-* `built-in`: the paper's families and the tiny random-init architectures (`features.encoders`);
+* `built-in`: the paper's families (`features.encoders`) and the tiny random-init architectures
+  (`features.encoders_tiny`);
 * `id`: any library model named on the command line, `timm:<name>`, `hf:<repo or folder>`,
   `open_clip:<arch>` (`features.by_id`), resolved from the library's own configuration;
 * `toml:<file>`: `[encoder.<id>]` tables of a user's TOML file (`features.user`);
@@ -151,7 +152,9 @@ def _make_entry(name: str, fn: Constructor, **fields: Any) -> EncoderEntry:
     return EncoderEntry(id=name, constructor=fn, **{**library_defaults(fields), **fields})
 
 
-ENCODERS: Registry[EncoderEntry] = Registry("encoder", make=_make_entry, builtins=("crsbench.features.encoders",))
+ENCODERS: Registry[EncoderEntry] = Registry(
+    "encoder", make=_make_entry, builtins=("crsbench.features.encoders", "crsbench.features.encoders_tiny")
+)
 # Decorator: `@register_encoder("id", **fields)` on `fn(entry, weights) -> nn.Module`.
 register_encoder = ENCODERS.register
 _ORIGIN_ORDER = {"built-in": 0, "id": 1}

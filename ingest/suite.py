@@ -27,7 +27,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from crsbench.ingest import synth
+from crsbench.ingest import synth, synth_cxr
+from crsbench.ingest.adapter_cxr import CXR_LABELS
 from crsbench.ingest.splits import stratified_group_split
 from crsbench.ingest.types import CrsbenchError, ProgressFn, no_progress
 
@@ -234,15 +235,13 @@ def sample_study_states(rng: np.random.Generator, n: int, min_pos: int, min_norm
 
 def _strengths(states: np.ndarray) -> dict[str, float]:
     # Uncertain findings are drawn faintly: the image shows something the label hedges on.
-    return {
-        name: (1.0 if s == PRESENT else 0.5 if s == UNCERTAIN else 0.0) for name, s in zip(synth.CXR_LABELS, states)
-    }
+    return {name: (1.0 if s == PRESENT else 0.5 if s == UNCERTAIN else 0.0) for name, s in zip(CXR_LABELS, states)}
 
 
 @_suite_dataset("chexpert", "chexpert")
 def _build_chexpert(root: Path, scale: float, size: int, seed: int, report: ProgressFn) -> None:
     base = root / "CheXpert-v1.0-small"
-    header = ["Path", "Sex", "Age", "Frontal/Lateral", "AP/PA", *synth.CXR_LABELS]
+    header = ["Path", "Sex", "Age", "Frontal/Lateral", "AP/PA", *CXR_LABELS]
     plan = [
         ("train", 1, max(40, round(75 * scale)), 8, 6, False),
         ("valid", 64541, max(20, round(30 * scale)), 3, 3, True),
@@ -275,14 +274,14 @@ def _build_chexpert(root: Path, scale: float, size: int, seed: int, report: Prog
                     images.append((view, split, states[study], base / rel, len(images)))
                 study += 1
     for done, (view, split, st, path, i) in enumerate(images, start=1):
-        pixels = synth.render_cxr(_rng(seed, "chexpert", "image", i), _strengths(st), view, "chexpert", size)
+        pixels = synth_cxr.render_cxr(_rng(seed, "chexpert", "image", i), _strengths(st), view, "chexpert", size)
         _save(pixels, path, "JPEG")
         report("generating chexpert", done, len(images))
     for split in rows:
         _write_csv(base / f"{split}.csv", header, rows[split])
 
 
-MIMIC_LABEL_ORDER = tuple(sorted(synth.CXR_LABELS))  # the MIMIC CSVs list labels alphabetically
+MIMIC_LABEL_ORDER = tuple(sorted(CXR_LABELS))  # the MIMIC CSVs list labels alphabetically
 
 
 @_suite_dataset("mimic-cxr", "mimic-cxr")
@@ -303,7 +302,7 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
             views = [str(rng.choice(["PA", "AP"], p=[0.6, 0.4]))]
             views += ["AP"] if rng.random() < 0.08 else []
             views += [str(rng.choice(["LATERAL", "LL"], p=[0.85, 0.15]))] if rng.random() < 0.35 else []
-            order = [MIMIC_LABEL_ORDER.index(n) for n in synth.CXR_LABELS]
+            order = [MIMIC_LABEL_ORDER.index(n) for n in CXR_LABELS]
             cells = [""] * len(order)
             for src, dst in enumerate(order):
                 cells[dst] = _cell(states[st, src])
@@ -333,7 +332,7 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
                 images.append((rel, "frontal" if pos in ("PA", "AP") else "lateral", st))
             st += 1
     for done, (rel, view, s) in enumerate(images, start=1):
-        pixels = synth.render_cxr(_rng(seed, "mimic-cxr", rel), _strengths(states[s]), view, "mimic", size)
+        pixels = synth_cxr.render_cxr(_rng(seed, "mimic-cxr", rel), _strengths(states[s]), view, "mimic", size)
         _save(pixels, root / rel, "JPEG")
         report("generating mimic-cxr", done, len(images))
     # The publisher's split: by subject, stratified on the (U-zeros) study labels.

@@ -5,6 +5,9 @@ signal is deliberately carried by several cues at once (colour, texture frequenc
 shape, lesion counts, localized opacities) so random-initialised encoders pick it up
 from pooled features, and so blur (texture), contrast (colour), noise, JPEG and
 field-of-view crops (peripheral findings) each take some of it away.
+
+This module holds the shared drawing primitives and the dermoscopy and fundus renderers;
+chest radiographs are drawn by `synth_cxr`.
 """
 
 from __future__ import annotations
@@ -14,14 +17,11 @@ import functools
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
 
-# The generator writes the real CheXpert/MIMIC label set, so it takes the adapter's definition.
-from crsbench.ingest.adapter_cxr import CXR_LABELS as CXR_LABELS
-
 # ---------------------------------------------------------------------------- helpers
 
 
 @functools.lru_cache(maxsize=8)
-def _grid(size: int) -> tuple[np.ndarray, np.ndarray]:
+def unit_grid(size: int) -> tuple[np.ndarray, np.ndarray]:
     c = (np.arange(size, dtype=np.float32) + 0.5) / size * 2 - 1
     yy, xx = np.meshgrid(c, c, indexing="ij")
     return yy, xx
@@ -37,7 +37,7 @@ def smooth_noise(rng: np.random.Generator, size: int, cells: int) -> np.ndarray:
 
 def blob(size: int, cx: float, cy: float, rx: float, ry: float, angle: float = 0.0) -> np.ndarray:
     """A Gaussian bump centred at (cx, cy) in [-1, 1] coordinates."""
-    yy, xx = _grid(size)
+    yy, xx = unit_grid(size)
     dx, dy = xx - cx, yy - cy
     ca, sa = np.cos(angle), np.sin(angle)
     u, v = (ca * dx + sa * dy) / rx, (-sa * dx + ca * dy) / ry
@@ -46,9 +46,9 @@ def blob(size: int, cx: float, cy: float, rx: float, ry: float, angle: float = 0
 
 def disc(size: int, cx: float, cy: float, rx: float, ry: float, edge: float = 0.02) -> np.ndarray:
     """A soft-edged filled ellipse (1 inside, 0 outside)."""
-    yy, xx = _grid(size)
+    yy, xx = unit_grid(size)
     d = np.sqrt(((xx - cx) / rx) ** 2 + ((yy - cy) / ry) ** 2)
-    return _sigmoid((1.0 - d) / max(edge, 1e-3))
+    return sigmoid((1.0 - d) / max(edge, 1e-3))
 
 
 def strokes(size: int, paths: list[list[tuple[float, float]]], width: float) -> np.ndarray:
@@ -97,7 +97,7 @@ def spots(
     return out
 
 
-def _sigmoid(z: np.ndarray) -> np.ndarray:
+def sigmoid(z: np.ndarray) -> np.ndarray:
     # tanh form: no overflow warnings for large |z|
     return (0.5 * (1.0 + np.tanh(0.5 * z))).astype(np.float32)
 
@@ -125,7 +125,7 @@ DERM_STYLE: dict[str, dict] = {
 def render_derm(rng: np.random.Generator, cls: str, size: int) -> np.ndarray:
     """A dermoscopy-like RGB image of one lesion of class `cls`."""
     style = DERM_STYLE[cls]
-    yy, xx = _grid(size)
+    yy, xx = unit_grid(size)
     tone = np.array([0.89, 0.71, 0.60]) * rng.uniform(0.85, 1.05) + rng.normal(0, 0.02, 3)
     skin = tone[None, None, :] * (1 + 0.06 * smooth_noise(rng, size, 3)[..., None])
     skin = skin + 0.02 * smooth_noise(rng, size, 48)[..., None]
@@ -137,7 +137,7 @@ def render_derm(rng: np.random.Generator, cls: str, size: int) -> np.ndarray:
     for h in range(2, 7):
         r_theta += style["irregular"] * rng.normal(0, 1) / h * np.cos(h * theta + rng.uniform(0, 2 * np.pi))
     r_theta *= radius
-    alpha = _sigmoid((r_theta - dist) / style["edge"] / max(radius, 0.1))
+    alpha = sigmoid((r_theta - dist) / style["edge"] / max(radius, 0.1))
     amp, cells = style["tex"]
     rgb = np.clip(np.array(style["rgb"]) + rng.normal(0, 0.03, 3), 0, 1)
     lesion = rgb[None, None, :] * (1 + amp * smooth_noise(rng, size, cells)[..., None])
@@ -167,7 +167,7 @@ def _derm_extra(
         veil = np.clip(smooth_noise(rng, size, 6), 0, None) * alpha
         img = img * (1 - 0.6 * veil[..., None]) + np.array([0.45, 0.50, 0.62]) * 0.6 * veil[..., None]
     elif kind == "network":  # pigment network: a regular grid of darker lines
-        yy, xx = _grid(size)
+        yy, xx = unit_grid(size)
         f = rng.uniform(14, 18)
         grid = (np.abs(np.sin(f * xx)) < 0.25) | (np.abs(np.sin(f * yy)) < 0.25)
         img = img * (1 - 0.25 * (grid * alpha)[..., None])
@@ -226,7 +226,7 @@ FUNDUS_LESIONS: dict[str, tuple[float, ...]] = {
 
 def render_fundus(rng: np.random.Generator, grade: int, size: int) -> np.ndarray:
     """A fundus-photo-like RGB image with diabetic-retinopathy lesions of one grade."""
-    yy, xx = _grid(size)
+    yy, xx = unit_grid(size)
     fov = disc(size, 0, 0, 0.92, 0.92, 0.01)
     base = np.array([0.78, 0.33, 0.14]) * rng.uniform(0.8, 1.1) + rng.normal(0, 0.02, 3)
     radial = 1 - 0.35 * (xx**2 + yy**2)
@@ -263,139 +263,4 @@ def render_fundus(rng: np.random.Generator, grade: int, size: int) -> np.ndarray
         nv = strokes(size, tufts, 0.006)
         img = img * (1 - 0.7 * nv[..., None]) + np.array([0.85, 0.10, 0.10]) * 0.7 * nv[..., None]
     img = img * fov[..., None] * rng.uniform(0.85, 1.1)
-    return to_uint8(img)
-
-
-# ------------------------------------------------------------- chest X-ray (CheXpert/MIMIC)
-
-
-def render_cxr(rng: np.random.Generator, findings: dict[str, float], view: str, site: str, size: int) -> np.ndarray:
-    """A chest-radiograph-like grayscale image.
-
-    `findings` maps a label to its visual strength (1 present, about 0.5 uncertain);
-    `view` is 'frontal' or 'lateral'; `site` ('chexpert' | 'mimic') sets the
-    acquisition: MIMIC images get another intensity curve, zoom, noise and a border.
-    """
-    zoom = rng.uniform(0.95, 1.05) * (1.1 if site == "mimic" else 1.0)
-    ox, oy = rng.normal(0, 0.03, 2)
-    g = lambda x, y: (ox + x / zoom, oy + y / zoom)  # noqa: E731 - anatomy placement
-    s = 1.0 / zoom
-    img = np.full((size, size), 0.06, dtype=np.float32)
-    img += 0.42 * disc(size, *g(0, 0.05), 0.86 * s, 0.92 * s, 0.05)
-    if view == "frontal":
-        lungs = [(*g(-0.38, -0.05), 0.29 * s, 0.58 * s), (*g(0.38, -0.05), 0.29 * s, 0.58 * s)]
-        cardio = 1 + 0.6 * findings.get("Cardiomegaly", 0)
-        heart = (*g(0.1, 0.33), 0.26 * s * cardio, 0.22 * s * (1 + 0.2 * (cardio - 1)))
-        medi_w = 0.11 * (1 + 1.3 * findings.get("Enlarged Cardiomediastinum", 0))
-    else:
-        lungs = [(*g(-0.08, -0.08), 0.5 * s, 0.6 * s)]
-        cardio = 1 + 0.35 * findings.get("Cardiomegaly", 0)
-        heart = (*g(-0.38, 0.3), 0.24 * s * cardio, 0.26 * s * cardio)
-        medi_w = 0.0
-    lung_mask = np.zeros_like(img)
-    for lx, ly, rx, ry in lungs:
-        lung_mask = np.maximum(lung_mask, disc(size, lx, ly, rx, ry, 0.06))
-    img -= 0.26 * lung_mask
-    yy, xx = _grid(size)
-    ribs = (np.cos(22 * (yy + 0.25 * (xx - ox) ** 2) * zoom) > 0.6).astype(np.float32)
-    img += 0.05 * ribs * lung_mask
-    img += 0.025 * smooth_noise(rng, size, 30) * lung_mask
-    if view == "frontal":
-        mx, my = g(0, -0.1)
-        band = disc(size, mx, my, medi_w * s, 0.7 * s, 0.1)
-        img = np.maximum(img, 0.48 * band)
-    else:
-        sx, sy = g(0.55, 0.0)
-        img += 0.22 * disc(size, sx, sy, 0.08 * s, 0.8 * s, 0.05) * (0.8 + 0.2 * (np.cos(40 * yy) > 0))
-    img = np.maximum(img, 0.45 * disc(size, *heart, 0.05))
-    dx, dy = g(0, 0.92)
-    img = np.maximum(img, 0.46 * disc(size, dx, dy, 0.85 * s, 0.3 * s, 0.05))
-    img = _cxr_findings(rng, img, findings, lungs, size, s)
-    return _acquire(rng, img, site, size)
-
-
-def _pick(rng: np.random.Generator, lungs: list) -> tuple[float, float, float, float]:
-    return lungs[int(rng.integers(len(lungs)))]
-
-
-def _cxr_findings(
-    rng: np.random.Generator, img: np.ndarray, f: dict[str, float], lungs: list, size: int, s: float
-) -> np.ndarray:
-    def amp(name: str) -> float:
-        return float(f.get(name, 0.0))
-
-    if a := amp("Lung Opacity"):
-        lx, ly, rx, ry = _pick(rng, lungs)
-        img += 0.3 * a * blob(size, lx + rng.normal(0, rx / 4), ly + rng.normal(0, ry / 4), 0.22 * s, 0.28 * s)
-    if a := amp("Lung Lesion"):
-        for _ in range(int(rng.integers(1, 3))):
-            lx, ly, rx, ry = _pick(rng, lungs)
-            r = rng.uniform(0.06, 0.09) * s
-            img = np.maximum(
-                img, img + 0.45 * a * disc(size, lx + rng.normal(0, rx / 3), ly + rng.normal(0, ry / 3), r, r, 0.04)
-            )
-    if a := amp("Edema"):
-        streaks = np.clip(smooth_noise(rng, size, 45), 0, None)
-        for lx, ly, rx, ry in lungs:
-            hilum = blob(size, lx * 0.7, ly + 0.05, 0.22 * s, 0.3 * s)
-            img += a * hilum * (0.15 + 0.2 * streaks)
-    if a := amp("Consolidation"):
-        lx, ly, rx, ry = _pick(rng, lungs)
-        img += 0.45 * a * disc(size, lx, ly + ry * 0.45, rx * 0.75, ry * 0.35, 0.08)
-    if a := amp("Pneumonia"):
-        lx, ly, rx, ry = _pick(rng, lungs)
-        patch = np.clip(smooth_noise(rng, size, 14), 0.3, None) - 0.3
-        img += 0.45 * a * patch * disc(size, lx, ly + rng.normal(0, ry / 4), rx * 0.8, ry * 0.45, 0.1)
-    if a := amp("Atelectasis"):
-        lx, ly, rx, ry = _pick(rng, lungs)
-        img += 0.4 * a * blob(size, lx, ly + ry * 0.55, rx * 0.8, 0.035 * s, rng.normal(0, 0.15))
-    if a := amp("Pneumothorax"):
-        lx, ly, rx, ry = _pick(rng, lungs)
-        side = np.sign(lx) if abs(lx) > 0.1 else -1.0
-        region = disc(size, lx + side * rx * 0.45, ly - ry * 0.45, rx * 0.5, ry * 0.45, 0.03)
-        img = img * (1 - 0.9 * a * region) + 0.02 * a * region
-        rim = np.clip(region * (1 - region) * 4, 0, 1)
-        img += 0.3 * a * rim
-    if a := amp("Pleural Effusion"):
-        for lx, ly, rx, ry in lungs if rng.random() < 0.4 else [_pick(rng, lungs)]:
-            yy, xx = _grid(size)
-            level = ly + ry * (0.45 - 0.25 * a) - 0.35 * np.abs(xx - lx) ** 2
-            fluid = _sigmoid((yy - level) / 0.02) * disc(size, lx, ly, rx * 1.05, ry * 1.05, 0.04)
-            img = img * (1 - a * fluid) + 0.52 * a * fluid
-    if a := amp("Pleural Other"):
-        lx, ly, rx, ry = _pick(rng, lungs)
-        side = np.sign(lx) if abs(lx) > 0.1 else -1.0
-        img += 0.4 * a * blob(size, lx + side * rx * 0.92, ly, 0.04 * s, ry * 0.6)
-    if a := amp("Fracture"):
-        lx, ly, rx, ry = _pick(rng, lungs)
-        side = np.sign(lx) if abs(lx) > 0.1 else -1.0
-        x, y = lx + side * rx * 0.85, ly + rng.uniform(-0.4, 0.3) * ry
-        img += 0.6 * a * blob(size, x, y, 0.05 * s, 0.03 * s)
-        img -= 0.2 * a * blob(size, x + 0.03, y, 0.008 * s, 0.04 * s)
-    if a := amp("Support Devices"):
-        tube = [wander(rng, (rng.normal(0, 0.04), -1.0), np.pi / 2 + rng.normal(0, 0.05), 14, 0.08, 0.05)]
-        if rng.random() < 0.6:
-            tube.append(wander(rng, (rng.uniform(-0.8, -0.5), -0.9), 1.2, 16, 0.08, 0.12))
-        img = np.maximum(img, 0.95 * a * strokes(size, tube, 0.012))
-        for _ in range(int(rng.integers(1, 4))):
-            x, y = rng.uniform(-0.7, 0.7), rng.uniform(-0.8, -0.3)
-            ring = disc(size, x, y, 0.04, 0.04, 0.02) - disc(size, x, y, 0.025, 0.025, 0.02)
-            img = np.maximum(img, 0.95 * a * np.clip(ring, 0, 1))
-    return img
-
-
-def _acquire(rng: np.random.Generator, img: np.ndarray, site: str, size: int) -> np.ndarray:
-    img = np.clip(img, 0, 1)
-    if site == "mimic":
-        # Another detector and processing chain: a harder intensity curve, more noise,
-        # a collimation border and a burnt-in side marker.
-        img = 0.08 + 0.8 * img**0.7
-        img += rng.normal(0, 0.035, img.shape).astype(np.float32)
-        b = max(2, size // 16)
-        img[:b, :], img[-b:, :], img[:, :b], img[:, -b:] = 0.0, 0.0, 0.0, 0.0
-        m = max(3, size // 12)
-        img[b + 2 : b + 2 + m, -b - 2 - m : -b - 2] = 0.97
-    else:
-        img += rng.normal(0, 0.012, img.shape).astype(np.float32)
-    img = img * rng.uniform(0.92, 1.06)
     return to_uint8(img)

@@ -20,9 +20,10 @@ from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.records import FitKey, run_id, runs_schema
 from crsbench.probes.synthetic import make_dataset
-from crsbench.warehouse.connection import Warehouse, parts_dir_for
+from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 from crsbench.warehouse.panels import freeze_panel
+from crsbench.warehouse.parts import parts_dir_for
 
 # encoder -> quality: enc_a and enc_b close (tied on the test set), enc_d clearly worse
 ENCODERS = {"enc_a": 1.30, "enc_b": 1.27, "enc_c": 1.0, "enc_d": 0.6}

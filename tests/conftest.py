@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from crsbench.ingest import Dataset, ingest, make_suite
-from crsbench.warehouse.connection import Warehouse, parts_dir_for
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import parts_dir_for
 
 # scale 0.5 still keeps every class/label with >= 2 positives and negatives in each test split.
 SUITE_SCALE = 0.5

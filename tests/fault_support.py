@@ -12,8 +12,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from crsbench.probes.synthetic import make_dataset, write_features
-from crsbench.warehouse.connection import Warehouse, parts_dir_for
+from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import declare_shift, load_dataset, read_dataset
+from crsbench.warehouse.parts import parts_dir_for
 
 CLI = [sys.executable, "-c", "import sys; from crsbench.cli import main; sys.exit(main())"]
 # A grid of 2 sources x 2 probes x 2 fractions x 2 seeds = 16 fits, one per batch.

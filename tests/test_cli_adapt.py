@@ -36,7 +36,7 @@ def _cli(*args: str) -> int:
 def pipeline(tmp_path_factory, _ingested_db_template):
     import shutil
 
-    from crsbench.warehouse.connection import parts_dir_for
+    from crsbench.warehouse.parts import parts_dir_for
 
     tmp = tmp_path_factory.mktemp("adapt")
     db = tmp / "w.duckdb"

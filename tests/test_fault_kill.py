@@ -18,7 +18,8 @@ import time
 import pytest
 from fault_support import CLI, PROBE_ARGS, env, raw_runs, synthetic_warehouse
 
-from crsbench.warehouse.connection import Warehouse, parts_dir_for
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import parts_dir_for
 
 SOAK = int(os.environ.get("CRSBENCH_SOAK", "0"))
 RNG = random.Random(int(os.environ.get("CRSBENCH_FAULT_SEED", "17")))

@@ -117,12 +117,12 @@ def test_changed_dataset_is_refused(aptos, extracted):
 
 def test_resume_with_other_settings_is_refused(aptos, tmp_path, monkeypatch):
     url = str(tmp_path / "f.zarr")
-    import crsbench.features.extraction as ex
+    import crsbench.features.extraction_chunks as ex
 
     def die(self, arrays, chunk, blocks):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(ex._Extractor, "write_chunk", die)
+    monkeypatch.setattr(ex.ChunkExtractor, "write_chunk", die)
     with pytest.raises(KeyboardInterrupt):
         extract(aptos, ENTRY, url, chunk_rows=CHUNK)
     monkeypatch.undo()
@@ -153,28 +153,28 @@ def test_non_finite_features_fail_naming_the_image(aptos, tmp_path):
 
     poison.active = False
     hook = model.stages[1].register_forward_hook(poison)
-    import crsbench.features.extraction as ex
+    import crsbench.features.extraction_chunks as ex
 
-    original = ex._Extractor._inputs
+    original = ex.ChunkExtractor._inputs
 
     def inputs(self, group, pixels, chunk):
         poison.active = any(self.ids[chunk.start + i] == poison_id for _, i, _ in group[:1])
         return original(self, group, pixels, chunk)
 
-    ex._Extractor._inputs = inputs
+    ex.ChunkExtractor._inputs = inputs
     try:
         with pytest.raises(CrsbenchError, match=poison_id):
             extract(aptos, ENTRY, str(tmp_path / "f.zarr"), model=model, chunk_rows=CHUNK, batch_size=1)
     finally:
-        ex._Extractor._inputs = original
+        ex.ChunkExtractor._inputs = original
         hook.remove()
     assert not FeatureStore(str(tmp_path / "f.zarr")).is_complete(FeatureSetRef("aptos", ENTRY.id))
 
 
 def test_complete_is_never_set_when_a_chunk_is_missing(aptos, tmp_path, monkeypatch):
-    import crsbench.features.extraction as ex
+    import crsbench.features.extraction_chunks as ex
 
-    original = ex._Extractor.write_chunk
+    original = ex.ChunkExtractor.write_chunk
 
     lost = []
 
@@ -184,7 +184,7 @@ def test_complete_is_never_set_when_a_chunk_is_missing(aptos, tmp_path, monkeypa
             blocks = {k: v for k, v in blocks.items() if k != (0.5, "contrast-s1")}
         original(self, arrays, chunk, blocks)
 
-    monkeypatch.setattr(ex._Extractor, "write_chunk", lose_one)
+    monkeypatch.setattr(ex.ChunkExtractor, "write_chunk", lose_one)
     url = str(tmp_path / "f.zarr")
     with pytest.raises(CrsbenchError, match="contrast-s1"):
         extract(aptos, ENTRY, url, chunk_rows=CHUNK)
@@ -217,7 +217,7 @@ CHILD = textwrap.dedent(
     zarr.Array.__setitem__ = counting
     if markers_before == -1:  # die after every chunk is written, before `complete` is set
         import crsbench.features.extraction as ex
-        ex._finish = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
+        ex.finish_feature_set = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)
     extract(ds, entry, url, chunk_rows=%d, batch_size=24)
 """
     % CHUNK

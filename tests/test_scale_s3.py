@@ -24,7 +24,8 @@ from crsbench.ingest.types import CrsbenchError
 from crsbench.output import console
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.probes.reader import check_feature_set, read_rows
-from crsbench.warehouse.connection import Warehouse, parts_dir_for
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import parts_dir_for
 
 torch.set_num_threads(1)
 ENCODER = "tiny-convnext"

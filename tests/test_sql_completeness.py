@@ -10,7 +10,8 @@ import pytest
 from bootstrap_support import build_world, copy_world
 
 from crsbench.report.uncertainty import missing_lines
-from crsbench.warehouse.connection import Warehouse, parts_dir_for
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import parts_dir_for
 
 
 @pytest.fixture(scope="module")

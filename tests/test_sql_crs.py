@@ -132,8 +132,8 @@ def test_cohort_mode_recomputes_panel_and_anchors_over_everyone(scenario):
 def test_macro_hand_worked_example():
     import duckdb
 
-    from crsbench.warehouse.connection import sql_files
     from crsbench.warehouse.schema import MIGRATIONS
+    from crsbench.warehouse.shipped_sql import sql_files
 
     con = duckdb.connect()
     for statement in MIGRATIONS[0]:

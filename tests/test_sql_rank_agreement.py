@@ -9,9 +9,10 @@ import pytest
 from runs_factory import PROFILES, clone_encoder, encoder_runs, frame
 from scipy.stats import kendalltau, rankdata, spearmanr
 
-from crsbench.warehouse.connection import Warehouse, sql_files
+from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
 from crsbench.warehouse.schema import MIGRATIONS
+from crsbench.warehouse.shipped_sql import sql_files
 
 
 @pytest.fixture(scope="module")

@@ -50,12 +50,12 @@ def test_record_sync_and_list(aptos, tmp_path):
         other = dataclasses.replace(ENTRY, id="tiny-convnext-b")
         import crsbench.features.extraction as ex
 
-        original = ex._finish
-        ex._finish = lambda *a, **k: None
+        original = ex.finish_feature_set
+        ex.finish_feature_set = lambda *a, **k: None
         try:
             extract(aptos, other, url, chunk_rows=16, conditions=("clean",))
         finally:
-            ex._finish = original
+            ex.finish_feature_set = original
         assert catalog.sync_catalog(wh, FeatureStore(url)) == 2
         rows = catalog.feature_sets(wh).set_index("encoder_id")
         assert bool(rows.loc[ENTRY.id, "complete"]) and not bool(rows.loc["tiny-convnext-b", "complete"])

@@ -13,9 +13,9 @@ from runs_factory import PROFILES, encoder_runs, frame
 
 import crsbench
 from crsbench.cli import main
-from crsbench.warehouse.connection import CONSTANTS_FILE, sql_files
 from crsbench.warehouse.dictionary import describe, entries, uncommented
 from crsbench.warehouse.panels import freeze_panel
+from crsbench.warehouse.shipped_sql import CONSTANTS_FILE, sql_files
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_VIEWS = {

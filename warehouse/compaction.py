@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse import parts
+from crsbench.warehouse.upgrade import STORAGE_COMPATIBILITY
 
 if TYPE_CHECKING:
     from crsbench.warehouse.connection import Warehouse
@@ -79,8 +80,6 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
 
     Warehouses created before crsbench wrote the compatible format are converted here, once.
     """
-    from crsbench.warehouse.connection import STORAGE_COMPATIBILITY
-
     version = parts.one_row(
         wh.con.execute(
             "select tags['storage_version'] from duckdb_databases() where database_name = current_database()"

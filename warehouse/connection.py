@@ -4,6 +4,9 @@ Writers (ingest, panel freeze, analyses) hold the DuckDB file only for the lengt
 one command. Probe sweeps only add Parquet parts, each by an atomic rename, so a
 read-only analyst session never sees a lock error or half a batch. Read-only opens
 retry briefly while another command holds the file's write lock.
+
+Schema versions and migrations live in `upgrade`, the shipped macros and views in
+`shipped_sql`, the part files in `parts` and folding them into the file in `compaction`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,78 +24,22 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crsbench.core import CrsbenchError, crs_constants_sql
-from crsbench.core.constants import DEFAULT_DB, default_db_path
-from crsbench.warehouse import parts
+from crsbench.core import CrsbenchError
+from crsbench.core.constants import default_db_path
+from crsbench.warehouse import parts, upgrade
+from crsbench.warehouse.compaction import compact
 from crsbench.warehouse.dictionary import apply_comments
-from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, glob_escape, parts_dir_for
-from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_INFO, SCHEMA_VERSION, duckdb_type
+from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, append_run_parts, glob_escape, parts_dir_for
+from crsbench.warehouse.schema import PART_SCHEMAS
+from crsbench.warehouse.shipped_sql import apply_sql_files
 
 if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as IbisBackend
     from ibis.expr.types import Table as IbisTable
 
-__all__ = ["DEFAULT_DB", "MissingPartsWarning", "Warehouse", "default_db_path", "parts_dir_for", "sql_files"]
-
-# The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
-CONSTANTS_FILE = "macros/000_crs_constants.sql"
-# Files are written in the storage format of DuckDB 1.4, so every client from 1.4 on (the 1.5 shell,
-# ibis, DBeaver) opens them; DuckDB 2.x's default format is unreadable to them.
-STORAGE_COMPATIBILITY = "v1.4.0"
-
 
 class MissingPartsWarning(UserWarning):
     """Parts a read-write open once saw are gone; the views serve what remains."""
-
-
-SQL_FOLDERS = ("macros", "views")
-# Macros of earlier releases, before every macro was named fn_*: dropped when the SQL is applied,
-# so an upgraded warehouse does not keep a second, stale copy of a definition.
-_RETIRED_MACROS = (
-    "exact_mean",
-    "crs_axes_cell",
-    "crs_axes_aggregate",
-    "crs_normalise",
-    "crs_dominance",
-    "crs_scores",
-    "crs_scores_weighted",
-    "crs_rank_agreement",
-    "crs_anchors",
-    "crs_panel_candidates",
-)
-
-
-def sql_files() -> list[tuple[str, str]]:
-    """The SQL objects shipped in `sql/`: every macro, then every view, each folder in file-name
-    order, as (path relative to sql/, text). Macros come first because views call them."""
-    root = resources.files("crsbench.sql")
-    files: list[tuple[str, str]] = []
-    for folder in SQL_FOLDERS:
-        entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")), key=lambda e: e.name)
-        files += [(f"{folder}/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
-    # First of all: the constant macros generated from crsbench.core (the CRS weights, the
-    # encoder-key format), so the SQL reads those from their one home rather than a copy.
-    return [(CONSTANTS_FILE, crs_constants_sql()), *files]
-
-
-def append_run_parts(
-    parts_dir: Path, runs: pd.DataFrame | pa.Table, predictions: pd.DataFrame | pa.Table | None = None
-) -> str:
-    """Write one batch of run records as Parquet parts, with no connection; returns the batch id.
-
-    A long sweep closes the warehouse after `Warehouse.expect_appends()` (so the persisted views
-    read the parts folder) and then writes its batches through this.
-    """
-    from crsbench.warehouse.provenance import batch_record
-
-    batch = parts.new_part_name()
-    if predictions is not None:
-        table = parts.conform(predictions, PART_SCHEMAS["predictions"], "predictions")
-        parts.atomic_write_parquet(table, parts_dir / "predictions" / batch)
-    parts.atomic_write_parquet(batch_record(batch), parts_dir / "batches" / batch)
-    table = parts.conform(runs, PART_SCHEMAS["runs"], "runs")
-    parts.atomic_write_parquet(table, parts_dir / "runs" / batch)
-    return batch
 
 
 class Warehouse:
@@ -120,9 +66,9 @@ class Warehouse:
             )
         self.con = self._connect(lock_timeout_s)
         try:
-            self._check_version()
+            upgrade.check_version(self)
             if not read_only:
-                self._migrate()
+                upgrade.migrate(self)
                 self._prepare_parts()
             self.attach_parts()
             if not read_only:
@@ -153,7 +99,7 @@ class Warehouse:
 
     def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
         config: dict[str, str | bool | int | float | list[str]] = (
-            {} if self.read_only else {"storage_compatibility_version": STORAGE_COMPATIBILITY}
+            {} if self.read_only else {"storage_compatibility_version": upgrade.STORAGE_COMPATIBILITY}
         )
         if not self.read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -190,71 +136,7 @@ class Warehouse:
     # -- schema ---------------------------------------------------------------------
 
     def schema_version(self) -> int:
-        exists = parts.one_row(
-            self.con.execute(
-                "select count(*) from information_schema.tables where table_name = 'schema_info' and table_schema = 'main'"
-            ).fetchone()
-        )[0]
-        if not exists:
-            return 0
-        row = parts.one_row(self.con.execute("select max(version) from schema_info").fetchone())
-        return int(row[0] or 0)
-
-    def _check_version(self) -> None:
-        current = self.schema_version()
-        if current > SCHEMA_VERSION:
-            from crsbench.core import __version__
-
-            writer = parts.one_row(
-                self.con.execute("select max_by(crsbench_version, version) from schema_info").fetchone()
-            )[0]
-            raise CrsbenchError(
-                f"warehouse {self.path} has schema v{current}, written by crsbench {writer}; this crsbench "
-                f"{__version__} reads schema v{SCHEMA_VERSION} or older: upgrade to crsbench {writer} or later"
-            )
-        if self.read_only and current < SCHEMA_VERSION:
-            raise CrsbenchError(
-                f"warehouse {self.path} has schema v{current}, older than this crsbench's "
-                f"v{SCHEMA_VERSION}; open it read-write once to migrate it: "
-                f"crsbench warehouse init --db {self.path}"
-            )
-
-    def _migrate(self) -> None:
-        from crsbench.core import __version__
-
-        current = self.schema_version()
-        if current < SCHEMA_VERSION:
-            with self.transaction():
-                self.con.execute(SCHEMA_INFO.create_sql())
-                # Each migration below records itself with every schema_info column, so an older
-                # schema_info gains its later columns first.
-                for version in range(2, SCHEMA_VERSION + 1):
-                    for statement in SCHEMA_INFO.add_column_sql(version):
-                        self.con.execute(statement)
-                for version in range(current, SCHEMA_VERSION):
-                    for statement in MIGRATIONS[version]:
-                        self.con.execute(statement)
-                    self.con.execute(
-                        "insert into schema_info (version, applied_at, crsbench_version) "
-                        "values (?, current_timestamp, ?)",
-                        [version + 1, __version__],
-                    )
-        self._sync_compacted_columns()
-
-    def _sync_compacted_columns(self) -> None:
-        # The compacted tables follow the part schemas: a column a later crsbench adds to the
-        # parts is added here too (older rows read it as null, like older parts do).
-        for kind, schema in PART_SCHEMAS.items():
-            have = {
-                r[0]
-                for r in self.con.execute(
-                    "select column_name from information_schema.columns where table_name = ? and table_schema = 'main'",
-                    [f"{kind}_compacted"],
-                ).fetchall()
-            }
-            for field in schema:
-                if field.name not in have:
-                    self.con.execute(f"alter table {kind}_compacted add column {field.name} {duckdb_type(field)}")
+        return upgrade.schema_version(self.con)
 
     # -- parts ----------------------------------------------------------------------
 
@@ -338,15 +220,7 @@ class Warehouse:
             self._persisted_part_views()
             for statement in parts.pending_views_sql(PART_SCHEMAS):
                 self.con.execute(statement)
-            for name in _RETIRED_MACROS:
-                self.con.execute(f"drop macro table if exists {name}")
-                self.con.execute(f"drop macro if exists {name}")
-            for name, text in sql_files():
-                try:
-                    self.con.execute(text)
-                except duckdb.Error as exc:
-                    raise RuntimeError(f"sql/{name} failed: {exc}") from exc
-            apply_comments(self.con)
+            apply_sql_files(self.con)
 
     def _record_parts(self) -> None:
         known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
@@ -444,8 +318,6 @@ class Warehouse:
 
         See `crsbench.warehouse.compaction.compact`.
         """
-        from crsbench.warehouse.compaction import compact
-
         return compact(self)
 
 

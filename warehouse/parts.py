@@ -114,6 +114,28 @@ def atomic_write_parquet(table: pa.Table, target: Path) -> None:
     os.replace(tmp, target)
 
 
+def append_run_parts(
+    parts_dir: Path, runs: pd.DataFrame | pa.Table, predictions: pd.DataFrame | pa.Table | None = None
+) -> str:
+    """Write one batch of run records as Parquet parts, with no connection; returns the batch id.
+
+    A long sweep closes the warehouse after `Warehouse.expect_appends()` (so the persisted views
+    read the parts folder) and then writes its batches through this. The runs part is renamed into
+    place last, so the batch appears whole or not at all.
+    """
+    from crsbench.warehouse.provenance import batch_record
+    from crsbench.warehouse.schema import PART_SCHEMAS
+
+    batch = new_part_name()
+    if predictions is not None:
+        table = conform(predictions, PART_SCHEMAS["predictions"], "predictions")
+        atomic_write_parquet(table, parts_dir / "predictions" / batch)
+    atomic_write_parquet(batch_record(batch), parts_dir / "batches" / batch)
+    table = conform(runs, PART_SCHEMAS["runs"], "runs")
+    atomic_write_parquet(table, parts_dir / "runs" / batch)
+    return batch
+
+
 # -- the views over parts and compacted rows -------------------------------------------------------
 
 

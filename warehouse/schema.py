@@ -244,7 +244,7 @@ SCHEMA_INFO = Schema(
 
 # The parts' in-file twins: compaction folds parts into `<kind>_compacted`, so the file alone
 # answers every view. A migration creates them with `part` only; a read-write open adds the
-# declared part columns (Warehouse._sync_compacted_columns).
+# declared part columns (`warehouse.upgrade`).
 PART = Column(
     "part",
     "VARCHAR",

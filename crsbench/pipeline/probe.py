@@ -14,7 +14,8 @@ from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
 from crsbench.probes.grid import GridSummary, plan_fits, run_grid
 from crsbench.probes.records import FitKey
 from crsbench.warehouse.claims import FitClaims
-from crsbench.warehouse.connection import Warehouse, append_run_parts
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import append_run_parts
 
 
 @dataclasses.dataclass(frozen=True)

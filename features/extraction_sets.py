@@ -1,0 +1,137 @@
+"""Feature-set bookkeeping for extraction: the group's arrays and attrs, resume checks, completion.
+
+A set's group is created once with every attr but `complete`; its progress array holds one
+marker per row chunk, written after that chunk's arrays. A partial set resumes only under the
+settings it was started with (`RESUME_KEYS`), and `complete` flips to true only after every
+expected chunk is checked present in every array.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+import zarr
+from zarr.codecs import BloscCodec
+
+from crsbench.features.hooks import DepthTap
+from crsbench.features.registry import EncoderEntry
+from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
+from crsbench.ingest.types import CrsbenchError, Dataset
+
+PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
+DTYPES = {"float16": np.float16, "float32": np.float32}
+COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+# Settings that change the stored bytes: a partial set made with others cannot be resumed.
+RESUME_KEYS = (
+    "weights_hash",
+    "image_digest",
+    "dtype",
+    "compute_dtype",
+    "chunk_rows",
+    "batch_size",
+    "device_type",
+    "perturb_backend",
+    "conditions",
+    "code_version",
+)
+
+
+def compressor() -> BloscCodec:
+    return BloscCodec(cname="zstd", clevel=3, shuffle="shuffle")
+
+
+def group_array(group: zarr.Group, name: str) -> zarr.Array:
+    node = group[name]
+    assert isinstance(node, zarr.Array)
+    return node
+
+
+def open_feature_group(
+    root: zarr.Group,
+    ref: FeatureSetRef,
+    entry: EncoderEntry,
+    tap: DepthTap,
+    ds: Dataset,
+    settings: dict[str, Any],
+    dev: torch.device,
+) -> zarr.Group:
+    """The set's group: reopened to resume under the settings it was started with, else created
+    with every attr but `complete` and every (empty, NaN-filled) array."""
+    if ref.path in root:
+        group = root[ref.path]
+        assert isinstance(group, zarr.Group)
+        stale = [k for k in RESUME_KEYS if group.attrs.get(k) != settings[k]]
+        if stale:
+            raise CrsbenchError(
+                f"partial feature set {ref.path} was started with different settings "
+                f"({', '.join(stale)}); rerun with --force to start it over"
+            )
+        return group
+    probe = torch.zeros(
+        (1, 3, entry.input_size, entry.input_size), dtype=COMPUTE_DTYPES[settings["compute_dtype"]], device=dev
+    )
+    dims = {depth_key(d): int(v.shape[1]) for d, v in tap(probe).items()}
+    group = root.require_group(ref.path)
+    # Everything but `complete` is fixed here; `complete` flips to true last.
+    group.attrs.update(
+        {
+            "complete": False,
+            "dataset": ds.name,
+            "encoder_id": entry.id,
+            "regime": ref.regime,
+            "encoder": entry.to_dict(),
+            "checkpoint": entry.checkpoint,
+            "pretrained": entry.pretrained,
+            "layers": tap.layers,
+            "pooling": entry.pooling,
+            "dim": dims[depth_key(1.0)],
+            "dims": dims,
+            "depths": [depth_key(d) for d in DEPTHS],
+            "n_images": ds.n_images,
+            **settings,
+        }
+    )
+    rows = settings["chunk_rows"]
+    for d in DEPTHS:
+        for cond in settings["conditions"]:
+            group.create_array(
+                f"{depth_key(d)}/{cond}",
+                shape=(ds.n_images, dims[depth_key(d)]),
+                chunks=(rows, dims[depth_key(d)]),
+                dtype=settings["dtype"],
+                fill_value=np.nan,
+                compressors=compressor(),
+            )
+    n_chunks = -(-ds.n_images // rows)
+    group.create_array(PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0)
+    return group
+
+
+def finish_feature_set(
+    group: zarr.Group,
+    arrays: dict[str, zarr.Array],
+    ref: FeatureSetRef,
+    test_mask: np.ndarray,
+    settings: dict[str, Any],
+    url: str,
+) -> None:
+    """Mark the set complete, but only if every expected chunk of every array is present."""
+    marks = np.asarray(arrays[PROGRESS_ARRAY][:])
+    if not marks.all():
+        raise CrsbenchError(
+            f"feature set {ref.path} in {url} is missing row chunks {np.flatnonzero(marks == 0).tolist()[:10]}"
+        )
+    rows = settings["chunk_rows"]
+    n_chunks = marks.shape[0]
+    with_test = sum(bool(test_mask[k * rows : (k + 1) * rows].any()) for k in range(n_chunks))
+    for name, arr in arrays.items():
+        if name == PROGRESS_ARRAY:
+            continue
+        expected = n_chunks if name.endswith("/" + CLEAN) else with_test
+        if arr.nchunks_initialized != expected:
+            raise CrsbenchError(
+                f"feature array {ref.path}/{name} in {url} has {arr.nchunks_initialized} of {expected} chunks written"
+            )
+    group.attrs["complete"] = True
