@@ -119,10 +119,27 @@ def test_stored_tables_carry_a_comment_on_every_column(stored):
     bare = columns[columns["comment"].fillna("") == ""]
     assert bare.empty, f"uncommented: {(bare['table_name'] + '.' + bare['column_name']).tolist()}"
     assert columns["comment"].str.contains("docs/METHODS.md §").all()
-    # undeclared columns are described too (e2 cells: top_label_changed; e4 cells: mean_ece_rise)
+    # columns added to a declaration late are described too (e2 cells: top_label_changed)
     comment = columns.set_index(["table_name", "column_name"])["comment"]
     assert "argmax class" in comment[("analysis_e2_cells", "top_label_changed")]
     assert comment[("analysis_bootstrap_encoders", "crs")] != comment[("analysis_bootstrap_replicates", "crs")]
+
+
+def test_stored_tables_hold_exactly_the_declared_columns_in_order(stored):
+    db, written = stored
+    specs = analyses()
+    for name, result in written.items():
+        for part, frame in {**result.tables, "summary": result.summary}.items():
+            assert frame.columns.tolist() == list(specs[name].outputs[part]), f"{name}.{part}"
+    with Warehouse.open(db, read_only=True) as wh:
+        tables = wh.sql(
+            "select a.analysis, a.table_name, list(c.column_name order by c.column_index) as names "
+            "from analyses a join duckdb_columns() c using (table_name) group by all"
+        )
+    assert len(tables) == sum(len(r.tables) + 1 for r in written.values())
+    for name, table, names in tables.itertuples(index=False):
+        part = table.removeprefix(f"analysis_{name}_")
+        assert list(names) == list(specs[name].outputs[part]), table
 
 
 def test_describe_shows_the_column_comments_of_an_analysis_table(stored, capsys):

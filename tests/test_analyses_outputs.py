@@ -22,9 +22,15 @@ def test_every_analysis_declares_its_parts_and_columns():
 
 @pytest.fixture()
 def declared(tmp_path):
-    @register_analysis("declared_toy", params={"drop": ""}, outputs={"numbers": ("i", "label"), "summary": ("n",)})
+    @register_analysis(
+        "declared_toy",
+        params={"drop": "", "extra": ""},
+        outputs={"numbers": ("i", "label"), "summary": ("n",)},
+    )
     def toy(wh, params):
         numbers = pd.DataFrame({"i": [1, 2], "label": ["a", "b"]}).drop(columns=params["drop"] or [])
+        if params["extra"]:
+            numbers[params["extra"]] = 0.5
         return AnalysisResult(tables={"numbers": numbers}, summary=pd.DataFrame({"n": [2]}))
 
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
@@ -37,6 +43,30 @@ def test_a_result_missing_a_declared_column_is_a_bug(declared):
     with pytest.raises(ValueError, match="part 'numbers' lacks declared column.s. label"):
         run_analysis(declared, "declared_toy", {"drop": "label"})
     assert declared.sql("select * from analysis_declared_toy_numbers").columns.tolist() == ["i", "label"]
+
+
+def test_a_result_with_an_undeclared_column_is_a_bug_and_stores_nothing(declared):
+    run_analysis(declared, "declared_toy")
+    with pytest.raises(ValueError, match="analysis 'declared_toy' part 'numbers' wrote undeclared column.s. secret"):
+        run_analysis(declared, "declared_toy", {"extra": "secret"})
+    # the earlier run's table stands: a refused result is never written
+    assert declared.sql("select * from analysis_declared_toy_numbers").columns.tolist() == ["i", "label"]
+    with pytest.raises(ValueError, match="undeclared column.s. secret"):
+        run_analysis(declared, "declared_toy", {"extra": "secret"}, store=False)
+
+
+def test_an_analysis_that_declares_nothing_is_not_checked(tmp_path):
+    # Third-party analyses may leave `outputs` out; only the declaration test flags built-in ones.
+    @register_analysis("undeclared_toy")
+    def toy(wh, params):
+        return AnalysisResult(tables={"anything": pd.DataFrame({"x": [1]})}, summary=pd.DataFrame({"y": [2]}))
+
+    try:
+        with Warehouse.open(tmp_path / "w.duckdb") as wh:
+            assert run_analysis(wh, "undeclared_toy").tables["anything"].columns.tolist() == ["x"]
+            assert wh.sql("select * from analysis_undeclared_toy_summary").columns.tolist() == ["y"]
+    finally:
+        registry.ANALYSES.remove("undeclared_toy")
 
 
 def test_an_undeclared_part_is_a_bug(tmp_path):

@@ -20,6 +20,7 @@ from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.core import AXES, FROZEN
 from crsbench.warehouse.connection import Warehouse
 
+CORRELATION_COLUMNS = ("level", "axis_a", "axis_b", "spearman_rho", "n")
 SUMMARY_COLUMNS = ["level", "n", "rho_aulc_auroc", "rho_le_auroc", "rho_aulc_le", "max_abs_axis_rho", "max_axis_pair"]
 
 
@@ -49,9 +50,7 @@ def construct_summary(correlations: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-@register_analysis(
-    "construct", params={}, outputs={"correlations": ("level", "axis_a", "axis_b"), "summary": SUMMARY_COLUMNS}
-)
+@register_analysis("construct", params={}, outputs={"correlations": CORRELATION_COLUMNS, "summary": SUMMARY_COLUMNS})
 def run_construct(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Construct validity: AULC vs relative-retention LE against AUROC; largest axis correlation."""
     correlations = wh.sql(

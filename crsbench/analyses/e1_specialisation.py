@@ -34,6 +34,47 @@ SCOPES: tuple[str, ...] = ("general", "broad_medical", "specialty")
 MEDICAL = "medical"  # broad_medical and specialty together
 NO_DOMAIN = {"none", "", None}
 
+# The columns of each output part, in the order written (the declaration of `e1` below).
+CELL_COLUMNS = ("encoder_id", "dataset_id", "auroc", "crs", "scope", "domain", "dataset_domain", "in_domain")
+PER_ENCODER_COLUMNS = (
+    "encoder_id",
+    "scope",
+    "domain",
+    "in_datasets",
+    "n_out",
+    "auroc_in",
+    "auroc_out",
+    "crs_in",
+    "crs_out",
+)
+SPECIALISATION_COLUMNS = ("panel", *PER_ENCODER_COLUMNS, "dspec", "dood")
+SHIFT_COLUMNS = (
+    "source_id",
+    "target_id",
+    "encoder_id",
+    "scope",
+    "source_auroc",
+    "target_auroc",
+    "gap",
+    "relative_gap",
+    "retention",
+)
+SCOPE_COLUMNS = ("source_id", "target_id", "scope", "n_encoders", "source_auroc", "target_auroc", "relative_gap")
+WELCH_COLUMNS = (
+    "source_id",
+    "target_id",
+    "metric",
+    "group_a",
+    "group_b",
+    "n_a",
+    "n_b",
+    "mean_a",
+    "mean_b",
+    "t",
+    "p_value",
+)
+SUMMARY_COLUMNS = ("encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood")
+
 
 def clean_cells(wh: Warehouse) -> pd.DataFrame:
     """Cell AUROC = the discrimination axis (seed-mean clean AUROC, logreg, full depth and labels)."""
@@ -81,13 +122,10 @@ def specialisation(
             "crs_out": outside["crs"].mean(),
         }
         rows.append(row)
-    per_encoder = pd.DataFrame(
-        rows,
-        columns=["encoder_id", "scope", "domain", "in_datasets", "n_out", "auroc_in", "auroc_out", "crs_in", "crs_out"],
-    )
+    per_encoder = pd.DataFrame(rows, columns=list(PER_ENCODER_COLUMNS))
     per_encoder["dspec"] = per_encoder["auroc_in"] - per_encoder["auroc_out"]
     per_encoder["dood"] = per_encoder["crs_in"] - per_encoder["crs_out"]
-    return cells.reset_index(drop=True), per_encoder
+    return cells[list(CELL_COLUMNS)].reset_index(drop=True), per_encoder
 
 
 def shift_retention(wh: Warehouse, encoders: pd.DataFrame) -> pd.DataFrame:
@@ -111,18 +149,7 @@ def shift_retention(wh: Warehouse, encoders: pd.DataFrame) -> pd.DataFrame:
     merged["gap"] = merged["source_auroc"] - merged["target_auroc"]
     merged["relative_gap"] = merged["gap"] / merged["source_auroc"]
     merged["retention"] = merged["target_auroc"] / merged["source_auroc"]
-    cols = [
-        "source_id",
-        "target_id",
-        "encoder_id",
-        "scope",
-        "source_auroc",
-        "target_auroc",
-        "gap",
-        "relative_gap",
-        "retention",
-    ]
-    return merged[cols].sort_values(["source_id", "target_id", "encoder_id"]).reset_index(drop=True)
+    return merged[list(SHIFT_COLUMNS)].sort_values(["source_id", "target_id", "encoder_id"]).reset_index(drop=True)
 
 
 def _groups(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
@@ -168,41 +195,19 @@ def by_scope(shift: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                         "p_value": float(p),
                     }
                 )
-    summary_cols = ["source_id", "target_id", "scope", "n_encoders", "source_auroc", "target_auroc", "relative_gap"]
-    test_cols = [
-        "source_id",
-        "target_id",
-        "metric",
-        "group_a",
-        "group_b",
-        "n_a",
-        "n_b",
-        "mean_a",
-        "mean_b",
-        "t",
-        "p_value",
-    ]
-    return pd.DataFrame(summary, columns=summary_cols), pd.DataFrame(tests, columns=test_cols)
+    return pd.DataFrame(summary, columns=list(SCOPE_COLUMNS)), pd.DataFrame(tests, columns=list(WELCH_COLUMNS))
 
 
 @register_analysis(
     "e1",
     params={"panel": None},
     outputs={
-        "cells": ("encoder_id", "dataset_id"),
-        "specialisation": ("panel", "encoder_id", "scope", "domain"),
-        "shift": ("encoder_id",),
-        "shift_scope": (
-            "source_id",
-            "target_id",
-            "scope",
-            "n_encoders",
-            "source_auroc",
-            "target_auroc",
-            "relative_gap",
-        ),
-        "welch": ("source_id", "target_id", "metric", "group_b", "p_value"),
-        "summary": ("encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood"),
+        "cells": CELL_COLUMNS,
+        "specialisation": SPECIALISATION_COLUMNS,
+        "shift": SHIFT_COLUMNS,
+        "shift_scope": SCOPE_COLUMNS,
+        "welch": WELCH_COLUMNS,
+        "summary": SUMMARY_COLUMNS,
     },
 )
 def run_e1(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
@@ -230,9 +235,7 @@ def run_e1(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
             f"{row.source_id}->{row.target_id} target AUROC, medical {row.mean_b:.3f} "
             f"(n={row.n_b}) vs general {row.mean_a:.3f} (n={row.n_a}): {test}"
         )
-    summary = per_encoder[
-        ["encoder_id", "scope", "domain", "auroc_in", "auroc_out", "dspec", "crs_in", "crs_out", "dood"]
-    ]
+    summary = per_encoder[list(SUMMARY_COLUMNS)]
     return AnalysisResult(
         tables={
             "cells": cells,

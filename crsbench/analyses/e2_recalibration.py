@@ -247,6 +247,7 @@ CELL_COLUMNS = (
     "brier_after",
     "auroc_before",
     "auroc_after",
+    "top_label_changed",
     "n_seeds",
     "ece_reduction",
     "relative_ece_reduction",

@@ -30,6 +30,25 @@ from crsbench.warehouse.connection import Warehouse
 MEASURES = ("auroc", "ece", "mean_confidence", "accuracy")
 EFFECTS = ("auroc_drop", "ece_rise", "confidence_shift", "overconfidence")
 
+# The columns of each output part, in the order written (the declaration of `e4` below).
+CONDITION_COLUMNS = (
+    "encoder_id",
+    "dataset_id",
+    "eval_dataset_id",
+    "condition",
+    "kind",
+    "n_seeds",
+    "auroc_clean",
+    "auroc",
+    "ece_clean",
+    "ece",
+    *EFFECTS,
+    "overconfidence_clean",
+)
+CELL_COLUMNS = ("encoder_id", "dataset_id", *(f"mean_{e}" for e in EFFECTS), "max_ece_rise")
+BY_CONDITION_COLUMNS = ("condition", "kind", "n_cells", *EFFECTS)
+CORRELATION_COLUMNS = ("level", "x", "y", "n", "pearson_r", "p_value")
+
 
 def condition_effects(wh: Warehouse) -> pd.DataFrame:
     """One row per cell x non-clean condition with the four effects."""
@@ -47,21 +66,7 @@ def condition_effects(wh: Warehouse) -> pd.DataFrame:
     rows["confidence_shift"] = rows["mean_confidence"] - rows["mean_confidence_clean"]
     rows["overconfidence"] = rows["mean_confidence"] - rows["accuracy"]
     rows["overconfidence_clean"] = rows["mean_confidence_clean"] - rows["accuracy_clean"]
-    cols = [
-        "encoder_id",
-        "dataset_id",
-        "eval_dataset_id",
-        "condition",
-        "kind",
-        "n_seeds",
-        "auroc_clean",
-        "auroc",
-        "ece_clean",
-        "ece",
-        *EFFECTS,
-        "overconfidence_clean",
-    ]
-    return rows[cols].sort_values(["encoder_id", "dataset_id", "condition"]).reset_index(drop=True)
+    return rows[list(CONDITION_COLUMNS)].sort_values(["encoder_id", "dataset_id", "condition"]).reset_index(drop=True)
 
 
 def pearson(x: pd.Series, y: pd.Series, level: str) -> dict[str, Any]:
@@ -88,20 +93,21 @@ def correlations(effects: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         [
             pearson(cells["mean_auroc_drop"], cells["mean_ece_rise"], "cells"),
             pearson(corr["auroc_drop"], corr["ece_rise"], "cell_conditions"),
-        ]
+        ],
+        columns=list(CORRELATION_COLUMNS),
     )
-    return cells, table
+    return cells[list(CELL_COLUMNS)], table
 
 
 @register_analysis(
     "e4",
     params={},
     outputs={
-        "conditions": ("encoder_id", "condition", "kind"),
-        "cells": ("encoder_id",),
-        "by_condition": ("condition", "kind", "n_cells"),
-        "correlation": ("level", "n", "pearson_r", "p_value"),
-        "summary": ("condition", "kind", "n_cells"),
+        "conditions": CONDITION_COLUMNS,
+        "cells": CELL_COLUMNS,
+        "by_condition": BY_CONDITION_COLUMNS,
+        "correlation": CORRELATION_COLUMNS,
+        "summary": BY_CONDITION_COLUMNS,
     },
 )
 def run_e4(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:

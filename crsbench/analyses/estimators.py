@@ -70,6 +70,18 @@ _ORDINAL_SQL = """
       and m.condition = 'clean' and m.eval_dataset_id = m.dataset_id and m.label_fraction = 1.0
       and list_contains(?, m.encoder_id)
 """
+# Part `variants`, in the order written; the summary is the same less the description.
+VARIANT_COLUMNS = (
+    "variant",
+    "description",
+    "n",
+    "kendall_tau",
+    "spearman_rho",
+    "top3_overlap",
+    "top3_unchanged",
+    "mean_abs_crs_change",
+    "max_abs_crs_change",
+)
 CELL_COLUMNS = ["grp", "encoder_id", "dataset_id", "regime", *AXES, "aulc", "complete", "pretrained"]
 
 
@@ -132,28 +144,16 @@ def compare_variants(wh: Warehouse, scores: pd.DataFrame, variants: Sequence[Var
         change.rename_axis("variant").reset_index(), on="variant", how="left"
     )
     table["top3_unchanged"] = table["top3_overlap"] == 1.0
-    return table[
-        [
-            "variant",
-            "description",
-            "n",
-            "kendall_tau",
-            "spearman_rho",
-            "top3_overlap",
-            "top3_unchanged",
-            "mean_abs_crs_change",
-            "max_abs_crs_change",
-        ]
-    ]
+    return table[list(VARIANT_COLUMNS)]
 
 
 @register_analysis(
     "estimators",
     params={"panel": None},
     outputs={
-        "variants": ("variant", "description", "n", "kendall_tau", "spearman_rho", "top3_overlap"),
+        "variants": VARIANT_COLUMNS,
         "scores": ("variant", "encoder_id", "crs", "rank", "crs_default", "crs_change", "discrimination"),
-        "summary": ("variant", "n", "kendall_tau", "spearman_rho", "top3_overlap"),
+        "summary": tuple(c for c in VARIANT_COLUMNS if c != "description"),
     },
 )
 def run_estimators(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:

@@ -125,9 +125,11 @@ def get_analysis(name: str) -> AnalysisSpec:
 
 
 def check_outputs(spec: AnalysisSpec, result: AnalysisResult) -> None:
-    """Every part written is declared, with every declared column (optional parts may be absent).
+    """Every part written is declared, with exactly its declared columns (optional parts may be absent).
 
-    A mismatch is a bug in the analysis, not the user's: ValueError (exit 2) naming the name.
+    A column written but not declared is refused too, so a declaration cannot drift behind
+    its code and readers never meet a name they cannot look up. A mismatch is a bug in the
+    analysis, not the user's: ValueError (exit 2) naming the analysis, part and column.
     """
     if not spec.outputs:
         return  # an analysis that declares nothing (tests/test_analyses_outputs.py flags built-in ones)
@@ -141,6 +143,12 @@ def check_outputs(spec: AnalysisSpec, result: AnalysisResult) -> None:
             raise ValueError(
                 f"analysis {spec.name!r} part {part!r} lacks declared column(s) "
                 f"{', '.join(missing)} (it has {', '.join(map(str, frame.columns))})"
+            )
+        extra = [str(c) for c in frame.columns if str(c) not in spec.outputs[part]]
+        if extra:
+            raise ValueError(
+                f"analysis {spec.name!r} part {part!r} wrote undeclared column(s) "
+                f"{', '.join(extra)} (declared: {', '.join(spec.outputs[part])})"
             )
 
 
