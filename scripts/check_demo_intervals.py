@@ -16,10 +16,11 @@ import argparse
 import sys
 from pathlib import Path
 
-import duckdb
 import numpy as np
 import pandas as pd
 from sklearn.metrics import roc_auc_score
+
+from crsbench.warehouse.connection import Warehouse
 
 
 def strata_of_units(labels: np.ndarray, unit: np.ndarray, multilabel: bool) -> np.ndarray:
@@ -65,7 +66,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--replicates", type=int, default=1000)
     ap.add_argument("--tolerance", type=float, default=0.01)
     args = ap.parse_args(argv)
-    con = duckdb.connect(str(args.db), read_only=True)
+    with Warehouse.open(args.db, read_only=True) as wh:  # resolves the file's relative part paths
+        return _check(wh.con, args)
+
+
+def _check(con, args) -> int:
     got = con.execute(
         "select encoder_id, dataset_id, lo, hi from bootstrap_intervals where panel = ? "
         "and resample = 'images+seeds' and metric = 'discrimination' and dataset_id is not null",

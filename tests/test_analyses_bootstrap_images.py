@@ -190,3 +190,18 @@ def test_report_leaderboard_shows_tiers_intervals_and_anchor_noise(world, tmp_pa
             "n"
         ].iloc[0]
     assert board.count("amplifies noise") >= flagged > 0
+
+
+def test_the_demo_interval_check_script_agrees_on_every_cell(world, capsys):
+    """scripts/check_demo_intervals.py (run on the demo for README) passes on every cell here."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "scripts" / "check_demo_intervals.py"
+    spec = importlib.util.spec_from_file_location("check_demo_intervals", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    db, _ = world
+    assert module.main(["--db", str(db), "--panel", PANEL, "--replicates", str(REPLICATES)]) == 0
+    out = capsys.readouterr().out
+    assert f"{2 * len(ENCODERS)} cells" in out and "OK" in out
