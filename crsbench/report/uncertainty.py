@@ -47,18 +47,20 @@ def agreement_intervals(wh: Warehouse, panel: str, resample: str | None) -> pd.D
 
 
 def anchor_noise_warnings(wh: Warehouse, panel: str, resample: str | None = None) -> list[str]:
-    """One line per axis and scope whose anchor range is below 2x its bootstrap noise."""
+    """One line per scope (a dataset, or global) naming each axis whose anchor range is below
+    2x its bootstrap noise, with both figures (`panel_anchor_noise` holds them all)."""
     rows = wh.sql(
         "select * from panel_anchor_noise where panel = ? and amplifies_noise "
-        "and (? is null or resample = ?) order by resample, scope, axis",
+        "and (? is null or resample = ?) order by resample, scope = 'global' desc, scope, axis",
         [panel, resample, resample],
     )
-    return [
-        f"panel {panel}: {r.axis} anchor range {r.anchor_range:.4f} ({r.scope}) is below 2x "
-        f"its bootstrap noise {r.noise:.4f} ({r.resample}); min-max normalisation of this "
-        "axis amplifies noise"
-        for r in rows.itertuples()
-    ]
+    lines = []
+    for (res, scope), group in rows.groupby(["resample", "scope"], sort=False):
+        axes = ", ".join(
+            f"{r.axis} (anchor range {r.anchor_range:.4f} < 2 x noise {r.noise:.4f})" for r in group.itertuples()
+        )
+        lines.append(f"panel {panel}, {scope} ({res} bootstrap): min-max normalisation amplifies noise on {axes}")
+    return lines
 
 
 def _seed_ranges(seeds: list[int]) -> str:
