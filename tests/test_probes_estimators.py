@@ -89,7 +89,7 @@ def test_a_tiny_wide_multilabel_fit_converges_at_the_rounding_floor():
     float64's resolution of the loss; the approximate condition lets it converge."""
     rng = np.random.default_rng(1)
     z = rng.normal(size=(106, 10)) @ rng.normal(size=(10, 1280)) + 0.5 * rng.normal(size=(106, 1280))
-    z = ((z - z.mean(0)) / z.std(0))[:8]
+    z = (((z + rng.normal(size=1280)) - z.mean(0)) / z.std(0))[:8]
     y = np.zeros((8, 14))
     for j in range(14):
         y[rng.choice(8, size=rng.integers(1, 4), replace=False), j] = 1
