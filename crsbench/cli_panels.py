@@ -134,9 +134,8 @@ def render_leaderboard(result: Leaderboard) -> None:
     ties = "; =1: tied with the leader (CRS-gap interval contains 0)" if boot else ""
     print_frame(
         short,
-        title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "(
-            f"intervals: {boot} bootstrap{ties}" if boot else "no intervals yet"
-        ),
+        title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "
+        + (f"intervals: {boot} bootstrap{ties}" if boot else "no intervals yet"),
     )
     # One column per population, one row per statistic: narrow enough for any terminal.
     agree = agreement.set_index("population").astype(object).T.rename_axis("statistic").reset_index()

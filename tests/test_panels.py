@@ -118,3 +118,4 @@ def test_panel_cli_freeze_list_show_leaderboard(db, capsys):
     assert main(["leaderboard", "--db", str(path)]) == 0
     text = capsys.readouterr().out
     assert "CRS leaderboard" in text and "kendall_tau" in text and "reversals" in text
+    assert "no intervals yet" in text and "crsbench analyze bootstrap --panel ref" in text
