@@ -193,7 +193,7 @@ def test_report_leaderboard_shows_tiers_intervals_and_anchor_noise(world, tmp_pa
 
 
 def test_the_demo_interval_check_script_agrees_on_every_cell(world, capsys):
-    """scripts/check_demo_intervals.py (run on the demo for README) passes on every cell here."""
+    """scripts/check_demo_intervals.py (run on the demo for README) runs and passes on every cell here."""
     import importlib.util
     from pathlib import Path
 
@@ -202,6 +202,7 @@ def test_the_demo_interval_check_script_agrees_on_every_cell(world, capsys):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     db, _ = world
-    assert module.main(["--db", str(db), "--panel", PANEL, "--replicates", str(REPLICATES)]) == 0
+    # 200 replicates keep it short; the interval accuracy itself is the test above (500, 0.01)
+    assert module.main(["--db", str(db), "--panel", PANEL, "--replicates", "200", "--tolerance", "0.025"]) == 0
     out = capsys.readouterr().out
     assert f"{2 * len(ENCODERS)} cells" in out and "OK" in out
