@@ -160,8 +160,9 @@ def extract(
     started = time.perf_counter()
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
-        torch.set_num_threads(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)))
-    extraction_threads = torch.get_num_threads()
+        ex.use_streams(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)))
+        torch.set_num_threads(1)  # each stream's forward on one thread (see ChunkExtractor.run_chunk)
+    extraction_threads = ex.n_streams
     try:
         ex.run(arrays, pending, done, total)
     finally:

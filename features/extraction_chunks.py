@@ -9,6 +9,8 @@ bytes depend only on the chunk itself.
 from __future__ import annotations
 
 import dataclasses
+import functools
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -52,12 +54,22 @@ class ChunkExtractor:
         self.device, self.s = device, settings
         self.progress = progress
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="crsbench-decode")
+        self.streams: ThreadPoolExecutor | None = None
+        self.n_streams = 1
         self.ids = dataset.images["image_id"].astype(str).tolist()
         self.paths = dataset.images["rel_path"].astype(str).tolist()
         self.test_mask = dataset.images["split"].to_numpy() == "test"
         self.conditions: list[str] = list(settings["conditions"])
         self.compute_dtype = COMPUTE_DTYPES[settings["compute_dtype"]]
         self.host_conditions = [c for c in self.conditions if c != CLEAN and self._on_host(c)]
+
+    def use_streams(self, n: int) -> None:
+        """Run `n` forwards at once, each on one torch thread (CPU): a small model's forward
+        scales poorly across intra-op threads, and a one-thread team never spin-waits against
+        the decode and perturbation threads."""
+        self.n_streams = max(1, int(n))
+        if self.n_streams > 1:
+            self.streams = ThreadPoolExecutor(max_workers=self.n_streams, thread_name_prefix="crsbench-forward")
 
     def _on_host(self, condition: str) -> bool:
         name, _ = parse_condition(condition)  # type: ignore[misc]
@@ -99,19 +111,23 @@ class ChunkExtractor:
 
     # -- compute ------------------------------------------------------------------------------
     def run_chunk(self, chunk: Chunk, done: int, total: int):
-        """Forward every item of the chunk; returns (items, {depth: [n_items, dim]}, done)."""
-        pixels = Pixels(
-            [f.result() for f in chunk.images],
-            {c: [f.result() for f in fs] for c, fs in chunk.host.items()},
-            self.device,
-        )
+        """Forward every item of the chunk; returns (items, {depth: [n_items, dim]}, done).
+
+        A batch waits only for the pixels it needs, so the forwards of the clean rows start
+        while the pool is still perturbing the chunk's later conditions. On a CPU with several
+        streams, consecutive batches run on parallel one-thread forwards (each batch's bytes
+        do not depend on which stream ran it)."""
+        pixels = Pixels(chunk.images, chunk.host, self.device)
         items = self.items(chunk)
         bs = self.s["batch_size"]
+        batches = [items[b : b + bs] for b in range(0, len(items), bs)]
+
+        def forward(batch: list[tuple[str, int, int]]) -> dict[float, torch.Tensor]:
+            return self.tap(torch.cat([self._inputs(group, pixels, chunk) for group in groups(batch, pixels.images)]))
+
         outputs: list[dict[float, torch.Tensor]] = []
-        for b in range(0, len(items), bs):
-            batch = items[b : b + bs]
-            x = torch.cat([self._inputs(group, pixels, chunk) for group in groups(batch, pixels.images)])
-            outputs.append(self.tap(x))  # stays on the device: one synchronisation per chunk
+        for batch, out in zip(batches, self.streams.map(forward, batches) if self.streams else map(forward, batches)):
+            outputs.append(out)  # stays on the device: one synchronisation per chunk
             done += len(batch)
             self.progress(self.label, done, total)
         feats = {d: torch.cat([o[d] for o in outputs]).cpu().numpy() for d in DEPTHS}
@@ -120,7 +136,7 @@ class ChunkExtractor:
     def _inputs(self, group: list[tuple[str, int, int]], pixels: "Pixels", chunk: Chunk) -> torch.Tensor:
         cond = group[0][0]
         t = pixels.take(cond, group)
-        if cond != CLEAN and cond not in pixels.host:
+        if cond != CLEAN and not pixels.on_host(cond):
             name, sev = parse_condition(cond)  # type: ignore[misc]
             ids = [self.ids[chunk.start + i] for _, i, _ in group]
             t = perturb_batch(t, ids, name, sev, backend="torch")
@@ -205,26 +221,45 @@ class ChunkExtractor:
 
     def close(self) -> None:
         self.pool.shutdown(wait=True, cancel_futures=True)
+        if self.streams:
+            self.streams.shutdown(wait=True, cancel_futures=True)
 
 
 class Pixels:
-    """A chunk's decoded images (and CPU-perturbed variants), uploaded to the device once per chunk
-    when they share one shape; otherwise stacked per group."""
+    """A chunk's decoded images and CPU-perturbed variants, awaited as the batches need them;
+    when the images share one shape each condition is uploaded to the device once per chunk,
+    otherwise stacked per group."""
 
-    def __init__(self, images: list[np.ndarray], host: dict[str, list[np.ndarray]], device: torch.device) -> None:
-        self.images, self.host, self.device = images, host, device
-        self.uniform = len({im.shape for im in images}) == 1
-        if self.uniform:
-            self.clean = torch.from_numpy(np.stack(images)).to(device)
-            self.host_dev = {c: torch.from_numpy(np.stack(v)).to(device) for c, v in host.items() if v}
+    def __init__(self, images: list[Future], host: dict[str, list[Future]], device: torch.device) -> None:
+        self._images, self._host, self.device = images, host, device
+        self._uploaded: dict[str, torch.Tensor] = {}
+        self._lock = threading.Lock()  # forward streams share one chunk
+
+    @functools.cached_property
+    def images(self) -> list[np.ndarray]:
+        return [f.result() for f in self._images]
+
+    @functools.cached_property
+    def uniform(self) -> bool:
+        return len({im.shape for im in self.images}) == 1
+
+    def on_host(self, cond: str) -> bool:
+        return cond in self._host
+
+    def _arrays(self, cond: str) -> list[np.ndarray]:
+        return [f.result() for f in self._host[cond]] if self.on_host(cond) else self.images
 
     def take(self, cond: str, group: list[tuple[str, int, int]]) -> torch.Tensor:
-        on_host = cond in self.host
+        on_host = self.on_host(cond)
         if self.uniform:
+            key = cond if on_host else CLEAN
+            with self._lock:
+                if key not in self._uploaded:
+                    self._uploaded[key] = torch.from_numpy(np.stack(self._arrays(key))).to(self.device)
             index = torch.tensor([j if on_host else i for _, i, j in group], device=self.device)
-            return (self.host_dev[cond] if on_host else self.clean).index_select(0, index)
-        arrays = [self.host[cond][j] if on_host else self.images[i] for _, i, j in group]
-        return torch.from_numpy(np.stack(arrays)).to(self.device)
+            return self._uploaded[key].index_select(0, index)
+        arrays = self._arrays(cond)
+        return torch.from_numpy(np.stack([arrays[j if on_host else i] for _, i, j in group])).to(self.device)
 
 
 def host_perturb(fn, image_future: Future, level: float, key: bytes) -> np.ndarray:

@@ -18,6 +18,7 @@ How a captured output is pooled:
 from __future__ import annotations
 
 import math
+import threading
 
 import torch
 from torch import nn
@@ -62,7 +63,7 @@ class DepthTap:
         self.prefix_tokens = (
             entry.prefix_tokens if entry.prefix_tokens is not None else int(getattr(root, "num_prefix_tokens", 1))
         )
-        self._captured: dict[float, torch.Tensor] = {}
+        self._local = threading.local()  # captures per calling thread: CPU extraction runs forwards in parallel
         self._handles = []
         for depth, (_, module) in self.modules.items():
             if depth == 1.0 and entry.pooling == "projection":
@@ -78,6 +79,12 @@ class DepthTap:
         if self.entry.pooling == "projection":
             out[depth_key(1.0)] = "forward output (projection)"
         return out
+
+    @property
+    def _captured(self) -> dict[float, torch.Tensor]:
+        if not hasattr(self._local, "captured"):
+            self._local.captured = {}
+        return self._local.captured
 
     def _hook(self, depth: float):
         def capture(module: nn.Module, args: object, output: object) -> None:

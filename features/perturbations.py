@@ -1,21 +1,25 @@
 """Seeded image perturbations (METHODS.md §2.3 table): a reference and a batched torch path.
 
-`perturb(image, image_id, perturbation, severity)` is the reference: plain numpy / PIL on
-one uint8 HxWxC image. `perturb_batch` is the accelerated path used during extraction
-(torch, any device, a whole batch at once). They agree exactly, by construction:
+`perturb(image, image_id, perturbation, severity)` is the reference: numpy / PIL on one
+uint8 HxWxC image (rician borrows torch's float64 log/cos/sin, below). `perturb_batch` is
+the accelerated path used during extraction (torch, any device, a whole batch at once). They agree exactly, by construction:
 
 * gaussian_blur, contrast, fov_crop run the same float32 element-wise operations in the
   same order (shared kernel weights and interpolation plans), and IEEE-754 makes each of
-  +, -, *, /, sqrt correctly rounded on every backend; no fused ops are used;
+  +, -, *, / correctly rounded on every backend; no fused ops are used; sqrt is taken where
+  it is correctly rounded (`_sqrt32`);
 * jpeg is the same PIL codec call in both paths;
-* rician draws its noise from a counter-based hash (`_uniforms`) computed with int64
-  operations that numpy and torch evaluate identically; only the float64 Box-Muller
-  transform (log, cos, sin) may differ by one float64 ulp between libraries.
+* rician draws its noise from a counter-based hash (`_uniforms`) computed with integer
+  operations that numpy and torch evaluate identically; the float64 Box-Muller transform
+  (log, cos, sin) is torch's in both paths (numpy's float64 cos/sin are scalar libm calls
+  on AVX2 machines, ~4x slower than torch's vectorised ones), so on a CPU the two agree
+  exactly; on an accelerator its own log/cos/sin may differ by one float64 ulp.
 
-Stated tolerance (tested): identical bytes for every perturbation except rician, where a
-pixel may differ by at most 1 grey level and in practice none does. Randomness is keyed
-by SHA-256(`image_id|perturbation|severity`), so the same call gives the same bytes in
-any process on any machine.
+Stated tolerance (tested): identical bytes for every perturbation on a CPU; on an
+accelerator a rician pixel may differ by at most 1 grey level and in practice none does
+(likewise against numpy's own libm: tested). Randomness is keyed by
+SHA-256(`image_id|perturbation|severity`), so the same call gives the same bytes in any
+process on any machine.
 """
 
 from __future__ import annotations
@@ -140,19 +144,37 @@ def _blur_axis(x, taps, axis: int, xp):
     r = len(taps) // 2
     n = x.shape[axis]
     if xp is np:
-        pad = [(0, 0)] * x.ndim
-        pad[axis] = (r, r)
-        padded = np.pad(x, pad, mode="reflect")
-        take = lambda k: np.take(padded, np.arange(k, k + n), axis=axis)  # noqa: E731
-    else:
-        idx = torch.arange(-r, n + r, device=x.device).abs()
-        idx = torch.where(idx > n - 1, 2 * (n - 1) - idx, idx)
-        padded = x.index_select(axis, idx)
-        take = lambda k: padded.narrow(axis, k, n)  # noqa: E731
+        return _blur_axis_numpy(x, taps, axis)
+    idx = torch.arange(-r, n + r, device=x.device).abs()
+    idx = torch.where(idx > n - 1, 2 * (n - 1) - idx, idx)
+    padded = x.index_select(axis, idx)
+    take = lambda k: padded.narrow(axis, k, n)  # noqa: E731
     # Symmetric taps: centre first, then each mirrored pair summed before its multiply.
     acc = take(r) * taps[r]
     for j in range(1, r + 1):
         acc = acc + (take(r + j) + take(r - j)) * taps[r + j]
+    return acc
+
+
+def _blur_axis_numpy(x: np.ndarray, taps, axis: int) -> np.ndarray:
+    """The same sums and products in the same order, on views and in place: the CPU hot path
+    (fresh temporaries per tap cost more than the arithmetic at these sizes)."""
+    r, n = len(taps) // 2, x.shape[axis]
+    pad = [(0, 0)] * x.ndim
+    pad[axis] = (r, r)
+    padded = np.pad(x, pad, mode="reflect")
+
+    def take(k: int) -> np.ndarray:
+        index = [slice(None)] * x.ndim
+        index[axis] = slice(k, k + n)
+        return padded[tuple(index)]
+
+    acc = np.multiply(take(r), taps[r])
+    pair = np.empty_like(acc)
+    for j in range(1, r + 1):
+        np.add(take(r + j), take(r - j), out=pair)
+        pair *= taps[r + j]
+        acc += pair
     return acc
 
 
@@ -224,6 +246,7 @@ class Contrast:
 # -- rician noise ---------------------------------------------------------------------------------
 
 _M32 = 0xFFFFFFFF
+_RICIAN_PIECE = 32768  # elements: torch's intra-op grain size
 
 
 def _mul32(x, c: int):
@@ -259,9 +282,16 @@ def _gaussian_pair(counter, k0, k1, xp):
         k0, k1 = np.uint32(k0), np.uint32(k1)
     u1 = _uniforms(counter * 2, k0, k1)
     u2 = _uniforms(counter * 2 + 1, k0, k1)
-    r = xp.sqrt(-2.0 * xp.log(u1))
+    if xp is np:  # torch's float64 kernels in both paths (module docstring)
+        z0, z1 = _box_muller(torch.from_numpy(u1), torch.from_numpy(u2))
+        return z0.numpy(), z1.numpy()
+    return _box_muller(u1, u2)
+
+
+def _box_muller(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    r = torch.sqrt(-2.0 * torch.log(u1))
     theta = 2.0 * math.pi * u2
-    return r * xp.cos(theta), r * xp.sin(theta)
+    return r * torch.cos(theta), r * torch.sin(theta)
 
 
 def _f32(value: float, like, xp):
@@ -276,7 +306,15 @@ def _rician(x, sigma: float, nr, ni, xp):
     s = _f32(sigma, x, xp)
     a = x + nr * s
     b = ni * s
-    return _to_uint8(xp.sqrt(a * a + b * b) * _f32(255, x, xp), xp)
+    return _to_uint8(_sqrt32(a * a + b * b, xp) * _f32(255, x, xp), xp)
+
+
+def _sqrt32(v, xp):
+    """Correctly rounded float32 sqrt. torch's CPU float32 sqrt is not always (off by one ulp
+    where numpy's is exact); its float64 sqrt rounded to float32 is, since 53 >= 2 * 24 + 2."""
+    if xp is np:
+        return np.sqrt(v)
+    return torch.sqrt(v.to(torch.float64)).to(torch.float32)
 
 
 @register_perturbation("rician", {1: 0.03, 2: 0.06, 3: 0.12})
@@ -284,10 +322,15 @@ class Rician:
     @staticmethod
     def reference(img: np.ndarray, sigma: float, key: bytes) -> np.ndarray:
         k0, k1 = _key_words(key)
-        counter = np.arange(img.size, dtype=np.uint32)
-        z0, z1 = _gaussian_pair(counter, k0, k1, np)
-        x = img.astype(np.float32).reshape(-1) / np.float32(255)
-        out = _rician(x, sigma, z0.astype(np.float32), z1.astype(np.float32), np)
+        flat = img.reshape(-1)
+        out = np.empty_like(flat)
+        # Element-wise, so pieces give the same bytes; a piece stays in cache, and at most
+        # torch's grain size it runs on the calling thread (this runs beside the forward).
+        for start in range(0, flat.size, _RICIAN_PIECE):
+            stop = min(start + _RICIAN_PIECE, flat.size)
+            z0, z1 = _gaussian_pair(np.arange(start, stop, dtype=np.uint32), k0, k1, np)
+            x = flat[start:stop].astype(np.float32) / np.float32(255)
+            out[start:stop] = _rician(x, sigma, z0.astype(np.float32), z1.astype(np.float32), np)
         return out.reshape(img.shape)
 
     @staticmethod

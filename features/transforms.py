@@ -31,13 +31,15 @@ def decode_image(root: Path | str, rel_path: str) -> np.ndarray:
 
 def model_input(images: torch.Tensor, entry: EncoderEntry, dtype: torch.dtype) -> torch.Tensor:
     """uint8 [B, H, W, C] -> normalised [B, 3, S, S] in `dtype`, on the images' device."""
-    x = images.permute(0, 3, 1, 2).to(torch.float32) / 255.0
-    if x.shape[1] == 1:
-        x = x.expand(-1, 3, -1, -1)
+    # One converting copy straight into NCHW, scaled in place: same values as `x / 255`, and a
+    # contiguous input interpolates faster than the channels-last view of the uint8 batch.
+    x = images.permute(0, 3, 1, 2).to(torch.float32, memory_format=torch.contiguous_format).div_(255.0)
     size = entry.input_size
     if x.shape[2] != size or x.shape[3] != size:
         shrink = x.shape[2] > size or x.shape[3] > size
         x = F.interpolate(x, size=(size, size), mode="bilinear", align_corners=False, antialias=shrink)
+    if x.shape[1] == 1:  # after resizing: channels resize independently, so one is a third of the work
+        x = x.expand(-1, 3, -1, -1)
     mean = torch.tensor(entry.mean, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
     std = torch.tensor(entry.std, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
     return ((x - mean) / std).to(dtype).contiguous()

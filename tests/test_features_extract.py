@@ -107,6 +107,35 @@ def test_complete_set_is_skipped_and_force_rewrites_the_same_bytes(aptos, extrac
     assert forced["skipped"] is False and _files(url) == before
 
 
+def test_parallel_forward_streams_write_the_same_bytes(aptos, extracted, tmp_path):
+    # On a CPU, `threads` one-thread forwards run batches in parallel: the stored bytes must not
+    # depend on how many there are (each batch is one one-thread forward whichever stream runs it).
+    url, _ = extracted
+    for threads in (2, 3):
+        other = str(tmp_path / f"t{threads}.zarr")
+        attrs = extract(aptos, ENTRY, other, chunk_rows=CHUNK, batch_size=24, threads=threads)
+        assert attrs["provenance"] and torch.get_num_threads() == 1  # the caller's setting is restored
+        ref = FeatureSetRef("aptos", ENTRY.id)
+        for depth in DEPTHS:
+            for cond in CONDITIONS:
+                a = FeatureStore(url).array(ref, depth, cond)[:]
+                b = FeatureStore(other).array(ref, depth, cond)[:]
+                assert np.array_equal(a, b, equal_nan=True), (threads, depth, cond)
+
+
+def test_depth_tap_captures_per_thread():
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = ENTRY.build().eval()
+    tap = DepthTap(model, ENTRY)
+    inputs = [torch.randn(3 + i % 4, 3, 32, 32, generator=torch.Generator().manual_seed(i)) for i in range(24)]
+    expected = [tap(x) for x in inputs]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(tap, inputs))
+    for e, g in zip(expected, got):
+        assert all(torch.equal(e[d], g[d]) for d in DEPTHS)
+
+
 def test_changed_dataset_is_refused(aptos, extracted):
     url, _ = extracted
     changed = dataclasses.replace(aptos, images=aptos.images.copy())

@@ -56,7 +56,7 @@ def test_the_image_id_keys_the_randomness():
     assert not np.array_equal(a, perturb(img, "b", "rician", 2))
 
 
-@pytest.mark.parametrize("shape", [(96, 80, 3), (61, 45, 1)])
+@pytest.mark.parametrize("shape", [(96, 80, 3), (61, 45, 1), (128, 100, 3)])  # the last spans two rician pieces
 def test_batched_torch_path_equals_the_reference(shape):
     imgs = np.stack([structured(*shape, seed=s) for s in range(3)])
     ids = [f"img-{s}" for s in range(3)]
@@ -66,11 +66,46 @@ def test_batched_torch_path_equals_the_reference(shape):
             for backend in ("torch", "numpy"):
                 got = perturb_batch(torch.from_numpy(imgs), ids, name, sev, backend=backend).numpy()
                 diff = np.abs(ref.astype(int) - got.astype(int))
-                if name == "rician" and backend == "torch":
-                    # float64 log/cos/sin may differ by one ulp between numpy and torch
-                    assert diff.max() <= RICIAN_TOLERANCE and (diff > 0).mean() < 1e-4
-                else:
-                    assert diff.max() == 0, (name, sev, backend)
+                assert diff.max() == 0, (name, sev, backend)  # on a CPU both paths use the same kernels
+
+
+def _rician_with_numpy_libm(img: np.ndarray, sigma: float, image_id: str, severity: int) -> np.ndarray:
+    """The definition written out independently: whole-image hash, numpy's own float64 log/cos/sin."""
+
+    def mix(x):
+        x = x ^ (x >> np.uint32(16))
+        x = x * np.uint32(0x7FEB352D)
+        x = x ^ (x >> np.uint32(15))
+        x = x * np.uint32(0x846CA68B)
+        return x ^ (x >> np.uint32(16))
+
+    key = hashlib.sha256(f"{image_id}|rician|{severity}".encode()).digest()
+    k0, k1 = (np.uint32(int.from_bytes(key[a : a + 4], "little")) for a in (0, 4))
+    counter = np.arange(img.size, dtype=np.uint32)
+    u1, u2 = ((mix(mix((counter * np.uint32(2) + np.uint32(o)) ^ k0) ^ k1) + 0.5) / 2.0**32 for o in (0, 1))
+    r = np.sqrt(-2.0 * np.log(u1))
+    nr, ni = (r * np.cos(2.0 * np.pi * u2)).astype(np.float32), (r * np.sin(2.0 * np.pi * u2)).astype(np.float32)
+    s = np.float32(sigma)
+    a = img.reshape(-1).astype(np.float32) / np.float32(255) + nr * s
+    b = ni * s
+    out = np.clip(np.rint(np.sqrt(a * a + b * b) * np.float32(255)), 0, 255).astype(np.uint8)
+    return out.reshape(img.shape)
+
+
+def test_rician_matches_the_definition_with_another_maths_library():
+    # torch's vectorised log/cos/sin may differ from libm by one float64 ulp; after the float32
+    # cast that almost never shows: the stated tolerance, and in practice no pixel differs.
+    differing = total = 0
+    for seed in range(12):
+        img = structured(128, 100, seed=seed)
+        for sev, sigma in zip(SEVERITIES, (0.03, 0.06, 0.12)):
+            diff = np.abs(
+                perturb(img, f"img-{seed}", "rician", sev).astype(int)
+                - _rician_with_numpy_libm(img, sigma, f"img-{seed}", sev).astype(int)
+            )
+            assert diff.max() <= RICIAN_TOLERANCE
+            differing, total = differing + int((diff > 0).sum()), total + diff.size
+    assert differing / total < 1e-5
 
 
 def test_pixel_error_grows_with_severity():
