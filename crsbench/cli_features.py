@@ -64,6 +64,15 @@ def extract_command(
         str, typer.Option("--compute-dtype", help="Model dtype: float32, bfloat16 or float16.")
     ] = "float32",
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")] = 256,
+    threads: Annotated[
+        int | None,
+        typer.Option(
+            "--threads",
+            min=1,
+            help="CPU: forwards run at once, one torch thread each, with decoding and perturbing in "
+            "worker processes when above 1 (default: half the cores). Stored bytes do not depend on it.",
+        ),
+    ] = None,
     encoders_file: EncodersFileOption = None,
     allow_download: Annotated[
         bool,
@@ -86,6 +95,7 @@ def extract_command(
         chunk_rows=chunk_rows,
         encoder_files=tuple(encoders_file or ()),
         allow_download=allow_download,
+        threads=threads,
     )
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)

@@ -77,14 +77,17 @@ def extract(
     perturb_backend: str = "auto",
     threads: int | None = None,
     allow_download: bool | None = None,
+    pixel_processes: bool = True,
 ) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
     `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
     moved to `device` and `compute_dtype` in place). A complete feature set is skipped (attrs
     returned with `skipped=True`) unless `force`. On the CPU the model gets `threads` torch
-    threads (default: half the cores, so decoding and perturbing threads never oversubscribe
-    them, which slows small models tenfold) for the duration of the call. The model is built
+    threads (default: half the cores, so decoding and perturbing never oversubscribe them) for
+    the duration of the call, as that many one-thread forwards running at once; with more than
+    one, images are decoded and perturbed in worker processes (`pixel_processes=False`: in
+    threads of this process). Stored bytes depend on neither. The model is built
     (weights resolved offline unless `allow_download`) before the store is touched, so a bad
     checkpoint writes nothing.
     """
@@ -160,7 +163,7 @@ def extract(
     started = time.perf_counter()
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
-        ex.use_streams(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)))
+        ex.use_streams(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)), pixel_processes)
         torch.set_num_threads(1)  # each stream's forward on one thread (see ChunkExtractor.run_chunk)
     extraction_threads = ex.n_streams
     try:

@@ -18,6 +18,7 @@ import numpy as np
 import torch
 import zarr
 
+from crsbench.features.extraction_procs import Part, decode_and_perturb, pixel_pool
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, PROGRESS_ARRAY
 from crsbench.features.hooks import DepthTap
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
@@ -34,8 +35,8 @@ class Chunk:
     start: int
     stop: int
     test: np.ndarray  # local row indices of test rows
-    images: list[Future]  # decoded uint8 HxWxC per local row
-    host: dict[str, list[Future]]  # condition -> per test row, perturbed on CPU threads
+    images: list[Any]  # futures (or extraction_procs.Part) of the decoded uint8 HxWxC per local row
+    host: dict[str, list[Any]]  # condition -> per test row, perturbed on CPU threads or processes
 
 
 class ChunkExtractor:
@@ -56,6 +57,7 @@ class ChunkExtractor:
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="crsbench-decode")
         self.streams: ThreadPoolExecutor | None = None
         self.n_streams = 1
+        self.workers, self.pixel_workers = workers, 0
         self.ids = dataset.images["image_id"].astype(str).tolist()
         self.paths = dataset.images["rel_path"].astype(str).tolist()
         self.test_mask = dataset.images["split"].to_numpy() == "test"
@@ -63,13 +65,15 @@ class ChunkExtractor:
         self.compute_dtype = COMPUTE_DTYPES[settings["compute_dtype"]]
         self.host_conditions = [c for c in self.conditions if c != CLEAN and self._on_host(c)]
 
-    def use_streams(self, n: int) -> None:
+    def use_streams(self, n: int, pixel_processes: bool = True) -> None:
         """Run `n` forwards at once, each on one torch thread (CPU): a small model's forward
         scales poorly across intra-op threads, and a one-thread team never spin-waits against
         the decode and perturbation threads."""
         self.n_streams = max(1, int(n))
         if self.n_streams > 1:
             self.streams = ThreadPoolExecutor(max_workers=self.n_streams, thread_name_prefix="crsbench-forward")
+            if pixel_processes and all(self._on_host(c) for c in self.conditions if c != CLEAN):
+                self.pixel_workers = self.workers  # see extraction_procs
 
     def _on_host(self, condition: str) -> bool:
         name, _ = parse_condition(condition)  # type: ignore[misc]
@@ -81,6 +85,8 @@ class ChunkExtractor:
         return k * rows, min((k + 1) * rows, self.ds.n_images)
 
     def prefetch(self, k: int) -> Chunk:
+        if self.pixel_workers:
+            return self._prefetch_in_processes(k)
         start, stop = self.chunk_bounds(k)
         images = [self.pool.submit(decode_image, self.ds.root, self.paths[r]) for r in range(start, stop)]
         test = np.flatnonzero(self.test_mask[start:stop])
@@ -94,6 +100,28 @@ class ChunkExtractor:
                 )
                 for i in test
             ]
+        return Chunk(k, start, stop, test, images, host)
+
+    def _prefetch_in_processes(self, k: int) -> Chunk:
+        """One worker task per row: decode, then every host condition of a test row."""
+        start, stop = self.chunk_bounds(k)
+        pool = pixel_pool(self.pixel_workers)
+        test = np.flatnonzero(self.test_mask[start:stop])
+        host_conds = [c for c in self.conditions if c != CLEAN]
+        parsed = [parse_condition(c) for c in host_conds]  # never None: clean is left out
+        is_test = set(test.tolist())
+        futures = [
+            pool.submit(
+                decode_and_perturb,
+                self.ds.root,
+                self.paths[start + i],
+                self.ids[start + i],
+                parsed if i in is_test else [],  # type: ignore[arg-type]
+            )
+            for i in range(stop - start)
+        ]
+        images: list[Any] = [Part(f, None) for f in futures]
+        host: dict[str, list[Any]] = {c: [Part(futures[i], n) for i in test] for n, c in enumerate(host_conds)}
         return Chunk(k, start, stop, test, images, host)
 
     def n_items(self, k: int) -> int:
@@ -230,7 +258,7 @@ class Pixels:
     when the images share one shape each condition is uploaded to the device once per chunk,
     otherwise stacked per group."""
 
-    def __init__(self, images: list[Future], host: dict[str, list[Future]], device: torch.device) -> None:
+    def __init__(self, images: list[Any], host: dict[str, list[Any]], device: torch.device) -> None:
         self._images, self._host, self.device = images, host, device
         self._uploaded: dict[str, torch.Tensor] = {}
         self._lock = threading.Lock()  # forward streams share one chunk

@@ -109,12 +109,16 @@ def test_complete_set_is_skipped_and_force_rewrites_the_same_bytes(aptos, extrac
 
 def test_parallel_forward_streams_write_the_same_bytes(aptos, extracted, tmp_path):
     # On a CPU, `threads` one-thread forwards run batches in parallel: the stored bytes must not
-    # depend on how many there are (each batch is one one-thread forward whichever stream runs it).
+    # depend on how many there are (each batch is one one-thread forward whichever stream runs it),
+    # nor on the pixels being made in worker processes rather than threads.
+    from crsbench.features import extraction_procs
+
     url, _ = extracted
     for threads in (2, 3):
         other = str(tmp_path / f"t{threads}.zarr")
         attrs = extract(aptos, ENTRY, other, chunk_rows=CHUNK, batch_size=24, threads=threads)
         assert attrs["provenance"] and torch.get_num_threads() == 1  # the caller's setting is restored
+        assert extraction_procs._POOL is not None  # decoded and perturbed in worker processes
         ref = FeatureSetRef("aptos", ENTRY.id)
         for depth in DEPTHS:
             for cond in CONDITIONS:
@@ -335,4 +339,35 @@ def test_mixed_sizes_and_greyscale_images(tmp_path):
     )
     np.testing.assert_allclose(
         store.array(ref, 1.0, "rician-s2")[:][[4]], _by_hand(ds, [4], "rician-s2"), rtol=2e-3, atol=2e-3
+    )
+
+
+def test_a_dead_pixel_worker_is_named_and_a_broken_pool_replaced(aptos, extracted, tmp_path):
+    import time
+    from concurrent.futures import Future
+    from concurrent.futures.process import BrokenProcessPool
+
+    from crsbench.features import extraction_procs
+
+    dead: Future = Future()
+    dead.set_exception(BrokenProcessPool("gone"))
+    with pytest.raises(CrsbenchError, match="pixel worker process died"):
+        extraction_procs.Part(dead, None).result()
+
+    pool = extraction_procs.pixel_pool(2)
+    assert pool.submit(int, "7").result() == 7
+    for process in list(pool._processes.values()):  # type: ignore[attr-defined]
+        process.kill()
+    deadline = time.monotonic() + 30
+    while not pool._broken and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.05)
+    assert pool._broken  # type: ignore[attr-defined]
+    other = str(tmp_path / "after.zarr")
+    extract(aptos, ENTRY, other, chunk_rows=CHUNK, batch_size=24, threads=2)  # a fresh pool does the work
+    assert extraction_procs.pixel_pool(2) is not pool
+    ref = FeatureSetRef("aptos", ENTRY.id)
+    assert np.array_equal(
+        FeatureStore(other).array(ref, 1.0, "rician-s2")[:],
+        FeatureStore(extracted[0]).array(ref, 1.0, "rician-s2")[:],
+        equal_nan=True,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -73,6 +74,12 @@ def test_cli_extract_records_the_catalog(aptos, tmp_path, capsys):
     assert main(["--json", "extract", "-e", "tiny-resnet18", "-d", "aptos", *args]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["feature_sets"][0]["status"] == "skipped (complete)"
+    ref = FeatureSetRef("aptos", "tiny-resnet18")
+    before = store.array(ref, 0.5, "jpeg-s3")[:]
+    assert main(["extract", "-e", "tiny-resnet18", "-d", "aptos", "--force", "--threads", "2", *args]) == 0
+    assert json.loads(store.attrs(ref)["provenance"])["threads"] == 2  # two forward streams
+    assert np.array_equal(store.array(ref, 0.5, "jpeg-s3")[:], before, equal_nan=True)
+    capsys.readouterr()
     assert main(["--json", "feature-sets", "--db", str(db)]) == 0
     rows = json.loads(capsys.readouterr().out)["feature_sets"]
     assert [(r["dataset_id"], r["encoder_id"], r["complete"]) for r in rows] == [("aptos", "tiny-resnet18", True)]

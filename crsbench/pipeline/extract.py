@@ -23,7 +23,8 @@ class ExtractConfig:
     `weights` (a local file or model folder) applies to exactly one encoder; `force` redoes
     complete feature sets; `encoder_files` are TOML files of user encoders (besides
     $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse); `allow_download` lets hub ids
-    fetch missing weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1).
+    fetch missing weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1); `threads` (CPU)
+    is how many one-thread forwards run at once (default: half the cores).
     """
 
     device: str = "cpu"
@@ -35,6 +36,7 @@ class ExtractConfig:
     chunk_rows: int = 256
     encoder_files: tuple[Path, ...] = ()
     allow_download: bool = False
+    threads: int | None = None
 
 
 def use_encoder_files(files: Sequence[Path], db: Path) -> None:
@@ -102,6 +104,7 @@ def extract_all(
                 compute_dtype=config.compute_dtype,
                 chunk_rows=config.chunk_rows,
                 allow_download=config.allow_download or None,
+                threads=config.threads,
             )
             with Warehouse.open(db) as wh:
                 catalog.register_encoder(wh, entry, attrs.get("weights_hash"))

@@ -1,0 +1,74 @@
+"""Decoding and CPU perturbations in worker processes, for CPU extraction with forward streams.
+
+With several one-thread forwards running at once, the pixels work (PNG/JPEG decoding, the
+15 reference perturbations) is the other big consumer of the interpreter lock: both are
+many small calls. In worker processes it takes none of the forwards' lock; each task
+decodes one image and perturbs it for every requested condition, with the same reference
+functions (`perturb`), so the bytes are those of the in-process path.
+
+The pool is spawned (never forked: the parent holds torch and OpenMP thread state) once
+per process and size, and reused by later extractions; workers run torch on one thread.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from crsbench.ingest.types import CrsbenchError
+
+_POOL: ProcessPoolExecutor | None = None
+_POOL_SIZE = 0
+
+
+def _init_worker() -> None:
+    import torch
+
+    torch.set_num_threads(1)
+
+
+def decode_and_perturb(
+    root: Path | str, rel_path: str, image_id: str, conditions: list[tuple[str, int]]
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """One image decoded, and its reference perturbation for each (name, severity)."""
+    from crsbench.features.perturbations import perturb
+    from crsbench.features.transforms import decode_image
+
+    image = decode_image(root, rel_path)
+    return image, [perturb(image, image_id, name, severity) for name, severity in conditions]
+
+
+def pixel_pool(workers: int) -> ProcessPoolExecutor:
+    """The shared worker pool with `workers` processes (a broken or other-sized one is replaced)."""
+    global _POOL, _POOL_SIZE
+    broken = _POOL is not None and getattr(_POOL, "_broken", False)
+    if _POOL is None or broken or _POOL_SIZE != workers:
+        if _POOL is not None:
+            _POOL.shutdown(wait=False, cancel_futures=True)
+        _POOL = ProcessPoolExecutor(
+            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
+        )
+        _POOL_SIZE = workers
+    return _POOL
+
+
+class Part:
+    """One element of a worker's (image, [perturbed...]) result, awaited like a future."""
+
+    def __init__(self, future: Future, index: int | None) -> None:
+        self.future, self.index = future, index
+
+    def result(self) -> Any:
+        try:
+            image, perturbed = self.future.result()
+        except BrokenProcessPool as exc:
+            raise CrsbenchError(
+                "a pixel worker process died (out of memory or killed); the feature set stays incomplete "
+                "and a rerun resumes it"
+            ) from exc
+        return image if self.index is None else perturbed[self.index]
