@@ -83,11 +83,10 @@ def extract(
 
     `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
     moved to `device` and `compute_dtype` in place). A complete feature set is skipped (attrs
-    returned with `skipped=True`) unless `force`. On the CPU the model gets `threads` torch
-    threads (default: half the cores, so decoding and perturbing never oversubscribe them) for
-    the duration of the call, as that many one-thread forwards running at once; with more than
-    one, images are decoded and perturbed in worker processes (`pixel_processes=False`: in
-    threads of this process). Stored bytes depend on neither. The model is built
+    returned with `skipped=True`) unless `force`. On the CPU, `threads` one-thread forwards run
+    at once (default: half the cores, so decoding and perturbing never oversubscribe them);
+    with more than one, images are decoded and perturbed in worker processes
+    (`pixel_processes=False`: in threads of this process). Stored bytes depend on neither. The model is built
     (weights resolved offline unless `allow_download`) before the store is touched, so a bad
     checkpoint writes nothing.
     """

@@ -108,7 +108,7 @@ class ChunkExtractor:
         pool = pixel_pool(self.pixel_workers)
         test = np.flatnonzero(self.test_mask[start:stop])
         host_conds = [c for c in self.conditions if c != CLEAN]
-        parsed = [parse_condition(c) for c in host_conds]  # never None: clean is left out
+        parsed = [p for c in host_conds if (p := parse_condition(c)) is not None]
         is_test = set(test.tolist())
         futures = [
             pool.submit(
@@ -116,7 +116,7 @@ class ChunkExtractor:
                 self.ds.root,
                 self.paths[start + i],
                 self.ids[start + i],
-                parsed if i in is_test else [],  # type: ignore[arg-type]
+                parsed if i in is_test else [],
             )
             for i in range(stop - start)
         ]
@@ -261,7 +261,7 @@ class Pixels:
     def __init__(self, images: list[Any], host: dict[str, list[Any]], device: torch.device) -> None:
         self._images, self._host, self.device = images, host, device
         self._uploaded: dict[str, torch.Tensor] = {}
-        self._lock = threading.Lock()  # forward streams share one chunk
+        self._lock = threading.Lock()  # forward streams share one chunk: one upload per key is kept
 
     @functools.cached_property
     def images(self) -> list[np.ndarray]:
@@ -281,9 +281,10 @@ class Pixels:
         on_host = self.on_host(cond)
         if self.uniform:
             key = cond if on_host else CLEAN
-            with self._lock:
-                if key not in self._uploaded:
-                    self._uploaded[key] = torch.from_numpy(np.stack(self._arrays(key))).to(self.device)
+            if key not in self._uploaded:  # awaited outside the lock: another stream may need another key
+                uploaded = torch.from_numpy(np.stack(self._arrays(key))).to(self.device)
+                with self._lock:
+                    self._uploaded.setdefault(key, uploaded)
             index = torch.tensor([j if on_host else i for _, i, j in group], device=self.device)
             return self._uploaded[key].index_select(0, index)
         arrays = self._arrays(cond)

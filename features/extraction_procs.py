@@ -46,6 +46,7 @@ def decode_and_perturb(
 def pixel_pool(workers: int) -> ProcessPoolExecutor:
     """The shared worker pool with `workers` processes (a broken or other-sized one is replaced)."""
     global _POOL, _POOL_SIZE
+    # `_broken` is how concurrent.futures marks a pool whose worker died; submitting to it raises.
     broken = _POOL is not None and getattr(_POOL, "_broken", False)
     if _POOL is None or broken or _POOL_SIZE != workers:
         if _POOL is not None:

@@ -2,7 +2,8 @@
 
 `perturb(image, image_id, perturbation, severity)` is the reference: numpy / PIL on one
 uint8 HxWxC image (rician borrows torch's float64 log/cos/sin, below). `perturb_batch` is
-the accelerated path used during extraction (torch, any device, a whole batch at once). They agree exactly, by construction:
+the accelerated path used during extraction (torch, any device, a whole batch at once).
+They agree exactly, by construction:
 
 * gaussian_blur, contrast, fov_crop run the same float32 element-wise operations in the
   same order (shared kernel weights and interpolation plans), and IEEE-754 makes each of
