@@ -20,7 +20,15 @@ EncodersFileOption = Annotated[
     typer.Option(
         "--encoders",
         help="TOML file of [encoder.<id>] tables (repeatable); also $CRSBENCH_ENCODERS "
-        "and crsbench.toml beside the warehouse.",
+        "and crsbench.toml beside the warehouse (library models only, never code).",
+    ),
+]
+AllowCodeOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-code",
+        help="Let the --encoders files (and $CRSBENCH_ENCODERS) name Python code: source = "
+        "'python', trust_remote_code (also CRSBENCH_ALLOW_CODE=1). Never crsbench.toml's.",
     ),
 ]
 
@@ -74,6 +82,7 @@ def extract_command(
         ),
     ] = None,
     encoders_file: EncodersFileOption = None,
+    allow_code: AllowCodeOption = False,
     allow_download: Annotated[
         bool,
         typer.Option(
@@ -96,6 +105,7 @@ def extract_command(
         encoder_files=tuple(encoders_file or ()),
         allow_download=allow_download,
         threads=threads,
+        allow_code=allow_code,
     )
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)
@@ -111,10 +121,11 @@ def encoders_command(
         ),
     ] = False,
     encoders_file: EncodersFileOption = None,
+    allow_code: AllowCodeOption = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """List every encoder (built-in, TOML, plugin) with its origin, family, scope, loader, input size."""
-    use_encoder_files(encoders_file or [], db)
+    use_encoder_files(encoders_file or [], db, allow_code)
     rows = []
     for e in list_encoders():
         row = {

@@ -11,8 +11,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import importlib
+import inspect
 import json
 import operator
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -217,15 +219,47 @@ def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # -- python ---------------------------------------------------------------------------------------
 
 
+def check_arguments(entry: EncoderEntry, fn: Any, options: dict[str, Any]) -> None:
+    """Refuse, before any call, a callable whose signature does not take `options` (model_kwargs)."""
+    if not callable(fn):
+        raise CrsbenchError(f"encoder {entry.id!r}: {entry.checkpoint} is a {type(fn).__name__}, not a callable")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        raise CrsbenchError(
+            f"encoder {entry.id!r}: {entry.checkpoint} has no signature crsbench can check its "
+            "model_kwargs against; wrap it in a Python function"
+        ) from None
+    try:
+        signature.bind(**options)
+    except TypeError as exc:
+        raise CrsbenchError(
+            f"encoder {entry.id!r}: model_kwargs {sorted(options)} do not fit {entry.checkpoint}{signature} "
+            f"({exc}); nothing was called"
+        ) from None
+
+
 def python_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    """`module:function` returning an nn.Module; weights (if any) are loaded strictly afterwards."""
+    """`module:function` returning an nn.Module; weights (if any) are loaded strictly afterwards.
+
+    Such an entry comes only from a file given with --allow-code or from an installed plugin
+    (`features.user`). One line on stderr names the module and the callable before the import;
+    the callable is called only once `model_kwargs` bind to its signature.
+    """
     module_name, _, attr = entry.checkpoint.partition(":")
+    print(
+        f"crsbench: encoder {entry.id!r} ({entry.origin}) runs Python code: "
+        f"importing module {module_name!r}, then calling {attr!r}",
+        file=sys.stderr,
+    )
     try:
         fn = getattr(importlib.import_module(module_name), attr)
     except (ImportError, AttributeError) as exc:
         raise CrsbenchError(f"encoder {entry.id!r}: cannot import {entry.checkpoint!r} ({exc})") from None
+    options = _options(entry)
+    check_arguments(entry, fn, options)
     with seeded():
-        model = fn(**_options(entry))
+        model = fn(**options)
     if not isinstance(model, nn.Module):
         raise CrsbenchError(
             f"encoder {entry.id!r}: {entry.checkpoint} returned {type(model).__name__}, not a torch nn.Module"

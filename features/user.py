@@ -12,8 +12,18 @@ TOML (`--encoders FILE`, `$CRSBENCH_ENCODERS`, or `crsbench.toml` beside the war
     [encoder.derm-vit.overrides]         # any entry field the library config gets wrong
     input_size = 384
 
+Data folders configure, never execute. A file is read at one of three trust levels:
+`FOUND` (crsbench.toml beside the warehouse, read without being asked), `GIVEN` (named
+explicitly) and `CODE` (named explicitly with `allow_code`, the CLI's `--allow-code`). Only a
+`CODE` file may hold an entry that runs Python code: `source = "python"` (a `module:callable`),
+`trust_remote_code = true` (code shipped in a hub folder) or a `model_kwargs` key that
+switches such code on; anywhere else that entry is refused in one line naming the file, the
+entry and how to allow it. The flag comes down as a parameter: this module reads no
+`CRSBENCH_ALLOW_CODE` itself.
+
 A plugin package declares `[project.entry-points."crsbench.encoders"] name = "pkg.mod:fn"`,
-where `fn()` returns an `EncoderEntry` or a list of them. Every entry records its origin
+where `fn()` returns an `EncoderEntry` or a list of them; installing it was the user's
+decision, and crsbench names the module it imports. Every entry records its origin
 (`toml:<file>`, `plugin:<distribution>`), shown by `crsbench encoders`.
 """
 
@@ -23,7 +33,7 @@ import dataclasses
 import os
 import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -35,6 +45,11 @@ ENCODERS_ENV = "CRSBENCH_ENCODERS"
 PROJECT_FILE = "crsbench.toml"
 ENTRY_POINT_GROUP = "crsbench.encoders"
 SOURCES = ("timm", "hf", "open_clip", "python")
+ALLOW_CODE_ENV = "CRSBENCH_ALLOW_CODE"  # read at the edge (crsbench.pipeline), passed down as allow_code
+FOUND, GIVEN, CODE = "found", "given", "code"  # trust levels, lowest first
+_RANK = {FOUND: 0, GIVEN: 1, CODE: 2}
+# model_kwargs keys that make a library import code shipped with the weights.
+CODE_KWARGS = ("trust_remote_code", "code_revision")
 
 # field: (accepted types, description); `overrides`, `convert`, `model_kwargs` are tables.
 _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
@@ -67,43 +82,64 @@ _OVERRIDE_TYPES: dict[str, tuple[type, ...]] = {
 }
 _CONVERT_TYPES = {f.name: f.type for f in dataclasses.fields(KeyConversion)}
 
-_files: list[Path] = []
-_loaded_files: dict[Path, float] = {}
+_files: dict[Path, str] = {}  # file -> trust level
+_env_trust = GIVEN  # of the $CRSBENCH_ENCODERS files: CODE when the edge allowed code
+_loaded_files: dict[Path, tuple[float, str]] = {}
 _loaded_plugins: set[tuple[str, str]] = set()
 _scanned_path: tuple[str, ...] = ()
 
 
-def add_encoder_file(path: Path | str) -> None:
-    """Read `[encoder.<id>]` tables from this file too (the CLI's `--encoders FILE`)."""
+def use_encoder_files(files: Sequence[Path | str], db: Path | str | None = None, *, allow_code: bool = False) -> None:
+    """The edge's one call: `files` (and those of $CRSBENCH_ENCODERS) may name Python code when
+    `allow_code`; `crsbench.toml` beside `db` is data only, whatever `allow_code` says."""
+    global _env_trust
+    _env_trust = CODE if allow_code else GIVEN
+    if db is not None:
+        project_file(db)
+    for file in files:
+        add_encoder_file(file, allow_code=allow_code)
+
+
+def add_encoder_file(path: Path | str, *, allow_code: bool = False) -> None:
+    """Read `[encoder.<id>]` tables from this file too (the CLI's `--encoders FILE`); with
+    `allow_code` (`--allow-code`) its entries may name Python code."""
     file = Path(path).expanduser().resolve()
     if not file.is_file():
         raise CrsbenchError(f"encoders file {path} not found")
-    if file not in _files:
-        _files.append(file)
+    _trust(file, CODE if allow_code else GIVEN)
 
 
 def project_file(db: Path | str) -> None:
-    """Use `crsbench.toml` beside the warehouse file when there is one."""
+    """Use `crsbench.toml` beside the warehouse file when there is one: data only, never code."""
     file = Path(db).expanduser().resolve().parent / PROJECT_FILE
     if file.is_file():
-        add_encoder_file(file)
+        _trust(file, FOUND)
+
+
+def _trust(file: Path, level: str) -> None:
+    """Record how `file` came to be read; a file met twice keeps the higher level."""
+    if file not in _files or _RANK[level] > _RANK[_files[file]]:
+        _files[file] = level
 
 
 def load_user_encoders() -> None:
-    """Register (once, again when a file changes) every TOML and plugin entry."""
-    files = list(_files)
+    """Register (once, again when a file or its trust changes) every TOML and plugin entry."""
+    files = dict(_files)
     env = os.environ.get(ENCODERS_ENV)
     if env:
         for part in env.split(os.pathsep):
-            if part and Path(part).expanduser().resolve() not in files:
-                if not Path(part).expanduser().is_file():
-                    raise CrsbenchError(f"${ENCODERS_ENV} names {part}, which is not a file")
-                files.append(Path(part).expanduser().resolve())
-    for file in files:
-        stamp = file.stat().st_mtime
+            if not part:
+                continue
+            if not Path(part).expanduser().is_file():
+                raise CrsbenchError(f"${ENCODERS_ENV} names {part}, which is not a file")
+            file = Path(part).expanduser().resolve()
+            files[file] = max(files.get(file, FOUND), _env_trust, key=_RANK.__getitem__)
+    for file, trust in files.items():
+        stamp = (file.stat().st_mtime, trust)
         if _loaded_files.get(file) != stamp:
             remove_entries(f"toml:{file}")
-            for entry in read_encoder_file(file):
+            _loaded_files.pop(file, None)
+            for entry in read_encoder_file(file, trust):
                 add_entry(entry)
             _loaded_files[file] = stamp
     _load_plugins()
@@ -120,6 +156,7 @@ def _load_plugins() -> None:
             continue
         _loaded_plugins.add(key)
         dist = getattr(ep.dist, "name", None) or ep.name
+        print(f"crsbench: encoder plugin {ep.name!r} of {dist}: importing {ep.value}", file=sys.stderr)
         try:
             produced = ep.load()()
         except Exception as exc:
@@ -136,7 +173,9 @@ def _load_plugins() -> None:
             add_entry(dataclasses.replace(entry, origin=f"plugin:{dist}"))
 
 
-def read_encoder_file(file: Path) -> list[EncoderEntry]:
+def read_encoder_file(file: Path, trust: str = GIVEN) -> list[EncoderEntry]:
+    """The entries of one TOML file; every entry that would run code is refused first, before
+    any entry is resolved, unless the file was given with `allow_code` (`trust == CODE`)."""
     try:
         data = tomllib.loads(file.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -147,7 +186,41 @@ def read_encoder_file(file: Path) -> list[EncoderEntry]:
     tables = data.get("encoder", {})
     if not isinstance(tables, dict):
         raise CrsbenchError(f"{file}: 'encoder' must hold [encoder.<id>] tables")
+    if trust != CODE:
+        for encoder_id, table in tables.items():
+            refuse_code(file, encoder_id, table, trust)
     return [_entry(file, encoder_id, table) for encoder_id, table in tables.items()]
+
+
+def code_fields(table: Any) -> list[str]:
+    """What in one `[encoder.<id>]` table would make crsbench run Python code, as `field = value`."""
+    if not isinstance(table, dict):
+        return []
+    found = []
+    if table.get("source") == "python":
+        found.append(f"source = 'python' (model {table.get('model')!r})")
+    overrides = table.get("overrides")
+    if isinstance(overrides, dict) and overrides.get("trust_remote_code") not in (None, False):
+        found.append(f"overrides.trust_remote_code = {overrides['trust_remote_code']!r}")
+    kwargs = table.get("model_kwargs")
+    if isinstance(kwargs, dict):
+        found += [f"model_kwargs.{k} = {kwargs[k]!r}" for k in CODE_KWARGS if kwargs.get(k) not in (None, False)]
+    return found
+
+
+def refuse_code(file: Path, encoder_id: str, table: Any, trust: str) -> None:
+    """One line for an entry that names code in a file not given with --allow-code."""
+    found = code_fields(table)
+    if not found:
+        return
+    what = f"{file}: [encoder.{encoder_id}] {found[0]} would run Python code"
+    if trust == FOUND:
+        raise CrsbenchError(
+            f"{what}, and a {PROJECT_FILE} found beside the warehouse may only declare library models "
+            f"(timm, hf, open_clip), weights and preprocessing; to run it, name the file yourself: "
+            f"--encoders {file} --allow-code"
+        )
+    raise CrsbenchError(f"{what}; to run it, add --allow-code (or set {ALLOW_CODE_ENV}=1) with --encoders {file}")
 
 
 def _check(file: Path, where: str, field: str, value: Any, types: tuple[type, ...], what: str) -> None:
@@ -203,7 +276,10 @@ def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, 
         weights = Path(table["weights"]).expanduser()
         fields["weights_path"] = str(weights if weights.is_absolute() else file.parent / weights)
     if "model_kwargs" in table:
-        fields["model_kwargs"] = dict(table["model_kwargs"])
+        kwargs = dict(table["model_kwargs"])
+        if table.get("source") != "python" and "trust_remote_code" in kwargs:
+            fields["trust_remote_code"] = bool(kwargs.pop("trust_remote_code"))  # the loader passes it itself
+        fields["model_kwargs"] = kwargs
     if "convert" in table:
         bad = [k for k in table["convert"] if k not in _CONVERT_TYPES]
         if bad:

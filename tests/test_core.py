@@ -94,11 +94,13 @@ def test_registry_decorator_lookup_listing_and_duplicates():
         reg.get("zzz")
 
 
-def test_registry_loads_builtins_and_entry_point_plugins_once(monkeypatch):
+def test_registry_loads_builtins_and_entry_point_plugins_once(monkeypatch, capsys):
     reg: Registry[str] = Registry("thing", builtins=("json",), entry_point_group="crsbench.things")
     loaded = []
 
     class Point:
+        name, value = "extra", "thingpkg.plugin:register"
+
         def load(self) -> None:
             loaded.append(1)
             reg.add("plugin-thing", "from a plugin")
@@ -108,6 +110,10 @@ def test_registry_loads_builtins_and_entry_point_plugins_once(monkeypatch):
     assert reg.get("plugin-thing") == "from a plugin"
     assert reg.names() == ["plugin-thing"]
     assert calls == ["crsbench.things"] and loaded == [1]
+    # the import of an installed plugin is named, once, before it happens
+    assert capsys.readouterr().err.splitlines() == [
+        "crsbench: thing plugin 'extra' of an installed package: importing thingpkg.plugin:register"
+    ]
 
 
 # -- SQL reads the constants -------------------------------------------------------------------

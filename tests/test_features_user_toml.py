@@ -67,7 +67,9 @@ def test_toml_and_plugin_encoders_run_through_extract_and_probe(tiny_db, tmp_pat
     )
     _plugin(tmp_path, monkeypatch)
     assert cli("encoders", "--db", str(db), "--encoders", str(toml)) == 0
-    listed = {r["id"]: r["origin"] for r in json.loads(capsys.readouterr().out)["encoders"]}
+    out, err = capsys.readouterr()
+    assert "encoder plugin 'derm' of crsbench-test-plugin: importing crsbench_test_plugin:encoders" in err
+    listed = {r["id"]: r["origin"] for r in json.loads(out)["encoders"]}
     assert listed["my-r18"] == f"toml:{toml.resolve()}"
     assert listed["plugin-convnext"] == "plugin:crsbench-test-plugin"
     assert listed["resnet50"] == "built-in"
@@ -148,9 +150,13 @@ def test_python_source_must_return_a_module(tmp_path, monkeypatch, tiny_db, caps
     )
     db = tmp_path / "bench.duckdb"
     db.write_bytes(tiny_db.read_bytes())
-    assert cli("extract", "--db", str(db), "--encoders", str(toml), "-e", "py-enc", "-d", "aptos") == 1
-    err = capsys.readouterr().err.strip()
-    assert "notamodel:build returned str, not a torch nn.Module" in err and len(err.splitlines()) == 1
+    args = ["extract", "--db", str(db), "--encoders", str(toml), "-e", "py-enc", "-d", "aptos"]
+    assert cli(*args) == 1  # code runs only from a file given with --allow-code
+    assert "add --allow-code" in capsys.readouterr().err
+    assert cli(*args, "--allow-code") == 1
+    notice, error = capsys.readouterr().err.strip().splitlines()
+    assert "importing module 'notamodel', then calling 'build'" in notice
+    assert "notamodel:build returned str, not a torch nn.Module" in error
     assert not Path(str(db) + ".features.zarr").exists()
 
 

@@ -166,6 +166,45 @@ def test_a_newer_schema_names_the_version_needed(template, tmp_path, capsys):
     assert db.read_bytes() == before
 
 
+@pytest.mark.parametrize(
+    "ddl,named",
+    [
+        ("create table orders (id integer); create view open_orders as select * from orders", "table main.orders"),
+        ("create macro tax(x) as x * 1.2", "macro main.tax"),
+        ("create schema billing", "schema billing"),
+    ],
+)
+def test_another_applications_duckdb_file_is_refused_never_migrated(tmp_path, capsys, ddl, named):
+    db = tmp_path / "their.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(ddl)
+    con.close()
+    before = db.read_bytes()
+    for argv in (["warehouse", "init", "--db", str(db)], ["status", "--db", str(db)]):
+        assert main(argv) == 1
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and err.startswith(f"error: {db} is not a crsbench warehouse")
+        assert named in err and "never migrates" in err and "warehouse init" not in err
+    for read_only in (True, False):
+        with pytest.raises(CrsbenchError, match="is not a crsbench warehouse"):
+            Warehouse(db, read_only=read_only)
+    assert db.read_bytes() == before  # not one object added
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["their.duckdb"]  # no parts folder either
+    con = duckdb.connect(str(db), read_only=True)
+    tables = con.execute("select table_name from duckdb_tables()").fetchall()
+    con.close()
+    assert "schema_info" not in {t for (t,) in tables}
+
+
+def test_an_empty_duckdb_file_still_becomes_a_warehouse(tmp_path, capsys):
+    db = tmp_path / "new.duckdb"
+    duckdb.connect(str(db)).close()
+    assert main(["warehouse", "init", "--db", str(db)]) == 0
+    assert "warehouse ready" in capsys.readouterr().out
+    with Warehouse.open(db, read_only=True) as wh:
+        assert wh.schema_version() >= 1
+
+
 def test_the_file_is_in_duckdb_1_4_storage(template):
     con = duckdb.connect(str(template), read_only=True)
     tag = con.execute(

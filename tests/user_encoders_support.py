@@ -24,8 +24,10 @@ torch.set_num_threads(1)
 def isolate_registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """Each test sees only the built-in entries plus what it registers itself (the autouse fixture)."""
     registry.list_encoders()
-    saved = (set(registry.ENCODERS.names()), list(user._files), dict(user._loaded_files), set(user._loaded_plugins))
+    saved = (set(registry.ENCODERS.names()), dict(user._files), dict(user._loaded_files), set(user._loaded_plugins))
     monkeypatch.delenv("CRSBENCH_ENCODERS", raising=False)
+    monkeypatch.delenv("CRSBENCH_ALLOW_CODE", raising=False)
+    monkeypatch.setattr(user, "_env_trust", user.GIVEN)
     monkeypatch.delenv("CRSBENCH_ALLOW_DOWNLOAD", raising=False)
     monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path / "no-weights"))
     from huggingface_hub import constants
@@ -36,7 +38,8 @@ def isolate_registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterato
     for name in registry.ENCODERS.names():
         if name not in saved[0]:
             registry.ENCODERS.remove(name)
-    user._files[:] = saved[1]
+    user._files.clear()
+    user._files.update(saved[1])
     user._loaded_files.clear()
     user._loaded_files.update(saved[2])
     user._loaded_plugins.clear()

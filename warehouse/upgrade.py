@@ -2,7 +2,9 @@
 
 Migrations run inside one transaction on a read-write open; a read-only open of an older file
 is refused with the command that migrates it. The compacted tables follow the part schemas,
-so a column a later crsbench adds to the parts is added to them as well.
+so a column a later crsbench adds to the parts is added to them as well. A DuckDB file without
+crsbench's `schema_info` that already holds something is another application's: it is refused,
+read-only or not, and never migrated (only a new, empty file becomes a warehouse).
 """
 
 from __future__ import annotations
@@ -36,9 +38,41 @@ def schema_version(con: duckdb.DuckDBPyConnection) -> int:
     return int(row[0] or 0)
 
 
+# What a DuckDB file holds, by kind (the file's own catalog; temporary and internal objects left out).
+_OBJECTS_SQL = """
+select 'table ' || schema_name || '.' || table_name from duckdb_tables()
+ where database_name = current_database() and not temporary and not internal
+union all select 'view ' || schema_name || '.' || view_name from duckdb_views()
+ where database_name = current_database() and not temporary and not internal
+union all select 'sequence ' || schema_name || '.' || sequence_name from duckdb_sequences()
+ where database_name = current_database() and not temporary
+union all select 'macro ' || schema_name || '.' || function_name from duckdb_functions()
+ where database_name = current_database() and not internal and function_type in ('macro', 'table_macro')
+union all select 'type ' || schema_name || '.' || type_name from duckdb_types()
+ where database_name = current_database() and not internal
+union all select 'schema ' || schema_name from duckdb_schemas()
+ where database_name = current_database() and not internal and schema_name <> 'main'
+"""
+
+
+def foreign_objects(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What a file without crsbench's `schema_info` holds ('table main.orders', ...); empty for a new file."""
+    return sorted(r[0] for r in con.execute(_OBJECTS_SQL).fetchall())
+
+
 def check_version(wh: Warehouse) -> None:
-    """Refuse a file of a newer schema, and (read-only) one that needs migrating."""
+    """Refuse another application's DuckDB file, a file of a newer schema, and (read-only) one
+    that needs migrating."""
     current = schema_version(wh.con)
+    if current == 0:
+        found = foreign_objects(wh.con)
+        if found:
+            shown = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+            raise CrsbenchError(
+                f"{wh.path} is not a crsbench warehouse: a DuckDB file without crsbench's schema_info, "
+                f"holding {shown}; crsbench never migrates another application's file: "
+                f"give --db a crsbench warehouse or a new file name"
+            )
     if current > SCHEMA_VERSION:
         writer = parts.one_row(wh.con.execute("select max_by(crsbench_version, version) from schema_info").fetchone())[
             0

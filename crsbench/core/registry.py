@@ -3,13 +3,15 @@
 Every pluggable set in crsbench (encoders, adapters, probes, perturbations, metrics,
 analyses) is one `Registry`. Built-in entries register on import of their module
 (`builtins` names those modules, imported on first lookup so listing stays cheap);
-third-party packages add entries through an entry-point group, loaded the same way.
+third-party packages add entries through an entry-point group, loaded the same way: installing
+the package was the user's decision, and one line on stderr names each module imported so.
 """
 
 from __future__ import annotations
 
 import difflib
 import importlib
+import sys
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
@@ -107,6 +109,10 @@ class Registry(Generic[T]):
             importlib.import_module(module)
         if self._group:
             for point in entry_points(group=self._group):
+                dist = getattr(getattr(point, "dist", None), "name", None) or "an installed package"
+                print(
+                    f"crsbench: {self.kind} plugin {point.name!r} of {dist}: importing {point.value}", file=sys.stderr
+                )
                 point.load()  # a plugin registers its entries on import, like a built-in module
 
     def _unknown(self, name: str) -> str:

@@ -66,9 +66,9 @@ def adapt_encoder(
     if not config.seeds or min(config.seeds) < 0:
         raise CrsbenchError(f"adaptation seeds must be non-negative integers, got {config.seeds!r}")
     settings = LoraSettings(epochs=config.epochs, batch_size=config.batch_size, max_steps=config.max_steps)
-    from crsbench.features.user import project_file
+    from crsbench.pipeline.extract import use_encoder_files
 
-    project_file(db)  # the warehouse's crsbench.toml encoders
+    use_encoder_files((), db)  # crsbench.toml beside the warehouse (data only) and $CRSBENCH_ENCODERS
     entry = get_encoder(encoder)
     root = config.out or default_adapter_root(store_url)
     base_weights = str(config.weights) if config.weights else None

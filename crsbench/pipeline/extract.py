@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,9 +23,11 @@ class ExtractConfig:
 
     `weights` (a local file or model folder) applies to exactly one encoder; `force` redoes
     complete feature sets; `encoder_files` are TOML files of user encoders (besides
-    $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse); `allow_download` lets hub ids
-    fetch missing weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1); `threads` (CPU)
-    is how many one-thread forwards run at once (default: half the cores).
+    $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse); `allow_code` lets entries of
+    `encoder_files` and $CRSBENCH_ENCODERS name Python code (also CRSBENCH_ALLOW_CODE=1; never
+    crsbench.toml's); `allow_download` lets hub ids fetch missing weights (default offline, or
+    CRSBENCH_ALLOW_DOWNLOAD=1); `threads` (CPU) is how many one-thread forwards run at once
+    (default: half the cores).
     """
 
     device: str = "cpu"
@@ -37,15 +40,25 @@ class ExtractConfig:
     encoder_files: tuple[Path, ...] = ()
     allow_download: bool = False
     threads: int | None = None
+    allow_code: bool = False
 
 
-def use_encoder_files(files: Sequence[Path], db: Path) -> None:
-    """Register user encoders from TOML files and the warehouse's crsbench.toml."""
-    from crsbench.features.user import add_encoder_file, project_file
+def code_allowed(flag: bool = False) -> bool:
+    """--allow-code, else $CRSBENCH_ALLOW_CODE=1: read here at the edge and passed down."""
+    from crsbench.features.user import ALLOW_CODE_ENV
 
-    project_file(db)
-    for file in files:
-        add_encoder_file(file)
+    return flag or os.environ.get(ALLOW_CODE_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
+def use_encoder_files(files: Sequence[Path], db: Path, allow_code: bool = False) -> None:
+    """Register user encoders from TOML files and the warehouse's crsbench.toml (data only).
+
+    Entries that name Python code load only from `files` or $CRSBENCH_ENCODERS, and only with
+    `allow_code` or CRSBENCH_ALLOW_CODE=1.
+    """
+    from crsbench.features.user import use_encoder_files as use
+
+    use(files, db, allow_code=code_allowed(allow_code))
 
 
 def expand(values: Sequence[str], every: Sequence[str], keyword: str) -> list[str]:
@@ -78,7 +91,7 @@ def extract_all(
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset
 
-    use_encoder_files(config.encoder_files, db)
+    use_encoder_files(config.encoder_files, db, config.allow_code)
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
         names = expand(datasets, list_datasets(wh), ALL_DATASETS)
         loaded = [read_dataset(wh, name) for name in names]
