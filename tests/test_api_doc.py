@@ -26,7 +26,7 @@ def test_the_script_is_about_twenty_lines():
 @pytest.mark.slow
 def test_the_documented_demo_chain_runs(tmp_path, capsys):
     small = (
-        'OUT, SCALE, ENCODERS, GRID, REPLICATES = (Path(OUT_DIR), 1.0, ["tiny-vit", "tiny-convnext"], '
+        'OUT, SCALE, ENCODERS, GRID, REPLICATES = (Path(OUT_DIR), 0.5, ["tiny-vit", "tiny-convnext"], '
         'ProbeConfig(probes=("logreg",), depths=(0.5, 1.0)), 100)'
     )
     script = SETTINGS.sub(small, _script())

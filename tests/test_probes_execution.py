@@ -18,21 +18,45 @@ torch.set_num_threads(1)
 
 
 @pytest.mark.slow
-def test_two_worker_cluster_gives_the_same_rows_as_in_process(tmp_path):
-    from distributed import LocalCluster
+def test_two_worker_cluster_with_a_killed_worker_gives_the_same_rows_as_in_process(tmp_path):
+    """The same run records as in-process, and a worker SIGKILLed while it holds a fit loses no
+    result and duplicates none (the scheduler reassigns its work). `make soak` repeats this on a
+    separately started cluster reading an s3:// store (tests/test_scale_cluster.py)."""
+    import os
+    import signal
+
+    from distributed import Client, LocalCluster
 
     setup = make_setup(tmp_path)
     local, sink = collect()
     sweep(setup, sink, batch_size=3)
     with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
-        remote, sink = collect()
-        summary = sweep(setup, sink, batch_size=3, scheduler=cluster.scheduler_address)
+        with Client(cluster.scheduler_address) as client:
+            killed: dict[str, object] = {}
+
+            def kill_a_busy_worker(what: str, done: int, total: int) -> None:
+                if what != "probe fits" or killed or done == 0 or done >= total:
+                    return
+                busy = {w: keys for w, keys in client.processing().items() if keys}
+                if busy:
+                    worker = sorted(busy)[0]
+                    pid = client.run(os.getpid, workers=[worker])[worker]
+                    os.kill(pid, signal.SIGKILL)  # a worker process this test's cluster started
+                    killed.update(worker=worker, tasks=list(busy[worker]))
+
+            remote, sink = collect()
+            summary = sweep(
+                setup, sink, batch_size=3, scheduler=cluster.scheduler_address, progress=kill_a_busy_worker
+            )
+    assert killed and killed["tasks"], "no worker was busy after the first result; nothing was killed"
     assert summary.batches == len(remote) == len(local) > 1
     expected = comparable(pd.concat([r for r, _ in local]))
     got = comparable(pd.concat([r for r, _ in remote]))
+    assert got["run_id"].is_unique
     pd.testing.assert_frame_equal(got, expected, check_exact=False, rtol=1e-7, atol=1e-9)
     preds = pd.concat([p for _, p in remote]).sort_values(["run_id", "row_index"])
     assert len(preds) == len(pd.concat([p for _, p in local]))
+    assert not preds.duplicated(["run_id", "row_index"]).any()
 
 
 READER = textwrap.dedent("""

@@ -54,6 +54,7 @@ def _comparable(runs: pd.DataFrame) -> pd.DataFrame:
     return runs.drop(columns=VOLATILE).sort_values("run_id").reset_index(drop=True)
 
 
+@pytest.mark.soak  # the default suite kills a LocalCluster worker: tests/test_probes_execution.py
 @pytest.mark.slow
 def test_cluster_sweep_with_a_killed_worker_matches_in_process(stores, suite_datasets, tmp_path):
     local, shared, endpoint = stores
