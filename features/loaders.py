@@ -13,6 +13,7 @@ import hashlib
 import importlib
 import json
 import operator
+import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,7 +24,13 @@ from torch import nn
 
 from crsbench.features.checkpoints import load_checkpoint, mismatch_message
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.weights import FOLDER_LAYOUTS, WEIGHTS_ENV, resolve_weights, weights_status  # noqa: F401
+from crsbench.features.weights import (  # noqa: F401
+    FOLDER_LAYOUTS,
+    WEIGHTS_ENV,
+    note_load,
+    resolve_weights,
+    weights_status,
+)
 from crsbench.ingest.types import CrsbenchError
 
 INIT_SEED = 0
@@ -146,15 +153,16 @@ def hf_vision_model(
             str(path),
             local_files_only=True,
             dtype=torch.float32,
-            trust_remote_code=entry.trust_remote_code,
+            trust_remote_code=bool(entry.trust_remote_code),
             output_loading_info=True,
             ignore_mismatched_sizes=True,
             **_options(entry),
         )
-    except (OSError, ValueError, RuntimeError) as exc:
+    except (OSError, ValueError, RuntimeError, pickle.UnpicklingError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CrsbenchError(f"cannot load encoder {entry.id!r} from {path}: {first}") from None
     check_loading_report(entry, info, str(path), model)
+    note_load(str(path), "saved model folder")
     for candidate in vision_submodule:
         try:
             model = operator.attrgetter(candidate)(model)

@@ -64,6 +64,7 @@ _OVERRIDE_TYPES: dict[str, tuple[type, ...]] = {
     "weights_file": (str,),
     "extra_repos": (list,),
     "trust_remote_code": (bool,),
+    "trust_pickle": (bool,),
 }
 _CONVERT_TYPES = {f.name: f.type for f in dataclasses.fields(KeyConversion)}
 
