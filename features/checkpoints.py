@@ -345,6 +345,8 @@ def convert_to_safetensors(source: Path, out: Path) -> dict[str, int]:
         raise CrsbenchError(f"weights {path} hold tensors on the meta device, without data")
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.partial")
-    save_file({k: v.detach().to("cpu").contiguous().clone() for k, v in flat.items()}, str(tmp), {NESTED_META: NESTED_SEP})
+    save_file(
+        {k: v.detach().to("cpu").contiguous().clone() for k, v in flat.items()}, str(tmp), {NESTED_META: NESTED_SEP}
+    )
     os.replace(tmp, out)
     return kept

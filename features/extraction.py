@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -38,7 +38,6 @@ from crsbench.features.extraction_sets import (
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.weights import download_policy, fingerprint, planned_weights, recording_loads
 from crsbench.features.store import (
     CLEAN,
     CONDITIONS,
@@ -49,6 +48,7 @@ from crsbench.features.store import (
     claim_dataset,
     depth_key,
 )
+from crsbench.features.weights import download_policy, fingerprint, planned_weights, recording_loads
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
 
 

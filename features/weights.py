@@ -131,9 +131,15 @@ def folder_gaps(entry: EncoderEntry, folder: Path) -> list[str]:
 
 
 def _weight_file_in(folder: Path, entry: EncoderEntry) -> Path | None:
+    """The entry's `weights_file` in the folder, else its one weight file (several: an error)."""
     if entry.weights_file and (folder / entry.weights_file).is_file():
         return folder / entry.weights_file
-    files = sorted(p for p in folder.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
+    if len(files) > 1:
+        raise CrsbenchError(
+            f"weights for encoder {entry.id!r}: {folder} holds {len(files)} candidate weight files "
+            f"({', '.join(p.name for p in files)}); pass the one to use with --weights {folder}/<file>"
+        )
     return files[0] if files else None
 
 
