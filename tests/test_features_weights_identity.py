@@ -126,11 +126,17 @@ def test_force_with_other_weights_retires_the_fits_and_probe_refits(db, tmp_path
     first = _fit_ids(db)
     assert len(first) == 1
 
-    other = _weights(tmp_path, "other.pth", 7)
+    # Other weights, as a DataParallel training script saves them: found, loaded, recorded.
+    plain = torch.load(_weights(tmp_path, "plain.pth", 7))
+    other = tmp_path / "other.pth"
+    torch.save({"state_dict": {f"module.{k}": v for k, v in plain.items()}, "epoch": 3}, other)
     capsys.readouterr()
     assert _extract(db, "--weights", str(other), "--force") == 0
     row = _last_json(capsys)["feature_sets"][0]
     assert row["status"] == "extracted" and row["retired_fits"] == 1
+    taken = "'state_dict' without its DataParallel 'module.' prefix"
+    assert row["weights"] == f"{taken} of other.pth"
+    assert _attrs(db)["weights_loaded"] == [{"file": str(other), "state": taken}]
     assert _attrs(db)["weights_hash"] == state_dict_hash(get_encoder(ENC).build(other))
     assert _fit_ids(db) == set() and _fit_ids(db, "retired_runs") == first
     with Warehouse.open(db, read_only=True) as wh:
