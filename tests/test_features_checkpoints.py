@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 
 import pytest
 import timm
@@ -191,3 +192,19 @@ def test_bad_files_are_refused_in_one_line(tmp_path):
         with pytest.raises(CrsbenchError) as info:
             entry.build(tmp_path / name)
         assert message in str(info.value) and "\n" not in str(info.value), (name, str(info.value))
+
+
+def test_weights_convert_command(tmp_path, capsys):
+    from user_encoders_support import cli
+
+    upstream, path = _training_checkpoint(tmp_path)
+    out = tmp_path / "out" / "retfound.safetensors"
+    capsys.readouterr()
+    assert cli("weights", "convert", str(path), str(out)) == 0
+    done = json.loads(capsys.readouterr().out)
+    assert done["kept"] == {"model": len(upstream.state_dict()) + 2}
+    restored = read_checkpoint(out)["model"]
+    for key, value in upstream.state_dict().items():
+        assert torch.equal(restored[key], value), key
+    assert [p.name for p in out.parent.iterdir()] == ["retfound.safetensors"]  # no partial file left
+    assert cli("weights", "convert", str(tmp_path / "absent.pth"), str(out)) == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -157,3 +158,24 @@ def test_force_with_other_weights_retires_the_fits_and_probe_refits(db, tmp_path
     assert cli(*probe) == 0
     summary = _last_json(capsys)
     assert (summary["fitted"], summary["skipped"]) == (0, 1)  # nothing to refit
+
+
+def test_a_training_checkpoint_extracts_only_with_trust_pickle(db, tmp_path, capsys):
+    import argparse
+
+    state = torch.load(_weights(tmp_path, "plain.pth", 7))
+    checkpoint = tmp_path / "checkpoint-99.pth"
+    torch.save({"model": state, "epoch": 99, "args": argparse.Namespace(lr=1e-3)}, checkpoint)
+    capsys.readouterr()
+    assert _extract(db, "--weights", str(checkpoint)) == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "pickled Python objects (argparse.Namespace)" in err, err
+    assert "crsbench weights convert" in err and not Path(str(db) + ".features.zarr").exists()
+
+    assert _extract(db, "--weights", str(checkpoint), "--trust-pickle") == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"warning: loading {checkpoint} with weights_only=False (--trust-pickle): it holds pickled Python "
+        "objects (argparse.Namespace)"
+    ]
+    assert json.loads(captured.out)["feature_sets"][0]["weights"] == "'model' of checkpoint-99.pth"
