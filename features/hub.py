@@ -6,8 +6,9 @@ Within `library_calls()`:
   `CRSBENCH_ALLOW_DOWNLOAD=1`; see `features.weights`), so nothing opens a socket unasked;
 * the libraries' own output (transformers' load reports and progress bars, timm's and
   open_clip's log lines, their Python warnings) is kept, not printed: a refusal is crsbench's
-  one line. Warnings crsbench itself raises (`CrsbenchWarning`) still come through.
-  `CRSBENCH_DEBUG=1` shows everything.
+  one line. Warnings crsbench itself raises (`CrsbenchWarning`) still come through, and so do
+  the hub's download progress bars when downloads are allowed. `CRSBENCH_DEBUG=1` shows
+  everything.
 Remote code is never run: every transformers call passes `trust_remote_code=False` (an entry may
 say otherwise), so transformers never asks on the terminal either.
 """
@@ -48,24 +49,30 @@ def library_calls() -> Iterator[None]:
         if debugging():
             yield
         else:
-            with _captured():
+            with _captured(downloads=not constants.HF_HUB_OFFLINE):
                 yield
     finally:
         constants.HF_HUB_OFFLINE = saved
 
 
 @contextmanager
-def _captured() -> Iterator[None]:
+def _captured(downloads: bool = False) -> Iterator[None]:
+    """Log records, warnings and prints kept from the terminal; with `downloads`, the hub's
+    download progress bars still show (a multi-gigabyte fetch should say how far it is)."""
     loggers = [logging.getLogger(name) for name in LIBRARY_LOGGERS]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.CRITICAL + 1)
-    restore_bars = _progress_bars_off()
+    restore_bars = _progress_bars_off(keep_hub=downloads)
     sink = io.StringIO()
+    streams = (
+        contextlib.nullcontext() if downloads else contextlib.redirect_stdout(sink),
+        contextlib.nullcontext() if downloads else contextlib.redirect_stderr(sink),
+    )
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+            with streams[0], streams[1]:
                 yield
     finally:
         for logger, level in zip(loggers, levels):
@@ -80,12 +87,13 @@ def _captured() -> Iterator[None]:
             warnings.warn(w.message, w.category, stacklevel=3)
 
 
-def _progress_bars_off() -> Callable[[], None]:
-    """Turn the hub's and transformers' progress bars off; returns what turns them back on."""
+def _progress_bars_off(keep_hub: bool = False) -> Callable[[], None]:
+    """Turn the hub's (unless `keep_hub`) and transformers' progress bars off; returns what turns
+    them back on."""
     undo: list[Callable[[], None]] = []
     from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
 
-    if not are_progress_bars_disabled():
+    if not keep_hub and not are_progress_bars_disabled():
         disable_progress_bars()
         undo.append(enable_progress_bars)
     if "transformers" in sys.modules:
