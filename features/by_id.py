@@ -129,10 +129,20 @@ def _local_or_cached(entry_like: str) -> Path | None:
         return path.resolve()
     from huggingface_hub import snapshot_download
 
+    from crsbench.features.weights import downloads_allowed
+
+    repo = entry_like.replace("--", "/")
     try:
-        return Path(snapshot_download(entry_like.replace("--", "/"), local_files_only=True))
-    except Exception:
+        return Path(snapshot_download(repo, local_files_only=True))
+    except Exception:  # LocalEntryNotFoundError and friends: simply not cached
+        pass
+    if not downloads_allowed():
         return None
+    try:
+        return Path(snapshot_download(repo))
+    except Exception as exc:  # the hub's many error types: one line naming the repo
+        text = str(exc).strip()
+        raise CrsbenchError(f"cannot fetch hf model {repo!r}: {text.splitlines()[0] if text else exc!r}") from None
 
 
 def _hf_preprocessing(folder: Path) -> dict[str, Any]:
