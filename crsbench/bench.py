@@ -176,6 +176,14 @@ class Bench:
 
         return extract_all(self.db, self.store, list(encoders), list(datasets), config, progress)
 
+    def convert_weights(self, source: Path | str, out: Path | str) -> dict[str, int]:
+        """Write a checkpoint's tensors (and its state dicts, nested as they were) to a
+        safetensors file, leaving its pickled Python objects behind. The file is unpickled to
+        read it, after a warning naming it: convert only files you trust. Returns {part: tensors}."""
+        from crsbench.features.checkpoints import convert_to_safetensors
+
+        return convert_to_safetensors(Path(source), Path(out))
+
     def feature_sets(self, sync: bool = False) -> pd.DataFrame:
         """The feature-set catalog; `sync` rescans the store first."""
         from crsbench.warehouse import catalog

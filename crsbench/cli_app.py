@@ -21,6 +21,7 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    rich_markup_mode=None,  # help text renders literally: "[encoder.<id>]" is text, not markup
 )
 
 DbOption = Annotated[

@@ -41,6 +41,8 @@ def render_extract(store_url: str, frame: pd.DataFrame) -> None:
         + "\n".join(
             f"  {r['encoder']} x {r['dataset']}: {r['status']}"
             + (f" in {r['seconds']:.1f} s" if r["status"] == "extracted" else "")
+            + (f" (weights: {r['weights']})" if r.get("weights") and r["status"] == "extracted" else "")
+            + (f"; {r['retired_fits']} probe fits of the old weights retired" if r.get("retired_fits") else "")
             for r in rows
         ),
     )
@@ -63,7 +65,14 @@ def extract_command(
     db: DbOption = default_db_path(),
     device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = "cpu",
     batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = 64,
-    force: Annotated[bool, typer.Option("--force", help="Redo feature sets that are already complete.")] = False,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force",
+            help="Redo feature sets that are already complete; one made with other weights is replaced "
+            "and the probe fits trained on it are retired.",
+        ),
+    ] = False,
     weights: Annotated[
         Path | None, typer.Option(help="Local weights (file or model folder) for a single pretrained encoder.")
     ] = None,
@@ -83,6 +92,14 @@ def extract_command(
     ] = None,
     encoders_file: EncodersFileOption = None,
     allow_code: AllowCodeOption = False,
+    trust_pickle: Annotated[
+        bool,
+        typer.Option(
+            "--trust-pickle",
+            help="Load checkpoints that hold pickled Python objects (training checkpoints) with "
+            "weights_only=False; only for files you trust (or: crsbench weights convert).",
+        ),
+    ] = False,
     allow_download: Annotated[
         bool,
         typer.Option(
@@ -106,6 +123,7 @@ def extract_command(
         allow_download=allow_download,
         threads=threads,
         allow_code=allow_code,
+        trust_pickle=trust_pickle,
     )
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)

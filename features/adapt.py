@@ -271,5 +271,8 @@ def load_adapted(
         raise CrsbenchError(
             f"adapter in {folder} was trained on other base weights of {entry.id!r} (weights hash differs)"
         )
-    model = PeftModel.from_pretrained(base, str(folder), is_trainable=False)
+    from crsbench.features.hub import library_calls
+
+    with library_calls():  # a local folder: offline, peft's and transformers' output captured
+        model = PeftModel.from_pretrained(base, str(folder), is_trainable=False)
     return (model.merge_and_unload() if merge else model).eval()

@@ -35,7 +35,10 @@ def entry_from_id(encoder_id: str, **fields: Any) -> EncoderEntry:
     source, _, name = encoder_id.partition(":")
     if source not in ID_SOURCES or not name:
         raise CrsbenchError(f"encoder id {encoder_id!r} is not <source>:<name> with source in {ID_SOURCES}")
-    base = _RESOLVERS[source](name)
+    from crsbench.features.hub import library_calls
+
+    with library_calls():  # offline unless downloads are allowed; the libraries' output captured
+        base = _RESOLVERS[source](name)
     key = store_id(source, name)
     return EncoderEntry(**{**base, "id": key, "family": key, "origin": "id", **fields})
 
@@ -126,10 +129,20 @@ def _local_or_cached(entry_like: str) -> Path | None:
         return path.resolve()
     from huggingface_hub import snapshot_download
 
+    from crsbench.features.weights import downloads_allowed
+
+    repo = entry_like.replace("--", "/")
     try:
-        return Path(snapshot_download(entry_like.replace("--", "/"), local_files_only=True))
-    except Exception:
+        return Path(snapshot_download(repo, local_files_only=True))
+    except Exception:  # LocalEntryNotFoundError and friends: simply not cached
+        pass
+    if not downloads_allowed():
         return None
+    try:
+        return Path(snapshot_download(repo))
+    except Exception as exc:  # the hub's many error types: one line naming the repo
+        text = str(exc).strip()
+        raise CrsbenchError(f"cannot fetch hf model {repo!r}: {text.splitlines()[0] if text else exc!r}") from None
 
 
 def _hf_preprocessing(folder: Path) -> dict[str, Any]:
@@ -173,9 +186,19 @@ def _hf(name: str) -> dict[str, Any]:
             f"hf model {name!r} is neither a local folder nor in the Hugging Face "
             f"cache; pass a folder, or fetch it once with --allow-download"
         )
-    config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True)
-    with torch.device("meta"):
-        model = transformers.AutoModel.from_config(config)
+    try:  # never the folder's own code (auto_map), and so never transformers' y/N prompt
+        config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
+        with torch.device("meta"):
+            model = transformers.AutoModel.from_config(config, trust_remote_code=False)
+    except (OSError, ValueError, KeyError) as exc:
+        custom = _auto_map(folder)
+        if custom:
+            raise CrsbenchError(
+                f"hf model {folder} needs its own Python code ({custom} in the auto_map of its "
+                f"config.json); crsbench never runs a checkpoint's code"
+            ) from None
+        text = str(exc).strip()
+        raise CrsbenchError(f"cannot read hf model {folder}: {text.splitlines()[0] if text else exc!r}") from None
     root = _vision_part(model)
     norms = [n for n in _FINAL_NORMS if isinstance(getattr(root, n, None), nn.LayerNorm)]
     emb = getattr(root, "embeddings", None)
@@ -189,6 +212,16 @@ def _hf(name: str) -> dict[str, Any]:
         "token_pool": "cls" if has_cls else "mean",
         "prefix_tokens": None if has_cls else 0,
     }
+
+
+def _auto_map(folder: Path) -> str:
+    """The custom classes a transformers config.json names in its auto_map ('' if none)."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    auto_map = config.get("auto_map") if isinstance(config, dict) else None
+    return ", ".join(str(v) for v in auto_map.values()) if isinstance(auto_map, dict) else ""
 
 
 def _build_hf(entry: EncoderEntry, weights: Path | None) -> nn.Module:
@@ -208,11 +241,33 @@ def _build_hf(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # -- open_clip ------------------------------------------------------------------------------------
 
 
+def _open_clip_hub_config(arch: str) -> dict[str, Any]:
+    """The model_cfg of an `hf-hub:<repo>` open_clip model, from the Hugging Face cache (fetched
+    only when downloads are allowed; open_clip itself would ask the hub every time)."""
+    from huggingface_hub import hf_hub_download, try_to_load_from_cache
+
+    from crsbench.features.weights import FOLDER_LAYOUTS, downloads_allowed
+
+    repo = arch[len("hf-hub:") :]
+    name = FOLDER_LAYOUTS["open_clip"][0]
+    hit = try_to_load_from_cache(repo, name)
+    if not isinstance(hit, str) and downloads_allowed():
+        hit = hf_hub_download(repo, name)
+    if not isinstance(hit, str):
+        raise CrsbenchError(
+            f"open_clip model {arch!r} is not in the Hugging Face cache (it needs {name}); fetch it once "
+            f"with --allow-download (CRSBENCH_ALLOW_DOWNLOAD=1); crsbench never downloads unless asked"
+        )
+    config = json.loads(Path(hit).read_text(encoding="utf-8"))
+    return dict(config.get("model_cfg", config))
+
+
 @functools.lru_cache(maxsize=32)
 def _open_clip(arch: str) -> dict[str, Any]:
     import open_clip
 
-    cfg = open_clip.get_model_config(arch)
+    hub = arch.startswith("hf-hub:")
+    cfg = _open_clip_hub_config(arch) if hub else open_clip.get_model_config(arch)
     if cfg is None:
         import difflib
 
@@ -233,7 +288,7 @@ def _open_clip(arch: str) -> dict[str, Any]:
         "final_norm": "trunk.norm" if timm_trunk else "ln_post",
         "token_pool": "cls",
         "convert": KeyConversion(keep_prefix="visual."),
-        "model_kwargs": {"arch": arch},
+        "model_kwargs": {} if hub else {"arch": arch},
     }
 
 

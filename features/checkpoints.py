@@ -1,53 +1,221 @@
-"""Reading a published checkpoint, converting its keys by the entry's declared rules, loading strictly.
+"""Reading a published checkpoint, finding its state dict, converting its keys by the entry's
+declared rules, loading strictly.
 
-A partial load never passes: a model key the checkpoint lacks, a checkpoint key the model
-has no place for (after the entry's declared conversion) or a shape mismatch is a
-`CrsbenchError` naming the first few keys. Pickled checkpoints load with `weights_only=True`.
+* The file is read by what it holds, not its name: safetensors, or a torch checkpoint (zip or
+  legacy). Anything else, a truncated header or tensors on the `meta` device is one
+  `CrsbenchError`. Torch checkpoints load with `weights_only=True`; one holding pickled Python
+  objects (a training checkpoint's argparse Namespace) loads only under `--trust-pickle`
+  (`features.weights.pickle_policy`), after a one-line warning naming the file; otherwise the
+  refusal gives the command that converts it once to tensors only (`convert_to_safetensors`).
+* Publishers nest their state dict: the candidates are the file itself and its `model`,
+  `state_dict`, `module`, `model_ema` and `state_dict_ema` entries (in that order), each without a
+  DataParallel `module.` prefix; the first that fits the architecture exactly is loaded and
+  recorded (`features.weights.note_load`). An entry declaring `state_key` takes only that entry.
+* A declared conversion is required, not optional: a file without the declared `state_key`, with
+  no key under `keep_prefix`, no key a `rename` applies to, or no `q_bias` to merge is not in
+  the entry's layout, and is refused naming what was expected and the keys seen.
+* A partial load never passes: a model key the checkpoint lacks, a checkpoint key the model has
+  no place for (after the conversion) or a shape mismatch names the first few keys.
 """
 
 from __future__ import annotations
 
+import os
+import pickle
+import re
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 from torch import nn
 
+from crsbench.features.hub import CrsbenchWarning
 from crsbench.features.registry import KeyConversion
-from crsbench.features.weights import WEIGHT_SUFFIXES
+from crsbench.features.weights import WEIGHT_SUFFIXES, note_load, pickles_trusted
 from crsbench.ingest.types import CrsbenchError
 
 SHOWN = 4
+STATE_KEYS = ("model", "state_dict", "module", "model_ema", "state_dict_ema")
+DATA_PARALLEL = "module."
+# safetensors metadata of `convert_to_safetensors`: keys "<entry>/<name>" are a nested dict's.
+NESTED_META = "crsbench.nested"
+NESTED_SEP = "/"
 
 
-def read_state_dict(path: Path) -> dict[str, Any]:
-    """The raw dict stored in a weight file (or the first weight file of a folder)."""
-    if path.is_dir():
-        files = sorted(p for p in path.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
-        if not files:
-            raise CrsbenchError(f"no weight file ({', '.join(WEIGHT_SUFFIXES)}) in {path}")
-        path = files[0]
-    if path.suffix == ".safetensors":
-        from safetensors.torch import load_file
+def _show(keys: list[str]) -> str:
+    return ", ".join(keys[:SHOWN]) + (", ..." if len(keys) > SHOWN else "")
 
-        try:
-            return dict(load_file(str(path)))
-        except Exception as exc:
-            raise CrsbenchError(f"cannot read weights {path}: {str(exc).splitlines()[0]}") from None
+
+def _seen(keys: list[str]) -> str:
+    return f"keys seen: {_show(keys)} ({len(keys)} keys)" if keys else "the file holds no keys"
+
+
+# -- reading ------------------------------------------------------------------------------------
+
+
+def weight_file(path: Path) -> Path:
+    """`path` itself, or the one weight file of a folder (two candidates are an error naming both)."""
+    if not path.is_dir():
+        return path
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
+    if not files:
+        raise CrsbenchError(f"no weight file ({', '.join(WEIGHT_SUFFIXES)}) in {path}")
+    if len(files) > 1:
+        raise CrsbenchError(
+            f"{path} holds {len(files)} candidate weight files ({', '.join(p.name for p in files)}); "
+            f"pass the one to use with --weights {path}/<file>"
+        )
+    return files[0]
+
+
+def file_format(path: Path) -> str:
+    """'safetensors', 'torch' or a CrsbenchError: read from the file's first bytes."""
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:
-        raise CrsbenchError(f"cannot read weights {path}: {str(exc).splitlines()[0]}") from None
+        with open(path, "rb") as f:
+            head = f.read(9)
+    except OSError as exc:
+        raise CrsbenchError(f"cannot read weights {path}: {exc.strerror or exc}") from None
+    if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80":  # torch zip archive / legacy pickle format
+        return "torch"
+    if len(head) == 9 and head[8:9] == b"{":  # 8-byte header length, then the JSON header
+        return "safetensors"
+    raise CrsbenchError(
+        f"weights {path} are neither a safetensors file nor a torch checkpoint "
+        f"({'empty' if not head else 'first bytes ' + head.hex()})"
+    )
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """The dict stored in a weight file (or a folder's one weight file), tensors on the CPU."""
+    path = weight_file(path)
+    state = _read_safetensors(path) if file_format(path) == "safetensors" else _read_torch(path)
     if not isinstance(state, dict):
-        raise CrsbenchError(f"weights {path} do not hold a state dict")
+        raise CrsbenchError(f"weights {path} do not hold a dict of tensors but a {type(state).__name__}")
+    meta = [name for name, t in _tensors(state) if t.is_meta]
+    if meta:
+        raise CrsbenchError(
+            f"weights {path} hold {len(meta)} tensors on the meta device, without data ({_show(meta)}); "
+            f"save the model after its weights are materialised"
+        )
     return state
 
 
-def convert(state: dict[str, Any], rules: KeyConversion) -> dict[str, torch.Tensor]:
-    """Apply the entry's declared key conversion (see `KeyConversion`)."""
-    if rules.state_key is not None and isinstance(state.get(rules.state_key), dict):
-        state = state[rules.state_key]
-    if rules.keep_prefix and any(k.startswith(rules.keep_prefix) for k in state):
+def _tensors(state: dict[str, Any], depth: int = 2) -> list[tuple[str, torch.Tensor]]:
+    out = []
+    for name, value in state.items():
+        if isinstance(value, torch.Tensor):
+            out.append((str(name), value))
+        elif isinstance(value, dict) and depth > 1:
+            out.extend((f"{name}.{k}", v) for k, v in _tensors(value, depth - 1))
+    return out
+
+
+def _read_safetensors(path: Path) -> dict[str, Any]:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt", device="cpu") as f:
+            nested = (f.metadata() or {}).get(NESTED_META) == NESTED_SEP
+            flat = {k: f.get_tensor(k) for k in f.keys()}  # noqa: SIM118 - safe_open is not a dict
+    except Exception as exc:  # safetensors raises its own error types (truncated or corrupt headers)
+        raise CrsbenchError(f"cannot read weights {path}: {_first_line(exc)}") from None
+    if not nested:
+        return flat
+    out: dict[str, Any] = {}
+    for key, tensor in flat.items():
+        outer, sep, inner = key.partition(NESTED_SEP)
+        if sep:
+            out.setdefault(outer, {})[inner] = tensor
+        else:
+            out[key] = tensor
+    return out
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _read_torch(path: Path, trust: bool | None = None) -> Any:
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError as exc:
+        if "weights only" not in str(exc).lower():
+            raise CrsbenchError(f"cannot read weights {path}: {_first_line(exc)}") from None
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        what = f" ({found.group(1)})" if found else ""
+        if not (pickles_trusted() if trust is None else trust):
+            raise CrsbenchError(
+                f"weights {path} hold pickled Python objects{what}, which run code as they load; "
+                f"if you trust the file, rerun with --trust-pickle, or convert it once to tensors only: "
+                f"crsbench weights convert {path} {path.with_suffix('.safetensors')}"
+            ) from None
+        warnings.warn(
+            f"loading {path} with weights_only=False (--trust-pickle): it holds pickled Python objects{what}",
+            CrsbenchWarning,
+            stacklevel=2,
+        )
+        try:
+            return torch.load(path, map_location="cpu", weights_only=False)
+        except Exception as inner:  # whatever the pickle raises: one line naming the file
+            raise CrsbenchError(f"cannot read weights {path}: {_first_line(inner)}") from None
+    except Exception as exc:  # torch's zip and storage errors: one line naming the file
+        raise CrsbenchError(f"cannot read weights {path}: {_first_line(exc)}") from None
+
+
+# -- choosing and converting the state dict -----------------------------------------------------
+
+
+def _is_state(value: Any) -> bool:
+    return isinstance(value, dict) and bool(value) and all(isinstance(v, torch.Tensor) for v in value.values())
+
+
+def candidates(raw: dict[str, Any], rules: KeyConversion, source: str, encoder_id: str) -> list[tuple[str, dict]]:
+    """(label, state dict) pairs the file offers, in the order they are tried."""
+    if rules.state_key is not None:
+        if not isinstance(raw.get(rules.state_key), dict):
+            raise CrsbenchError(
+                f"weights {source} are not in the layout encoder {encoder_id!r} declares: no "
+                f"{rules.state_key!r} entry (state_key); top-level {_seen([str(k) for k in raw])}"
+            )
+        found = [(repr(rules.state_key), raw[rules.state_key])]
+    else:
+        found = [("top-level", raw)] + [(repr(k), raw[k]) for k in STATE_KEYS if isinstance(raw.get(k), dict)]
+    out = []
+    for label, state in found:
+        if not _is_state(state):
+            continue
+        if all(str(k).startswith(DATA_PARALLEL) for k in state):
+            state = {k[len(DATA_PARALLEL) :]: v for k, v in state.items()}
+            label += " without its DataParallel 'module.' prefix"
+        out.append((label, state))
+    if not out:
+        raise CrsbenchError(
+            f"weights {source} hold no state dict (a dict of tensors) at the top level or under "
+            f"{', '.join(repr(k) for k in STATE_KEYS)}; top-level {_seen([str(k) for k in raw])}"
+        )
+    return out
+
+
+def layout_gap(state: dict[str, torch.Tensor], rules: KeyConversion) -> str | None:
+    """What of the declared conversion `state` does not match (None when it all applies)."""
+    keys = list(state)
+    if rules.keep_prefix and not any(k.startswith(rules.keep_prefix) for k in keys):
+        return f"no key starts with {rules.keep_prefix!r} (keep_prefix)"
+    if rules.keep_prefix:
+        keys = [k for k in keys if k.startswith(rules.keep_prefix)]
+    for old, new in rules.rename.items():
+        if not any(old in k for k in keys):
+            return f"no key contains {old!r} (rename to {new!r})"
+    if rules.merge_qv_bias and not any(k.endswith(".q_bias") for k in keys):
+        return "no attention q_bias / v_bias keys to merge (merge_qv_bias)"
+    return None
+
+
+def convert(state: dict[str, torch.Tensor], rules: KeyConversion) -> dict[str, torch.Tensor]:
+    """Apply the entry's declared key conversion (see `KeyConversion`) to one state dict."""
+    if rules.keep_prefix:
         n = len(rules.keep_prefix)
         state = {k[n:]: v for k, v in state.items() if k.startswith(rules.keep_prefix)}
     out: dict[str, torch.Tensor] = {}
@@ -60,8 +228,6 @@ def convert(state: dict[str, Any], rules: KeyConversion) -> dict[str, torch.Tens
             continue
         for old, new in rules.rename.items():
             name = name.replace(old, new)
-        if not isinstance(value, torch.Tensor):
-            raise CrsbenchError(f"checkpoint entry {name!r} is not a tensor ({type(value).__name__})")
         out[name] = value
     return _merge_qv_bias(out) if rules.merge_qv_bias else out
 
@@ -79,8 +245,7 @@ def _merge_qv_bias(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return out
 
 
-def _show(keys: list[str]) -> str:
-    return ", ".join(keys[:SHOWN]) + (", ..." if len(keys) > SHOWN else "")
+# -- loading --------------------------------------------------------------------------------------
 
 
 def mismatch_message(missing: list[str], unexpected: list[str], shapes: list[str]) -> str:
@@ -94,25 +259,94 @@ def mismatch_message(missing: list[str], unexpected: list[str], shapes: list[str
     return "; ".join(parts)
 
 
+def problems(
+    expected: dict[str, tuple[int, ...]], state: dict[str, torch.Tensor], allow_missing: tuple[str, ...] = ()
+) -> tuple[list[str], list[str], list[str]]:
+    """(missing, unexpected, shape mismatches) of `state` against the model's key shapes."""
+    missing = [k for k in expected if k not in state and not (allow_missing and k.startswith(allow_missing))]
+    unexpected = [k for k in state if k not in expected]
+    shapes = [
+        f"{k} {tuple(v.shape)} vs model {expected[k]}"
+        for k, v in state.items()
+        if k in expected and tuple(v.shape) != expected[k]
+    ]
+    return missing, unexpected, shapes
+
+
 def load_strict(
     model: nn.Module, state: dict[str, torch.Tensor], source: str, encoder_id: str, allow_missing: tuple[str, ...] = ()
 ) -> None:
     """Load `state` into `model`; every key must match in name and shape."""
-    expected = model.state_dict()
-    missing = [k for k in expected if k not in state and not k.startswith(allow_missing or ("\0",))]
-    unexpected = [k for k in state if k not in expected]
-    shapes = [
-        f"{k} {tuple(v.shape)} vs model {tuple(expected[k].shape)}"
-        for k, v in state.items()
-        if k in expected and tuple(v.shape) != tuple(expected[k].shape)
-    ]
-    if missing or unexpected or shapes:
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    found = problems(expected, state, allow_missing)
+    if any(found):
         raise CrsbenchError(
-            f"weights {source} do not fit encoder {encoder_id!r} "
-            f"({type(model).__name__}): {mismatch_message(missing, unexpected, shapes)}"
+            f"weights {source} do not fit encoder {encoder_id!r} ({type(model).__name__}): {mismatch_message(*found)}"
         )
     model.load_state_dict(state, strict=False)
 
 
-def load_checkpoint(model: nn.Module, path: Path, rules: KeyConversion, encoder_id: str) -> None:
-    load_strict(model, convert(read_state_dict(path), rules), str(path), encoder_id, rules.allow_missing)
+def load_checkpoint(model: nn.Module, path: Path, rules: KeyConversion, encoder_id: str) -> str:
+    """Load the first of the file's state dicts that fits `model` exactly; returns (and records) which."""
+    path = weight_file(path)
+    source = str(path)
+    expected = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    tried: list[tuple[int, str, tuple[list[str], list[str], list[str]]]] = []
+    gaps: list[str] = []
+    for label, state in candidates(read_checkpoint(path), rules, source, encoder_id):
+        gap = layout_gap(state, rules)
+        if gap is not None:
+            gaps.append(f"{gap}; {_seen(list(state))}")
+            continue
+        converted = convert(state, rules)
+        found = problems(expected, converted, rules.allow_missing)
+        if not any(found):
+            model.load_state_dict(converted, strict=False)
+            note_load(source, label)
+            return label
+        tried.append((sum(len(p) for p in found), label, found))
+    if not tried:
+        raise CrsbenchError(f"weights {source} are not in the layout encoder {encoder_id!r} declares: {gaps[0]}")
+    _, label, found = min(tried, key=lambda t: t[0])
+    where = f" (closest: the {label} state dict)" if label != "top-level" or len(tried) > 1 else ""
+    raise CrsbenchError(
+        f"weights {source} do not fit encoder {encoder_id!r} ({type(model).__name__}){where}: {mismatch_message(*found)}"
+    )
+
+
+# -- `crsbench weights convert` ----------------------------------------------------------------------
+
+
+def convert_to_safetensors(source: Path, out: Path) -> dict[str, int]:
+    """Write the tensors of a checkpoint to `out` (safetensors), pickled objects left behind.
+
+    The file is read trusting its pickles (the user named it for conversion; the warning still
+    says so). Kept: top-level tensors and every top-level dict of tensors (`model`,
+    `model_ema`, ...) under `<entry>/<key>` names that reading restores, so an entry's declared
+    `state_key` applies to the converted file as to the original. Returns {part: tensors kept}."""
+    from safetensors.torch import save_file
+
+    path = weight_file(source)
+    raw = _read_safetensors(path) if file_format(path) == "safetensors" else _read_torch(path, trust=True)
+    if not isinstance(raw, dict):
+        raise CrsbenchError(f"weights {path} do not hold a dict but a {type(raw).__name__}")
+    flat: dict[str, torch.Tensor] = {}
+    kept: dict[str, int] = {}
+    for name, value in raw.items():
+        if isinstance(value, torch.Tensor):
+            flat[str(name)] = value
+            kept["top-level"] = kept.get("top-level", 0) + 1
+        elif _is_state(value):
+            flat.update({f"{name}{NESTED_SEP}{k}": v for k, v in value.items()})
+            kept[str(name)] = len(value)
+    if not flat:
+        raise CrsbenchError(f"weights {path} hold no tensors or state dicts to convert")
+    if any(t.is_meta for t in flat.values()):
+        raise CrsbenchError(f"weights {path} hold tensors on the meta device, without data")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.partial")
+    save_file(
+        {k: v.detach().to("cpu").contiguous().clone() for k, v in flat.items()}, str(tmp), {NESTED_META: NESTED_SEP}
+    )
+    os.replace(tmp, out)
+    return kept

@@ -259,7 +259,9 @@ def retfound(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 # PanDerm is CAE/BEiT-style (PanDerm classification/models/modeling_finetune.py): the encoder's
 # keys sit under "encoder.", attention has q_bias/v_bias and no key bias, and blocks carry
-# layer scales gamma_1/gamma_2, which timm's ViT holds as qkv.bias and ls1/ls2.gamma.
+# layer scales gamma_1/gamma_2, which timm's ViT holds as qkv.bias and ls1/ls2.gamma. Its
+# fine-tuning code takes the state dict under "model" or "module" when there is one, else the
+# file itself, as crsbench's loader does for every entry (no state_key, which would require it).
 @register_encoder(
     "panderm",
     family="PanDerm",
@@ -274,7 +276,6 @@ def retfound(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     **TIMM_VIT,
     lora_targets=VIT_LORA,
     convert=KeyConversion(
-        state_key="model",
         keep_prefix="encoder.",
         drop_prefixes=("head.",),
         merge_qv_bias=True,

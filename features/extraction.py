@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from crsbench.features.store import (
     claim_dataset,
     depth_key,
 )
+from crsbench.features.weights import download_policy, fingerprint, planned_weights, recording_loads
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
 
 
@@ -55,6 +57,48 @@ def _resolve_device(device: str) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CrsbenchError("--device cuda requested but no CUDA device is available")
     return dev
+
+
+def _source(entry: EncoderEntry, weights: str | None) -> list[list[Any]] | None:
+    """The fingerprint of the files building `entry` reads (None when there are none)."""
+    try:
+        with download_policy(False):
+            return fingerprint(planned_weights(entry, Path(weights) if weights else None))
+    except CrsbenchError:
+        return None
+
+
+def check_same_weights(
+    store: FeatureStore, ref: FeatureSetRef, entry: EncoderEntry, weights: str | None, build: Any
+) -> None:
+    """Return if the complete set `ref` was made with the weights `entry` resolves to now; else a
+    CrsbenchError naming both hashes and the two ways out.
+
+    The same files as recorded (path, size, mtime) are the same weights; otherwise the model is
+    built and its weights hash decides. Explicit `weights` that cannot be used are an error;
+    weights that are not local at all leave the set as it stands."""
+    attrs = store.attrs(ref)
+    try:
+        with download_policy(False):
+            source = planned_weights(entry, Path(weights) if weights else None)
+    except CrsbenchError:
+        if weights is not None:
+            raise
+        return
+    if fingerprint(source) == attrs.get("weights_source"):
+        return
+    new = state_dict_hash(build())
+    old = str(attrs.get("weights_hash") or "")
+    if new == old:  # the same weights in other files: remember these, so the next check is cheap
+        store.root(writable=True)[ref.path].attrs["weights_source"] = fingerprint(source)
+        return
+    where = f" ({source})" if source is not None else " (random-init)"
+    raise CrsbenchError(
+        f"feature set {ref.path} in {store.url} was extracted with weights {old[:16]}, but the weights "
+        f"given now{where} hash {new[:16]}; rerun with --force to replace the set (the probe fits "
+        f"trained on it are retired, as 'ingest --replace' does), or register the new weights under a "
+        f"new encoder id (an [encoder.<id>] table with weights = ...) so both stay comparable"
+    )
 
 
 def extract(
@@ -77,6 +121,7 @@ def extract(
     perturb_backend: str = "auto",
     threads: int | None = None,
     allow_download: bool | None = None,
+    trust_pickle: bool = False,
     pixel_processes: bool = True,
 ) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
@@ -109,10 +154,22 @@ def extract(
     dev = _resolve_device(device)
     backend = perturb_backend if perturb_backend != "auto" else ("numpy" if dev.type == "cpu" else "torch")
     ref = FeatureSetRef(dataset.name, entry.id, regime)
+    loads: list[dict[str, str]] = []
+    given = model is not None
+
+    def build() -> torch.nn.Module:
+        with recording_loads() as record:
+            built = entry.build(weights, allow_download=allow_download, trust_pickle=trust_pickle)
+        loads[:] = record
+        return built
+
     # Built before the store is touched (a bad checkpoint or absent weights writes nothing),
-    # unless the set is complete and will be skipped.
-    if model is None and (force or not store.is_complete(ref)):
-        model = entry.build(weights, allow_download=allow_download)
+    # unless the set is complete (with these weights) and will be skipped.
+    complete = store.is_complete(ref)
+    if model is None and complete and not force:
+        check_same_weights(store, ref, entry, weights, build)
+    if model is None and (force or not complete):
+        model = build()
     root = store.root(writable=True)
     claim_dataset(root, dataset, store.url)
 
@@ -121,7 +178,7 @@ def extract(
     if ref.path in root and root[ref.path].attrs.get("complete"):
         return {**dict(root[ref.path].attrs), "skipped": True}
     if model is None:  # the set looked complete a moment ago but is not (replaced meanwhile)
-        model = entry.build(weights, allow_download=allow_download)
+        model = build()
 
     weights_hash = state_dict_hash(model)
     model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
@@ -137,6 +194,9 @@ def extract(
         "perturb_backend": backend,
         "conditions": list(conditions),
         "code_version": __version__,
+        # Not resume keys: which files the weights came from, and which part of each was taken.
+        "weights_source": None if given else _source(entry, weights),
+        "weights_loaded": loads,
     }
     group = open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 

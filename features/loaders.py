@@ -14,7 +14,7 @@ import importlib
 import inspect
 import json
 import operator
-import sys
+import pickle
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,8 +24,15 @@ import torch
 from torch import nn
 
 from crsbench.features.checkpoints import load_checkpoint, mismatch_message
+from crsbench.features.hub import say
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.weights import FOLDER_LAYOUTS, WEIGHTS_ENV, resolve_weights, weights_status  # noqa: F401
+from crsbench.features.weights import (  # noqa: F401
+    FOLDER_LAYOUTS,
+    WEIGHTS_ENV,
+    note_load,
+    resolve_weights,
+    weights_status,
+)
 from crsbench.ingest.types import CrsbenchError
 
 INIT_SEED = 0
@@ -148,15 +155,16 @@ def hf_vision_model(
             str(path),
             local_files_only=True,
             dtype=torch.float32,
-            trust_remote_code=entry.trust_remote_code,
+            trust_remote_code=bool(entry.trust_remote_code),
             output_loading_info=True,
             ignore_mismatched_sizes=True,
             **_options(entry),
         )
-    except (OSError, ValueError, RuntimeError) as exc:
+    except (OSError, ValueError, RuntimeError, pickle.UnpicklingError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CrsbenchError(f"cannot load encoder {entry.id!r} from {path}: {first}") from None
     check_loading_report(entry, info, str(path), model)
+    note_load(str(path), "saved model folder")
     for candidate in vision_submodule:
         try:
             model = operator.attrgetter(candidate)(model)
@@ -247,10 +255,9 @@ def python_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     the callable is called only once `model_kwargs` bind to its signature.
     """
     module_name, _, attr = entry.checkpoint.partition(":")
-    print(
+    say(  # to the terminal even while the libraries' output is captured
         f"crsbench: encoder {entry.id!r} ({entry.origin}) runs Python code: "
-        f"importing module {module_name!r}, then calling {attr!r}",
-        file=sys.stderr,
+        f"importing module {module_name!r}, then calling {attr!r}"
     )
     try:
         fn = getattr(importlib.import_module(module_name), attr)

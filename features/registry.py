@@ -75,6 +75,8 @@ class EncoderEntry:
     reads timm's `num_prefix_tokens` and otherwise assumes one CLS token. `weights_path` is a
     user's own weight file or folder (TOML entries). `extra_repos` are
     further hub repos the entry needs besides its own (checked by `--check-weights`).
+    `trust_pickle` lets checkpoints holding pickled Python objects (training checkpoints with
+    an argparse Namespace) load with `weights_only=False`, as `--trust-pickle` does.
     """
 
     id: str
@@ -91,6 +93,7 @@ class EncoderEntry:
     pretrained: bool = True
     chest_only: bool = False
     trust_remote_code: bool = False
+    trust_pickle: bool = False
     final_norm: str | None = None
     token_pool: str = "cls"
     prefix_tokens: int | None = None
@@ -132,14 +135,19 @@ class EncoderEntry:
         out["model_kwargs"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model_kwargs.items()}
         return out
 
-    def build(self, weights: Path | str | None = None, *, allow_download: bool | None = None) -> nn.Module:
+    def build(
+        self, weights: Path | str | None = None, *, allow_download: bool | None = None, trust_pickle: bool = False
+    ) -> nn.Module:
         """Construct the model in eval mode; weights resolve offline unless downloads are allowed
-        (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`)."""
-        from crsbench.features.weights import download_policy
+        (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`), and pickled
+        checkpoints load only with `trust_pickle` (or the entry's flag). The libraries' own output
+        is captured (`features.hub`)."""
+        from crsbench.features.hub import library_calls
+        from crsbench.features.weights import download_policy, pickle_policy
 
         if self.constructor is None:
             raise CrsbenchError(f"encoder {self.id!r} has no constructor")
-        with download_policy(allow_download):
+        with download_policy(allow_download), pickle_policy(trust_pickle or self.trust_pickle), library_calls():
             model = self.constructor(self, Path(weights) if weights is not None else None)
         return model.eval()
 

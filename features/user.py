@@ -16,7 +16,8 @@ Data folders configure, never execute. A file is read at one of three trust leve
 `FOUND` (crsbench.toml beside the warehouse, read without being asked), `GIVEN` (named
 explicitly) and `CODE` (named explicitly with `allow_code`, the CLI's `--allow-code`). Only a
 `CODE` file may hold an entry that runs Python code: `source = "python"` (a `module:callable`),
-`trust_remote_code = true` (code shipped in a hub folder) or a `model_kwargs` key that
+`trust_remote_code = true` (code shipped in a hub folder), `trust_pickle = true` (unpickling
+runs the code a pickle names) or a `model_kwargs` key that
 switches such code on; anywhere else that entry is refused in one line naming the file, the
 entry and how to allow it. The flag comes down as a parameter: this module reads no
 `CRSBENCH_ALLOW_CODE` itself.
@@ -50,6 +51,7 @@ FOUND, GIVEN, CODE = "found", "given", "code"  # trust levels, lowest first
 _RANK = {FOUND: 0, GIVEN: 1, CODE: 2}
 # model_kwargs keys that make a library import code shipped with the weights.
 CODE_KWARGS = ("trust_remote_code", "code_revision")
+CODE_OVERRIDES = ("trust_remote_code", "trust_pickle")
 
 # field: (accepted types, description); `overrides`, `convert`, `model_kwargs` are tables.
 _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
@@ -79,6 +81,7 @@ _OVERRIDE_TYPES: dict[str, tuple[type, ...]] = {
     "weights_file": (str,),
     "extra_repos": (list,),
     "trust_remote_code": (bool,),
+    "trust_pickle": (bool,),
 }
 _CONVERT_TYPES = {f.name: f.type for f in dataclasses.fields(KeyConversion)}
 
@@ -200,8 +203,9 @@ def code_fields(table: Any) -> list[str]:
     if table.get("source") == "python":
         found.append(f"source = 'python' (model {table.get('model')!r})")
     overrides = table.get("overrides")
-    if isinstance(overrides, dict) and overrides.get("trust_remote_code") not in (None, False):
-        found.append(f"overrides.trust_remote_code = {overrides['trust_remote_code']!r}")
+    if isinstance(overrides, dict):
+        # trust_pickle too: unpickling a checkpoint runs whatever code the pickle names
+        found += [f"overrides.{k} = {overrides[k]!r}" for k in CODE_OVERRIDES if overrides.get(k) not in (None, False)]
     kwargs = table.get("model_kwargs")
     if isinstance(kwargs, dict):
         found += [f"model_kwargs.{k} = {kwargs[k]!r}" for k in CODE_KWARGS if kwargs.get(k) not in (None, False)]

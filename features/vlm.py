@@ -28,14 +28,17 @@ class HFGenerator:
         self.torch = torch
         self.max_new_tokens = max_new_tokens
         where = str(Path(model_id).expanduser()) if Path(model_id).expanduser().exists() else model_id
+        from crsbench.features.hub import library_calls
+
         try:
-            self.processor = AutoProcessor.from_pretrained(where, local_files_only=True, trust_remote_code=False)
-            self.model = (
-                AutoModelForImageTextToText.from_pretrained(where, local_files_only=True, trust_remote_code=False)
-                # transformers wraps .to with functools.wraps, which loses the method binding for mypy.
-                .to(device)  # type: ignore[arg-type]
-                .eval()
-            )
+            with library_calls():  # offline, transformers' own output captured
+                self.processor = AutoProcessor.from_pretrained(where, local_files_only=True, trust_remote_code=False)
+                self.model = (
+                    AutoModelForImageTextToText.from_pretrained(where, local_files_only=True, trust_remote_code=False)
+                    # transformers wraps .to with functools.wraps, which loses the method binding for mypy.
+                    .to(device)  # type: ignore[arg-type]
+                    .eval()
+                )
         except (OSError, ValueError) as exc:
             raise CrsbenchError(
                 f"cannot load model {model_id!r} offline (a local folder or a "

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
+from typing import Any
 
 from crsbench.features.registry import EncoderEntry
 from crsbench.ingest.types import CrsbenchError
@@ -32,6 +33,8 @@ FOLDER_LAYOUTS: dict[str, tuple[str, tuple[str, ...]]] = {
     "open_clip": ("open_clip_config.json", ("open_clip_pytorch_model.bin", "open_clip_model.safetensors")),
 }
 _ALLOW: ContextVar[bool | None] = ContextVar("crsbench_allow_download", default=None)
+_TRUST_PICKLE: ContextVar[bool] = ContextVar("crsbench_trust_pickle", default=False)
+_LOADS: ContextVar[list[dict[str, str]] | None] = ContextVar("crsbench_loads", default=None)
 
 
 def downloads_allowed() -> bool:
@@ -49,6 +52,39 @@ def download_policy(allow: bool | None) -> Iterator[None]:
         yield
     finally:
         _ALLOW.reset(token)
+
+
+def pickles_trusted() -> bool:
+    """Whether checkpoints holding pickled Python objects may be unpickled (`--trust-pickle`)."""
+    return _TRUST_PICKLE.get()
+
+
+@contextmanager
+def pickle_policy(trust: bool) -> Iterator[None]:
+    """Within the block, checkpoints with pickled Python objects load (True) or are refused (False)."""
+    token = _TRUST_PICKLE.set(trust)
+    try:
+        yield
+    finally:
+        _TRUST_PICKLE.reset(token)
+
+
+@contextmanager
+def recording_loads() -> Iterator[list[dict[str, str]]]:
+    """Collect, for the block, which file and which part of it every weights load took."""
+    loads: list[dict[str, str]] = []
+    token = _LOADS.set(loads)
+    try:
+        yield loads
+    finally:
+        _LOADS.reset(token)
+
+
+def note_load(file: str, state: str) -> None:
+    """Record one load (`state`: the part of the file taken, e.g. 'model', 'top-level')."""
+    loads = _LOADS.get()
+    if loads is not None:
+        loads.append({"file": file, "state": state})
 
 
 def hub_repo(entry: EncoderEntry) -> str | None:
@@ -95,9 +131,15 @@ def folder_gaps(entry: EncoderEntry, folder: Path) -> list[str]:
 
 
 def _weight_file_in(folder: Path, entry: EncoderEntry) -> Path | None:
+    """The entry's `weights_file` in the folder, else its one weight file (several: an error)."""
     if entry.weights_file and (folder / entry.weights_file).is_file():
         return folder / entry.weights_file
-    files = sorted(p for p in folder.iterdir() if p.name.endswith(WEIGHT_SUFFIXES))
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.name.endswith(WEIGHT_SUFFIXES))
+    if len(files) > 1:
+        raise CrsbenchError(
+            f"weights for encoder {entry.id!r}: {folder} holds {len(files)} candidate weight files "
+            f"({', '.join(p.name for p in files)}); pass the one to use with --weights {folder}/<file>"
+        )
     return files[0] if files else None
 
 
@@ -139,6 +181,8 @@ def resolve_weights(entry: EncoderEntry, weights: Path | None = None) -> Path:
 def _resolve_main(entry: EncoderEntry, weights: Path | None) -> Path:
     if weights is None and entry.weights_path:
         weights = Path(entry.weights_path)
+    if weights is None and local_checkpoint(entry):
+        weights = Path(entry.checkpoint)  # `hf:<folder>`: the folder is the weights
     if weights is not None:
         found, gaps = _local(entry, Path(weights))
         if found is None:
@@ -156,6 +200,31 @@ def _resolve_main(entry: EncoderEntry, weights: Path | None) -> Path:
         if found is not None:
             return found
     raise CrsbenchError(where_to_put(entry))
+
+
+def local_checkpoint(entry: EncoderEntry) -> bool:
+    """Whether the entry's checkpoint is a local folder (an `hf:<folder>` id)."""
+    return Path(entry.checkpoint).is_absolute() and Path(entry.checkpoint).is_dir()
+
+
+def planned_weights(entry: EncoderEntry, weights: Path | None = None) -> Path | None:
+    """The file or folder building `entry` reads (None for a random-init entry given none)."""
+    if weights is None and not entry.weights_path and not entry.pretrained and not local_checkpoint(entry):
+        return None
+    return resolve_weights(entry, weights)
+
+
+def fingerprint(path: Path | None) -> list[list[Any]] | None:
+    """[resolved path, bytes, mtime_ns] of the file, or of every file of the folder: a cheap
+    "same files as before" check (the weights hash decides when it differs)."""
+    if path is None:
+        return None
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.is_file())
+    out: list[list[Any]] = []
+    for file in files:
+        stat = file.stat()
+        out.append([str(file.resolve()), stat.st_size, stat.st_mtime_ns])
+    return out
 
 
 def from_hf_cache(entry: EncoderEntry, repo: str, *, download: bool = False) -> Path | None:

@@ -187,6 +187,7 @@ def test_the_same_factory_with_fitting_arguments_is_called(ingested_db, tmp_path
         ("[encoder.x.overrides]\ntrust_remote_code = true\n", "overrides.trust_remote_code = True"),
         ("[encoder.x.model_kwargs]\ntrust_remote_code = true\n", "model_kwargs.trust_remote_code = True"),
         ('[encoder.x.model_kwargs]\ncode_revision = "main"\n', "model_kwargs.code_revision = 'main'"),
+        ("[encoder.x.overrides]\ntrust_pickle = true\n", "overrides.trust_pickle = True"),
     ],
 )
 def test_trust_remote_code_only_from_an_explicit_file_with_allow_code(tmp_path, extra, field):
@@ -197,9 +198,11 @@ def test_trust_remote_code_only_from_an_explicit_file_with_allow_code(tmp_path, 
         with pytest.raises(CrsbenchError) as err:
             user.read_encoder_file(file, trust)
         assert f"[encoder.x] {field} would run Python code" in str(err.value) and hint in str(err.value)
-    if "code_revision" not in field:
-        (entry,) = user.read_encoder_file(file, user.CODE)
+    (entry,) = user.read_encoder_file(file, user.CODE) if "code_revision" not in field else (None,)
+    if "trust_remote_code" in field:
         assert entry.trust_remote_code and "trust_remote_code" not in entry.model_kwargs
+    if "trust_pickle" in field:
+        assert entry.trust_pickle
 
 
 def test_a_found_file_with_library_models_still_loads(tmp_path, capsys):

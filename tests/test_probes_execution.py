@@ -45,9 +45,7 @@ def test_two_worker_cluster_with_a_killed_worker_gives_the_same_rows_as_in_proce
                     killed.update(worker=worker, tasks=list(busy[worker]))
 
             remote, sink = collect()
-            summary = sweep(
-                setup, sink, batch_size=3, scheduler=cluster.scheduler_address, progress=kill_a_busy_worker
-            )
+            summary = sweep(setup, sink, batch_size=3, scheduler=cluster.scheduler_address, progress=kill_a_busy_worker)
     assert killed and killed["tasks"], "no worker was busy after the first result; nothing was killed"
     assert summary.batches == len(remote) == len(local) > 1
     expected = comparable(pd.concat([r for r, _ in local]))

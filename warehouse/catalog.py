@@ -17,6 +17,7 @@ from crsbench.features.registry import EncoderEntry, get_encoder
 from crsbench.features.store import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.retire import retire_for_new_weights
 
 _FEATURE_SET_COLUMNS = (
     "dataset_id",
@@ -105,14 +106,26 @@ def resolve_url(wh: Warehouse, store_url: str) -> str:
     return wh.resolve_path(store_url)
 
 
-def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> None:
-    """Insert or update the catalog row of one feature set (keyed by dataset, encoder, regime, store)."""
+def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> int:
+    """Insert or update the catalog row of one feature set (keyed by dataset, encoder, regime, store);
+    returns how many fits it retired (a set re-extracted with other weights)."""
     row = _row(portable_url(wh, store_url), ref, attrs)
     with wh.transaction() as con:
-        _upsert(con, row)
+        return _upsert(con, row)
 
 
-def _upsert(con: duckdb.DuckDBPyConnection, row: list[Any]) -> None:
+def _upsert(con: duckdb.DuckDBPyConnection, row: list[Any]) -> int:
+    """Write one catalog row; a row replacing one of other weights retires the fits trained on
+    the old set (`retire_for_new_weights`). Returns how many fits were retired."""
+    retired = 0
+    new_hash = row[_FEATURE_SET_COLUMNS.index("weights_hash")]
+    old = con.execute(
+        "select weights_hash from feature_sets where dataset_id = ? and encoder_id = ? and regime = ? "
+        "and store_url = ?",
+        row[:4],
+    ).fetchone()
+    if old is not None and old[0] and new_hash and old[0] != new_hash:
+        retired = retire_for_new_weights(con, row[3], (row[0], row[1], row[2]), old[0], new_hash)
     con.execute(
         "delete from feature_sets where dataset_id = ? and encoder_id = ? and regime = ? and store_url = ?", row[:4]
     )
@@ -122,6 +135,7 @@ def _upsert(con: duckdb.DuckDBPyConnection, row: list[Any]) -> None:
         f"values ({placeholders}, current_timestamp)",
         row,
     )
+    return retired
 
 
 def feature_sets(wh: Warehouse) -> pd.DataFrame:

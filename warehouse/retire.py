@@ -100,3 +100,32 @@ def retire_for_new_shift(con: duckdb.DuckDBPyConnection, source: str, target: st
         [source, f"shift:{target}", source],
     )
     return int(one_row(con.execute("select count(*) from retired_fits").fetchone())[0] - before)
+
+
+def retire_for_new_weights(
+    con: duckdb.DuckDBPyConnection, store_url: str, key: tuple[str, str, str], old_hash: str, new_hash: str
+) -> int:
+    """A feature set (`key` = dataset, encoder, regime) replaced by one of other weights
+    (`extract --force`): retire the fits trained on it and its old catalog row. Their ids carry
+    the old weights hash, so the next `probe` refits under new ids; going back to weights used
+    before restores the fits retired with them. Returns how many fits were retired."""
+    dataset, encoder_id, regime = key
+    before = one_row(con.execute("select count(*) from retired_fits").fetchone())[0]
+    of_set = "from runs where dataset_id = ? and encoder_id = ? and regime = ?"
+    con.execute(
+        f"insert into retired_fits select distinct fit_id, ?, ?, 'weights replaced', current_timestamp {of_set}",
+        [dataset, f"weights:{old_hash}", *key],
+    )
+    retired = int(one_row(con.execute("select count(*) from retired_fits").fetchone())[0] - before)
+    con.execute(
+        "delete from retired_fits where dataset_id = ? and data_digest = ? and fit_id in "
+        "(select fit_id from runs_all where dataset_id = ? and encoder_id = ? and regime = ?)",
+        [dataset, f"weights:{new_hash}", *key],
+    )
+    con.execute(
+        "insert into retired_feature_sets select dataset_id, encoder_id, regime, image_digest, "
+        "to_json(f), current_timestamp from feature_sets f "
+        "where dataset_id = ? and encoder_id = ? and regime = ? and store_url = ?",
+        [*key, store_url],
+    )
+    return retired

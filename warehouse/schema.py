@@ -280,16 +280,18 @@ RETIRED_FITS = Schema(
         Column(
             "data_digest",
             "VARCHAR",
-            f"Digest of the data the fit was made with ('shift:<target>' when a new shift target retired it). {_M} §1.",
+            f"Digest of the data the fit was made with ('shift:<target>' when a new shift target retired it, "
+            f"'weights:<weights hash>' when its feature set was re-extracted with other weights). {_M} §1.",
         ),
-        Column("reason", "VARCHAR", f"'dataset replaced' or 'shift target declared'. {_M} §1."),
+        Column("reason", "VARCHAR", f"'dataset replaced', 'shift target declared' or 'weights replaced'. {_M} §1."),
         Column("retired_at", "TIMESTAMP", f"When it was retired. {_M} §1."),
     ),
     since=4,
 )
 RETIRED_FEATURE_SETS = Schema(
     "retired_feature_sets",
-    f"One row per feature set retired because its dataset's images were replaced. {_M} §2.4.",
+    f"One row per feature set retired because its dataset's images were replaced or it was "
+    f"re-extracted with other weights. {_M} §2.4.",
     (
         Column("dataset_id", "VARCHAR", f"Dataset of the feature set. {_M} §1."),
         Column("encoder_id", "VARCHAR", f"Encoder of the feature set. {_M} §2."),

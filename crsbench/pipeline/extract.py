@@ -21,13 +21,15 @@ ALL_TINY = "all-tiny"
 class ExtractConfig:
     """How to extract: device, batch, storage and compute dtypes, the resume unit, a local checkpoint.
 
-    `weights` (a local file or model folder) applies to exactly one encoder; `force` redoes
-    complete feature sets; `encoder_files` are TOML files of user encoders (besides
-    $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse); `allow_code` lets entries of
-    `encoder_files` and $CRSBENCH_ENCODERS name Python code (also CRSBENCH_ALLOW_CODE=1; never
-    crsbench.toml's); `allow_download` lets hub ids fetch missing weights (default offline, or
-    CRSBENCH_ALLOW_DOWNLOAD=1); `threads` (CPU) is how many one-thread forwards run at once
-    (default: half the cores).
+    `weights` (a local file or model folder) applies to exactly one encoder; a complete feature
+    set made with other weights is refused, and `force` redoes complete feature sets (one
+    replaced by other weights retires the probe fits trained on it); `encoder_files` are TOML
+    files of user encoders (besides $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse);
+    `allow_code` lets entries of `encoder_files` and $CRSBENCH_ENCODERS name Python code (also
+    CRSBENCH_ALLOW_CODE=1; never crsbench.toml's); `allow_download` lets hub ids fetch missing
+    weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1); `trust_pickle` lets checkpoints
+    holding pickled Python objects load (`weights_only=False`); `threads` (CPU) is how many
+    one-thread forwards run at once (default: half the cores).
     """
 
     device: str = "cpu"
@@ -41,6 +43,7 @@ class ExtractConfig:
     allow_download: bool = False
     threads: int | None = None
     allow_code: bool = False
+    trust_pickle: bool = False
 
 
 def code_allowed(flag: bool = False) -> bool:
@@ -83,11 +86,13 @@ def extract_all(
 
     `encoders` may name 'all-tiny' and `datasets` 'all'. With 'all', chest-only encoders skip
     non-chest datasets (a cell that does not exist, never imputed); named explicitly, such a
-    pair is an error. Returns one row per pair: encoder, dataset, status, seconds.
+    pair is an error. Returns one row per pair: encoder, dataset, status, seconds, weights
+    (which file, and which part of it, the weights came from) and retired_fits.
     """
     from crsbench.features.extraction import extract
     from crsbench.features.registry import get_encoder, tiny_encoder_ids
     from crsbench.features.store import FeatureSetRef
+    from crsbench.features.weights import download_policy
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset
 
@@ -95,14 +100,24 @@ def extract_all(
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
         names = expand(datasets, list_datasets(wh), ALL_DATASETS)
         loaded = [read_dataset(wh, name) for name in names]
-    entries = [get_encoder(e) for e in expand(encoders, tiny_encoder_ids(), ALL_TINY)]
+    with download_policy(config.allow_download or None):  # `open_clip:hf-hub:` ids read the hub cache
+        entries = [get_encoder(e) for e in expand(encoders, tiny_encoder_ids(), ALL_TINY)]
     if config.weights is not None and len(entries) != 1:
         raise CrsbenchError("--weights applies to exactly one --encoder")
     rows = []
     for entry in entries:
         for ds in loaded:
             if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
-                rows.append({"encoder": entry.id, "dataset": ds.name, "status": "not applicable", "seconds": 0.0})
+                rows.append(
+                    {
+                        "encoder": entry.id,
+                        "dataset": ds.name,
+                        "status": "not applicable",
+                        "seconds": 0.0,
+                        "weights": "",
+                        "retired_fits": 0,
+                    }
+                )
                 continue
             attrs = extract(
                 ds,
@@ -117,17 +132,28 @@ def extract_all(
                 compute_dtype=config.compute_dtype,
                 chunk_rows=config.chunk_rows,
                 allow_download=config.allow_download or None,
+                trust_pickle=config.trust_pickle,
                 threads=config.threads,
             )
             with Warehouse.open(db) as wh:
                 catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
-                catalog.record_feature_set(wh, store_url, FeatureSetRef(ds.name, entry.id), attrs)
+                retired = catalog.record_feature_set(wh, store_url, FeatureSetRef(ds.name, entry.id), attrs)
             rows.append(
                 {
                     "encoder": entry.id,
                     "dataset": ds.name,
                     "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
                     "seconds": round(float(attrs.get("seconds", 0.0)), 2),
+                    "weights": describe_loads(attrs.get("weights_loaded") or []),
+                    "retired_fits": retired,
                 }
             )
-    return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds"])
+    return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds", "weights", "retired_fits"])
+
+
+def describe_loads(loads: Sequence[dict[str, str]]) -> str:
+    """Which part of which file the weights came from, e.g. "'model' of RETFound_mae.pth"."""
+    return "; ".join(
+        (Path(x["file"]).name if x["state"] == "top-level" else f"{x['state']} of {Path(x['file']).name}")
+        for x in loads
+    )
