@@ -74,10 +74,10 @@ class Bench:
             return wh.compact_parts()
 
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
-        """Run a read-only query in a sandbox (no file access beyond the warehouse's own parts);
-        a failing query is a CrsbenchError with DuckDB's first line."""
-        with Warehouse.open(self.db, read_only=True) as wh:
-            wh.lock_down()
+        """Run a read-only query in a sandbox (queries only; DuckDB opens no file, the warehouse's
+        own parts are read for it); a failing or refused query is a CrsbenchError with one line."""
+        with Warehouse.open(self.db, sandbox=True) as wh:
+            wh.check_query(query)
             try:
                 return wh.sql(query, params)
             except Exception as exc:  # duckdb raises many error types; all are the caller's query
