@@ -11,6 +11,8 @@ Schema versions and migrations live in `upgrade`, the shipped macros and views i
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -70,6 +72,7 @@ class Warehouse:
         self.path = Path(path) if path is not None else default_db_path()
         self.parts_dir = parts_dir_for(self.path.absolute())
         self.sandbox = sandbox
+        self._spill_dir: Path | None = None
         self.read_only = read_only or sandbox
         read_only = self.read_only
         self._closed = False
@@ -124,7 +127,8 @@ class Warehouse:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         target = self._connect_path()
         if self.sandbox:
-            return _sandbox.connect(self.path, lock_timeout_s)
+            self._spill_dir = Path(tempfile.mkdtemp(prefix="crsbench-sql-"))
+            return _sandbox.connect(self.path, lock_timeout_s, self._spill_dir)
         deadline = time.monotonic() + lock_timeout_s
         delay = 0.05
         while True:
@@ -154,7 +158,10 @@ class Warehouse:
 
     def close(self) -> None:
         self._closed = True
-        self.con.close()
+        if hasattr(self, "con"):
+            self.con.close()
+        if self._spill_dir is not None:
+            shutil.rmtree(self._spill_dir, ignore_errors=True)
 
     # -- schema ---------------------------------------------------------------------
 

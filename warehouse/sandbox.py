@@ -5,7 +5,9 @@ reads the pending Parquet parts through Arrow datasets that Python lists (so no 
 meets the folder's name: `st*r/`, `br[1]/`, spaces and unicode all work), and then has every file
 system access of DuckDB switched off and its configuration locked: DuckDB may open no file at all,
 so no `COPY ... TO`, `EXPORT`, `ATTACH` or `read_csv('/etc/passwd')`, not even into the parts
-folder. Statements other than queries are refused before they run (no CREATE, INSERT, SET).
+folder. (DuckDB itself keeps the attached file, its WAL names and the instance's spill folder
+accessible; the statement check below is what keeps a query from writing those.) Statements other
+than queries are refused before they run (no COPY, CREATE, INSERT, SET, PRAGMA).
 
 The instance is the sandbox's own: settings never leak into another connection the process holds
 to the same file, and a second sandbox never finds the first one's locked configuration.
@@ -39,9 +41,13 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def connect(path: Path, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
-    """A private instance with `path` attached read-only and made the default database."""
-    con = duckdb.connect(":memory:")
+def connect(path: Path, lock_timeout_s: float, spill_dir: Path) -> duckdb.DuckDBPyConnection:
+    """A private instance with `path` attached read-only and made the default database.
+
+    DuckDB keeps its temporary directory (for spilling large queries) accessible with external
+    access off, so it is `spill_dir`, a fresh private folder, never the working directory's `.tmp`.
+    """
+    con = duckdb.connect(":memory:", config={"temp_directory": str(spill_dir)})
     name = quote_identifier(database_name(path))
     deadline = time.monotonic() + lock_timeout_s
     delay = 0.05
