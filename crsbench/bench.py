@@ -195,10 +195,30 @@ class Bench:
         config: ProbeConfig = ProbeConfig(),
         progress: ProgressFn | None = None,
     ) -> GridSummary:
-        """Fit the probe grid on cached features and record every evaluation (idempotent)."""
+        """Fit the probe grid on cached features and record every evaluation (idempotent); then fold
+        the run parts into the file (`config.compact`), so any DuckDB client reads it at rest."""
         from crsbench.pipeline.probe import probe_all
 
-        return probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
+        self._check_writable(config.compact)
+        summary = probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
+        return dataclasses.replace(summary, **self._fold(config.compact))
+
+    def _check_writable(self, compact: bool) -> None:
+        from crsbench.warehouse.connection import check_writable
+
+        check_writable(self.db, "probe" if compact else "probe --no-compact")
+
+    def _fold(self, compact: bool) -> dict[str, Any]:
+        """What a command that appended parts does last: fold them in unless told not to (or unsafe)."""
+        from crsbench.warehouse.compaction import fold_at_rest
+        from crsbench.warehouse.parts import data_parts, parts_dir_for
+
+        if compact:
+            folded = fold_at_rest(self.db)
+            return {"compacted": folded.parts, "pending_parts": folded.pending, "pending_reason": folded.reason}
+        pending = len(data_parts(parts_dir_for(self.db.absolute()) / "runs"))
+        reason = f"--no-compact; 'crsbench warehouse compact --db {self.db}' folds them" if pending else ""
+        return {"compacted": 0, "pending_parts": pending, "pending_reason": reason}
 
     def adapt(
         self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(), progress: ProgressFn | None = None

@@ -103,9 +103,7 @@ def test_forged_copy_into_the_parts_folder_writes_nothing(db, tmp_path):
     parts = Path(PARTS.format(db=db))
     forged = parts / "runs" / "part-99999999999999999999-forged00.parquet"
     source = str(parts / "runs" / "part-0*.parquet")
-    query = (
-        f"copy (select * replace (0.999 as auroc) from read_parquet('{source}')) to '{forged}' (format parquet)"
-    )
+    query = f"copy (select * replace (0.999 as auroc) from read_parquet('{source}')) to '{forged}' (format parquet)"
     done = subprocess.run(
         [sys.executable, "-m", "crsbench.cli", "sql", "--db", str(db), query],
         capture_output=True,

@@ -11,6 +11,7 @@ Schema versions and migrations live in `upgrade`, the shipped macros and views i
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 import time
@@ -347,6 +348,29 @@ class Warehouse:
         See `crsbench.warehouse.compaction.compact`.
         """
         return compact(self)
+
+
+def check_writable(db: Path | str, command: str) -> None:
+    """Refuse, before any work, a warehouse this process cannot write (a read-only file, folder or mount).
+
+    `command` names what the user ran; `--no-compact` does not help: the parts are written beside the file
+    and the file records them.
+    """
+    path = Path(db)
+    folder = parts_dir_for(path.absolute())
+    blocked = [
+        p for p in (path, folder, folder / "runs", path.absolute().parent) if p.exists() and not os.access(p, os.W_OK)
+    ]
+    if blocked:
+        does = (
+            f"still writes its run parts into {folder} and records them in the file"
+            if "--no-compact" in command
+            else f"writes its run parts into {folder} and folds them into the file"
+        )
+        raise CrsbenchError(
+            f"warehouse {path} is read-only (no write permission on {blocked[0]}): 'crsbench {command}' "
+            f"{does}; make it writable or give --db a writable copy"
+        )
 
 
 def _same_fields(a: pa.Schema, b: pa.Schema) -> bool:
