@@ -118,7 +118,8 @@ def test_forged_copy_into_the_parts_folder_writes_nothing(db, tmp_path):
     assert Bench(db).sql("select max(auroc) as a from runs")["a"].item() < 0.999
 
 
-@pytest.mark.parametrize("folder", ["st*r", "br[1]", "with space", "\u00fcn\u00efc\u00f8d\u00e9 \u96c6"])
+# `st*r`, `br[1]`, spaces and unicode: each once failed or read another folder's parts (one warehouse each is slow).
+@pytest.mark.parametrize("folder", ["st*r", "br[1] with space \u00fcn\u00efc\u00f8d\u00e9 \u96c6"])
 def test_sql_works_under_every_folder_name_before_and_after_compaction(tmp_path, folder):
     db = tmp_path / folder / "w.duckdb"
     decoy = tmp_path / folder.replace("*", "X").replace("[1]", "1") / "w.duckdb"  # what the name matches as a glob
