@@ -65,10 +65,12 @@ def compact(wh: Warehouse) -> int:
             for path in files:
                 path.unlink(missing_ok=True)
     _forget_missing(wh)
-    wh.apply_views()  # no pending parts left: the persisted views stop reading files
-    _rewrite_if_newer_storage(wh)
-    if live_sweeps(wh.parts_dir):
-        wh.expect_appends()  # ... unless a sweep still writes: its next parts must stay visible
+    # No pending parts left: the persisted views stop reading files, unless a sweep still writes
+    # (its next parts must stay visible to clients in the folder).
+    sweeping = bool(live_sweeps(wh.parts_dir))
+    wh.repoint_part_views(expect_appends=sweeping)
+    if _rewrite_if_newer_storage(wh) and sweeping:
+        wh.expect_appends()  # the reopened file's views were re-pointed without the sweep in mind
     return len(runs)
 
 
@@ -122,8 +124,9 @@ def _forget_missing(wh: Warehouse) -> None:
             )
 
 
-def _rewrite_if_newer_storage(wh: Warehouse) -> None:
-    """Rewrite a file created in DuckDB 2's storage format in the 1.4 one, so older clients open it.
+def _rewrite_if_newer_storage(wh: Warehouse) -> bool:
+    """Rewrite a file created in DuckDB 2's storage format in the 1.4 one, so older clients open it;
+    returns whether it did (and reopened `wh`).
 
     Warehouses created before crsbench wrote the compatible format are converted here, once.
     """
@@ -133,10 +136,10 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
         ).fetchone()
     )[0]
     if not version or version.startswith(STORAGE_COMPATIBILITY):
-        return
+        return False
     target = wh.path.with_name(f".tmp-{uuid.uuid4().hex}-{wh.path.name}")
     if "?" in str(target.absolute()):
-        return  # DuckDB cannot ATTACH such a path; the file stays in the newer format
+        return False  # DuckDB cannot ATTACH such a path; the file stays in the newer format
     source = parts.one_row(wh.con.execute("select current_database()").fetchone())[0]
     try:
         wh.con.execute(
@@ -154,3 +157,4 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
         Path(target).unlink(missing_ok=True)
         Path(str(target) + ".wal").unlink(missing_ok=True)
     wh.con = type(wh)(wh.path).con  # reopen the rewritten file (views re-pointed, columns synced)
+    return True

@@ -226,9 +226,14 @@ class Warehouse:
 
     def expect_appends(self) -> None:
         """Make the persisted part views read the parts folder: batches are about to be appended."""
+        self.repoint_part_views(expect_appends=True)
+
+    def repoint_part_views(self, expect_appends: bool = False) -> None:
+        """Re-create only the persisted `<kind>_parts` views (every other view reads them by name):
+        over the parts folder when parts are pending or `expect_appends`, else over no file."""
         if not self.read_only:
             with self._search_path(), self.transaction():
-                self._persisted_part_views(expect_appends=True)
+                self._persisted_part_views(expect_appends=expect_appends)
 
     @contextmanager
     def _search_path(self) -> Iterator[None]:
