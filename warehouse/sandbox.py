@@ -5,9 +5,9 @@ reads the pending Parquet parts through Arrow datasets that Python lists (so no 
 meets the folder's name: `st*r/`, `br[1]/`, spaces and unicode all work), and then has every file
 system access of DuckDB switched off and its configuration locked: DuckDB may open no file at all,
 so no `COPY ... TO`, `EXPORT`, `ATTACH` or `read_csv('/etc/passwd')`, not even into the parts
-folder. (DuckDB itself keeps the attached file, its WAL names and the instance's spill folder
-accessible; the statement check below is what keeps a query from writing those.) Statements other
-than queries are refused before they run (no COPY, CREATE, INSERT, SET, PRAGMA).
+folder, nor into the attached file or its WAL (DuckDB keeps those open to external-access-off
+connections; the local file system is disabled as well). Statements other than queries are refused
+before they run (no COPY, CREATE, INSERT, SET, PRAGMA).
 
 The instance is the sandbox's own: settings never leak into another connection the process holds
 to the same file, and a second sandbox never finds the first one's locked configuration.
@@ -100,8 +100,15 @@ def register_parts(con: duckdb.DuckDBPyConnection, kind: str, schema: pa.Schema,
 
 
 def lock(con: duckdb.DuckDBPyConnection) -> None:
-    """From now on DuckDB opens no file (the attached warehouse stays readable) and nothing can be turned back on."""
+    """From now on DuckDB opens no file (the attached warehouse stays readable through the handle it
+    holds) and nothing can be turned back on.
+
+    External access off still lets DuckDB open the attached file, its WAL names and the spill folder;
+    disabling the local file system on top closes those too (and any function that forgets the first
+    check), so a query that would spill to disk fails instead.
+    """
     con.execute("set enable_external_access = false")
+    con.execute("set disabled_filesystems = 'LocalFileSystem'")
     con.execute("set lock_configuration = true")
 
 
