@@ -74,10 +74,10 @@ class Bench:
             return wh.compact_parts()
 
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
-        """Run a read-only query in a sandbox (no file access beyond the warehouse's own parts);
-        a failing query is a CrsbenchError with DuckDB's first line."""
-        with Warehouse.open(self.db, read_only=True) as wh:
-            wh.lock_down()
+        """Run a read-only query in a sandbox (queries only; DuckDB opens no file, the warehouse's
+        own parts are read for it); a failing or refused query is a CrsbenchError with one line."""
+        with Warehouse.open(self.db, sandbox=True) as wh:
+            wh.check_query(query)
             try:
                 return wh.sql(query, params)
             except Exception as exc:  # duckdb raises many error types; all are the caller's query
@@ -203,10 +203,30 @@ class Bench:
         config: ProbeConfig = ProbeConfig(),
         progress: ProgressFn | None = None,
     ) -> GridSummary:
-        """Fit the probe grid on cached features and record every evaluation (idempotent)."""
+        """Fit the probe grid on cached features and record every evaluation (idempotent); then fold
+        the run parts into the file (`config.compact`), so any DuckDB client reads it at rest."""
         from crsbench.pipeline.probe import probe_all
 
-        return probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
+        self._check_writable(config.compact)
+        summary = probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
+        return dataclasses.replace(summary, **self._fold(config.compact))
+
+    def _check_writable(self, compact: bool) -> None:
+        from crsbench.warehouse.connection import check_writable
+
+        check_writable(self.db, "probe" if compact else "probe --no-compact")
+
+    def _fold(self, compact: bool) -> dict[str, Any]:
+        """What a command that appended parts does last: fold them in unless told not to (or unsafe)."""
+        from crsbench.warehouse.compaction import fold_at_rest
+        from crsbench.warehouse.parts import data_parts, parts_dir_for
+
+        if compact:
+            folded = fold_at_rest(self.db)
+            return {"compacted": folded.parts, "pending_parts": folded.pending, "pending_reason": folded.reason}
+        pending = len(data_parts(parts_dir_for(self.db.absolute()) / "runs"))
+        reason = f"--no-compact; 'crsbench warehouse compact --db {self.db}' folds them" if pending else ""
+        return {"compacted": 0, "pending_parts": pending, "pending_reason": reason}
 
     def adapt(
         self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(), progress: ProgressFn | None = None

@@ -29,7 +29,7 @@ def export_command(
     from crsbench.warehouse.connection import Warehouse
     from crsbench.warehouse.export import export
 
-    with Warehouse.open(db, read_only=True) as wh:
+    with Warehouse.open(db, sandbox=True) as wh:
         rows, text = export(wh, name, fmt, out, force=force)
     if text is not None:
         sys.stdout.write(text)

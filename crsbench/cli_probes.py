@@ -25,10 +25,19 @@ def render_probe(bench: Bench, summary: GridSummary) -> None:
             "runs": summary.runs,
             "batches": summary.batches,
             "by_others": summary.by_others,
+            "compacted": summary.compacted,
+            "pending_parts": summary.pending_parts,
+            "pending_reason": summary.pending_reason,
         },
         f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
         f"batches), {summary.skipped} of {summary.planned} already done"
-        + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else ""),
+        + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else "")
+        + (f"; {summary.compacted} run parts folded into {bench.db}" if summary.compacted else "")
+        + (
+            f"; {summary.pending_parts} run parts left pending ({summary.pending_reason})"
+            if summary.pending_parts
+            else ""
+        ),
     )
 
 
@@ -72,6 +81,14 @@ def probe_command(
     batch_size: Annotated[
         int, typer.Option("--batch-size", help="Fits per atomic batch of run records.")
     ] = DEFAULT_BATCH_SIZE,
+    no_compact: Annotated[
+        bool,
+        typer.Option(
+            "--no-compact",
+            help="Leave the run records as Parquet parts (default: fold them into the file at the end, "
+            "as 'crsbench warehouse compact' does, unless another sweep still writes).",
+        ),
+    ] = False,
     store: StoreOption = None,
     db: DbOption = default_db_path(),
 ) -> None:
@@ -84,6 +101,7 @@ def probe_command(
         seeds=tuple(seed),
         scheduler=scheduler,
         batch_size=batch_size,
+        compact=not no_compact,
     )
     with progress() as bar:
         summary = bench.probe(encoder, dataset, config, progress=bar)

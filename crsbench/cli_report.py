@@ -64,6 +64,8 @@ def status(db: DbOption = default_db_path()) -> None:
                 "panels": state.panels,
                 "analyses": state.analyses,
                 "incomplete_cells": state.incomplete_cells,
+                "pending_parts": state.pending_parts,
+                "sweeps_running": state.sweeps_running,
             }
         )
         return
@@ -73,6 +75,15 @@ def status(db: DbOption = default_db_path()) -> None:
         f"{counts['feature_sets_incomplete']} incomplete, {counts['runs']:,} runs, "
         f"{counts['panels']} panels, {counts['analyses']} analyses"
     )
+    if state.pending_parts:
+        running = f"; {state.sweeps_running} probe sweep(s) still writing" if state.sweeps_running else ""
+        console.print(
+            escape(
+                f"{state.pending_parts} run parts pending in {db}.parts{running}: crsbench reads them, a "
+                f"plain duckdb client only from the file's folder; 'crsbench warehouse compact --db {db}' "
+                f"folds them into the file"
+            )
+        )
     for title, frame in (
         ("datasets", state.datasets),
         ("encoders", state.encoders),

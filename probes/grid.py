@@ -64,6 +64,9 @@ class GridSummary:
     runs: int
     batches: int
     by_others: int = 0  # fits another concurrent sweep computed meanwhile
+    compacted: int = 0  # run parts folded into the warehouse file when the sweep ended
+    pending_parts: int = 0  # run parts left as Parquet files (--no-compact, or another writer active)
+    pending_reason: str = ""  # why they were left, and what folds them
 
 
 def _dataset_name(d: str | Dataset) -> str:

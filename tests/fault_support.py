@@ -74,7 +74,12 @@ def finish(proc: subprocess.Popen, timeout: float = 300) -> dict:
 
 
 def raw_runs(db: Path) -> pd.DataFrame:
-    """Every run row in the parts, duplicates included (the views may hide them)."""
+    """Every run row the warehouse holds, folded into the file or in the parts, duplicates included
+    (the views may hide them)."""
     folder = parts_dir_for(db) / "runs"
     frames = [pq.read_table(p).to_pandas() for p in sorted(folder.glob("part-*.parquet"))]
+    if db.exists():
+        with Warehouse.open(db, read_only=True) as wh:
+            frames.insert(0, wh.sql("select * exclude (part) from runs_compacted"))
+    frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()

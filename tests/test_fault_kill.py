@@ -51,8 +51,12 @@ def probed(tmp_path_factory):
     (base / "w").mkdir()
     db = synthetic_warehouse(base / "w")
     clean = _copy(db, base / "clean")
-    done = subprocess.run(
-        [*CLI, "--quiet", *PROBE_ARGS, "--db", str(clean)], env=env(), capture_output=True, text=True, timeout=600
+    done = subprocess.run(  # parts left pending: the compaction test kills `warehouse compact` folding them
+        [*CLI, "--quiet", *PROBE_ARGS, "--no-compact", "--db", str(clean)],
+        env=env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return db, clean, _runs(clean)

@@ -17,6 +17,10 @@ clock skew between NFS clients or an object store does not matter. Taking over i
 serialised by a second exclusive file (`<fit_id>.break`), so two sweeps that both see
 a stale claim cannot both win.
 
+Each sweep also keeps a marker `<parts>/claims/.sweep-<token>` for as long as it runs
+(refreshed with its claims), so a command that finishes can tell whether another sweep is
+still writing parts (`live_sweeps`) and leave the parts unfolded rather than fold under it.
+
 Safe where exclusive create is atomic: local disks, NFSv3 and later (Linux implements
 O_EXCL in the protocol), and S3 or S3-compatible stores with conditional writes (AWS
 since 2024, MinIO, R2) through s3fs >= 2025.7. Not on NFSv2 or a FUSE mount of an object
@@ -40,6 +44,7 @@ import pyarrow.parquet as pq
 from fsspec.implementations.local import LocalFileSystem
 
 DEFAULT_LEASE_S = 120.0
+SWEEP_PREFIX = ".sweep-"
 
 
 def _pid_alive(pid: int) -> bool:
@@ -77,6 +82,9 @@ class FitClaims:
         self.host = socket.gethostname()
         self.token = f"{self.host}:{os.getpid()}:{uuid.uuid4().hex}"
         self.held: set[str] = set()
+        self.marker = f"{self.folder}/{SWEEP_PREFIX}{self.token.replace(':', '-')}"
+        with self.fs.open(self.marker, "wb") as fh:
+            fh.write(json.dumps({"owner": self.token, "host": self.host, "pid": os.getpid()}).encode())
         self._done: set[str] = set()
         self._seen_parts: set[str] = set()
         self._lock = threading.Lock()
@@ -115,6 +123,7 @@ class FitClaims:
         self._stop.set()
         self._beat.join(timeout=5)
         self.release(list(self.held))
+        self._remove(self.marker)
 
     def __enter__(self) -> FitClaims:
         return self
@@ -193,10 +202,10 @@ class FitClaims:
         interval = max(0.05, self.lease_s / 4)
         while not self._stop.wait(interval):
             with self._lock:
-                held = list(self.held)
-            for fit_id in held:
+                held = [self._path(f) for f in self.held]
+            for path in [self.marker, *held]:
                 try:
-                    self._touch(self._path(fit_id))
+                    self._touch(path)
                 except OSError:
                     pass  # a transient store error: the next beat retries within the lease
         probe = f"{self.folder}/.clock-{self.token.replace(':', '-')}"
@@ -244,3 +253,27 @@ def _mtime(info: dict[str, Any]) -> float:
     if hasattr(value, "timestamp"):
         return float(value.timestamp())
     return float(value) if value is not None else time.time()
+
+
+def live_sweeps(parts_dir: Path, lease_s: float = DEFAULT_LEASE_S) -> list[str]:
+    """The markers of the sweeps still running on the local warehouse whose parts are `parts_dir`.
+
+    A marker is dead when its process on this host is gone, or when it has not been refreshed
+    within `lease_s` (a running sweep refreshes it every `lease_s / 4`). Reads only: nothing is written or removed.
+    """
+    folder = Path(parts_dir) / "claims"
+    if not folder.is_dir():
+        return []
+    live = []
+    for marker in sorted(folder.glob(SWEEP_PREFIX + "*")):
+        try:
+            holder = json.loads(marker.read_bytes() or b"{}")
+            age = time.time() - marker.stat().st_mtime
+        except FileNotFoundError:
+            continue
+        except ValueError:  # killed while writing its marker
+            holder, age = {}, time.time() - marker.stat().st_mtime
+        here = holder.get("host") == socket.gethostname() and isinstance(holder.get("pid"), int)
+        if age <= lease_s and not (here and not _pid_alive(holder["pid"])):
+            live.append(marker.name)
+    return live

@@ -8,10 +8,15 @@ Crash safety: the rows and the ledger entries naming their source parts are inse
 transaction; the source files are deleted only after it commits. If the process dies in between,
 the views already ignore those parts (the ledger says they are compacted) and the next read-write
 open deletes them.
+
+Commands that append parts (`crsbench probe`) fold them in as they finish (`fold_at_rest`), so a
+plain DuckDB client anywhere reads the file at rest; a sweep still running elsewhere keeps its parts,
+and the persisted views keep reading the parts folder while one runs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import uuid
 from pathlib import Path
@@ -19,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse import parts
+from crsbench.warehouse.claims import live_sweeps
 from crsbench.warehouse.upgrade import STORAGE_COMPATIBILITY
 
 if TYPE_CHECKING:
@@ -59,9 +65,52 @@ def compact(wh: Warehouse) -> int:
             for path in files:
                 path.unlink(missing_ok=True)
     _forget_missing(wh)
-    wh.apply_views()  # no pending parts left: the persisted views stop reading files
-    _rewrite_if_newer_storage(wh)
+    # No pending parts left: the persisted views stop reading files, unless a sweep still writes
+    # (its next parts must stay visible to clients in the folder).
+    sweeping = bool(live_sweeps(wh.parts_dir))
+    wh.repoint_part_views(expect_appends=sweeping)
+    if _rewrite_if_newer_storage(wh) and sweeping:
+        wh.expect_appends()  # the reopened file's views were re-pointed without the sweep in mind
     return len(runs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Folded:
+    """What a writing command's closing compaction did."""
+
+    parts: int  # runs parts folded into the file
+    pending: int = 0  # runs parts left as Parquet files
+    reason: str = ""  # why they were left ('' when nothing is left)
+
+
+def fold_at_rest(db: Path, lock_timeout_s: float = 5.0) -> Folded:
+    """Fold the pending parts into `db` as a command that appended them finishes.
+
+    Never blocks or breaks anything: when another sweep is still writing parts, or another process
+    holds the file (an analyst's open connection, another command) past `lock_timeout_s`, the parts
+    stay pending and `reason` says why and what folds them later.
+    """
+    from crsbench.warehouse.connection import Warehouse, WarehouseBusy
+
+    folder = parts.parts_dir_for(Path(db).absolute()) / "runs"
+    pending = len(parts.data_parts(folder))
+    if not pending:
+        return Folded(0)
+    later = f"'crsbench warehouse compact --db {db}' folds them"
+    try:
+        wh = Warehouse(db, lock_timeout_s=lock_timeout_s)
+    except WarehouseBusy:
+        return Folded(0, pending, f"another process has the file open; {later} once it is closed")
+    try:
+        # Checked under the file's write lock, which a sweep holds while it registers: a sweep
+        # starting now either is listed here or starts after this compaction has finished.
+        sweeps = live_sweeps(wh.parts_dir)
+        if sweeps:
+            return Folded(0, pending, f"{len(sweeps)} other sweep(s) still write parts; {later} when they end")
+        folded = compact(wh)
+        return Folded(folded, len(parts.data_parts(folder)))
+    finally:
+        wh.close()
 
 
 def _forget_missing(wh: Warehouse) -> None:
@@ -75,8 +124,9 @@ def _forget_missing(wh: Warehouse) -> None:
             )
 
 
-def _rewrite_if_newer_storage(wh: Warehouse) -> None:
-    """Rewrite a file created in DuckDB 2's storage format in the 1.4 one, so older clients open it.
+def _rewrite_if_newer_storage(wh: Warehouse) -> bool:
+    """Rewrite a file created in DuckDB 2's storage format in the 1.4 one, so older clients open it;
+    returns whether it did (and reopened `wh`).
 
     Warehouses created before crsbench wrote the compatible format are converted here, once.
     """
@@ -86,10 +136,10 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
         ).fetchone()
     )[0]
     if not version or version.startswith(STORAGE_COMPATIBILITY):
-        return
+        return False
     target = wh.path.with_name(f".tmp-{uuid.uuid4().hex}-{wh.path.name}")
     if "?" in str(target.absolute()):
-        return  # DuckDB cannot ATTACH such a path; the file stays in the newer format
+        return False  # DuckDB cannot ATTACH such a path; the file stays in the newer format
     source = parts.one_row(wh.con.execute("select current_database()").fetchone())[0]
     try:
         wh.con.execute(
@@ -107,3 +157,4 @@ def _rewrite_if_newer_storage(wh: Warehouse) -> None:
         Path(target).unlink(missing_ok=True)
         Path(str(target) + ".wal").unlink(missing_ok=True)
     wh.con = type(wh)(wh.path).con  # reopen the rewritten file (views re-pointed, columns synced)
+    return True

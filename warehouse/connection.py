@@ -12,6 +12,8 @@ Schema versions and migrations live in `upgrade`, the shipped macros and views i
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -27,6 +29,7 @@ import pyarrow.parquet as pq
 from crsbench.core import CrsbenchError
 from crsbench.core.constants import default_db_path
 from crsbench.warehouse import parts, upgrade
+from crsbench.warehouse import sandbox as _sandbox
 from crsbench.warehouse.compaction import compact
 from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, append_run_parts, glob_escape, parts_dir_for
@@ -42,6 +45,10 @@ class MissingPartsWarning(UserWarning):
     """Parts a read-write open once saw are gone; the views serve what remains."""
 
 
+class WarehouseBusy(CrsbenchError):
+    """Another process held the file's lock for longer than the open waits."""
+
+
 class Warehouse:
     """The DuckDB warehouse. Use `Warehouse.open(path)` as a context manager.
 
@@ -51,12 +58,24 @@ class Warehouse:
     temporary views over this copy's own parts, so a copied or moved warehouse, opened read-only or
     not from any working directory, reads its own runs. After `compact_parts()` the rows live in the
     file and the persisted views read no file at all.
+
+    `sandbox=True` opens it read-only for analysts' ad-hoc SQL in a private, locked DuckDB instance
+    that opens no file (`crsbench.warehouse.sandbox`); check each query with `check_query` first.
     """
 
-    def __init__(self, path: Path | str | None = None, read_only: bool = False, lock_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        path: Path | str | None = None,
+        read_only: bool = False,
+        lock_timeout_s: float = 30.0,
+        sandbox: bool = False,
+    ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self.parts_dir = parts_dir_for(self.path.absolute())
-        self.read_only = read_only
+        self.sandbox = sandbox
+        self._spill_dir: Path | None = None
+        self.read_only = read_only or sandbox
+        read_only = self.read_only
         self._closed = False
         self._reading_parts = False
         if read_only and not self.path.exists():
@@ -75,6 +94,8 @@ class Warehouse:
                 self.apply_views()
                 self._record_parts()
             self.missing_parts = self._missing_parts()
+            if sandbox:
+                _sandbox.lock(self.con)
         except BaseException:
             self.close()
             raise
@@ -90,8 +111,10 @@ class Warehouse:
 
     @classmethod
     @contextmanager
-    def open(cls, path: Path | str | None = None, read_only: bool = False) -> Iterator["Warehouse"]:
-        wh = cls(path, read_only=read_only)
+    def open(
+        cls, path: Path | str | None = None, read_only: bool = False, sandbox: bool = False
+    ) -> Iterator["Warehouse"]:
+        wh = cls(path, read_only=read_only, sandbox=sandbox)
         try:
             yield wh
         finally:
@@ -104,14 +127,19 @@ class Warehouse:
         if not self.read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         target = self._connect_path()
+        if self.sandbox:
+            self._spill_dir = Path(tempfile.mkdtemp(prefix="crsbench-sql-"))
+            return _sandbox.connect(self.path, lock_timeout_s, self._spill_dir)
         deadline = time.monotonic() + lock_timeout_s
         delay = 0.05
         while True:
             try:
                 return duckdb.connect(target, read_only=self.read_only, config=config)
             except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower() or time.monotonic() > deadline:
+                if "lock" not in str(exc).lower():
                     raise CrsbenchError(f"cannot open warehouse {self.path}: {exc}") from exc
+                if time.monotonic() > deadline:
+                    raise WarehouseBusy(f"cannot open warehouse {self.path}: {exc}") from exc
                 time.sleep(delay)
                 delay = min(delay * 2, 1.0)
             except duckdb.SerializationException as exc:
@@ -131,7 +159,10 @@ class Warehouse:
 
     def close(self) -> None:
         self._closed = True
-        self.con.close()
+        if hasattr(self, "con"):
+            self.con.close()
+        if self._spill_dir is not None:
+            shutil.rmtree(self._spill_dir, ignore_errors=True)
 
     # -- schema ---------------------------------------------------------------------
 
@@ -168,22 +199,20 @@ class Warehouse:
                     if files
                     else parts.file_free_sql(schema)
                 )
+            elif self.sandbox:  # no DuckDB glob, no DuckDB file access: Arrow reads the listed parts
+                files = parts.data_parts(folder)
+                relation = (
+                    _sandbox.register_parts(self.con, kind, schema, files) if files else parts.file_free_sql(schema)
+                )
             else:
                 present = folder.is_dir() and any(folder.glob(PART_PATTERN))
                 pattern = glob_escape(str(folder)) + "/" + PART_PATTERN if present else None
                 relation = parts.part_relation_sql(schema, pattern)
             self.con.execute(f"create or replace temp view {kind}_parts as {relation}")
 
-    def lock_down(self) -> None:
-        """Refuse, from now on, every file access but reading this warehouse's own parts.
-
-        For analysts' ad-hoc SQL: `COPY ... TO`, `read_csv('/etc/passwd')`, `ATTACH`, `INSTALL` fail,
-        and the configuration is locked so the query cannot turn access back on.
-        """
-        allowed = [str(self.parts_dir) + os.sep]
-        self.con.execute(f"set allowed_directories = [{', '.join(parts.sql_literal(a) for a in allowed)}]")
-        self.con.execute("set enable_external_access = false")
-        self.con.execute("set lock_configuration = true")
+    def check_query(self, query: str) -> None:
+        """Refuse a statement that is not a query (sandboxed opens: see `crsbench.warehouse.sandbox`)."""
+        _sandbox.check_query(self.con, query)
 
     def _persisted_part_views(self, expect_appends: bool = False) -> None:
         # Relative to the warehouse's directory, so a copy anywhere reads its own parts; a kind
@@ -197,9 +226,14 @@ class Warehouse:
 
     def expect_appends(self) -> None:
         """Make the persisted part views read the parts folder: batches are about to be appended."""
+        self.repoint_part_views(expect_appends=True)
+
+    def repoint_part_views(self, expect_appends: bool = False) -> None:
+        """Re-create only the persisted `<kind>_parts` views (every other view reads them by name):
+        over the parts folder when parts are pending or `expect_appends`, else over no file."""
         if not self.read_only:
             with self._search_path(), self.transaction():
-                self._persisted_part_views(expect_appends=True)
+                self._persisted_part_views(expect_appends=expect_appends)
 
     @contextmanager
     def _search_path(self) -> Iterator[None]:
@@ -319,6 +353,29 @@ class Warehouse:
         See `crsbench.warehouse.compaction.compact`.
         """
         return compact(self)
+
+
+def check_writable(db: Path | str, command: str) -> None:
+    """Refuse, before any work, a warehouse this process cannot write (a read-only file, folder or mount).
+
+    `command` names what the user ran; `--no-compact` does not help: the parts are written beside the file
+    and the file records them.
+    """
+    path = Path(db)
+    folder = parts_dir_for(path.absolute())
+    blocked = [
+        p for p in (path, folder, folder / "runs", path.absolute().parent) if p.exists() and not os.access(p, os.W_OK)
+    ]
+    if blocked:
+        does = (
+            f"still writes its run parts into {folder} and records them in the file"
+            if "--no-compact" in command
+            else f"writes its run parts into {folder} and folds them into the file"
+        )
+        raise CrsbenchError(
+            f"warehouse {path} is read-only (no write permission on {blocked[0]}): 'crsbench {command}' "
+            f"{does}; make it writable or give --db a writable copy"
+        )
 
 
 def _same_fields(a: pa.Schema, b: pa.Schema) -> bool:

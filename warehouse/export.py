@@ -1,6 +1,6 @@
 """Export any view, table or read-only query of the warehouse as CSV, Parquet, JSON, Markdown or LaTeX.
 
-The query runs in the read-only sandbox (`Warehouse.lock_down`); the file is written by Python,
+The query runs in the read-only sandbox (`Warehouse.open(..., sandbox=True)`); the file is written by Python,
 to a temporary name renamed into place, so an existing file is never half-overwritten and, without
 `force`, never touched at all.
 """
@@ -47,6 +47,7 @@ def relation_sql(wh: Warehouse, name_or_query: str) -> str:
 def query_table(wh: Warehouse, name_or_query: str) -> pa.Table:
     """The rows of a view, table or query as Arrow (the query's errors as one CrsbenchError line)."""
     sql = relation_sql(wh, name_or_query)
+    wh.check_query(sql)
     try:
         relation = wh.con.sql(sql)
         if relation is None:
@@ -154,7 +155,8 @@ def export(
         raise CrsbenchError(f"{out} already exists; give --force to overwrite it")
     if out is None and fmt == "parquet":
         raise CrsbenchError("parquet is binary: give --out FILE")
-    wh.lock_down()
+    if not wh.sandbox:
+        raise ValueError("export needs a warehouse opened with sandbox=True")
     table = query_table(wh, name_or_query)
     if out is None:
         return table.num_rows, render(table, fmt)

@@ -24,7 +24,9 @@ class ProbeConfig:
 
     An empty tuple means the protocol's default: every registered probe; logreg at all four
     depths and the other probes at full depth; fractions 0.01-1.0; seeds 0-4. `scheduler` is a dask.distributed address (None runs
-    in-process); `batch_size` is the number of fits per atomic batch of run records.
+    in-process); `batch_size` is the number of fits per atomic batch of run records. With
+    `compact` (the default) the parts are folded into the file when the sweep ends, unless another
+    sweep still writes (then they stay pending: `crsbench warehouse compact` folds them later).
     """
 
     probes: tuple[str, ...] = ()
@@ -33,6 +35,7 @@ class ProbeConfig:
     seeds: tuple[int, ...] = ()
     scheduler: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
+    compact: bool = True
 
 
 def choose_datasets(all_names: Sequence[str], requested: Sequence[str], pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -89,6 +92,10 @@ def probe_all(
     """Fit the grid and record every evaluation (idempotent: done fits are skipped)."""
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
 
+    def compacted_done() -> set[str]:
+        with Warehouse.open(db, read_only=True) as reader:
+            return reader.done_fit_ids()
+
     # The warehouse is held only while reading; run records are then added as Parquet parts
     # (no connection needed), so analysts can query during the sweep.
     with Warehouse.open(db) as wh:
@@ -99,16 +106,13 @@ def probe_all(
         done = wh.done_fit_ids()
         wh.expect_appends()  # the persisted views read the parts folder the sweep writes to
         sink = functools.partial(append_run_parts, wh.parts_dir)
-        parts_dir = wh.parts_dir
-    store = FeatureStore(store_url)
-    fits = plan(names, encoders, store, bool(datasets), config)
-
-    def compacted_done() -> set[str]:
-        with Warehouse.open(db, read_only=True) as reader:
-            return reader.done_fit_ids()
-
-    # Claims let several sweeps share one warehouse, each fit computed once (warehouse/claims.py).
-    with FitClaims(parts_dir, compacted_done=compacted_done) as claims:
+        # Claims let several sweeps share one warehouse, each fit computed once (warehouse/claims.py).
+        # Made while the file's write lock is held, so another command's closing compaction either
+        # sees this sweep and leaves the parts alone, or has finished before it starts.
+        claims = FitClaims(wh.parts_dir, compacted_done=compacted_done)
+    with claims:
+        store = FeatureStore(store_url)
+        fits = plan(names, encoders, store, bool(datasets), config)
         return run_grid(
             fits,
             loaded,

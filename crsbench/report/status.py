@@ -20,6 +20,8 @@ class WarehouseStatus:
     panels: pd.DataFrame  # panel, mode, frozen_at, n_members
     analyses: pd.DataFrame  # analysis, tables, created_at
     incomplete_cells: list[str] = dataclasses.field(default_factory=list)  # what each lacks
+    pending_parts: int = 0  # run parts not yet folded into the file (a plain client elsewhere cannot read them)
+    sweeps_running: int = 0  # probe sweeps still writing parts
 
     @property
     def n_runs(self) -> int:
@@ -94,4 +96,17 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         "max(created_at) as created_at from analyses group by analysis order by analysis",
         ["analysis", "tables", "created_at"],
     )
-    return WarehouseStatus(wh.schema_version(), datasets, encoders, feature_sets, runs, panels, analyses)
+    from crsbench.warehouse.claims import live_sweeps
+    from crsbench.warehouse.parts import data_parts
+
+    return WarehouseStatus(
+        wh.schema_version(),
+        datasets,
+        encoders,
+        feature_sets,
+        runs,
+        panels,
+        analyses,
+        pending_parts=len(data_parts(wh.parts_dir / "runs")),
+        sweeps_running=len(live_sweeps(wh.parts_dir)),
+    )
