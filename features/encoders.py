@@ -15,7 +15,6 @@ plugins (`user`).
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,18 +43,23 @@ OPEN_CLIP_IMAGE_TOWER = KeyConversion(keep_prefix="visual.")
 # The entries are data: listing them (`crsbench encoders`) imports no torch. The loaders (torch,
 # timm, transformers, open_clip) are imported when a constructor runs.
 def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = None, **kwargs: Any) -> nn.Module:
-    return importlib.import_module("crsbench.features.loaders").timm_model(entry, weights, arch, **kwargs)  # type: ignore[no-any-return]
+    from crsbench.features import loaders
+
+    return loaders.timm_model(entry, weights, arch, **kwargs)
 
 
 def hf_vision_model(
     entry: EncoderEntry, weights: Path | None, model_class: str = "AutoModel", vision_submodule: tuple[str, ...] = ()
 ) -> nn.Module:
-    loaders = importlib.import_module("crsbench.features.loaders")
-    return loaders.hf_vision_model(entry, weights, model_class, vision_submodule)  # type: ignore[no-any-return]
+    from crsbench.features import loaders
+
+    return loaders.hf_vision_model(entry, weights, model_class, vision_submodule)
 
 
 def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    return importlib.import_module("crsbench.features.loaders").open_clip_model(entry, weights)  # type: ignore[no-any-return]
+    from crsbench.features import loaders
+
+    return loaders.open_clip_model(entry, weights)
 
 
 # -- general-purpose ----------------------------------------------------------------------------
