@@ -51,19 +51,6 @@ def store_id(source: str, name: str) -> str:
     return f"{source}:{name.replace('/', '--')}"
 
 
-def library_defaults(fields: dict[str, Any]) -> dict[str, Any]:
-    """Input size, mean and std a library publishes for an entry's checkpoint (timm's
-    pretrained_cfg); empty when the entry declares them or the library has none."""
-    if fields.get("loader") != "timm" or {"input_size", "mean", "std"} <= set(fields):
-        return {}
-    import timm
-
-    cfg = timm.get_pretrained_cfg(str(fields.get("checkpoint")))
-    if cfg is None:
-        return {}
-    return {"input_size": int(cfg.input_size[-1]), "mean": tuple(cfg.mean), "std": tuple(cfg.std)}
-
-
 def _common(loader: str, checkpoint: str, constructor: Any) -> dict[str, Any]:
     return {
         "scope": "general",

@@ -3,23 +3,25 @@
 
 Checkpoint ids, input sizes and normalisation are the ones each publisher released
 (hub model cards / preprocessor configs, or the authors' inference code where the weights
-live outside the hub, noted in `source`); timm entries leave out what timm's pretrained_cfg
-already says. Checkpoints written `name:file` are published
-outside the Hugging Face Hub and must be placed under `$CRSBENCH_WEIGHTS/<id>/`. Where a
-published checkpoint's keys differ from the library model, the entry declares the conversion
-(`KeyConversion`); loading is strict, so anything the conversion does not account for is an
-error. Any other library model needs no entry (`timm:`/`hf:`/`open_clip:` ids, `by_id`), and a
-user's own models come from TOML files or plugins (`user`).
+live outside the hub, noted in `source`); timm entries write out what timm's pretrained_cfg
+says, so listing them needs no timm (tests/test_features_registry.py compares the two).
+Checkpoints written `name:file` are published outside the Hugging Face Hub and must be placed
+under `$CRSBENCH_WEIGHTS/<id>/`. Where a published checkpoint's keys differ from the library
+model, the entry declares the conversion (`KeyConversion`); loading is strict, so anything the
+conversion does not account for is an error. Any other library model needs no entry
+(`timm:`/`hf:`/`open_clip:` ids, `by_id`), and a user's own models come from TOML files or
+plugins (`user`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from torch import nn
-
-from crsbench.features.loaders import hf_vision_model, open_clip_model, timm_model
 from crsbench.features.registry import EncoderEntry, KeyConversion, register_encoder
+
+if TYPE_CHECKING:
+    from torch import nn
 
 IMAGENET = {"mean": (0.485, 0.456, 0.406), "std": (0.229, 0.224, 0.225)}
 HALF = {"mean": (0.5, 0.5, 0.5), "std": (0.5, 0.5, 0.5)}
@@ -38,6 +40,28 @@ HF_TEXT_TOWER = KeyConversion(drop_prefixes=("text_model.", "logit_scale", "logi
 OPEN_CLIP_IMAGE_TOWER = KeyConversion(keep_prefix="visual.")
 
 
+# The entries are data: listing them (`crsbench encoders`) imports no torch. The loaders (torch,
+# timm, transformers, open_clip) are imported when a constructor runs.
+def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = None, **kwargs: Any) -> nn.Module:
+    from crsbench.features import loaders
+
+    return loaders.timm_model(entry, weights, arch, **kwargs)
+
+
+def hf_vision_model(
+    entry: EncoderEntry, weights: Path | None, model_class: str = "AutoModel", vision_submodule: tuple[str, ...] = ()
+) -> nn.Module:
+    from crsbench.features import loaders
+
+    return loaders.hf_vision_model(entry, weights, model_class, vision_submodule)
+
+
+def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
+    from crsbench.features import loaders
+
+    return loaders.open_clip_model(entry, weights)
+
+
 # -- general-purpose ----------------------------------------------------------------------------
 
 
@@ -48,6 +72,8 @@ OPEN_CLIP_IMAGE_TOWER = KeyConversion(keep_prefix="visual.")
     domain="none",
     loader="timm",
     checkpoint="resnet50.a1_in1k",
+    input_size=224,
+    **IMAGENET,
     pooling="avgpool",
     depth_blocks=RESNET_STAGES,
     lora_targets=("conv1", "conv2", "conv3"),
@@ -63,6 +89,8 @@ def resnet50(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="timm",
     checkpoint="vit_base_patch16_224.augreg2_in21k_ft_in1k",
+    input_size=224,
+    **HALF,
     pooling="cls",
     **TIMM_VIT,
     lora_targets=VIT_LORA,
@@ -135,6 +163,8 @@ def dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="timm",
     checkpoint="vit_base_patch16_224.mae",
+    input_size=224,
+    **IMAGENET,
     pooling="mean",
     **TIMM_VIT,
     lora_targets=VIT_LORA,

@@ -6,12 +6,13 @@ Small inputs (64 px, 56 for patch 14) keep the demo at a few minutes on two CPU 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from torch import nn
-
-from crsbench.features.encoders import IMAGENET, RESNET_STAGES, TIMM_VIT, VIT_LORA
-from crsbench.features.loaders import timm_model
+from crsbench.features.encoders import IMAGENET, RESNET_STAGES, TIMM_VIT, VIT_LORA, timm_model
 from crsbench.features.registry import EncoderEntry, register_encoder
+
+if TYPE_CHECKING:
+    from torch import nn
 
 # Random init has no pretraining scope; three tiny entries carry *stand-in* scopes and
 # domains (named in their family) so the demo exercises E1's specialisation analysis.

@@ -152,11 +152,23 @@ class EncoderEntry:
         return model.eval()
 
 
+def library_defaults(fields: dict[str, Any]) -> dict[str, Any]:
+    """Input size, mean and std a library publishes for an entry's checkpoint (timm's
+    pretrained_cfg); empty when the entry declares them or the library has none. timm is
+    imported only when an entry leaves one of them out (the built-in entries declare all three)."""
+    if fields.get("loader") != "timm" or {"input_size", "mean", "std"} <= set(fields):
+        return {}
+    import timm
+
+    cfg = timm.get_pretrained_cfg(str(fields.get("checkpoint")))
+    if cfg is None:
+        return {}
+    return {"input_size": int(cfg.input_size[-1]), "mean": tuple(cfg.mean), "std": tuple(cfg.std)}
+
+
 def _make_entry(name: str, fn: Constructor, **fields: Any) -> EncoderEntry:
     # Fields the library already publishes for the checkpoint (timm's input size, mean and
-    # std) may be left out of a built-in entry; it then carries the library's values.
-    from crsbench.features.by_id import library_defaults
-
+    # std) may be left out of an entry; it then carries the library's values.
     return EncoderEntry(id=name, constructor=fn, **{**library_defaults(fields), **fields})
 
 

@@ -13,16 +13,18 @@ fsspec URL (a local path, `memory://...`, `s3://...`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
-import zarr
 
 # Re-exported for the stages that read them from here; their home is crsbench.core.
 from crsbench.core.constants import CLEAN, CONDITIONS, DEPTHS, FROZEN, PERTURBATIONS, PERTURBED_CONDITIONS, SEVERITIES
 from crsbench.core.errors import CrsbenchError
 from crsbench.core.keys import EncoderKey
 from crsbench.ingest.types import Dataset
+
+if TYPE_CHECKING:
+    import zarr  # imported where a store is opened, so the names and refs here stay light
 
 __all__ = [
     "CLEAN",
@@ -74,6 +76,8 @@ class FeatureStore:
         self.storage_options = storage_options
 
     def _open_root(self, mode: Literal["r", "a"]) -> zarr.Group:
+        import zarr
+
         kwargs: dict[str, Any] = {}
         if self.storage_options and "://" in self.url:
             kwargs["storage_options"] = self.storage_options
@@ -88,6 +92,8 @@ class FeatureStore:
     # -- reading ------------------------------------------------------------------
 
     def image_ids(self, dataset: str) -> np.ndarray:
+        import zarr
+
         try:
             node = self.root()[f"{dataset}/image_ids"]
             assert isinstance(node, zarr.Array)
@@ -114,6 +120,8 @@ class FeatureStore:
 
     def array(self, ref: FeatureSetRef, depth: float, condition: str) -> zarr.Array:
         """The zarr array of one depth and condition (for `dask.array.from_zarr`)."""
+        import zarr
+
         if condition not in CONDITIONS:
             raise CrsbenchError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")
         path = f"{ref.path}/{depth_key(depth)}/{condition}"
@@ -147,6 +155,7 @@ def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -
     import os
 
     import fsspec
+    import zarr
     from fsspec.implementations.local import LocalFileSystem
 
     try:

@@ -40,7 +40,6 @@ from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
-from scipy.stats import rankdata
 
 from crsbench.core import Registry
 from crsbench.core.schema import Column
@@ -114,6 +113,8 @@ def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[n
 
 def _auroc_columns(target: np.ndarray, score: np.ndarray) -> list[float]:
     """Binary AUROC of each column (NaN where a column holds one outcome only)."""
+    from scipy.stats import rankdata  # here: the run schema reads this module's registry, not scipy
+
     ranks = rankdata(score, axis=0)  # average ranks: ties count half
     pos = target == 1
     n_pos = pos.sum(axis=0)

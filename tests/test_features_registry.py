@@ -48,6 +48,27 @@ def test_the_fifteen_paper_families_are_registered_as_released():
     assert pretrained["CheXzero"].mean[0] * 255 == pytest.approx(101.48761)
 
 
+def test_timm_entries_declare_what_timm_publishes_for_their_checkpoint():
+    """Built-in timm entries write out input size, mean and std (so listing needs no timm):
+    they must be what timm's pretrained_cfg says for the pretrained checkpoints."""
+    import timm
+
+    from crsbench.features.registry import library_defaults
+
+    checked = 0
+    for e in list_encoders(pretrained=True):
+        cfg = timm.get_pretrained_cfg(e.checkpoint) if e.loader == "timm" else None
+        if cfg is None:  # not a timm checkpoint name (RETFound, PanDerm, BioViL name their own file)
+            continue
+        assert (e.input_size, e.mean, e.std) == (cfg.input_size[-1], tuple(cfg.mean), tuple(cfg.std)), e.id
+        checked += 1
+    assert checked >= 3  # resnet50, vit-b16, mae
+    # An entry that leaves them out (a plugin's) still gets timm's values.
+    fields = {"loader": "timm", "checkpoint": "vit_base_patch16_224.augreg2_in21k_ft_in1k"}
+    assert library_defaults(fields) == {"input_size": 224, "mean": (0.5,) * 3, "std": (0.5,) * 3}
+    assert library_defaults({**fields, "input_size": 64, "mean": (0.1,) * 3, "std": (0.2,) * 3}) == {}
+
+
 def test_tiny_entries_are_random_init_with_different_architectures():
     tiny = [get_encoder(i) for i in tiny_encoder_ids()]
     assert len(tiny) >= 5

@@ -122,3 +122,40 @@ def test_the_ibis_backend_api_works(db):
             wh.sql("select * from crs_encoder")
         )
         assert backend.get_schema("crs_encoder").names == tuple(wh.sql("select * from crs_encoder").columns)
+
+
+PLAIN_IBIS = """
+import json, sys
+import ibis
+con = ibis.duckdb.connect(sys.argv[1], read_only=True)
+tables = con.list_tables()
+runs = con.table("runs").execute()
+board = con.table("crs_encoder").execute().sort_values("encoder_id")
+counted = con.sql("select count(*) as n from runs").execute()
+print(json.dumps({
+    "tables": tables,
+    "runs": len(runs),
+    "run_columns": list(runs.columns),
+    "crs": [[e, c] for e, c in zip(board.encoder_id, board.crs)],
+    "sql_count": int(counted.n[0]),
+    "crsbench_imported": any(m == "crsbench" or m.startswith("crsbench.") for m in sys.modules),
+}))
+"""
+
+
+def test_plain_ibis_in_a_fresh_process_reads_tables_views_and_sql(db, tmp_path):
+    """The ecosystem's own client, as an analyst calls it: `ibis.duckdb.connect(FILE, read_only=True)`
+    (constraints.txt pins a duckdb that the pinned ibis can drive)."""
+    proc = subprocess.run(
+        [sys.executable, "-I", "-c", PLAIN_IBIS, str(db)], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout)
+    assert not out["crsbench_imported"]
+    assert set(VIEWS) <= set(out["tables"]) and "runs" in out["tables"]
+    with crsbench.Warehouse.open(db, read_only=True) as wh:
+        runs = wh.sql("select * from runs")
+        board = wh.sql("select encoder_id, crs from crs_encoder order by encoder_id")
+    assert out["runs"] == out["sql_count"] == len(runs) == sum(len(encoder_runs(e)) for e in PROFILES)
+    assert out["run_columns"] == list(runs.columns)
+    assert [tuple(r) for r in out["crs"]] == list(board.itertuples(index=False, name=None))

@@ -6,16 +6,18 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, ProgressFn
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
-from crsbench.probes.grid import GridSummary, plan_fits, run_grid
 from crsbench.probes.records import FitKey
-from crsbench.warehouse.claims import FitClaims
 from crsbench.warehouse.connection import Warehouse
-from crsbench.warehouse.parts import append_run_parts
+
+if TYPE_CHECKING:
+    # The grid (torch, dask) is imported when a sweep runs, so `crsbench.bench` stays light.
+    from crsbench.probes.grid import GridSummary
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,6 +56,8 @@ def plan(
 ) -> list[FitKey]:
     """Every fit to run. Encoders and datasets both named: every pair (a missing feature set is
     an error); encoders alone: the datasets each was extracted on; neither: every feature set."""
+    from crsbench.probes.grid import plan_fits
+
     probes = config.probes or None
     fractions = config.fractions or LABEL_FRACTIONS
     seeds = config.seeds or FRACTION_SEEDS
@@ -90,7 +94,10 @@ def probe_all(
     progress: ProgressFn | None = None,
 ) -> GridSummary:
     """Fit the grid and record every evaluation (idempotent: done fits are skipped)."""
+    from crsbench.probes.grid import run_grid
+    from crsbench.warehouse.claims import FitClaims
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
+    from crsbench.warehouse.parts import append_run_parts
 
     def compacted_done() -> set[str]:
         with Warehouse.open(db, read_only=True) as reader:

@@ -9,21 +9,39 @@ from __future__ import annotations
 import io
 import math
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib import colormaps
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import to_hex
-from matplotlib.figure import Figure
+
+if TYPE_CHECKING:
+    from matplotlib.colors import Colormap
+    from matplotlib.figure import Figure
 
 RANDOM_INIT_COLOR = "#c0392b"
 UP, DOWN, SAME = "#1e8449", "#c0392b", "#95a5a6"
 UNCALIBRATED = ("uncalibrated", "none", "before")
 
 
+# matplotlib is imported when a figure is drawn, so the modules that import this one for
+# their names (the report's data and sections) cost nothing to commands that draw none.
+def new_figure(**kwargs: Any) -> Figure:
+    """An Agg-backed matplotlib Figure (`Figure(**kwargs)`)."""
+    from matplotlib.figure import Figure
+
+    return Figure(**kwargs)
+
+
+def colormap(name: str) -> Colormap:
+    from matplotlib import colormaps
+
+    return colormaps[name]
+
+
 def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     """The figure as PNG (no timestamp or version metadata, so reruns are byte-stable)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     FigureCanvasAgg(fig)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, bbox_inches="tight", metadata={"Software": None})
@@ -33,7 +51,9 @@ def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
 def palette(labels: Sequence[str]) -> dict[str, str]:
     """One stable colour per label across every figure."""
     # Reds are kept for random-init encoders, so no pretrained encoder is drawn in one.
-    cmap = colormaps["tab20"] if len(labels) > 9 else colormaps["tab10"]
+    from matplotlib.colors import to_hex
+
+    cmap = colormap("tab20" if len(labels) > 9 else "tab10")
     reds = {6, 7} if cmap.N == 20 else {3}
     colors = [to_hex(cmap(i)) for i in range(cmap.N) if i not in reds]
     return {label: colors[i % len(colors)] for i, label in enumerate(sorted(labels))}
@@ -50,7 +70,7 @@ def profile_chart(
     n = len(norm)
     cols = min(5, max(n, 1))
     rows = math.ceil(n / cols)
-    fig = Figure(figsize=(2.6 * cols, 2.8 * rows + 0.2))
+    fig = new_figure(figsize=(2.6 * cols, 2.8 * rows + 0.2))
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False)
     closed = np.concatenate([angles, angles[:1]])
     for i, row in enumerate(norm.itertuples(index=False)):
@@ -81,7 +101,7 @@ def profile_chart(
 def slope_chart(ranks: pd.DataFrame, subtitle: str) -> Figure:
     """AUROC rank (left) to CRS rank (right); encoders that move are coloured (columns label, auroc_rank, crs_rank)."""
     n = len(ranks)
-    fig = Figure(figsize=(7.5, max(3.0, 0.38 * n + 1.4)))
+    fig = new_figure(figsize=(7.5, max(3.0, 0.38 * n + 1.4)))
     ax = fig.add_subplot(1, 1, 1)
     left, right = _spread(ranks["auroc_rank"]), _spread(ranks["crs_rank"])
     for i, row in enumerate(ranks.itertuples(index=False)):
@@ -142,7 +162,7 @@ def _spread(ranks: pd.Series, gap: float = 0.42) -> list[float]:
 def interval_chart(frame: pd.DataFrame, value: str, lo: str, hi: str, title: str, colors: Mapping[str, str]) -> Figure:
     """Point estimate with its interval per encoder (column `label`), best at the top."""
     frame = frame.sort_values(value, ascending=True).reset_index(drop=True)
-    fig = Figure(figsize=(6.5, max(2.5, 0.34 * len(frame) + 1.0)))
+    fig = new_figure(figsize=(6.5, max(2.5, 0.34 * len(frame) + 1.0)))
     ax = fig.add_subplot(1, 1, 1)
     y = np.arange(len(frame))
     for i, row in frame.iterrows():
@@ -163,7 +183,7 @@ def interval_chart(frame: pd.DataFrame, value: str, lo: str, hi: str, title: str
 def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str) -> Figure:
     """Bootstrap P(rank 1) and P(top 3) per encoder (column `label`)."""
     frame = frame.sort_values([p_top3, p_first], ascending=True).reset_index(drop=True)
-    fig = Figure(figsize=(6.5, max(2.5, 0.34 * len(frame) + 1.0)))
+    fig = new_figure(figsize=(6.5, max(2.5, 0.34 * len(frame) + 1.0)))
     ax = fig.add_subplot(1, 1, 1)
     y = np.arange(len(frame))
     ax.barh(y + 0.2, frame[p_top3], height=0.4, color="#5dade2", label="P(top 3)")
@@ -183,7 +203,7 @@ def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str) -> Fi
 def _facets(keys: Sequence[str], width: float = 4.2, height: float = 3.2, cols: int = 3) -> tuple[Figure, list]:
     cols = min(cols, max(len(keys), 1))
     rows = math.ceil(len(keys) / cols)
-    fig = Figure(figsize=(width * cols, height * rows + 0.6))
+    fig = new_figure(figsize=(width * cols, height * rows + 0.6))
     return fig, [fig.add_subplot(rows, cols, i + 1) for i in range(len(keys))]
 
 
@@ -248,7 +268,7 @@ def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, titl
     """Reliability diagrams: one panel per `panel_key`, one line per `series_key` (columns confidence, accuracy)."""
     keys = sorted(frame[panel_key].unique())
     fig, axes = _facets(keys, width=2.9, height=2.8, cols=5)
-    cmap = colormaps["tab10"]
+    cmap = colormap("tab10")
     series = sorted(frame[series_key].unique(), key=lambda s: (s not in UNCALIBRATED, str(s)))
     for ax, key in zip(axes, keys):
         part = frame[frame[panel_key] == key]
@@ -283,11 +303,11 @@ def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, titl
 def grouped_bars(frame: pd.DataFrame, series: Sequence[str], title: str, ylabel: str) -> Figure:
     """One group of bars per row (column `label`), one bar per column in `series`."""
     n, k = len(frame), max(len(series), 1)
-    fig = Figure(figsize=(max(6.0, 0.9 * n * k / 3 + 2), 3.6))
+    fig = new_figure(figsize=(max(6.0, 0.9 * n * k / 3 + 2), 3.6))
     ax = fig.add_subplot(1, 1, 1)
     x = np.arange(n)
     width = 0.8 / k
-    cmap = colormaps["tab10"]
+    cmap = colormap("tab10")
     for i, name in enumerate(series):
         ax.bar(
             x + (i - (k - 1) / 2) * width, frame[name].astype(float), width=width, color=cmap(i % 10), label=str(name)

@@ -12,13 +12,16 @@ import html
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from crsbench.core import FROZEN
 from crsbench.report.figures import png_bytes
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
