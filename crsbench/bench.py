@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from crsbench.report import ReportResult
     from crsbench.report.status import WarehouseStatus
     from crsbench.warehouse.dictionary import Entry
+    from crsbench.warehouse.grid import Extension
     from crsbench.warehouse.panels import Panel
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "Leaderboard", "ProbeConfig"]
@@ -195,10 +196,51 @@ class Bench:
         config: ProbeConfig = ProbeConfig(),
         progress: ProgressFn | None = None,
     ) -> GridSummary:
-        """Fit the probe grid on cached features and record every evaluation (idempotent)."""
+        """Fit the probe grid on cached features and record every evaluation (idempotent).
+
+        With no probe/depth/fraction/seed in `config`: exactly each dataset's declared grid, for
+        every encoder given (default all). Values given must be declared; fits off the grid
+        (a probe paired with a depth the grid lacks) are extras: stored, never scored."""
         from crsbench.pipeline.probe import probe_all
 
         return probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
+
+    def grid(self) -> pd.DataFrame:
+        """Each dataset's declared evaluation grid: probe@depth pairs, fractions, seeds, conditions."""
+        from crsbench.warehouse.grid import grid_summary
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return grid_summary(wh.con)
+
+    def extend_grid(
+        self,
+        datasets: Sequence[str] = (),
+        *,
+        probes: Sequence[str] = (),
+        depths: Sequence[float] = (),
+        fractions: Sequence[float] = (),
+        seeds: Sequence[int] = (),
+    ) -> Extension:
+        """Widen the declared grid of `datasets` (default: every dataset probes are fitted on) for
+        every encoder: each axis named takes the values given, the others every declared value.
+        Existing cells are incomplete until `probe` fills the new fits."""
+        from crsbench.pipeline.probe import choose_datasets
+        from crsbench.probes.registry import probe_names
+        from crsbench.warehouse.datasets import list_datasets, shift_pairs
+        from crsbench.warehouse.grid import extend_grid
+
+        with Warehouse.open(self.db) as wh:
+            names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
+            with wh.transaction() as con:
+                return extend_grid(
+                    con,
+                    names,
+                    probes=probes,
+                    depths=depths,
+                    fractions=fractions,
+                    seeds=seeds,
+                    known_probes=probe_names(),
+                )
 
     def adapt(
         self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(), progress: ProgressFn | None = None

@@ -64,6 +64,7 @@ class GridSummary:
     runs: int
     batches: int
     by_others: int = 0  # fits another concurrent sweep computed meanwhile
+    extra: int = 0  # planned fits outside their dataset's declared grid (stored, never scored)
 
 
 def _dataset_name(d: str | Dataset) -> str:

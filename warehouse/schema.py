@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 
 from crsbench.core.schema import PREDICTIONS, Column, Schema
 from crsbench.probes.records import runs_schema
+from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _M = "docs/METHODS.md"
 
@@ -229,6 +230,7 @@ TABLES: tuple[Schema, ...] = (
             Column("created_at", "TIMESTAMP", f"When it ran. {_M} §10-§12."),
         ),
     ),
+    DATASET_GRID,
 )
 
 # Created by the migration step itself (before any numbered migration), with all its columns.
@@ -329,7 +331,11 @@ COMPACTED: tuple[Schema, ...] = tuple(Schema(f"{kind}_compacted", "", (PART,), s
 def _migration(version: int) -> list[str]:
     created = [t for t in (*TABLES, PARTS_LEDGER, *COMPACTED, RETIRED_FITS, RETIRED_FEATURE_SETS) if t.since == version]
     grown = [t for t in (*TABLES, SCHEMA_INFO) if t.since < version]
-    return [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
+    statements = [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
+    if version == 5:
+        # Datasets ingested before grids were declared get the protocol's grid.
+        statements += fill_protocol_sql()
+    return statements
 
 
 # Each entry migrates from version i to i + 1; applied in order on a read-write open: the tables

@@ -68,8 +68,8 @@ PAIR_COLUMNS = ["panel", "encoder_a", "encoder_b", "diff", "diff_median", "diff_
 
 _SEEDS_SQL = """
     select dataset_id, list(distinct seed order by seed) as seeds
-    from runs
-    where probe = ? and depth = 1.0 and regime = ? and list_contains(?, encoder_id)
+    from runs_grid
+    where in_grid and probe = ? and depth = 1.0 and regime = ? and list_contains(?, encoder_id)
     group by dataset_id order by dataset_id
 """
 

@@ -84,7 +84,7 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
         return []
     per_fit = wh.sql(
         "select dataset_id, regime, probe, depth, label_fraction, seed, "
-        "count(distinct (condition, eval_dataset_id)) as n_evals from runs "
+        "count(distinct (condition, eval_dataset_id)) as n_evals from grid_declared "
         "group by all"
     )
     expected = (
