@@ -50,6 +50,8 @@ class Leaderboard:
     agreement_intervals: pd.DataFrame | None = None  # statistic, estimate, lo, hi
     warnings: list[str] = dataclasses.field(default_factory=list)  # anchor noise
     incomplete: list[str] = dataclasses.field(default_factory=list)  # what incomplete cells lack
+    partial: list[str] = dataclasses.field(default_factory=list)  # partial-coverage encoders, why unranked
+    stale: list[str] = dataclasses.field(default_factory=list)  # stored intervals whose runs changed
 
 
 class Bench:
@@ -273,15 +275,20 @@ class Bench:
         with Warehouse.open(self.db, read_only=True) as wh:
             return get_panel(wh, name)
 
-    def leaderboard(self, panel: str | None = None, resample: str | None = None) -> Leaderboard:
+    def leaderboard(
+        self, panel: str | None = None, resample: str | None = None, allow_partial: bool = False
+    ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
-        if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack."""
+        if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack.
+
+        An encoder whose complete cells miss some of the panel's datasets is shown partial and
+        unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'."""
         from crsbench.report import uncertainty
         from crsbench.warehouse.panels import leaderboard
 
         with Warehouse.open(self.db, read_only=True) as wh:
-            used, board, agreement = leaderboard(wh, panel)
+            used, board, agreement = leaderboard(wh, panel, allow_partial)
             boot = uncertainty.bootstrap_resample(wh, used, resample)
             return Leaderboard(
                 used,
@@ -291,6 +298,8 @@ class Bench:
                 uncertainty.agreement_intervals(wh, used, boot),
                 uncertainty.anchor_noise_warnings(wh, used, boot),
                 uncertainty.missing_lines(wh),
+                uncertainty.partial_lines(board, allow_partial),
+                uncertainty.stale_lines(wh, used),
             )
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:

@@ -87,17 +87,29 @@ def leaderboard(
             "--resample", help="Bootstrap whose intervals to show (default: images+seeds if stored, else seeds)."
         ),
     ] = None,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="Rank encoders whose complete cells miss some of the panel's datasets, marked '*' (needs --panel).",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
-    rank-agreement row; warn about noisy anchors and incomplete cells."""
-    render_leaderboard(Bench(db).leaderboard(panel, resample))
+    rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage."""
+    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial))
 
 
 def render_leaderboard(result: Leaderboard) -> None:
     used, board, agreement = result.panel, result.board, result.agreement
     boot, agree_ci = result.resample, result.agreement_intervals
-    notes = [*(f"warning: {w}" for w in result.warnings), *(f"incomplete: {m}" for m in result.incomplete)]
+    notes = [
+        *(f"warning: {w}" for w in result.warnings),
+        *(f"incomplete: {m}" for m in result.incomplete),
+        *result.partial,
+        *(f"stale: {s}" for s in result.stale),
+    ]
     if boot is None:
         notes.append(
             f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
@@ -114,6 +126,8 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "rank_agreement_intervals": agree_ci,
                 "warnings": result.warnings,
                 "incomplete": result.incomplete,
+                "partial": result.partial,
+                "stale": result.stale,
             }
         )
         return
@@ -121,8 +135,9 @@ def render_leaderboard(result: Leaderboard) -> None:
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
     short = pd.DataFrame(
         {
-            "tier": board["tier"],
+            "tier": [_tier(r) for r in board.to_dict("records")],
             "encoder": board["encoder_id"],
+            "datasets": [_coverage(r) for r in board.to_dict("records")],
             "crs": board["crs"],
             "crs 95% CI": [_ci(lo, hi) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
             "auroc": board["auroc"],
@@ -146,6 +161,18 @@ def render_leaderboard(result: Leaderboard) -> None:
     print_frame(agree, title="AUROC ranking vs CRS ranking (rank agreement)")
     for line in notes:
         console.print(escape(line))
+
+
+def _tier(row: dict) -> str:
+    if row.get("coverage") != "partial":
+        return "" if row.get("tier") is None or pd.isna(row.get("tier")) else str(row["tier"])
+    return f"{int(row['crs_rank'])}*" if row.get("rank_marker") == "*" and pd.notna(row["crs_rank"]) else "partial"
+
+
+def _coverage(row: dict) -> str:
+    if pd.isna(row.get("n_panel_datasets")):
+        return "" if pd.isna(row.get("n_datasets")) else str(int(row["n_datasets"]))
+    return f"{int(row['n_datasets'] or 0)}/{int(row['n_panel_datasets'])}"
 
 
 def _ci(lo: float, hi: float) -> str:

@@ -228,6 +228,22 @@ TABLES: tuple[Schema, ...] = (
             Column("params", "VARCHAR", f"Parameters the analysis ran with, as JSON. {_M} §10-§12."),
             Column("code_version", "VARCHAR", f"crsbench version that ran it. {_M} §10-§12."),
             Column("created_at", "TIMESTAMP", f"When it ran. {_M} §10-§12."),
+            Column(
+                "input_digest",
+                "VARCHAR",
+                "Digest of the runs the analysis read: MD5 over the encoder_run_digest of the "
+                "encoders in input_encoders (encoder=digest, sorted), taken before it ran; view "
+                "analysis_freshness flags the row stale once the runs differ (NULL: stored before "
+                f"digests were kept). {_M} §10.",
+                since=5,
+            ),
+            Column(
+                "input_encoders",
+                "VARCHAR[]",
+                "Encoders whose runs the digest covers: those the output tables name (column "
+                f"encoder_id), or NULL for every encoder of the warehouse. {_M} §10.",
+                since=5,
+            ),
         ),
     ),
     DATASET_GRID,

@@ -24,8 +24,8 @@ from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.probes.weighted_metrics import RunScorer
 from crsbench.warehouse.connection import Warehouse
 
-# The runs of the declared grid (runs_grid.in_grid) crs_axes_cell reads, of the cells axes_cell counts complete (every fraction, seed
-# and condition of the grid): one row per run, numbered `key`.
+# The runs of the declared grid (runs_grid.in_grid) crs_axes_cell reads, of the cells axes_cell
+# counts complete (every fraction, seed and condition of the grid): one row per run, numbered `key`.
 _RUNS_SQL = """
     select r.run_id, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe, r.depth,
            r.label_fraction, r.seed, r.condition, r.auroc, r.ece, r.pretrained

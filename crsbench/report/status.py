@@ -20,6 +20,7 @@ class WarehouseStatus:
     panels: pd.DataFrame  # panel, mode, frozen_at, n_members
     analyses: pd.DataFrame  # analysis, tables, created_at
     incomplete_cells: list[str] = dataclasses.field(default_factory=list)  # what each lacks
+    stale: list[str] = dataclasses.field(default_factory=list)  # stored bootstraps/analyses whose runs changed
 
     @property
     def n_runs(self) -> int:
@@ -94,4 +95,22 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         "max(created_at) as created_at from analyses group by analysis order by analysis",
         ["analysis", "tables", "created_at"],
     )
-    return WarehouseStatus(wh.schema_version(), datasets, encoders, feature_sets, runs, panels, analyses)
+    return WarehouseStatus(
+        wh.schema_version(), datasets, encoders, feature_sets, runs, panels, analyses, stale=stale_lines(wh)
+    )
+
+
+def stale_lines(wh: Warehouse) -> list[str]:
+    """One line per stored bootstrap (panel, resample) and per analysis whose runs have changed."""
+    present = relations(wh)
+    lines = []
+    if "bootstrap_freshness" in present:
+        for r in wh.sql("select panel, resample from bootstrap_freshness where stale order by all").itertuples():
+            lines.append(
+                f"panel {r.panel}: the {r.resample} bootstrap intervals are stale (its runs changed); "
+                f"rerun 'crsbench analyze bootstrap --panel {r.panel}'"
+            )
+    if "analysis_freshness" in present:
+        stale = wh.sql("select distinct analysis from analysis_freshness where stale order by 1")["analysis"]
+        lines += [f"analysis {a}: stale (the runs changed since it ran); rerun 'crsbench analyze {a}'" for a in stale]
+    return lines
