@@ -19,8 +19,8 @@ from cells c
 left join gaps g using (encoder_id, dataset_id, regime);
 
 comment on view cell_completeness is 'One row per cell (encoder, dataset, regime) with any run: runs of its grid held and lacking; complete only when none is lacking. docs/METHODS.md §3.';
-comment on column cell_completeness.encoder_id is 'Encoder of the cell. docs/METHODS.md §3.';
-comment on column cell_completeness.dataset_id is 'Dataset of the cell. docs/METHODS.md §3.';
+comment on column cell_completeness.encoder_id is 'Encoder whose probe runs on the dataset form the cell (registry name). docs/METHODS.md §3.';
+comment on column cell_completeness.dataset_id is 'Dataset the cell''s probes are fitted on; its declared grid (grid_declared) says which runs the cell needs. docs/METHODS.md §3.';
 comment on column cell_completeness.regime is 'frozen, or the adaptation regime. docs/METHODS.md §3.';
 comment on column cell_completeness.n_runs is 'Distinct keys of the declared grid the cell has a run for; count. docs/METHODS.md §3.';
 comment on column cell_completeness.n_extra is 'Distinct run keys the cell holds outside its declared grid (extras: stored, never scored, never making the cell incomplete); count. docs/METHODS.md §3.';

@@ -56,9 +56,9 @@ select panel, resample, encoder_id, regime, crs, crs_lo, crs_hi, auroc, auroc_lo
 from tied;
 
 comment on view crs_encoder_ci is 'One row per (panel, resample, encoder, regime) of crs_encoder with 95 % bootstrap intervals of CRS and AUROC and the tier (=1: tied with the leader). docs/METHODS.md §10.';
-comment on column crs_encoder_ci.panel is 'The frozen panel. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.panel is 'Frozen reference panel the scores and the bootstrap are taken against (table panels). docs/METHODS.md §8.1.';
 comment on column crs_encoder_ci.resample is 'The bootstrap the intervals come from (images+seeds, seeds, images); NULL when the panel has none. docs/METHODS.md §10.';
-comment on column crs_encoder_ci.encoder_id is 'The encoder. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.encoder_id is 'Encoder scored (registry name); one row per panel, resample and regime. docs/METHODS.md §2.';
 comment on column crs_encoder_ci.regime is 'frozen or an adaptation regime (intervals exist for frozen members only). docs/METHODS.md §10.';
 comment on column crs_encoder_ci.crs is 'Aggregate CRS (crs_encoder). docs/METHODS.md §10.';
 comment on column crs_encoder_ci.crs_lo is '2.5th percentile of the CRS over the replicates. docs/METHODS.md §10.';
