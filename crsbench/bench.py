@@ -244,6 +244,26 @@ class Bench:
                     known_probes=probe_names(),
                 )
 
+    def restrict_grid(self, config: ProbeConfig, datasets: Sequence[str] = ()) -> dict[str, int]:
+        """Narrow the declared grid of `datasets` (default: every dataset probes are fitted on) to
+        the fits matching the probes, depths, fractions and seeds `config` names, for a small
+        study; refused once any panel is frozen. Returns the fits removed per dataset."""
+        from crsbench.pipeline.probe import choose_datasets
+        from crsbench.warehouse.datasets import list_datasets, shift_pairs
+        from crsbench.warehouse.grid import restrict_grid
+
+        with Warehouse.open(self.db) as wh:
+            names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
+            with wh.transaction() as con:
+                return restrict_grid(
+                    con,
+                    names,
+                    probes=config.probes,
+                    depths=config.depths,
+                    fractions=config.fractions,
+                    seeds=config.seeds,
+                )
+
     def adapt(
         self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(), progress: ProgressFn | None = None
     ) -> AdaptResult:

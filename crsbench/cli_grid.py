@@ -61,3 +61,26 @@ def grid_extend(
                 "until 'crsbench probe' fills the new fits"
             )
     emit({"added": result.added, "incomplete_encoders": result.encoders}, "\n".join(escape(line) for line in lines))
+
+
+@grid_app.command("restrict")
+def grid_restrict(
+    dataset: Annotated[
+        list[str], typer.Option("--dataset", "-d", help="Dataset whose grid to narrow; repeatable; default every one.")
+    ] = [],
+    probe: Annotated[list[str], typer.Option("--probe", "-p", help="Probe to keep; repeatable.")] = [],
+    depth: Annotated[list[float], typer.Option("--depth", help="Depth to keep; repeatable.")] = [],
+    fraction: Annotated[list[float], typer.Option("--fraction", help="Label fraction to keep; repeatable.")] = [],
+    seed: Annotated[list[int], typer.Option("--seed", help="Subset seed to keep; repeatable.")] = [],
+    db: DbOption = default_db_path(),
+) -> None:
+    """Narrow the declared grid for a small study, before any panel is frozen: keep only the fits
+    matching every option named."""
+    from crsbench.bench import ProbeConfig
+
+    config = ProbeConfig(probes=tuple(probe), depths=tuple(depth), fractions=tuple(fraction), seeds=tuple(seed))
+    removed = Bench(db).restrict_grid(config, dataset)
+    emit(
+        {"removed": removed},
+        "\n".join(f"{name}: {n} fits removed from the declared grid" for name, n in removed.items()),
+    )

@@ -171,3 +171,8 @@ def test_a_schema_v4_warehouse_gets_the_protocol_grid(tmp_path):
     assert set(migrated["condition"]) == {*CONDITIONS, CALIB, "shift"}
     assert len(migrated) == len(PROTOCOL_PROBE_DEPTHS) * 5 * 5 * (len(CONDITIONS) + 2)
     assert migrated.equals(protocol)
+
+
+def test_grid_restrict_is_refused_once_a_panel_is_frozen(probed, run_cli):
+    err = run_cli(probed, "grid", "restrict", "--probe", "logreg", code=1)
+    assert "panel(s) p are frozen" in err and len(err.strip().splitlines()) == 1

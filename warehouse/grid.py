@@ -96,7 +96,7 @@ def fill_protocol_sql() -> list[str]:
 def declare_grid(con: duckdb.DuckDBPyConnection, dataset_id: str, keys: Sequence[GridKey] | None = None) -> None:
     """Declare the grid of a just-loaded dataset (inside the load's transaction): the protocol's,
     or exactly `keys` (small studies, tests). A dataset that already has one (replaced) keeps it."""
-    if con.execute("select count(*) from dataset_grid where dataset_id = ?", [dataset_id]).fetchone() != (0,):
+    if con.execute("select count(*) from dataset_grid where dataset_id = ?", [dataset_id]).fetchall() != [(0,)]:
         return
     if keys is None:
         for statement in fill_protocol_sql():
@@ -247,3 +247,47 @@ def extend_grid(
             else []
         )
     return Extension(added, encoders)
+
+
+def restrict_grid(
+    con: duckdb.DuckDBPyConnection,
+    datasets: Sequence[str],
+    *,
+    probes: Sequence[str] = (),
+    depths: Sequence[float] = (),
+    fractions: Sequence[float] = (),
+    seeds: Sequence[int] = (),
+) -> dict[str, int]:
+    """Narrow each dataset's grid to the fits matching every axis given (a small study's grid).
+    Refused once a panel is frozen: narrowing would complete cells and move published scores.
+    Returns the fits removed per dataset."""
+    if not (probes or depths or fractions or seeds):
+        raise CrsbenchError("grid restrict: name at least one of --probe, --depth, --fraction or --seed to keep")
+    frozen = [r[0] for r in con.execute("select panel from panels order by panel").fetchall()]
+    if frozen:
+        raise CrsbenchError(
+            f"grid restrict: panel(s) {', '.join(frozen)} are frozen; narrowing the grid would move their "
+            "scores (only 'crsbench grid extend' is allowed now)"
+        )
+    removed: dict[str, int] = {}
+    for dataset_id in datasets:
+        declared = grid_fits(con, dataset_id)
+        keep = declared.apply(
+            lambda r: (
+                (not probes or r["probe"] in probes)
+                and (not depths or any(math.isclose(r["depth"], d) for d in depths))
+                and (not fractions or any(math.isclose(r["label_fraction"], f) for f in fractions))
+                and (not seeds or int(r["seed"]) in seeds)
+            ),
+            axis=1,
+        )
+        if declared.empty or not keep.any():
+            raise CrsbenchError(f"grid restrict: nothing of the declared grid of {dataset_id!r} would remain")
+        for row in declared[~keep].itertuples(index=False):
+            con.execute(
+                "delete from dataset_grid where dataset_id = ? and probe = ? and depth = ? and label_fraction = ? "
+                "and seed = ?",
+                [dataset_id, row.probe, row.depth, row.label_fraction, int(row.seed)],
+            )
+        removed[dataset_id] = int((~keep).sum())
+    return removed

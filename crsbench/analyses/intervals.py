@@ -42,8 +42,8 @@ _DIGEST_SQL = """
 
 def runs_digest(wh: Warehouse, encoders: list[str]) -> str | None:
     """The digest of the current runs of `encoders` (None when none has a run)."""
-    row = wh.con.execute(_DIGEST_SQL, [sorted(set(encoders))]).fetchone()
-    return None if row is None else row[0]
+    rows = wh.con.execute(_DIGEST_SQL, [sorted(set(encoders))]).fetchall()
+    return rows[0][0] if rows else None
 
 
 AGREEMENT = ("kendall_tau", "spearman_rho", "reversals")

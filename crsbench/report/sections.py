@@ -141,6 +141,11 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     def crs_cell(row: pd.Series) -> str:
         text = fmt_number(row["crs"])
         if "lo" in cols and "hi" in cols:
+            if pd.isna(row[cols["lo"]]) or pd.isna(row[cols["hi"]]):
+                return text + (
+                    ' <span class="note">not bootstrapped: run '
+                    f"<code>crsbench analyze bootstrap --panel {esc(data.panel)}</code></span>"
+                )
             text += f' <span class="note">[{fmt_number(row[cols["lo"]])}, {fmt_number(row[cols["hi"]])}]</span>'
         return text
 
@@ -158,9 +163,12 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     def rank_cell(row: pd.Series) -> str:
         if partial(row):
             return '<span class="note">not ranked (partial)</span>'
-        if resample is not None and pd.notna(row.get("tier")):
-            return esc(str(row["tier"]))
         return fmt_number(row["crs_rank"], 0)
+
+    def tier_cell(row: pd.Series) -> str:
+        if partial(row) or pd.isna(row.get("gap_lo")):
+            return "–"
+        return esc(str(row["tier"])) if str(row["tier"]) == "=1" or str(row["tier"]) == "1" else ""
 
     def datasets_cell(row: pd.Series) -> str:
         if "n_panel_datasets" not in row or pd.isna(row["n_panel_datasets"]):
@@ -172,6 +180,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
 
     columns = {
         "CRS rank": rank_cell,
+        **({"tier": tier_cell} if resample is not None else {}),
         "Encoder": lambda r: encoder_cell(
             r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members
         ),
@@ -203,8 +212,9 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         )
         note += (
             f'<p class="note">Intervals: 95 % percentile, {esc(resample)} bootstrap. '
-            "Rank =1: the interval of the CRS gap to the leader contains 0, so the data cannot "
-            f"separate the encoder from the leader. AUROC vs CRS ranking: {esc(stats)}.</p>"
+            "CRS rank = 1 + the panel members with a higher CRS; tier =1: the interval of the CRS gap to "
+            "the leader contains 0, so the data cannot separate the encoder from the leader (blank: "
+            f"separated; –: no interval). AUROC vs CRS ranking: {esc(stats)}.</p>"
         )
         note += "".join(
             f'<p class="note warning">Warning: {esc(w)}.</p>'
