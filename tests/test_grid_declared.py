@@ -80,9 +80,7 @@ def copy_of(db, tmp_path):
 
 def scores(db):
     with Warehouse.open(db, read_only=True) as wh:
-        return wh.sql("select * from crs_encoder order by all"), wh.sql(
-            "select * from cell_completeness order by all"
-        )
+        return wh.sql("select * from crs_encoder order by all"), wh.sql("select * from cell_completeness order by all")
 
 
 def test_off_grid_probe_on_one_encoder_leaves_every_score_identical(probed, tmp_path, run_cli):

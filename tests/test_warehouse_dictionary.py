@@ -130,7 +130,9 @@ def test_an_upgraded_warehouse_drops_the_macros_renamed_to_fn(tmp_path):
     assert left.empty
 
 
-_STOP = set("a an the of for in on to by per and or is as at with this that its it be from one each when which are".split())
+_STOP = set(
+    "a an the of for in on to by per and or is as at with this that its it be from one each when which are".split()
+)
 
 
 def _stem(token: str) -> str:

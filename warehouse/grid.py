@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import duckdb
 import pandas as pd
@@ -158,7 +159,7 @@ class Extension:
         return sum(self.added.values())
 
 
-def _axis_values(declared: pd.DataFrame, column: str) -> list:
+def _axis_values(declared: pd.DataFrame, column: str) -> list[Any]:
     return sorted(set(declared[column].tolist()))
 
 
