@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from crsbench.report import ReportResult
     from crsbench.report.status import WarehouseStatus
     from crsbench.warehouse.dictionary import Entry
+    from crsbench.warehouse.grid import Extension
     from crsbench.warehouse.panels import Panel
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "Leaderboard", "ProbeConfig"]
@@ -49,6 +50,8 @@ class Leaderboard:
     agreement_intervals: pd.DataFrame | None = None  # statistic, estimate, lo, hi
     warnings: list[str] = dataclasses.field(default_factory=list)  # anchor noise
     incomplete: list[str] = dataclasses.field(default_factory=list)  # what incomplete cells lack
+    partial: list[str] = dataclasses.field(default_factory=list)  # partial-coverage encoders, why unranked
+    stale: list[str] = dataclasses.field(default_factory=list)  # stored intervals whose runs changed
 
 
 class Bench:
@@ -204,7 +207,11 @@ class Bench:
         progress: ProgressFn | None = None,
     ) -> GridSummary:
         """Fit the probe grid on cached features and record every evaluation (idempotent); then fold
-        the run parts into the file (`config.compact`), so any DuckDB client reads it at rest."""
+        the run parts into the file (`config.compact`), so any DuckDB client reads it at rest.
+
+        With no probe/depth/fraction/seed in `config`: exactly each dataset's declared grid, for
+        every encoder given (default all). Values given must be declared; fits off the grid
+        (a probe paired with a depth the grid lacks) are extras: stored, never scored."""
         from crsbench.pipeline.probe import probe_all
 
         self._check_writable(config.compact)
@@ -227,6 +234,63 @@ class Bench:
         pending = len(data_parts(parts_dir_for(self.db.absolute()) / "runs"))
         reason = f"--no-compact; 'crsbench warehouse compact --db {self.db}' folds them" if pending else ""
         return {"compacted": 0, "pending_parts": pending, "pending_reason": reason}
+
+    def grid(self) -> pd.DataFrame:
+        """Each dataset's declared evaluation grid: probe@depth pairs, fractions, seeds, conditions."""
+        from crsbench.warehouse.grid import grid_summary
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return grid_summary(wh.con)
+
+    def extend_grid(
+        self,
+        datasets: Sequence[str] = (),
+        *,
+        probes: Sequence[str] = (),
+        depths: Sequence[float] = (),
+        fractions: Sequence[float] = (),
+        seeds: Sequence[int] = (),
+    ) -> Extension:
+        """Widen the declared grid of `datasets` (default: every dataset probes are fitted on) for
+        every encoder: each axis named takes the values given, the others every declared value.
+        Existing cells are incomplete until `probe` fills the new fits."""
+        from crsbench.pipeline.probe import choose_datasets
+        from crsbench.probes.registry import probe_names
+        from crsbench.warehouse.datasets import list_datasets, shift_pairs
+        from crsbench.warehouse.grid import extend_grid
+
+        with Warehouse.open(self.db) as wh:
+            names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
+            with wh.transaction() as con:
+                return extend_grid(
+                    con,
+                    names,
+                    probes=probes,
+                    depths=depths,
+                    fractions=fractions,
+                    seeds=seeds,
+                    known_probes=probe_names(),
+                )
+
+    def restrict_grid(self, config: ProbeConfig, datasets: Sequence[str] = ()) -> dict[str, int]:
+        """Narrow the declared grid of `datasets` (default: every dataset probes are fitted on) to
+        the fits matching the probes, depths, fractions and seeds `config` names, for a small
+        study; refused once any panel is frozen. Returns the fits removed per dataset."""
+        from crsbench.pipeline.probe import choose_datasets
+        from crsbench.warehouse.datasets import list_datasets, shift_pairs
+        from crsbench.warehouse.grid import restrict_grid
+
+        with Warehouse.open(self.db) as wh:
+            names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
+            with wh.transaction() as con:
+                return restrict_grid(
+                    con,
+                    names,
+                    probes=config.probes,
+                    depths=config.depths,
+                    fractions=config.fractions,
+                    seeds=config.seeds,
+                )
 
     def adapt(
         self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(), progress: ProgressFn | None = None
@@ -259,15 +323,20 @@ class Bench:
         with Warehouse.open(self.db, read_only=True) as wh:
             return get_panel(wh, name)
 
-    def leaderboard(self, panel: str | None = None, resample: str | None = None) -> Leaderboard:
+    def leaderboard(
+        self, panel: str | None = None, resample: str | None = None, allow_partial: bool = False
+    ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
-        if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack."""
+        if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack.
+
+        An encoder whose complete cells miss some of the panel's datasets is shown partial and
+        unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'."""
         from crsbench.report import uncertainty
         from crsbench.warehouse.panels import leaderboard
 
         with Warehouse.open(self.db, read_only=True) as wh:
-            used, board, agreement = leaderboard(wh, panel)
+            used, board, agreement = leaderboard(wh, panel, allow_partial)
             boot = uncertainty.bootstrap_resample(wh, used, resample)
             return Leaderboard(
                 used,
@@ -277,6 +346,8 @@ class Bench:
                 uncertainty.agreement_intervals(wh, used, boot),
                 uncertainty.anchor_noise_warnings(wh, used, boot),
                 uncertainty.missing_lines(wh),
+                uncertainty.partial_lines(board, allow_partial),
+                uncertainty.stale_lines(wh, used),
             )
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:

@@ -87,17 +87,32 @@ def leaderboard(
             "--resample", help="Bootstrap whose intervals to show (default: images+seeds if stored, else seeds)."
         ),
     ] = None,
+    allow_partial: Annotated[
+        bool,
+        typer.Option(
+            "--allow-partial",
+            help="Rank encoders whose complete cells miss some of the panel's datasets, marked '*' (needs --panel).",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
-    rank-agreement row; warn about noisy anchors and incomplete cells."""
-    render_leaderboard(Bench(db).leaderboard(panel, resample))
+    rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage."""
+    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial))
 
 
 def render_leaderboard(result: Leaderboard) -> None:
     used, board, agreement = result.panel, result.board, result.agreement
     boot, agree_ci = result.resample, result.agreement_intervals
-    notes = [*(f"warning: {w}" for w in result.warnings), *(f"incomplete: {m}" for m in result.incomplete)]
+    notes = [
+        *(f"warning: {w}" for w in result.warnings),
+        *(f"incomplete: {m}" for m in result.incomplete),
+        *result.partial,
+        *(f"stale: {s}" for s in result.stale),
+    ]
+    if boot is not None and board["crs_lo"].isna().any() and not result.stale:
+        left = ", ".join(board.loc[board["crs_lo"].isna(), "encoder_id"])
+        notes.append(f"not bootstrapped: {left}; run 'crsbench analyze bootstrap --panel {used}'")
     if boot is None:
         notes.append(
             f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
@@ -114,6 +129,8 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "rank_agreement_intervals": agree_ci,
                 "warnings": result.warnings,
                 "incomplete": result.incomplete,
+                "partial": result.partial,
+                "stale": result.stale,
             }
         )
         return
@@ -121,17 +138,19 @@ def render_leaderboard(result: Leaderboard) -> None:
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
     short = pd.DataFrame(
         {
-            "tier": board["tier"],
+            "rank": [_rank(r) for r in board.to_dict("records")],
+            "tier": [_tier(r) for r in board.to_dict("records")],
             "encoder": board["encoder_id"],
+            "datasets": [_coverage(r) for r in board.to_dict("records")],
             "crs": board["crs"],
-            "crs 95% CI": [_ci(lo, hi) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
+            "crs 95% CI": [_ci(lo, hi, boot is not None) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
             "auroc": board["auroc"],
             "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"])],
             "auroc_rank": board["auroc_rank"],
             "panel": board["in_panel"],
         }
     )
-    ties = "; =1: tied with the leader (CRS-gap interval contains 0)" if boot else ""
+    ties = "; tier =1: tied with the leader (CRS-gap interval contains 0)" if boot else ""
     print_frame(
         short,
         title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "
@@ -148,5 +167,27 @@ def render_leaderboard(result: Leaderboard) -> None:
         console.print(escape(line))
 
 
-def _ci(lo: float, hi: float) -> str:
-    return "" if pd.isna(lo) or pd.isna(hi) else f"[{lo:.4f}, {hi:.4f}]"
+def _rank(row: dict) -> str:
+    if pd.isna(row.get("crs_rank")):
+        return "partial" if row.get("coverage") == "partial" else ""
+    return f"{int(row['crs_rank'])}" + str(row.get("rank_marker") or "")
+
+
+def _tier(row: dict) -> str:
+    """'=1' (or '1' for a leader alone) when the bootstrap cannot separate the encoder from the
+    leader; blank otherwise (the rank is in its own column)."""
+    if row.get("coverage") == "partial" or pd.isna(row.get("gap_lo")):
+        return ""
+    return str(row["tier"]) if str(row.get("tier")) in ("=1", "1") else ""
+
+
+def _coverage(row: dict) -> str:
+    if pd.isna(row.get("n_panel_datasets")):
+        return "" if pd.isna(row.get("n_datasets")) else str(int(row["n_datasets"]))
+    return f"{int(row['n_datasets'] or 0)}/{int(row['n_panel_datasets'])}"
+
+
+def _ci(lo: float, hi: float, bootstrapped: bool = False) -> str:
+    if pd.isna(lo) or pd.isna(hi):
+        return "not bootstrapped" if bootstrapped else ""
+    return f"[{lo:.4f}, {hi:.4f}]"

@@ -28,6 +28,7 @@ def render_probe(bench: Bench, summary: GridSummary) -> None:
             "compacted": summary.compacted,
             "pending_parts": summary.pending_parts,
             "pending_reason": summary.pending_reason,
+            "extra": summary.extra,
         },
         f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
         f"batches), {summary.skipped} of {summary.planned} already done"
@@ -36,6 +37,12 @@ def render_probe(bench: Bench, summary: GridSummary) -> None:
         + (
             f"; {summary.pending_parts} run parts left pending ({summary.pending_reason})"
             if summary.pending_parts
+            else ""
+        )
+        + (
+            f"\nwarning: {summary.extra} of these fits are outside the declared grid: stored as extra runs "
+            "(runs_grid.in_grid = false), they enter no score; 'crsbench grid extend' declares them"
+            if summary.extra
             else ""
         ),
     )
@@ -60,18 +67,18 @@ def probe_command(
         ),
     ] = [],
     probe: Annotated[
-        list[str], typer.Option("--probe", "-p", help="logreg, mlp or knn; repeatable; default all three.")
+        list[str], typer.Option("--probe", "-p", help="logreg, mlp or knn; repeatable; default the declared grid's.")
     ] = [],
     depth: Annotated[
         list[float],
-        typer.Option(
-            "--depth", help="Depths to fit (0.25 0.5 0.75 1.0); default logreg at all four, mlp and knn at 1.0."
-        ),
+        typer.Option("--depth", help="Depths to fit (0.25 0.5 0.75 1.0); default the declared grid's."),
     ] = [],
     fraction: Annotated[
-        list[float], typer.Option("--fraction", help="Label fractions; default 0.01 0.05 0.1 0.25 1.0.")
+        list[float], typer.Option("--fraction", help="Label fractions (declared ones); default the declared grid's.")
     ] = [],
-    seed: Annotated[list[int], typer.Option("--seed", help="Fraction seeds; default 0-4.")] = [],
+    seed: Annotated[
+        list[int], typer.Option("--seed", help="Fraction seeds (declared ones); default the declared grid's.")
+    ] = [],
     scheduler: Annotated[
         str | None,
         typer.Option(
@@ -92,7 +99,11 @@ def probe_command(
     store: StoreOption = None,
     db: DbOption = default_db_path(),
 ) -> None:
-    """Fit the probe grid on cached features and record every evaluation (idempotent, resumable)."""
+    """Fit the probe grid on cached features and record every evaluation (idempotent, resumable).
+
+    With no --probe/--depth/--fraction/--seed: exactly each dataset's declared grid ('crsbench grid
+    show'), for every encoder. Values given must be declared; --probe with --depth may pair them off
+    the grid, and those fits are extras (stored, never scored)."""
     bench = Bench(db, store)
     config = ProbeConfig(
         probes=tuple(probe),

@@ -66,6 +66,7 @@ def status(db: DbOption = default_db_path()) -> None:
                 "incomplete_cells": state.incomplete_cells,
                 "pending_parts": state.pending_parts,
                 "sweeps_running": state.sweeps_running,
+                "stale": state.stale,
             }
         )
         return
@@ -99,4 +100,8 @@ def status(db: DbOption = default_db_path()) -> None:
     if state.incomplete_cells:
         console.print("incomplete cells (left out of the CRS until 'crsbench probe' fills them):")
         for line in state.incomplete_cells:
+            console.print(f"  {escape(line)}")
+    if state.stale:
+        console.print("stale stored results (computed from runs that have changed since):")
+        for line in state.stale:
             console.print(f"  {escape(line)}")

@@ -23,6 +23,7 @@ import sys
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import TextIO
 
 from crsbench.features.weights import downloads_allowed
 
@@ -35,7 +36,7 @@ class CrsbenchWarning(UserWarning):
 
 
 # The stderr in force when the innermost capture began: where crsbench's own lines go meanwhile.
-_terminal: list[object] = []
+_terminal: list[TextIO] = []
 
 
 def say(line: str) -> None:

@@ -67,6 +67,7 @@ class GridSummary:
     compacted: int = 0  # run parts folded into the warehouse file when the sweep ended
     pending_parts: int = 0  # run parts left as Parquet files (--no-compact, or another writer active)
     pending_reason: str = ""  # why they were left, and what folds them
+    extra: int = 0  # planned fits outside their dataset's declared grid (stored, never scored)
 
 
 def _dataset_name(d: str | Dataset) -> str:

@@ -236,9 +236,9 @@ def accuracy(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
 
 @register_metric(
     "mean_confidence",
-    "Mean confidence of the prediction accuracy scores (max p; multilabel max(p, 1 - p)). [0,"
-    " 1]; neither direction is better: compare with accuracy (confidence above accuracy = "
-    "overconfident). docs/METHODS.md §4.",
+    "Mean over test images of the probability the probe gives its predicted class (max_k p_k; "
+    "multilabel: mean over labels of max(p, 1 - p)). [0, 1]; neither direction is better: compare "
+    "with accuracy (confidence above accuracy = overconfident). docs/METHODS.md §4.",
 )
 def mean_confidence(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)

@@ -29,6 +29,13 @@ from crsbench.warehouse.parts import parts_dir_for
 ENCODERS = {"enc_a": 1.30, "enc_b": 1.27, "enc_c": 1.0, "enc_d": 0.6}
 PANEL = "bp"
 CONDITIONS = PERTURBED_CONDITIONS[:6]
+# The grid these worlds declare at ingest: exactly the keys `cell_batches` writes for every cell.
+GRID = [
+    ("logreg", 1.0, fraction, seed, condition)
+    for fraction in LABEL_FRACTIONS
+    for seed in FRACTION_SEEDS
+    for condition in (["clean", *CONDITIONS] if fraction == 1.0 else ["clean"])
+]
 
 
 def _datasets() -> dict[str, Dataset]:
@@ -110,7 +117,7 @@ def build_world(folder: Path, encoders: dict[str, float] | None = None) -> Path:
     db = folder / "w.duckdb"
     with Warehouse.open(db) as wh:
         for ds in _datasets().values():
-            load_dataset(wh, ds)
+            load_dataset(wh, ds, grid=GRID)
             for k, (name, quality) in enumerate(encoders.items()):
                 wh.append_runs(*cell_batches(ds, name, quality, k))
         freeze_panel(wh, PANEL, list(encoders))

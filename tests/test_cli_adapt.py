@@ -65,8 +65,10 @@ def pipeline(tmp_path_factory, _ingested_db_template):
         )
         == 0
     )
-    # the whole primary grid (every declared fraction x seed): only complete cells reach the axes
+    # the whole primary grid (every declared fraction x seed), declared as this study's grid: only
+    # cells complete against their declared grid reach the axes
     grid = ["--probe", "logreg", "--depth", "1.0"]
+    assert _cli("grid", "restrict", "--db", str(db), "-d", DATASET, *grid) == 0
     assert _cli("probe", "--db", str(db), "--store", store, "-d", DATASET, *grid) == 0
     with Warehouse.open(db) as wh:
         freeze_panel(wh, "p", list(FROZEN))

@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from runs_factory import (
     AXES,
+    DATASETS,
     PROFILES,
     clone_encoder,
     encoder_runs,
@@ -61,11 +62,18 @@ def test_crs_encoder_matches_spec(scenario):
     assert got.loc[MEMBERS, "in_panel"].all() and not got.loc[["e4", "x_hi", "x_lo"], "in_panel"].any()
     # x_hi beats the panel on discrimination, so clipping pins it at 1 there and x_lo at 0
     assert got.loc["x_lo", "worst"] == 0.0 and got.loc["x_hi", "ideal"] <= 1.0
-    # ranks are against the panel: 1 + members (other than e) with a strictly higher value
+    # ranks are against the panel: 1 + members (other than e) with a strictly higher value; an
+    # encoder without a complete cell on every panel dataset (e5: no fundus) is partial: its
+    # aggregate rank is withheld and only the place it would take is kept apart
     for e, row in got.iterrows():
         others = got.loc[[m for m in MEMBERS if m != e]]
-        assert row.crs_rank == 1 + (others.crs > row.crs).sum()
-        assert row.auroc_rank == 1 + (others.auroc > row.auroc).sum()
+        partial = e == "e5"
+        assert row.coverage == ("partial" if partial else "full")
+        assert (row.crs_rank_partial if partial else row.crs_rank) == 1 + (others.crs > row.crs).sum()
+        assert (row.auroc_rank_partial if partial else row.auroc_rank) == 1 + (others.auroc > row.auroc).sum()
+        assert pd.isna(row.crs_rank if partial else row.crs_rank_partial)
+        assert list(row.missing_datasets) == (["fundus"] if partial else [])
+        assert row.n_panel_datasets == len(DATASETS)
 
 
 def test_crs_cell_uses_dataset_anchors_and_observed_members(scenario):

@@ -49,7 +49,7 @@ out = {"views": sorted(r[0] for r in con.execute(
        "macros": sorted({r[0] for r in con.execute(
            "select function_name from duckdb_functions() where function_type = 'table_macro'"
            " and not internal").fetchall()}),
-       "crs": con.execute("select encoder_id, crs, auroc, crs_rank from crs_encoder"
+       "crs": con.execute("select encoder_id, crs, auroc, coalesce(crs_rank, crs_rank_partial) as crs_rank from crs_encoder"
                           " order by encoder_id").fetchall(),
        "tau": con.execute("select kendall_tau from rank_agreement where population = 'panel'").fetchall(),
        "crsbench_imported": any(m == "crsbench" or m.startswith("crsbench.") for m in sys.modules)}
@@ -68,7 +68,10 @@ def test_plain_duckdb_in_a_fresh_process_sees_the_views(db, tmp_path):
     assert set(VIEWS) <= set(out["views"])
     assert {"fn_crs_scores", "fn_normalise", "fn_dominance", "fn_rank_agreement"} <= set(out["macros"])
     with crsbench.Warehouse.open(db, read_only=True) as wh:
-        mine = wh.sql("select encoder_id, crs, auroc, crs_rank from crs_encoder order by encoder_id")
+        mine = wh.sql(
+            "select encoder_id, crs, auroc, coalesce(crs_rank, crs_rank_partial) as crs_rank from crs_encoder "
+            "order by encoder_id"
+        )
         tau = wh.sql("select kendall_tau from rank_agreement where population = 'panel'").kendall_tau[0]
     assert [tuple(r) for r in out["crs"]] == list(mine.itertuples(index=False, name=None))
     assert out["tau"][0][0] == tau

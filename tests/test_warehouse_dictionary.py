@@ -128,3 +128,50 @@ def test_an_upgraded_warehouse_drops_the_macros_renamed_to_fn(tmp_path):
             "select function_name from duckdb_functions() where function_name in ('crs_scores', 'exact_mean')"
         )
     assert left.empty
+
+
+_STOP = set(
+    "a an the of for in on to by per and or is as at with this that its it be from one each when which are".split()
+)
+
+
+def _stem(token: str) -> str:
+    return token[:-1] if len(token) > 3 and token.endswith("s") else token
+
+
+def _beyond_name(name: str, comment: str) -> set[str]:
+    """The words a comment adds to its column's name (stop words, plural -s and the METHODS.md
+    reference left out): a comment that only rephrases the name adds at most one."""
+    text = re.sub(r"docs/METHODS\.md\s*(§[\d.]+(?:\s*(?:-|,|and)\s*§?[\d.]+)*)?\.?", " ", comment)
+    words = {_stem(t) for t in re.findall(r"[a-z0-9]+", text.lower())} - _STOP
+    return words - {_stem(t) for t in name.lower().split("_")}
+
+
+def test_beyond_name_flags_a_rephrased_name():
+    assert _beyond_name("brier_change", "The change in brier. docs/METHODS.md §12.") == set()
+    assert _beyond_name("recorded_at", "When it was recorded.") == {"was"}
+    assert len(_beyond_name("mean_confidence", "Mean over test images of max_k p_k.")) >= 2
+
+
+def test_no_column_comment_only_rephrases_its_name(db):
+    from crsbench.analyses.columns import BY_ANALYSIS, GENERIC
+
+    with crsbench.Warehouse.open(db, read_only=True) as wh:
+        fields = [(f"{e.name}.{f.name}", f.name, f.comment) for e in entries(wh.con) for f in e.fields if f.comment]
+    fields += [(f"analysis {a}: {k}", k.split(".")[-1], v) for a, docs in BY_ANALYSIS.items() for k, v in docs.items()]
+    fields += [(f"analysis columns: {k}", k, v) for k, v in GENERIC.items()]
+    assert len(fields) > 400
+    rephrased = [where for where, name, comment in fields if len(_beyond_name(name, comment)) < 2]
+    assert rephrased == []
+
+
+def test_the_formula_and_metric_comments_define_their_terms(db):
+    with crsbench.Warehouse.open(db, read_only=True) as wh:
+        comments = {(e.name, f.name): f.comment for e in entries(wh.con) for f in e.fields}
+    for view in ("crs_encoder", "crs_cell", "crs_cohort_cell", "crs_cohort_encoder"):
+        ideal = comments[(view, "ideal")]
+        for symbol in ("x~_a =", "lo_a", "hi_a", "w_a = 0.25"):
+            assert symbol in ideal, (view, symbol)
+    assert "prediction accuracy scores" not in comments[("runs", "mean_confidence")]
+    assert "predicted class" in comments[("runs", "mean_confidence")]
+    assert "pretrained or random-init" in comments[("metrics_seed", "regime")]

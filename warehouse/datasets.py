@@ -1,8 +1,8 @@
 """Datasets in the warehouse: store an ingested `Dataset`, read it back, declare shift pairs.
 
 `load_dataset` writes the tables datasets, images, labels (long one-hot: one row per
-image and class/label with value 0/1), label_fractions and ingest_errors in one
-transaction, so a failed load leaves the warehouse exactly as it was.
+image and class/label with value 0/1), label_fractions, ingest_errors and the declared grid
+(dataset_grid; `warehouse.grid`) in one transaction, so a failed load leaves the warehouse exactly as it was.
 `read_dataset` returns the same `Dataset` (same row order, labels and fractions).
 """
 
@@ -19,6 +19,7 @@ import pandas as pd
 
 from crsbench.ingest.types import IMAGE_COLUMNS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.grid import GridKey, declare_grid
 from crsbench.warehouse.parts import one_row
 from crsbench.warehouse.retire import Impact, retire_for_new_shift, retire_for_replacement
 from crsbench.warehouse.retire import replacement_impact as _impact
@@ -69,8 +70,11 @@ def load_dataset(
     replace: bool = False,
     shift_targets: Sequence[str] = (),
     shift_sources: Sequence[str] = (),
+    grid: Sequence[GridKey] | None = None,
 ) -> None:
-    """Store `ds` (and optional shift pairs with it) in one transaction.
+    """Store `ds` (and optional shift pairs with it) in one transaction, with its declared
+    evaluation grid (`grid`: (probe, depth, fraction, seed, condition) keys, default the
+    protocol's; a replaced dataset keeps its grid).
 
     An existing dataset of the same name is an error unless `replace`; replacing
     keeps shift pairs whose label names still match and drops the others, and retires
@@ -120,6 +124,7 @@ def load_dataset(
                 "select ?, seed, fraction, image_id from _crs_fractions",
                 [ds.name],
             )
+        declare_grid(con, ds.name, grid)
         errors = ds.errors[["row", "file", "message"]].astype({"file": object, "message": object})
         with _frame(con, "_crs_errors", errors):
             con.execute(

@@ -19,6 +19,7 @@ import duckdb
 
 from crsbench.core import CrsbenchError
 from crsbench.core.schema import ObjectKind, Schema
+from crsbench.warehouse.grid import IN_GRID, RUNS_GRID_DOC
 from crsbench.warehouse.parts import one_row
 from crsbench.warehouse.schema import PART, PARTS, PARTS_LEDGER, RETIRED_FEATURE_SETS, RETIRED_FITS, SCHEMA_INFO, TABLES
 
@@ -54,6 +55,8 @@ def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:
                 f"{kind}_pending", f"The `{kind}` rows of the parts not yet compacted. " + schema.doc, with_part.columns
             ),
         )
+        if kind == "runs":
+            yield "view", Schema("runs_grid", RUNS_GRID_DOC, (*schema.columns, IN_GRID))
         if kind != "batches":  # retiring applies to run records and their predictions
             yield (
                 "view",

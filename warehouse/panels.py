@@ -140,8 +140,18 @@ def default_panel(wh: Warehouse) -> str | None:
     return None if panels.empty else str(panels.panel.iloc[-1])
 
 
-def leaderboard(wh: Warehouse, panel: str | None = None) -> tuple[str, pd.DataFrame, pd.DataFrame]:
-    """(panel used, frozen-regime CRS leaderboard, rank-agreement rows); cohort mode if no panel."""
+def leaderboard(
+    wh: Warehouse, panel: str | None = None, allow_partial: bool = False
+) -> tuple[str, pd.DataFrame, pd.DataFrame]:
+    """(panel used, frozen-regime CRS leaderboard, rank-agreement rows); cohort mode if no panel.
+
+    A partial-coverage encoder (complete cells missing some of the panel's datasets) has no
+    aggregate rank; `allow_partial` gives it the place it would take (column rank_marker '*').
+    """
+    if allow_partial and panel is None:
+        raise CrsbenchError(
+            "--allow-partial needs --panel P: coverage is judged against the datasets a frozen panel was frozen with"
+        )
     panel = panel if panel is not None else default_panel(wh)
     columns = "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained"
     if panel is None:
@@ -153,9 +163,16 @@ def leaderboard(wh: Warehouse, panel: str | None = None) -> tuple[str, pd.DataFr
         return COHORT, board, agreement
     get_panel(wh, panel)  # a clear error for an unknown name
     board = wh.sql(
-        f"select {columns} from crs_encoder where panel = ? and regime = 'frozen' "
-        "order by crs desc nulls last, encoder_id",
+        f"select {columns}, coverage, n_panel_datasets, missing_datasets, crs_rank_partial, auroc_rank_partial "
+        "from crs_encoder where panel = ? and regime = 'frozen' order by crs desc nulls last, encoder_id",
         [panel],
     )
+    board["rank_marker"] = ""
+    if allow_partial:
+        partial = board["coverage"] == "partial"
+        board.loc[partial, "crs_rank"] = board.loc[partial, "crs_rank_partial"]
+        board.loc[partial, "auroc_rank"] = board.loc[partial, "auroc_rank_partial"]
+        board.loc[partial, "rank_marker"] = "*"
+    board = board.drop(columns=["crs_rank_partial", "auroc_rank_partial"])
     agreement = wh.sql("select * exclude (panel) from rank_agreement where panel = ? order by population desc", [panel])
     return panel, board, agreement

@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING
 
 from crsbench.core.schema import PREDICTIONS, Column, Schema
 from crsbench.probes.records import runs_schema
+from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _M = "docs/METHODS.md"
 
@@ -116,7 +117,9 @@ TABLES: tuple[Schema, ...] = (
         (
             Column("source_id", "VARCHAR", f"Dataset the probes are trained on. {_M} §3."),
             Column("target_id", "VARCHAR", f"Dataset evaluated as the shift (condition shift). {_M} §3."),
-            Column("declared_at", "TIMESTAMP", f"When the pair was declared. {_M} §3."),
+            Column(
+                "declared_at", "TIMESTAMP", f"When the source -> target pair was declared (ingest or shift). {_M} §3."
+            ),
         ),
     ),
     Schema(
@@ -131,7 +134,7 @@ TABLES: tuple[Schema, ...] = (
             ),
             Column("file", "VARCHAR", f"File the problem was found in. {_M} §1."),
             Column("message", "VARCHAR", f"What was wrong. {_M} §1."),
-            Column("recorded_at", "TIMESTAMP", f"When it was recorded. {_M} §1."),
+            Column("recorded_at", "TIMESTAMP", f"When the ingest that skipped the row ran. {_M} §1."),
         ),
     ),
     Schema(
@@ -161,7 +164,12 @@ TABLES: tuple[Schema, ...] = (
                 f"The resolved entry (preprocessing, hooked layers, pooling, key conversion) as JSON. {_M} §2.1.",
                 since=2,
             ),
-            Column("weights_hash", "VARCHAR", f"Hash of the weights that ran. {_M} §2.1.", since=2),
+            Column(
+                "weights_hash",
+                "VARCHAR",
+                f"SHA-256 of the weight tensors loaded into the encoder (empty for random init). {_M} §2.1.",
+                since=2,
+            ),
         ),
     ),
     Schema(
@@ -181,7 +189,9 @@ TABLES: tuple[Schema, ...] = (
             Column("complete", "BOOLEAN", f"True once every depth and condition is written. {_M} §2."),
             Column("pretrained", "BOOLEAN", f"False for tiny random-initialised stand-ins. {_M} §2."),
             Column("checkpoint", "VARCHAR", f"Checkpoint the weights came from. {_M} §2."),
-            Column("weights_hash", "VARCHAR", f"Hash of the loaded weights. {_M} §2."),
+            Column(
+                "weights_hash", "VARCHAR", f"SHA-256 of the weight tensors the features were computed with. {_M} §2."
+            ),
             Column("code_version", "VARCHAR", f"crsbench version that extracted the features. {_M} §2."),
             Column("updated_at", "TIMESTAMP", f"When the catalog row was written. {_M} §2."),
             Column(
@@ -200,7 +210,11 @@ TABLES: tuple[Schema, ...] = (
         (
             Column("panel", "VARCHAR", f"Reference panel name ('cohort' is reserved). {_M} §8.1.", primary_key=True),
             Column("mode", "VARCHAR", f"Anchoring mode: fixed (anchors frozen with the panel). {_M} §8.1."),
-            Column("frozen_at", "TIMESTAMP", f"When the panel was frozen. {_M} §8.1."),
+            Column(
+                "frozen_at",
+                "TIMESTAMP",
+                f"When the panel's members and anchors were fixed (crsbench panel freeze). {_M} §8.1.",
+            ),
             Column("code_version", "VARCHAR", f"crsbench version that froze it. {_M} §8.1."),
         ),
     ),
@@ -226,9 +240,30 @@ TABLES: tuple[Schema, ...] = (
             Column("table_name", "VARCHAR", f"Output table written. {_M} §10-§12."),
             Column("params", "VARCHAR", f"Parameters the analysis ran with, as JSON. {_M} §10-§12."),
             Column("code_version", "VARCHAR", f"crsbench version that ran it. {_M} §10-§12."),
-            Column("created_at", "TIMESTAMP", f"When it ran. {_M} §10-§12."),
+            Column(
+                "created_at",
+                "TIMESTAMP",
+                f"When the analysis finished and stored this table (local time). {_M} §10-§12.",
+            ),
+            Column(
+                "input_digest",
+                "VARCHAR",
+                "Digest of the runs the analysis read: MD5 over the encoder_run_digest of the "
+                "encoders in input_encoders (encoder=digest, sorted), taken before it ran; view "
+                "analysis_freshness flags the row stale once the runs differ (NULL: stored before "
+                f"digests were kept). {_M} §10.",
+                since=5,
+            ),
+            Column(
+                "input_encoders",
+                "VARCHAR[]",
+                "Encoders whose runs the digest covers: those the output tables name (column "
+                f"encoder_id), or NULL for every encoder of the warehouse. {_M} §10.",
+                since=5,
+            ),
         ),
     ),
+    DATASET_GRID,
 )
 
 # Created by the migration step itself (before any numbered migration), with all its columns.
@@ -237,8 +272,8 @@ SCHEMA_INFO = Schema(
     "One row per applied schema migration.",
     (
         Column("version", "INTEGER", "Schema version reached."),
-        Column("applied_at", "TIMESTAMP", "When the migration was applied."),
-        Column("crsbench_version", "VARCHAR", "crsbench version that applied it.", since=3),
+        Column("applied_at", "TIMESTAMP", "When a read-write open brought the file to this schema version."),
+        Column("crsbench_version", "VARCHAR", "Version of the crsbench package that migrated the file to it.", since=3),
     ),
 )
 
@@ -263,7 +298,7 @@ PARTS_LEDGER = Schema(
             "VARCHAR",
             f"pending (read from its file) or compacted (its rows are in <kind>_compacted). {_M} §4.2.",
         ),
-        Column("recorded_at", "TIMESTAMP", f"When the state was recorded. {_M} §4.2."),
+        Column("recorded_at", "TIMESTAMP", f"When the part was last seen pending or folded into the file. {_M} §4.2."),
     ),
     since=3,
 )
@@ -298,7 +333,9 @@ RETIRED_FEATURE_SETS = Schema(
         Column("regime", "VARCHAR", f"Regime of the feature set. {_M} §13."),
         Column("image_digest", "VARCHAR", f"Image digest the features were extracted from. {_M} §1."),
         Column("record", "JSON", f"The retired feature_sets row, as JSON. {_M} §2.4."),
-        Column("retired_at", "TIMESTAMP", f"When it was retired. {_M} §2.4."),
+        Column(
+            "retired_at", "TIMESTAMP", f"When the replacement of its dataset's images retired the features. {_M} §2.4."
+        ),
     ),
     since=4,
 )
@@ -331,7 +368,11 @@ COMPACTED: tuple[Schema, ...] = tuple(Schema(f"{kind}_compacted", "", (PART,), s
 def _migration(version: int) -> list[str]:
     created = [t for t in (*TABLES, PARTS_LEDGER, *COMPACTED, RETIRED_FITS, RETIRED_FEATURE_SETS) if t.since == version]
     grown = [t for t in (*TABLES, SCHEMA_INFO) if t.since < version]
-    return [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
+    statements = [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
+    if version == 5:
+        # Datasets ingested before grids were declared get the protocol's grid.
+        statements += fill_protocol_sql()
+    return statements
 
 
 # Each entry migrates from version i to i + 1; applied in order on a read-write open: the tables

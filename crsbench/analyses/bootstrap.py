@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.criterion import registered, resolve_population
-from crsbench.analyses.intervals import interval_rows, store_intervals
+from crsbench.analyses.intervals import interval_rows, runs_digest, store_intervals
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
 from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, eval_images
 from crsbench.analyses.rescore import rescore, scored_runs
@@ -68,8 +68,8 @@ PAIR_COLUMNS = ["panel", "encoder_a", "encoder_b", "diff", "diff_median", "diff_
 
 _SEEDS_SQL = """
     select dataset_id, list(distinct seed order by seed) as seeds
-    from runs
-    where probe = ? and depth = 1.0 and regime = ? and list_contains(?, encoder_id)
+    from runs_grid
+    where in_grid and probe = ? and depth = 1.0 and regime = ? and list_contains(?, encoder_id)
     group by dataset_id order by dataset_id
 """
 
@@ -311,6 +311,8 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Bootstrap (test images + seeds by default): 95 % intervals, P(rank 1), ties with the leader."""
     replicates, resample = check_params(params)
     panel, members = resolve_population(wh, params["panel"])
+    check_complete(wh, panel, members)
+    digest = runs_digest(wh, list(members))  # before reading: a run landing meanwhile makes it stale
     scores = bootstrap_scores(
         wh, members, replicates, resample, np.random.default_rng(int(params["seed"])), params["workers"]
     )
@@ -319,7 +321,7 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         global_rows[["replicate", "encoder_id", "crs", "auroc"]], panel, float(params["tier_threshold"])
     )
     intervals = interval_rows(wh, scores, panel, resample)
-    store_intervals(wh, intervals, panel, resample)
+    store_intervals(wh, intervals, panel, resample, digest)
     tables = {"encoders": encoders, "pairs": pairs}
     if params["keep_replicates"]:
         reps = global_rows[["replicate", "encoder_id", "crs", "auroc"]].copy()
@@ -343,6 +345,33 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         ["encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi", "p_rank1", "leading_tier"]
     ]
     return AnalysisResult(tables=tables, summary=summary, notes=notes)
+
+
+_GAPS_SQL = """
+    select dataset_id, encoder_id, count(*) as n,
+           list(probe || ' depth ' || depth::varchar || ' fraction ' || label_fraction::varchar || ' seed '
+                || seed::varchar || ' ' || condition order by all)[1:2] as examples
+    from grid_missing
+    where regime = 'frozen' and list_contains(?, encoder_id)
+    group by all order by dataset_id, encoder_id
+"""
+
+
+def check_complete(wh: Warehouse, panel: str, members: Sequence[str]) -> None:
+    """Refuse a bootstrap whose members' cells lack runs of the declared grid: its intervals would
+    describe a different run set than the panel's scores. One line naming the cells and runs."""
+    gaps = wh.sql(_GAPS_SQL, [list(members)])
+    if gaps.empty:
+        return
+    cells = "; ".join(
+        f"{r.dataset_id} x {r.encoder_id}: {r.n} run(s) missing (e.g. {', '.join(r.examples)})"
+        for r in gaps.head(5).itertuples()
+    )
+    more = f"; and {len(gaps) - 5} more cells" if len(gaps) > 5 else ""
+    raise CrsbenchError(
+        f"bootstrap of panel {panel}: member cells are incomplete: {cells}{more}; "
+        "run 'crsbench probe' to fill them (crsbench status lists them)"
+    )
 
 
 def leading_tier(wh: Warehouse, panel: str | None = None) -> pd.DataFrame:

@@ -100,10 +100,12 @@ E2 = {
     "n_seeds": "Seeds (fits) averaged in the cell; count.",
     "ece_reduction": "ece_before - ece_after (seed means); ECE points, positive = recalibration helped.",
     "relative_ece_reduction": "ece_reduction / ece_before; fraction of the ECE removed, negative = worse.",
-    "brier_change": "brier_after - brier_before (seed means); negative = recalibration helped.",
+    "brier_change": "Change of the Brier score (mean squared error of the predicted probabilities) that "
+    "recalibration brings: brier_after - brier_before, seed means; negative = recalibration helped.",
     "auroc_change": "auroc_after - auroc_before (seed means); AUROC points, 0 = ranking of the images unchanged.",
     "summary.relative_ece_reduction": "Mean relative_ece_reduction over the cells; fraction of the ECE removed.",
-    "summary.brier_change": "Mean brier_change over the cells; negative = recalibration helped.",
+    "summary.brier_change": "Mean over the cells of the Brier-score change brier_after - brier_before (mean "
+    "squared error of the probabilities); negative = recalibration helped.",
     "summary.auroc_change": "Mean auroc_change over the cells; AUROC points.",
     "n_cells": "Cells (encoder, dataset, eval dataset, condition) of this method and kind; count.",
     "max_abs_auroc_change": "Largest |auroc_change| over the cells; AUROC points.",

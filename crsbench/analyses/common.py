@@ -54,7 +54,7 @@ def load_runs(
     """Run records (one row per seed) of one probe and regime, optionally at one depth / fraction."""
     runs = wh.sql(
         "select encoder_id, dataset_id, eval_dataset_id, fit_id, run_id, depth, label_fraction, "
-        "seed, condition from runs where probe = ? and regime = ?",
+        "seed, condition from runs_grid where in_grid and probe = ? and regime = ?",
         [probe, regime],
     )
     return _at(runs, depth, fraction)

@@ -21,7 +21,31 @@ import pandas as pd
 from crsbench.analyses.criterion import AXES, GLOBAL, agreement
 from crsbench.warehouse.connection import Warehouse
 
-COLUMNS = ["panel", "resample", "encoder_id", "dataset_id", "metric", "estimate", "lo", "hi", "replicates"]
+COLUMNS = [
+    "panel",
+    "resample",
+    "encoder_id",
+    "dataset_id",
+    "metric",
+    "estimate",
+    "lo",
+    "hi",
+    "replicates",
+    "input_digest",
+]
+# The digest of the runs of `encoders` (bootstrap_freshness recomputes it to flag stale rows).
+_DIGEST_SQL = """
+    select md5(string_agg(encoder_id || '=' || digest, ',' order by encoder_id)) as digest
+    from encoder_run_digest where list_contains(?, encoder_id)
+"""
+
+
+def runs_digest(wh: Warehouse, encoders: list[str]) -> str | None:
+    """The digest of the current runs of `encoders` (None when none has a run)."""
+    rows = wh.con.execute(_DIGEST_SQL, [sorted(set(encoders))]).fetchall()
+    return rows[0][0] if rows else None
+
+
 AGREEMENT = ("kendall_tau", "spearman_rho", "reversals")
 
 
@@ -66,13 +90,16 @@ def interval_rows(wh: Warehouse, scores: pd.DataFrame, panel: str, resample: str
     out["dataset_id"] = out["scope"].where(out["scope"] != GLOBAL, None)
     out["panel"], out["resample"] = panel, resample
     out["replicates"] = out["replicates"].fillna(0).astype(np.int64)
+    out["input_digest"] = None
     order = {m: i for i, m in enumerate([*metrics, *AGREEMENT])}
     out = out.assign(_m=out["metric"].map(order), _d=out["dataset_id"].fillna(""), _e=out["encoder_id"].fillna(""))
     return out.sort_values(["_e", "_d", "_m"])[COLUMNS].reset_index(drop=True)
 
 
-def store_intervals(wh: Warehouse, rows: pd.DataFrame, panel: str, resample: str) -> None:
-    """Replace this panel's rows for this resampling in bootstrap_intervals (one transaction)."""
+def store_intervals(wh: Warehouse, rows: pd.DataFrame, panel: str, resample: str, digest: str | None) -> None:
+    """Replace this panel's rows for this resampling in bootstrap_intervals (one transaction),
+    each carrying `digest`: that of the runs read (`runs_digest`, taken before reading them)."""
+    rows = rows.assign(input_digest=digest)
     with wh.transaction() as con:
         con.execute("delete from bootstrap_intervals where panel = ? and resample = ?", [panel, resample])
         con.register("_new_intervals", rows[COLUMNS])

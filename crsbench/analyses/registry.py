@@ -169,7 +169,13 @@ def table_name(analysis: str, part: str) -> str:
     return name
 
 
-def store_result(wh: Warehouse, name: str, result: AnalysisResult, params: Mapping[str, Any]) -> list[str]:
+def store_result(
+    wh: Warehouse,
+    name: str,
+    result: AnalysisResult,
+    params: Mapping[str, Any],
+    digest: tuple[str | None, list[str] | None] = (None, None),
+) -> list[str]:
     """Write every output frame as `analysis_<name>_<part>` in one transaction; returns the table names.
 
     Tables an earlier run of the same analysis wrote but this run did not are dropped,
@@ -195,8 +201,9 @@ def store_result(wh: Warehouse, name: str, result: AnalysisResult, params: Mappi
             finally:
                 con.unregister(view)
             con.execute(
-                "insert into analyses values (?, ?, ?, ?, current_timestamp)",
-                [name, table, params_json, __version__],
+                "insert into analyses (analysis, table_name, params, code_version, created_at, input_digest, "
+                "input_encoders) values (?, ?, ?, ?, current_timestamp, ?, ?)",
+                [name, table, params_json, __version__, *digest],
             )
             for statement in _comments(name, part, table, [str(c) for c in frame.columns], description):
                 con.execute(statement)
@@ -234,8 +241,29 @@ def run_analysis(
     """Run a registered analysis with validated params and (by default) store its tables."""
     spec = get_analysis(name)
     resolved = resolve_params(spec, params)
+    # Taken before reading, so a run landing meanwhile makes the result stale rather than fresh.
+    digests = dict(wh.con.execute("select encoder_id, digest from encoder_run_digest").fetchall())
     result = spec.fn(wh, resolved)
     check_outputs(spec, result)
     if store:
-        store_result(wh, name, result, resolved)
+        store_result(wh, name, result, resolved, input_digest(digests, result))
     return result
+
+
+def input_digest(digests: dict[str, str], result: AnalysisResult) -> tuple[str | None, list[str] | None]:
+    """(digest, encoders) of the runs `result` describes: the encoders its tables name in an
+    encoder_id column (None: every encoder), as view analysis_freshness recomputes it."""
+    import hashlib
+
+    named = {
+        str(e)
+        for frame in (*result.tables.values(), result.summary)
+        if "encoder_id" in frame.columns
+        for e in frame["encoder_id"].dropna().unique()
+    }
+    encoders = sorted(named) if named else None
+    keys = sorted(digests) if encoders is None else [e for e in encoders if e in digests]
+    if not keys:
+        return None, encoders
+    text = ",".join(f"{e}={digests[e]}" for e in keys)
+    return hashlib.md5(text.encode()).hexdigest(), encoders

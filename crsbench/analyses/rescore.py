@@ -24,15 +24,15 @@ from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.probes.weighted_metrics import RunScorer
 from crsbench.warehouse.connection import Warehouse
 
-# The runs crs_axes_cell reads, of the cells axes_cell counts complete (every fraction, seed
-# and condition of the grid): one row per run, numbered `key`.
+# The runs of the declared grid (runs_grid.in_grid) crs_axes_cell reads, of the cells axes_cell
+# counts complete (every fraction, seed and condition of the grid): one row per run, numbered `key`.
 _RUNS_SQL = """
     select r.run_id, r.encoder_id, r.dataset_id, r.eval_dataset_id, r.regime, r.probe, r.depth,
            r.label_fraction, r.seed, r.condition, r.auroc, r.ece, r.pretrained
-    from runs r
+    from runs_grid r
     join axes_cell c on c.encoder_id = r.encoder_id and c.dataset_id = r.dataset_id
          and c.regime = r.regime and c.complete
-    where r.probe = ? and r.depth = 1.0 and r.regime = ? and list_contains(?, r.encoder_id)
+    where r.in_grid and r.probe = ? and r.depth = 1.0 and r.regime = ? and list_contains(?, r.encoder_id)
       and r.condition <> 'calib'
       and (r.condition = 'clean' and r.eval_dataset_id = r.dataset_id or r.label_fraction = 1.0)
     order by r.encoder_id, r.dataset_id, r.eval_dataset_id, r.condition, r.label_fraction, r.seed

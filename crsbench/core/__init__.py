@@ -6,6 +6,7 @@
 from crsbench.core.constants import (
     AXES,
     AXIS_WEIGHTS,
+    CALIB,
     CLEAN,
     CONDITIONS,
     CRS_WEIGHTS,
@@ -15,6 +16,7 @@ from crsbench.core.constants import (
     PERTURBATIONS,
     PERTURBED_CONDITIONS,
     PRIMARY_PROBE,
+    PROTOCOL_PROBE_DEPTHS,
     SEVERITIES,
     SHIFT,
     TERM_WEIGHTS,
@@ -29,6 +31,7 @@ from crsbench.core.version import __version__
 __all__ = [
     "AXES",
     "AXIS_WEIGHTS",
+    "CALIB",
     "CLEAN",
     "CONDITIONS",
     "CRS_WEIGHTS",
@@ -41,6 +44,7 @@ __all__ = [
     "PERTURBATIONS",
     "PERTURBED_CONDITIONS",
     "PRIMARY_PROBE",
+    "PROTOCOL_PROBE_DEPTHS",
     "SEVERITIES",
     "SHIFT",
     "TERM_WEIGHTS",

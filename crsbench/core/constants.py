@@ -42,6 +42,15 @@ SHIFT: Final = "shift"
 
 # The probe whose grid covers every depth and fraction; the axes and the CRS are read from it (METHODS §3).
 PRIMARY_PROBE: Final = "logreg"
+# The (probe, depth) pairs of the protocol's declared grid: the primary probe at every depth, the
+# check probes (mlp, knn) at full depth. Each pair is fitted at every declared fraction x seed.
+PROTOCOL_PROBE_DEPTHS: Final[tuple[tuple[str, float], ...]] = (
+    *((PRIMARY_PROBE, d) for d in DEPTHS),
+    ("mlp", 1.0),
+    ("knn", 1.0),
+)
+# The evaluation condition of the clean calibration split (besides CONDITIONS and SHIFT).
+CALIB: Final = "calib"
 
 # Regimes: the frozen backbone, or one LoRA adaptation seed (`lora-s<seed>`).
 FROZEN: Final = "frozen"

@@ -233,7 +233,11 @@ PREDICTIONS = Schema(
         Column("eval_dataset_id", "VARCHAR", f"Dataset of the image (the source or a shift target). {_M} §3."),
         Column("condition", "VARCHAR", f"Evaluation condition, as runs.condition. {_M} §2, §3."),
         Column("row_index", "INTEGER", f"Row of the image in its dataset's image table (images.row_index). {_M} §1."),
-        Column("image_id", "VARCHAR", f"Stable image id (images.image_id). {_M} §1."),
+        Column(
+            "image_id",
+            "VARCHAR",
+            f"Image the probabilities are for: its stable id within the dataset (images.image_id). {_M} §1.",
+        ),
         Column(
             "probs",
             "FLOAT[]",

@@ -1,15 +1,24 @@
-"""The probe grid over a warehouse's datasets and a store's feature sets (METHODS.md §3)."""
+"""The probe grid over a warehouse's datasets and a store's feature sets (METHODS.md §3).
+
+With no probe, depth, fraction or seed option, the fits are exactly each dataset's declared grid
+(`warehouse.grid`), for every encoder. Options choose a part of it: each fraction and seed given must be
+one the dataset's grid declares (else a one-line error that says how to widen it); a probe and a
+depth may pair off the grid, and those fits are extras (stored, never scored).
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crsbench.core import CrsbenchError
-from crsbench.features.store import FeatureStore
+import pandas as pd
+
+from crsbench.core import DEPTHS, CrsbenchError, EncoderKey
+from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, ProgressFn
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
 from crsbench.probes.records import FitKey
@@ -24,9 +33,12 @@ if TYPE_CHECKING:
 class ProbeConfig:
     """Which part of the grid to fit, and how.
 
-    An empty tuple means the protocol's default: every registered probe; logreg at all four
-    depths and the other probes at full depth; fractions 0.01-1.0; seeds 0-4. `scheduler` is a dask.distributed address (None runs
-    in-process); `batch_size` is the number of fits per atomic batch of run records. With
+    All four empty: each dataset's declared grid (the protocol's: logreg at all four depths and
+    mlp, knn at full depth; fractions 0.01-1.0; seeds 0-4, unless widened by `crsbench grid
+    extend`). Otherwise the declared fits matching the values given; each value must be declared
+    for the dataset, and probes given with depths pair every probe with every depth (off-grid pairs
+    are extras). `scheduler` is a dask.distributed address (None runs in-process); `batch_size` is
+    the number of fits per atomic batch of run records. With
     `compact` (the default) the parts are folded into the file when the sweep ends, unless another
     sweep still writes (then they stay pending: `crsbench warehouse compact` folds them later).
     """
@@ -51,29 +63,97 @@ def choose_datasets(all_names: Sequence[str], requested: Sequence[str], pairs: S
     return [n for n in all_names if n not in targets]
 
 
+def _declared_values(name: str, declared: pd.DataFrame, config: ProbeConfig) -> None:
+    """Fractions and seeds must be ones the dataset's grid declares (no --seed 99, no --fraction 2),
+    depths ones the protocol reads; an off-grid probe x depth pair is allowed and becomes an extra."""
+    for depth in config.depths:
+        if not any(math.isclose(depth, d) for d in DEPTHS):
+            raise CrsbenchError(
+                f"--depth {depth:g} is not a supported depth; choose from {', '.join(map(str, DEPTHS))}"
+            )
+    for option, column, given in (("--fraction", "label_fraction", config.fractions), ("--seed", "seed", config.seeds)):
+        have = sorted(set(declared[column].tolist()))
+        for value in given:
+            if not any(math.isclose(value, h) for h in have):
+                shown = ", ".join(f"{h:g}" for h in have)
+                raise CrsbenchError(
+                    f"{option} {value:g} is outside the declared grid of dataset {name!r} ({shown}); "
+                    f"widen it first: crsbench grid extend --dataset {name} {option} {value:g}"
+                )
+
+
+def _selected(declared: pd.DataFrame, config: ProbeConfig) -> list[tuple[str, float, float, int]]:
+    """The (probe, depth, fraction, seed) fits an option set asks for on one dataset: the probes
+    given (else the declared ones) at the depths given (else each probe's declared depths, full
+    depth for a probe the grid lacks), at the fractions and seeds given (else the declared ones)."""
+    declared_pairs = {(str(p), float(d)) for p, d in zip(declared["probe"], declared["depth"], strict=True)}
+    probes = config.probes or tuple(sorted({p for p, _ in declared_pairs}))
+    pairs: list[tuple[str, float]] = []
+    for probe in probes:
+        depths = config.depths or tuple(sorted(d for p, d in declared_pairs if p == probe)) or (1.0,)
+        pairs += [(probe, float(d)) for d in depths]
+    fractions = config.fractions or tuple(sorted(set(declared["label_fraction"].tolist())))
+    seeds = config.seeds or tuple(sorted(set(declared["seed"].tolist())))
+    return [(p, d, float(f), int(s)) for p, d in pairs for f in fractions for s in seeds]
+
+
+def _refs(name: str, keys: Sequence[str] | None, store: FeatureStore) -> list[FeatureSetRef]:
+    if keys is None:
+        return [r for r in store.feature_sets() if r.dataset == name]
+    return [FeatureSetRef(name, EncoderKey.parse(k).encoder_id, EncoderKey.parse(k).regime) for k in keys]
+
+
 def plan(
-    datasets: Sequence[str], encoders: Sequence[str], store: FeatureStore, named_datasets: bool, config: ProbeConfig
+    datasets: Sequence[str],
+    encoders: Sequence[str],
+    store: FeatureStore,
+    named_datasets: bool,
+    config: ProbeConfig,
+    grids: dict[str, pd.DataFrame],
 ) -> list[FitKey]:
     """Every fit to run. Encoders and datasets both named: every pair (a missing feature set is
-    an error); encoders alone: the datasets each was extracted on; neither: every feature set."""
+    an error); encoders alone: the datasets each was extracted on; neither: every feature set.
+    `grids` holds each dataset's declared fits (probe, depth, label_fraction, seed)."""
     from crsbench.probes.grid import plan_fits
+    from crsbench.probes.registry import get_probe
 
-    probes = config.probes or None
-    fractions = config.fractions or LABEL_FRACTIONS
-    seeds = config.seeds or FRACTION_SEEDS
-    depths = config.depths or None
+    for probe in config.probes:
+        get_probe(probe)  # an unknown name is named as such before any grid check
     present = {(r.dataset, r.key) for r in store.feature_sets()}
     fits: list[FitKey] = []
+    options = bool(config.probes or config.depths or config.fractions or config.seeds)
     for name in datasets:
+        declared = grids[name]
         if encoders:
-            keys = [e for e in encoders if named_datasets or (name, e) in present]
-            fits += (
-                plan_fits([name], keys, store, probes=probes, fractions=fractions, seeds=seeds, depths=depths)
-                if keys
-                else []
-            )
+            keys: list[str] | None = [e for e in encoders if named_datasets or (name, e) in present]
+            if not keys:
+                continue
         else:
-            fits += plan_fits([name], None, store, probes=probes, fractions=fractions, seeds=seeds, depths=depths)
+            keys = None
+        if declared.empty:  # no declared grid (a warehouse written by hand): the protocol's
+            fits += plan_fits(
+                [name],
+                keys,
+                store,
+                probes=config.probes or None,
+                fractions=config.fractions or LABEL_FRACTIONS,
+                seeds=config.seeds or FRACTION_SEEDS,
+                depths=config.depths or None,
+            )
+            continue
+        if options:
+            _declared_values(name, declared, config)
+            wanted = _selected(declared, config)
+        else:
+            wanted = [
+                (str(p), float(d), float(f), int(s))
+                for p, d, f, s in declared[["probe", "depth", "label_fraction", "seed"]].itertuples(index=False)
+            ]
+        fits += [
+            FitKey(ref.encoder_id, name, d, p, fr, s, ref.regime)
+            for ref in _refs(name, keys, store)
+            for p, d, fr, s in wanted
+        ]
     for enc in encoders:
         if not any(f.feature_set.key == enc for f in fits):
             raise CrsbenchError(
@@ -82,7 +162,22 @@ def plan(
             )
     if not fits:
         raise CrsbenchError(f"no feature sets for {', '.join(datasets)} in {store.url}; run 'crsbench extract' first")
-    return fits
+    return sorted(set(fits))
+
+
+def extra_fits(fits: Sequence[FitKey], grids: dict[str, pd.DataFrame]) -> int:
+    """How many of `fits` lie outside their dataset's declared grid."""
+    declared = {
+        name: {(p, round(d, 9), round(f, 9), int(s)) for p, d, f, s in g.itertuples(index=False, name=None)}
+        for name, g in grids.items()
+        if not g.empty
+    }
+    return sum(
+        1
+        for f in fits
+        if f.dataset_id in declared
+        and (f.probe, round(f.depth, 9), round(f.label_fraction, 9), f.seed) not in declared[f.dataset_id]
+    )
 
 
 def probe_all(
@@ -97,6 +192,7 @@ def probe_all(
     from crsbench.probes.grid import run_grid
     from crsbench.warehouse.claims import FitClaims
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
+    from crsbench.warehouse.grid import grid_fits
     from crsbench.warehouse.parts import append_run_parts
 
     def compacted_done() -> set[str]:
@@ -110,6 +206,7 @@ def probe_all(
         shifts = {name: shift_targets(wh, name) for name in names}
         needed = dict.fromkeys(names + [t for ts in shifts.values() for t in ts])
         loaded: dict[str, Dataset] = {name: read_dataset(wh, name) for name in needed}
+        grids = {name: grid_fits(wh.con, name) for name in names}
         done = wh.done_fit_ids()
         wh.expect_appends()  # the persisted views read the parts folder the sweep writes to
         sink = functools.partial(append_run_parts, wh.parts_dir)
@@ -119,8 +216,9 @@ def probe_all(
         claims = FitClaims(wh.parts_dir, compacted_done=compacted_done)
     with claims:
         store = FeatureStore(store_url)
-        fits = plan(names, encoders, store, bool(datasets), config)
-        return run_grid(
+        fits = plan(names, encoders, store, bool(datasets), config, grids)
+        extra = extra_fits(fits, grids)
+        summary = run_grid(
             fits,
             loaded,
             store,
@@ -132,3 +230,4 @@ def probe_all(
             progress=progress,
             claims=claims,
         )
+    return dataclasses.replace(summary, extra=extra)

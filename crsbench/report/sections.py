@@ -141,19 +141,46 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     def crs_cell(row: pd.Series) -> str:
         text = fmt_number(row["crs"])
         if "lo" in cols and "hi" in cols:
+            if pd.isna(row[cols["lo"]]) or pd.isna(row[cols["hi"]]):
+                return text + (
+                    ' <span class="note">not bootstrapped: run '
+                    f"<code>crsbench analyze bootstrap --panel {esc(data.panel)}</code></span>"
+                )
             text += f' <span class="note">[{fmt_number(row[cols["lo"]])}, {fmt_number(row[cols["hi"]])}]</span>'
         return text
 
     def shift(row: pd.Series) -> str:
+        if pd.isna(row["auroc_rank"]) or pd.isna(row["crs_rank"]):
+            return "–"
         moved = int(row["auroc_rank"]) - int(row["crs_rank"])
         if moved == 0:
             return "0"
         return f'<span class="{"up" if moved > 0 else "down"}">{"+" if moved > 0 else ""}{moved}</span>'
 
+    def partial(row: pd.Series) -> bool:
+        return row.get("coverage") == "partial"
+
+    def rank_cell(row: pd.Series) -> str:
+        if partial(row):
+            return '<span class="note">not ranked (partial)</span>'
+        return fmt_number(row["crs_rank"], 0)
+
+    def tier_cell(row: pd.Series) -> str:
+        if partial(row) or pd.isna(row.get("gap_lo")):
+            return "–"
+        return esc(str(row["tier"])) if str(row["tier"]) == "=1" or str(row["tier"]) == "1" else ""
+
+    def datasets_cell(row: pd.Series) -> str:
+        if "n_panel_datasets" not in row or pd.isna(row["n_panel_datasets"]):
+            return fmt_number(row.get("n_datasets"), 0)
+        text = f"{int(row['n_datasets'] or 0)} of {int(row['n_panel_datasets'])}"
+        if partial(row):
+            text += f' <span class="note">(missing {esc(", ".join(row["missing_datasets"]))})</span>'
+        return text
+
     columns = {
-        "CRS rank": lambda r: (
-            esc(str(r["tier"])) if resample is not None and pd.notna(r.get("tier")) else fmt_number(r["crs_rank"], 0)
-        ),
+        "CRS rank": rank_cell,
+        **({"tier": tier_cell} if resample is not None else {}),
         "Encoder": lambda r: encoder_cell(
             r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members
         ),
@@ -167,6 +194,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         "AUROC" + (" [95% interval]" if "auroc_lo" in cols else ""): auroc_cell,
         "AUROC rank": lambda r: fmt_number(r["auroc_rank"], 0),
         "rank change": shift,
+        "datasets": datasets_cell,
         "Dominance": lambda r: fmt_number(r["dominance"]),
         "Ideal point": lambda r: fmt_number(r["ideal"]),
         "Worst axis": lambda r: fmt_number(r["worst"]),
@@ -184,8 +212,9 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         )
         note += (
             f'<p class="note">Intervals: 95 % percentile, {esc(resample)} bootstrap. '
-            "Rank =1: the interval of the CRS gap to the leader contains 0, so the data cannot "
-            f"separate the encoder from the leader. AUROC vs CRS ranking: {esc(stats)}.</p>"
+            "CRS rank = 1 + the panel members with a higher CRS; tier =1: the interval of the CRS gap to "
+            "the leader contains 0, so the data cannot separate the encoder from the leader (blank: "
+            f"separated; –: no interval). AUROC vs CRS ranking: {esc(stats)}.</p>"
         )
         note += "".join(
             f'<p class="note warning">Warning: {esc(w)}.</p>'
@@ -195,6 +224,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         f'<p class="note warning">Incomplete (left out of the CRS): {esc(m)}</p>'
         for m in uncertainty.missing_lines(data.wh)
     )
+    note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in uncertainty.partial_lines(board))
     return (
         f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
         f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
@@ -245,7 +275,7 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
     if gap:
         return gap
     assert data.crs_encoder is not None  # _need_scores checked it
-    ranks = data.crs_encoder[["encoder_id", "auroc_rank", "crs_rank"]].copy()
+    ranks = data.crs_encoder[["encoder_id", "auroc_rank", "crs_rank"]].dropna().copy()  # partial: unranked
     ranks.insert(0, "label", [data.label(e) for e in ranks["encoder_id"]])
     agreement = data.rank_agreement
     subtitle = f"panel {data.panel}"

@@ -22,6 +22,7 @@ class WarehouseStatus:
     incomplete_cells: list[str] = dataclasses.field(default_factory=list)  # what each lacks
     pending_parts: int = 0  # run parts not yet folded into the file (a plain client elsewhere cannot read them)
     sweeps_running: int = 0  # probe sweeps still writing parts
+    stale: list[str] = dataclasses.field(default_factory=list)  # stored bootstraps/analyses whose runs changed
 
     @property
     def n_runs(self) -> int:
@@ -109,4 +110,21 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         analyses,
         pending_parts=len(data_parts(wh.parts_dir / "runs")),
         sweeps_running=len(live_sweeps(wh.parts_dir)),
+        stale=stale_lines(wh),
     )
+
+
+def stale_lines(wh: Warehouse) -> list[str]:
+    """One line per stored bootstrap (panel, resample) and per analysis whose runs have changed."""
+    present = relations(wh)
+    lines = []
+    if "bootstrap_freshness" in present:
+        for r in wh.sql("select panel, resample from bootstrap_freshness where stale order by all").itertuples():
+            lines.append(
+                f"panel {r.panel}: the {r.resample} bootstrap intervals are stale (its runs changed); "
+                f"rerun 'crsbench analyze bootstrap --panel {r.panel}'"
+            )
+    if "analysis_freshness" in present:
+        stale = wh.sql("select distinct analysis from analysis_freshness where stale order by 1")["analysis"]
+        lines += [f"analysis {a}: stale (the runs changed since it ran); rerun 'crsbench analyze {a}'" for a in stale]
+    return lines

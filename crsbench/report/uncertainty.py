@@ -84,7 +84,7 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
         return []
     per_fit = wh.sql(
         "select dataset_id, regime, probe, depth, label_fraction, seed, "
-        "count(distinct (condition, eval_dataset_id)) as n_evals from runs "
+        "count(distinct (condition, eval_dataset_id)) as n_evals from grid_declared "
         "group by all"
     )
     expected = (
@@ -120,3 +120,34 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
     if len(lines) > limit:
         lines = [*lines[:limit], f"... and {len(lines) - limit} more incomplete cells (see the grid_missing view)"]
     return lines
+
+
+def partial_lines(board: pd.DataFrame, allow_partial: bool = False) -> list[str]:
+    """One line per partial-coverage encoder of a panel leaderboard: what it lacks and why it has
+    no aggregate rank (or, with allow_partial, that its rank is marked)."""
+    if "coverage" not in board.columns:
+        return []
+    lines = []
+    for row in board[board["coverage"] == "partial"].itertuples():
+        lines.append(
+            f"partial: {row.encoder_id} has complete cells on {int(row.n_datasets or 0)} of the panel's "
+            f"{int(row.n_panel_datasets)} datasets (missing {', '.join(row.missing_datasets)}); its CRS is a "
+            "mean over fewer datasets than the members', so "
+            + (
+                "its rank is marked * and is not comparable"
+                if allow_partial
+                else "it gets no aggregate rank (--allow-partial ranks it with a marker; per-dataset ranks are in crs_cell)"
+            )
+        )
+    return lines
+
+
+def stale_lines(wh: Warehouse, panel: str) -> list[str]:
+    """One line per stored bootstrap of `panel` whose runs changed since it ran (its intervals are
+    withheld from crs_encoder_ci and the leaderboard)."""
+    rows = wh.sql("select resample from bootstrap_freshness where panel = ? and stale order by 1", [panel])
+    return [
+        f"the {r} bootstrap intervals of panel {panel} are stale (the runs changed since it ran) and are "
+        f"not shown; rerun 'crsbench analyze bootstrap --panel {panel}'"
+        for r in rows["resample"]
+    ]

@@ -1,5 +1,7 @@
 -- One row per (encoder, dataset, eval dataset, regime, probe, depth, label fraction, condition):
 -- every run metric aggregated over seeds; docs/METHODS.md §5 (Seed means).
+-- Only runs of the declared grid (runs_grid.in_grid): an extra run (an off-grid seed, probe or
+-- depth) never enters a seed mean.
 -- mean = fn_exact_mean (bit-for-bit reproducible), sample sd and n over the seeds with a finite
 -- value; n_seeds counts all seeds. The sd feeds no score and is not guaranteed to the last bit
 -- across thread schedules.
@@ -40,14 +42,15 @@ select
     min(n_test) as n_test_min,
     max(n_test) as n_test_max,
     bool_and(pretrained) as pretrained
-from runs
+from runs_grid
+where in_grid
 group by encoder_id, dataset_id, eval_dataset_id, regime, probe, depth, label_fraction, condition;
 
-comment on view metrics_seed is 'One row per (encoder, dataset, eval dataset, regime, probe, depth, label fraction, condition): each run metric averaged over seeds (exact mean), with its sample sd and count. docs/METHODS.md §5.';
+comment on view metrics_seed is 'One row per (encoder, dataset, eval dataset, regime, probe, depth, label fraction, condition): each run metric of the declared grid''s runs (runs_grid.in_grid) averaged over seeds (exact mean), with its sample sd and count. docs/METHODS.md §5.';
 comment on column metrics_seed.encoder_id is 'Encoder id (registry name) whose features the probe was fitted on. docs/METHODS.md §2.';
 comment on column metrics_seed.dataset_id is 'Dataset the probe was trained on (the source). docs/METHODS.md §1.';
 comment on column metrics_seed.eval_dataset_id is 'Dataset evaluated: the source itself, or a shift target (condition shift). docs/METHODS.md §3.';
-comment on column metrics_seed.regime is 'Encoder regime: frozen (pretrained weights) or an adapted variant such as lora-s0. docs/METHODS.md §13.';
+comment on column metrics_seed.regime is 'Encoder regime: frozen (the encoder''s weights as loaded, pretrained or random-init, never updated) or an adapted variant such as lora-s0 (LoRA-fine-tuned with seed 0). docs/METHODS.md §13.';
 comment on column metrics_seed.probe is 'Probe estimator: logreg (primary), mlp or knn. docs/METHODS.md §3.';
 comment on column metrics_seed.depth is 'Relative encoder depth the features were taken at: 0.25, 0.5, 0.75 or 1.0 (last block). docs/METHODS.md §2.';
 comment on column metrics_seed.label_fraction is 'Fraction of the training split used to fit: 0.01, 0.05, 0.10, 0.25 or 1.0. docs/METHODS.md §1.';

@@ -1,43 +1,24 @@
 -- One row per run a cell lacks: (encoder_id, dataset_id, regime) x (probe, depth, label_fraction,
--- seed, condition, eval_dataset_id) that the grid defines for the cell's dataset and regime but
--- `runs` does not hold. The grid of a (dataset, regime) is every such key any encoder has a run
--- for there (a sweep plans the same fits for every encoder), plus every (fraction, seed) the
--- dataset's label_fractions declare for the primary probe (logreg, full depth, clean), so a seed
--- no encoder has run yet is missing too. A cell is an (encoder, dataset, regime) with any run.
+-- seed, condition, eval_dataset_id) that the cell's declared grid (grid_declared: stored at ingest,
+-- widened only by `crsbench grid extend`) holds but `runs` does not. A cell is an (encoder,
+-- dataset, regime) with any run; a run outside the grid (an extra) neither fills nor opens a gap.
 -- docs/METHODS.md §3 (the probe grid).
 create or replace view grid_missing as
 with cells as (
     select distinct encoder_id, dataset_id, regime from runs
-),
-observed as (
-    select distinct dataset_id, regime, probe, depth, label_fraction, seed, condition,
-           eval_dataset_id
-    from runs
-),
-declared as (
-    select distinct f.dataset_id, c.regime, 'logreg' as probe, 1.0::double as depth,
-           f.fraction as label_fraction, f.seed, 'clean' as condition,
-           f.dataset_id as eval_dataset_id
-    from label_fractions f
-    join (select distinct dataset_id, regime from runs) c on c.dataset_id = f.dataset_id
-),
-expected as (
-    select * from observed
-    union
-    select * from declared
 )
-select c.encoder_id, e.dataset_id, e.regime, e.probe, e.depth, e.label_fraction, e.seed,
-       e.condition, e.eval_dataset_id
+select c.encoder_id, g.dataset_id, g.regime, g.probe, g.depth, g.label_fraction, g.seed,
+       g.condition, g.eval_dataset_id
 from cells c
-join expected e on e.dataset_id = c.dataset_id and e.regime = c.regime
+join grid_declared g on g.dataset_id = c.dataset_id and g.regime = c.regime
 where not exists (
     select 1 from runs r
-    where r.encoder_id = c.encoder_id and r.dataset_id = e.dataset_id and r.regime = e.regime
-      and r.probe = e.probe and r.depth = e.depth and r.label_fraction = e.label_fraction
-      and r.seed = e.seed and r.condition = e.condition and r.eval_dataset_id = e.eval_dataset_id
+    where r.encoder_id = c.encoder_id and r.dataset_id = g.dataset_id and r.regime = g.regime
+      and r.probe = g.probe and r.depth = g.depth and r.label_fraction = g.label_fraction
+      and r.seed = g.seed and r.condition = g.condition and r.eval_dataset_id = g.eval_dataset_id
 );
 
-comment on view grid_missing is 'One row per run a cell (encoder, dataset, regime) lacks: a (probe, depth, label_fraction, seed, condition, eval_dataset_id) key of its dataset''s grid (keys any encoder has there, plus the declared label fractions x seeds of the primary probe) with no run. docs/METHODS.md §3.';
+comment on view grid_missing is 'One row per run a cell (encoder, dataset, regime) lacks: a (probe, depth, label_fraction, seed, condition, eval_dataset_id) key of its dataset''s declared grid (grid_declared) with no run. Extra runs outside the grid never add a row. docs/METHODS.md §3.';
 comment on column grid_missing.encoder_id is 'Encoder of the incomplete cell. docs/METHODS.md §3.';
 comment on column grid_missing.dataset_id is 'Dataset the probe was fitted on. docs/METHODS.md §3.';
 comment on column grid_missing.regime is 'frozen, or the adaptation regime of the feature set. docs/METHODS.md §3.';

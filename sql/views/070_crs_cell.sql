@@ -20,7 +20,7 @@ comment on column crs_cell.encoder_id is 'Encoder id (registry name). docs/METHO
 comment on column crs_cell.regime is 'Encoder regime: frozen, or an adapted variant such as lora-s0. docs/METHODS.md §13.';
 comment on column crs_cell.dataset_id is 'Dataset of the cell (the scope of its anchors and Pareto term). docs/METHODS.md §8.4.';
 comment on column crs_cell.dominance is 'Pareto term: share of the other reference members in this scope whose normalised axes this encoder dominates (>= on all four, > on one); [0, 1], higher is better; NULL when no other member. docs/METHODS.md §8.3.';
-comment on column crs_cell.ideal is 'Ideal-point term 1 - sqrt(sum_a w_a (1 - x~_a)^2), w_a = 0.25; [0, 1], higher is better. docs/METHODS.md §8.3.';
+comment on column crs_cell.ideal is 'Ideal-point term 1 - sqrt(sum over the four axes a of w_a (1 - x~_a)^2), where x~_a = clip((x_a - lo_a) / (hi_a - lo_a), 0, 1) is the raw axis a normalised with this dataset''s anchors lo_a (the panel members'' minimum on the dataset) and hi_a (maximum), and w_a = 0.25 is the axis weight; [0, 1], 1 = the ideal point, higher is better. docs/METHODS.md §8.3.';
 comment on column crs_cell.worst is 'Worst-axis term: the smallest of the four normalised axes; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_cell.crs is 'Clinical Reliability Score = 0.60 dominance + 0.25 ideal + 0.15 worst; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_cell.in_panel is 'True when this row is a member of the reference (frozen regime and in the panel; in cohort mode every frozen-regime encoder). docs/METHODS.md §8.1.';

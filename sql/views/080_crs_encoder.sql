@@ -3,6 +3,11 @@
 -- ranks against the panel; docs/METHODS.md §8.4 (aggregate CRS) and §8.5 (ranks).
 -- fn_crs_scored over axes_encoder, ranks from fn_panel_ranks, so they too stay fixed when
 -- encoders are added. The leaderboard: order by crs desc.
+-- Coverage: the panel's datasets are the scopes it was frozen with (reference_anchors); an
+-- encoder whose complete cells (axes_cell) miss one of them is 'partial': still scored, but its
+-- aggregate crs_rank and auroc_rank are NULL (its mean is over fewer datasets than the members');
+-- the place it would take is in crs_rank_partial / auroc_rank_partial, and missing_datasets
+-- names what it lacks.
 create or replace view crs_encoder as
 with aggregates as (
     select 'global' as scope, encoder_id, regime, discrimination, calibration, label_efficiency,
@@ -14,23 +19,55 @@ scored as materialized (
 ),
 ranks as (
     select * from fn_panel_ranks('scored')
+),
+panel_datasets as (
+    select panel, list(distinct scope order by scope) as datasets
+    from reference_anchors
+    where scope <> 'global'
+    group by panel
+),
+covered as (
+    select encoder_id, regime, list(dataset_id order by dataset_id) as datasets
+    from axes_cell
+    where complete
+    group by encoder_id, regime
+),
+coverage as (
+    select s.panel, s.candidate, len(p.datasets) as n_panel_datasets,
+           [d for d in p.datasets if not list_contains(coalesce(c.datasets, []::varchar[]), d)]
+               as missing_datasets
+    from scored s
+    join panel_datasets p on p.panel = s.panel
+    left join covered c on c.encoder_id = s.encoder_id and c.regime = s.regime
 )
 select s.panel, s.encoder_id, s.regime, s.dominance, s.ideal, s.worst, s.crs, s.auroc,
-       r.crs_rank, r.auroc_rank, s.in_panel, s.n_datasets, s.pretrained
+       case when len(v.missing_datasets) = 0 then r.crs_rank end as crs_rank,
+       case when len(v.missing_datasets) = 0 then r.auroc_rank end as auroc_rank,
+       s.in_panel, s.n_datasets, s.pretrained,
+       case when len(v.missing_datasets) = 0 then 'full' else 'partial' end as coverage,
+       v.n_panel_datasets, v.missing_datasets,
+       case when len(v.missing_datasets) > 0 then r.crs_rank end as crs_rank_partial,
+       case when len(v.missing_datasets) > 0 then r.auroc_rank end as auroc_rank_partial
 from scored s
-join ranks r on r.panel = s.panel and r.candidate = s.candidate;
+join ranks r on r.panel = s.panel and r.candidate = s.candidate
+join coverage v on v.panel = s.panel and v.candidate = s.candidate;
 
 comment on view crs_encoder is 'One row per (frozen panel, encoder, regime): the aggregate Clinical Reliability Score and aggregate AUROC with their ranks against the panel; the leaderboard (order by crs desc). docs/METHODS.md §8.4, §8.5.';
 comment on column crs_encoder.panel is 'Frozen reference panel the row is scored against (table panels). docs/METHODS.md §8.1.';
 comment on column crs_encoder.encoder_id is 'Encoder id (registry name). docs/METHODS.md §2.';
 comment on column crs_encoder.regime is 'Encoder regime: frozen, or an adapted variant such as lora-s0. docs/METHODS.md §13.';
 comment on column crs_encoder.dominance is 'Pareto term: share of the other reference members in this scope whose normalised axes this encoder dominates (>= on all four, > on one); [0, 1], higher is better; NULL when no other member. docs/METHODS.md §8.3.';
-comment on column crs_encoder.ideal is 'Ideal-point term 1 - sqrt(sum_a w_a (1 - x~_a)^2), w_a = 0.25; [0, 1], higher is better. docs/METHODS.md §8.3.';
+comment on column crs_encoder.ideal is 'Ideal-point term 1 - sqrt(sum over the four axes a of w_a (1 - x~_a)^2), where x~_a = clip((x_a - lo_a) / (hi_a - lo_a), 0, 1) is the encoder''s aggregate axis a normalised with the panel''s global anchors lo_a (members'' minimum) and hi_a (maximum), and w_a = 0.25 is the axis weight; [0, 1], 1 = the ideal point, higher is better. docs/METHODS.md §8.3.';
 comment on column crs_encoder.worst is 'Worst-axis term: the smallest of the four normalised axes; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_encoder.crs is 'Clinical Reliability Score = 0.60 dominance + 0.25 ideal + 0.15 worst; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_encoder.auroc is 'Aggregate AUROC = the aggregate discrimination axis (exact mean of the complete cells'' clean full-label AUROC); [0, 1], higher is better. docs/METHODS.md §7.';
-comment on column crs_encoder.crs_rank is 'CRS rank against the reference: 1 + the number of other members with a higher CRS (1 = best; ''min'' rank for members, the place a non-member would take); NULL when crs is NULL. docs/METHODS.md §8.5.';
-comment on column crs_encoder.auroc_rank is 'AUROC rank against the reference: 1 + the number of other members with a higher aggregate AUROC (1 = best); NULL when auroc is NULL. docs/METHODS.md §8.5.';
+comment on column crs_encoder.crs_rank is 'CRS rank against the reference: 1 + the number of other members with a higher CRS (1 = best; ''min'' rank for members, the place a non-member would take); NULL when crs is NULL or coverage is partial. docs/METHODS.md §8.5.';
+comment on column crs_encoder.auroc_rank is 'AUROC rank against the reference: 1 + the number of other members with a higher aggregate AUROC (1 = best); NULL when auroc is NULL or coverage is partial. docs/METHODS.md §8.5.';
 comment on column crs_encoder.in_panel is 'True when this row is a member of the reference (frozen regime and in the panel; in cohort mode every frozen-regime encoder). docs/METHODS.md §8.1.';
 comment on column crs_encoder.n_datasets is 'Number of complete cells behind the aggregate axes; count. docs/METHODS.md §7.';
+comment on column crs_encoder.coverage is 'full when the encoder has a complete cell on every dataset the panel was frozen with, else partial: a partial encoder''s aggregate is a mean over fewer datasets than the members'', so it gets no aggregate rank (crs_rank, auroc_rank NULL; see crs_rank_partial). docs/METHODS.md §8.5.';
+comment on column crs_encoder.n_panel_datasets is 'Number of datasets the panel was frozen with (its per-dataset anchor scopes); compare with n_datasets. docs/METHODS.md §8.1.';
+comment on column crs_encoder.missing_datasets is 'Panel datasets on which this encoder has no complete cell (empty for full coverage); probe them to rank it. docs/METHODS.md §8.5.';
+comment on column crs_encoder.crs_rank_partial is 'For a partial-coverage encoder only: the CRS rank it would take among the panel members (1 + members with a higher CRS), shown by leaderboard --allow-partial with a marker; NULL for full coverage. docs/METHODS.md §8.5.';
+comment on column crs_encoder.auroc_rank_partial is 'For a partial-coverage encoder only: the aggregate-AUROC rank it would take among the panel members; NULL for full coverage. docs/METHODS.md §8.5.';
 comment on column crs_encoder.pretrained is 'True when every run behind the row used pretrained weights; false marks tiny random-initialised stand-ins. docs/METHODS.md §2.';

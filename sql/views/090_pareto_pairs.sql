@@ -18,6 +18,6 @@ join pairs p on p.grp = n.panel and p.scope = n.scope and p.encoder_id = n.candi
 comment on view pareto_pairs is 'One row per (frozen panel, scope, encoder, regime, dominated panel member): the pairs the CRS Pareto term counts. docs/METHODS.md §8.3.';
 comment on column pareto_pairs.panel is 'Frozen reference panel the row is scored against (table panels). docs/METHODS.md §8.1.';
 comment on column pareto_pairs.scope is 'Scope of the anchors and Pareto term: a dataset id (per-dataset) or ''global'' (aggregate axes). docs/METHODS.md §8.4.';
-comment on column pareto_pairs.encoder_id is 'The dominating encoder. docs/METHODS.md §2.';
+comment on column pareto_pairs.encoder_id is 'Encoder whose normalised axes dominate the other''s (>= on all four, > on at least one); registry name. docs/METHODS.md §8.3.';
 comment on column pareto_pairs.regime is 'Regime of the dominating encoder. docs/METHODS.md §13.';
 comment on column pareto_pairs.dominated_id is 'The panel member it dominates: its normalised axes are <= on all four and < on at least one. docs/METHODS.md §8.3.';

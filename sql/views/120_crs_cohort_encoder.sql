@@ -25,7 +25,7 @@ comment on view crs_cohort_encoder is 'One row per (encoder, regime): aggregate 
 comment on column crs_cohort_encoder.encoder_id is 'Encoder id (registry name). docs/METHODS.md §2.';
 comment on column crs_cohort_encoder.regime is 'Encoder regime: frozen, or an adapted variant such as lora-s0. docs/METHODS.md §13.';
 comment on column crs_cohort_encoder.dominance is 'Pareto term: share of the other cohort members in this scope whose normalised axes this encoder dominates (>= on all four, > on one); [0, 1], higher is better; NULL when no other member. docs/METHODS.md §8.3.';
-comment on column crs_cohort_encoder.ideal is 'Ideal-point term 1 - sqrt(sum_a w_a (1 - x~_a)^2), w_a = 0.25; [0, 1], higher is better. docs/METHODS.md §8.3.';
+comment on column crs_cohort_encoder.ideal is 'Ideal-point term 1 - sqrt(sum over the four axes a of w_a (1 - x~_a)^2), where x~_a = clip((x_a - lo_a) / (hi_a - lo_a), 0, 1) is the raw axis a normalised with the global cohort anchors lo_a (minimum over every frozen-regime encoder) and hi_a (maximum), and w_a = 0.25 is the axis weight; [0, 1], 1 = the ideal point, higher is better. docs/METHODS.md §8.3.';
 comment on column crs_cohort_encoder.worst is 'Worst-axis term: the smallest of the four normalised axes; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_cohort_encoder.crs is 'Clinical Reliability Score = 0.60 dominance + 0.25 ideal + 0.15 worst; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_cohort_encoder.auroc is 'Aggregate AUROC = the aggregate discrimination axis (exact mean of the complete cells'' clean full-label AUROC); [0, 1], higher is better. docs/METHODS.md §7.';

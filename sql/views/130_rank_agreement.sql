@@ -2,13 +2,15 @@
 -- CRS ranking of crs_encoder agree; docs/METHODS.md §9.1 (Rank agreement).
 -- Via the fn_rank_agreement macro (tau-b, Spearman, reversals, ...). population 'panel' = the
 -- panel's members (fixed once frozen, the paper's comparison); population 'all' = every
--- frozen-regime encoder scored against the panel (the leaderboard).
+-- frozen-regime encoder scored against the panel with full coverage (the ranked leaderboard; a
+-- partial-coverage encoder's aggregate is over fewer datasets and takes no part).
 create or replace view rank_agreement as
 with panel_scores as (
     select panel as grp, encoder_id, crs, auroc from crs_encoder where in_panel
 ),
 all_scores as (
-    select panel as grp, encoder_id, crs, auroc from crs_encoder where regime = 'frozen'
+    select panel as grp, encoder_id, crs, auroc from crs_encoder
+    where regime = 'frozen' and coverage = 'full'
 )
 select grp as panel, 'panel' as population, * exclude (grp)
 from fn_rank_agreement('panel_scores')
@@ -18,7 +20,7 @@ from fn_rank_agreement('all_scores');
 
 comment on view rank_agreement is 'One row per (frozen panel, population): agreement of the AUROC ranking and the CRS ranking of crs_encoder (tau-b, Spearman, reversals, displacement, top-k overlap). docs/METHODS.md §9.1.';
 comment on column rank_agreement.panel is 'Frozen reference panel the row is scored against (table panels). docs/METHODS.md §8.1.';
-comment on column rank_agreement.population is 'Encoders ranked: ''panel'' = the panel''s members; ''all'' = every frozen-regime encoder scored against the panel. docs/METHODS.md §9.1.';
+comment on column rank_agreement.population is 'Encoders ranked: ''panel'' = the panel''s members; ''all'' = every frozen-regime encoder scored against the panel with full coverage (crs_encoder.coverage). docs/METHODS.md §9.1.';
 comment on column rank_agreement.n is 'Number of encoders ranked (both scores non-NULL); count. docs/METHODS.md §9.1.';
 comment on column rank_agreement.kendall_tau is 'Kendall tau-b between the two rankings, ties corrected (as scipy.stats.kendalltau); [-1, 1], 1 = identical order. docs/METHODS.md §9.1.';
 comment on column rank_agreement.spearman_rho is 'Spearman rho: Pearson correlation of the average ranks; [-1, 1], 1 = identical order. docs/METHODS.md §9.1.';

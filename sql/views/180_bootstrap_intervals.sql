@@ -5,10 +5,13 @@
 -- label_efficiency, robustness, auroc_rank (rank by AUROC among the members), crs_gap (the
 -- leader's CRS minus this encoder's, paired per replicate: lo <= 0 means tied with the leader),
 -- and, per panel, kendall_tau, spearman_rho, reversals (CRS ranking against AUROC ranking).
+-- input_digest records the runs it read; bootstrap_freshness flags the rows stale when they changed.
 -- docs/METHODS.md §10 (Uncertainty).
 create table if not exists bootstrap_intervals(
     panel varchar, resample varchar, encoder_id varchar, dataset_id varchar, metric varchar,
     estimate double, lo double, hi double, replicates bigint);
+-- Added later: the digest of the runs the bootstrap read (encoder_run_digest over its encoders).
+alter table bootstrap_intervals add column if not exists input_digest varchar;
 
 comment on table bootstrap_intervals is 'One row per (panel, resample, encoder, dataset, metric) of a bootstrap: point estimate and 95 % percentile interval. dataset_id NULL = aggregate; encoder_id NULL = a panel statistic. docs/METHODS.md §10.';
 comment on column bootstrap_intervals.panel is 'The frozen panel (or cohort) the bootstrap ranked. docs/METHODS.md §10.';
@@ -20,3 +23,4 @@ comment on column bootstrap_intervals.estimate is 'The point estimate (replicate
 comment on column bootstrap_intervals.lo is '2.5th percentile over the replicates. docs/METHODS.md §10.';
 comment on column bootstrap_intervals.hi is '97.5th percentile over the replicates. docs/METHODS.md §10.';
 comment on column bootstrap_intervals.replicates is 'Replicates with a value for this row. docs/METHODS.md §10.';
+comment on column bootstrap_intervals.input_digest is 'Digest of the runs the bootstrap read: MD5 over its encoders'' encoder_run_digest (encoder=digest, sorted); NULL for a bootstrap stored before digests were kept (treated as stale). docs/METHODS.md §10.';

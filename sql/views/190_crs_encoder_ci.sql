@@ -3,6 +3,9 @@
 -- have NULL intervals and resample NULL when the panel has no bootstrap yet) and the tier: '=1'
 -- for every encoder whose CRS gap to the leader has an interval reaching 0 when there are several
 -- ('1' when the leader stands alone), else its CRS rank.
+-- A stale bootstrap (bootstrap_freshness: its runs changed since it ran) gives no interval and
+-- no tie here: stale is true and the intervals are NULL, so an old interval is never shown
+-- beside a current point estimate; rerun the bootstrap to fill them.
 -- docs/METHODS.md §10 (Uncertainty).
 create or replace view crs_encoder_ci as
 with resamples as (
@@ -19,16 +22,22 @@ ci as (
            max(lo) filter (where metric = 'auroc_rank') as auroc_rank_lo,
            max(hi) filter (where metric = 'auroc_rank') as auroc_rank_hi,
            max(replicates) filter (where metric = 'crs') as replicates
-    from bootstrap_intervals
+    from bootstrap_intervals b
     where dataset_id is null and encoder_id is not null
+      and not exists (
+          select 1 from bootstrap_freshness f
+          where f.panel = b.panel and f.resample = b.resample and f.stale
+      )
     group by panel, resample, encoder_id
 ),
 joined as (
     select c.panel, r.resample, c.encoder_id, c.regime, c.crs, i.crs_lo, i.crs_hi, c.auroc,
            i.auroc_lo, i.auroc_hi, i.gap_lo, i.gap_hi, c.crs_rank, c.auroc_rank, i.auroc_rank_lo,
-           i.auroc_rank_hi, c.in_panel, c.n_datasets, c.pretrained, i.replicates
+           i.auroc_rank_hi, c.in_panel, c.n_datasets, c.pretrained, i.replicates,
+           coalesce(f.stale, false) as stale, c.coverage
     from crs_encoder c
     left join resamples r on r.panel = c.panel
+    left join bootstrap_freshness f on f.panel = r.panel and f.resample = r.resample
     left join ci i on i.panel = c.panel and i.resample = r.resample
          and i.encoder_id = c.encoder_id and c.regime = 'frozen'
 ),
@@ -43,13 +52,13 @@ select panel, resample, encoder_id, regime, crs, crs_lo, crs_hi, auroc, auroc_lo
             when gap_lo <= 0 then '1'
             else crs_rank::varchar end as tier,
        gap_lo, gap_hi, crs_rank, auroc_rank, auroc_rank_lo, auroc_rank_hi, in_panel, n_datasets,
-       pretrained, replicates
+       pretrained, replicates, stale, coverage
 from tied;
 
 comment on view crs_encoder_ci is 'One row per (panel, resample, encoder, regime) of crs_encoder with 95 % bootstrap intervals of CRS and AUROC and the tier (=1: tied with the leader). docs/METHODS.md §10.';
-comment on column crs_encoder_ci.panel is 'The frozen panel. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.panel is 'Frozen reference panel the scores and the bootstrap are taken against (table panels). docs/METHODS.md §8.1.';
 comment on column crs_encoder_ci.resample is 'The bootstrap the intervals come from (images+seeds, seeds, images); NULL when the panel has none. docs/METHODS.md §10.';
-comment on column crs_encoder_ci.encoder_id is 'The encoder. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.encoder_id is 'Encoder scored (registry name); one row per panel, resample and regime. docs/METHODS.md §2.';
 comment on column crs_encoder_ci.regime is 'frozen or an adaptation regime (intervals exist for frozen members only). docs/METHODS.md §10.';
 comment on column crs_encoder_ci.crs is 'Aggregate CRS (crs_encoder). docs/METHODS.md §10.';
 comment on column crs_encoder_ci.crs_lo is '2.5th percentile of the CRS over the replicates. docs/METHODS.md §10.';
@@ -68,3 +77,5 @@ comment on column crs_encoder_ci.in_panel is 'Whether the encoder is a panel mem
 comment on column crs_encoder_ci.n_datasets is 'Complete cells the aggregate averages. docs/METHODS.md §10.';
 comment on column crs_encoder_ci.pretrained is 'Whether the encoder carries pretrained weights. docs/METHODS.md §10.';
 comment on column crs_encoder_ci.replicates is 'Replicates with a CRS value. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.stale is 'True when the stored bootstrap of this panel and resample read runs that have changed since (bootstrap_freshness): its intervals and ties are withheld (NULL) rather than shown beside the current CRS; rerun crsbench analyze bootstrap --panel P. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.coverage is 'full or partial, as crs_encoder.coverage: partial encoders miss a panel dataset and have no aggregate rank. docs/METHODS.md §8.5.';

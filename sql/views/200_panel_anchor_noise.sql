@@ -24,12 +24,12 @@ from ranges r
 join widths w on w.panel = r.panel and w.scope = r.scope and w.axis = r.axis;
 
 comment on view panel_anchor_noise is 'One row per (panel, resample, scope, axis): anchor range beside the bootstrap noise of the axis; amplifies_noise when range < 2 x noise. docs/METHODS.md §8.1 and §10.';
-comment on column panel_anchor_noise.panel is 'The frozen panel. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.panel is 'Frozen reference panel whose anchors are checked against the bootstrap noise (table panels). docs/METHODS.md §8.1 and §10.';
 comment on column panel_anchor_noise.resample is 'The bootstrap resampling the noise comes from. docs/METHODS.md §8.1 and §10.';
 comment on column panel_anchor_noise.scope is 'A dataset, or global for the aggregate anchors. docs/METHODS.md §8.1 and §10.';
 comment on column panel_anchor_noise.axis is 'discrimination, calibration, label_efficiency or robustness. docs/METHODS.md §8.1 and §10.';
 comment on column panel_anchor_noise.anchor_range is 'hi - lo of the frozen anchors (max - min over the members). docs/METHODS.md §8.1 and §10.';
 comment on column panel_anchor_noise.noise is 'Median over the members of the 95 % bootstrap interval width of the axis. docs/METHODS.md §8.1 and §10.';
 comment on column panel_anchor_noise.n_members is 'Members with bootstrap intervals for the axis. docs/METHODS.md §8.1 and §10.';
-comment on column panel_anchor_noise.range_over_noise is 'anchor_range / noise. docs/METHODS.md §8.1 and §10.';
+comment on column panel_anchor_noise.range_over_noise is 'Ratio anchor_range / noise: how many noise widths the anchor range spans; below 2 the min-max normalisation amplifies noise. docs/METHODS.md §8.1 and §10.';
 comment on column panel_anchor_noise.amplifies_noise is 'True when anchor_range < 2 x noise: min-max normalisation amplifies noise on this axis. docs/METHODS.md §8.1 and §10.';
