@@ -39,7 +39,7 @@ from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.repair import check_settings, plan_repair, reset_chunks
+from crsbench.features.repair import check_settings, count_repair, plan_repair, reset_chunks
 from crsbench.features.store import (
     CLEAN,
     CONDITIONS,
@@ -192,11 +192,13 @@ def extract(
         torch.set_num_threads(previous_threads)
         ex.close()
         tap.close()
+    if plan is not None:
+        count_repair(group, plan)  # before `complete` flips back on
     finish_feature_set(group, arrays, ref, ex.test_mask, settings, store.url)
     group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
     attrs = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started
     attrs["skipped"] = False
     if plan is not None:
-        attrs["repaired"], attrs["damage"] = plan.chunks, plan.damage
+        attrs["repaired"], attrs["damage"], attrs["repaired_depths"] = plan.chunks, plan.damage, plan.depths
     return attrs

@@ -24,6 +24,7 @@ from crsbench.ingest.types import CrsbenchError, Dataset
 class RepairPlan:
     chunks: list[int]  # row chunks to re-extract
     damage: list[Damage]  # what the scan found (missing progress markers excluded)
+    depths: list[str]  # depth keys whose data changed (every depth when a whole chunk is unmarked)
 
 
 def plan_repair(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset) -> RepairPlan:
@@ -41,7 +42,17 @@ def plan_repair(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset) -> Re
     scan = scan_set(group, ref)
     marks = np.asarray(group[PROGRESS_ARRAY][:]) if PROGRESS_ARRAY in group else np.ones(0)  # type: ignore[index]
     unmarked = np.flatnonzero(marks == 0).tolist()
-    return RepairPlan(sorted(set(scan.damaged_chunks) | set(unmarked)), scan.damage)
+    depths = sorted({d.name.split("/")[0] for d in scan.damage} | (set(attrs.get("depths", [])) if unmarked else set()))
+    return RepairPlan(sorted(set(scan.damaged_chunks) | set(unmarked)), scan.damage, depths)
+
+
+def count_repair(group: zarr.Group, plan: RepairPlan) -> dict[str, int]:
+    """Bump the set's `repairs` per repaired depth (probes fold it into the fit ids); returns it."""
+    repairs = {str(k): int(v) for k, v in dict(group.attrs.get("repairs") or {}).items()}  # type: ignore[call-overload]
+    for depth in plan.depths:
+        repairs[depth] = repairs.get(depth, 0) + 1
+    group.attrs["repairs"] = repairs
+    return repairs
 
 
 def check_settings(group: zarr.Group, ref: FeatureSetRef, settings: dict[str, Any]) -> None:

@@ -46,7 +46,7 @@ def compact(wh: Warehouse) -> int:
                 for kind in ("predictions", "batches", "runs"):
                     con.execute(f"insert into {kind}_compacted by name select * from {kind}_pending")
                 con.executemany(
-                    "insert into parts_ledger values (?, ?, 'compacted', current_timestamp)",
+                    "insert into parts_ledger (kind, part, state, recorded_at) values (?, ?, 'compacted', current_timestamp)",
                     [[kind, p.name] for kind, files in sources.items() for p in files],
                 )
                 con.execute(
@@ -58,6 +58,7 @@ def compact(wh: Warehouse) -> int:
         for files in sources.values():
             for path in files:
                 path.unlink(missing_ok=True)
+                parts.digest_path(path).unlink(missing_ok=True)
     _forget_missing(wh)
     wh.apply_views()  # no pending parts left: the persisted views stop reading files
     _rewrite_if_newer_storage(wh)

@@ -24,7 +24,7 @@ from crsbench.probes.records import runs_schema
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _M = "docs/METHODS.md"
 
@@ -264,8 +264,32 @@ PARTS_LEDGER = Schema(
             f"pending (read from its file) or compacted (its rows are in <kind>_compacted). {_M} §4.2.",
         ),
         Column("recorded_at", "TIMESTAMP", f"When the state was recorded. {_M} §4.2."),
+        Column(
+            "digest",
+            "VARCHAR",
+            f"SHA-256 of the part file's bytes, taken when it was written (null: written before "
+            f"digests; 'crsbench verify' reports it unverifiable). {_M} §4.2.",
+            since=5,
+        ),
     ),
     since=3,
+)
+
+# The content manifest of the feature store, mirrored from the Zarr attrs (features/integrity.py).
+FEATURE_CHUNKS = Schema(
+    "feature_chunks",
+    f"One row per (feature set, array, row chunk): the CRC-32C of the chunk's decoded bytes taken "
+    f"at extraction, which probe reads and 'crsbench verify' check. {_M} §2.5.",
+    (
+        _DATASET,
+        _ENCODER,
+        Column("regime", "VARCHAR", f"Regime of the feature set. {_M} §13."),
+        Column("store_url", "VARCHAR", f"Feature store (fsspec URL), as in feature_sets.store_url. {_M} §2."),
+        Column("array_name", "VARCHAR", f"Depth and condition of the array, e.g. d100/clean. {_M} §2."),
+        Column("chunk", "INTEGER", f"Row chunk index (rows chunk*chunk_rows onwards). {_M} §2.5."),
+        Column("crc32c", "BIGINT", f"CRC-32C of the decoded chunk (stored dtype, C order, NaN fill included). {_M} §2.5."),
+    ),
+    since=5,
 )
 
 # Retiring what a replaced dataset made stale (warehouse/retire.py): nothing is deleted.
@@ -316,6 +340,9 @@ BATCHES = Schema(
     ),
 )
 
+# The tables declared outside TABLES (each with its own `since`), for migrations and the dictionary.
+EXTRA_TABLES: tuple[Schema, ...] = (PARTS_LEDGER, RETIRED_FITS, RETIRED_FEATURE_SETS, FEATURE_CHUNKS)
+
 # kind -> its declaration, read at each use: a metric registered after import still reaches
 # the parts, the views and their comments.
 PARTS: dict[str, Callable[[], Schema]] = {
@@ -327,8 +354,8 @@ COMPACTED: tuple[Schema, ...] = tuple(Schema(f"{kind}_compacted", "", (PART,), s
 
 
 def _migration(version: int) -> list[str]:
-    created = [t for t in (*TABLES, PARTS_LEDGER, *COMPACTED, RETIRED_FITS, RETIRED_FEATURE_SETS) if t.since == version]
-    grown = [t for t in (*TABLES, SCHEMA_INFO) if t.since < version]
+    created = [t for t in (*TABLES, *EXTRA_TABLES, *COMPACTED) if t.since == version]
+    grown = [t for t in (*TABLES, *EXTRA_TABLES, SCHEMA_INFO) if t.since < version]
     return [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
 
 

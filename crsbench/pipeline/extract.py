@@ -24,7 +24,9 @@ class ExtractConfig:
     complete feature sets; `encoder_files` are TOML files of user encoders (besides
     $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse); `allow_download` lets hub ids
     fetch missing weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1); `threads` (CPU)
-    is how many one-thread forwards run at once (default: half the cores).
+    is how many one-thread forwards run at once (default: half the cores); `repair` re-extracts
+    only the damaged or missing chunks of complete sets (under the settings they were made with)
+    and retires the fits that read them.
     """
 
     device: str = "cpu"
@@ -37,6 +39,7 @@ class ExtractConfig:
     encoder_files: tuple[Path, ...] = ()
     allow_download: bool = False
     threads: int | None = None
+    repair: bool = False
 
 
 def use_encoder_files(files: Sequence[Path], db: Path) -> None:
@@ -74,8 +77,10 @@ def extract_all(
     """
     from crsbench.features.extraction import extract
     from crsbench.features.registry import get_encoder, tiny_encoder_ids
-    from crsbench.features.store import FeatureSetRef
+    from crsbench.features.integrity import chunk_manifest
+    from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.warehouse import catalog
+    from crsbench.warehouse.integrity import record_chunk_manifest
     from crsbench.warehouse.datasets import list_datasets, read_dataset
 
     use_encoder_files(config.encoder_files, db)
@@ -105,16 +110,40 @@ def extract_all(
                 chunk_rows=config.chunk_rows,
                 allow_download=config.allow_download or None,
                 threads=config.threads,
+                repair=config.repair,
             )
+            ref = FeatureSetRef(ds.name, entry.id)
+            status = "skipped (complete)" if attrs.get("skipped") else "extracted"
+            if config.repair and not attrs.get("repaired"):
+                rows.append({"encoder": entry.id, "dataset": ds.name, "status": "nothing to repair", "seconds": 0.0})
+                continue  # nothing written, in the store or the warehouse
             with Warehouse.open(db) as wh:
                 catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
-                catalog.record_feature_set(wh, store_url, FeatureSetRef(ds.name, entry.id), attrs)
+                catalog.record_feature_set(wh, store_url, ref, attrs)
+                record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).root()[ref.path]))
+                if config.repair:
+                    status = _retire_repaired(wh, ref, attrs)
             rows.append(
                 {
                     "encoder": entry.id,
                     "dataset": ds.name,
-                    "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
+                    "status": status,
                     "seconds": round(float(attrs.get("seconds", 0.0)), 2),
                 }
             )
     return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds"])
+
+
+def _retire_repaired(wh: Warehouse, ref: object, attrs: dict[str, object]) -> str:
+    """Retire the fits that read the repaired depths of `ref`; the row's status line."""
+    from crsbench.features.store import FeatureSetRef
+    from crsbench.warehouse.integrity import fits_reading, retire_fits
+
+    assert isinstance(ref, FeatureSetRef)
+    chunks = list(attrs.get("repaired") or [])  # type: ignore[call-overload]
+    depths = [int(d[1:]) / 100 for d in list(attrs.get("repaired_depths") or [])]  # type: ignore[call-overload]
+    repairs = dict(attrs.get("repairs") or {})  # type: ignore[call-overload]
+    with wh.transaction() as con:
+        fits = fits_reading(con, ref, depths)
+        retired = retire_fits(con, ref, fits, max([int(v) for v in repairs.values()] or [1]))
+    return f"repaired {len(chunks)} chunks ({', '.join(map(str, chunks))}); retired {retired} fits that read them"
