@@ -128,7 +128,10 @@ def verify_command(
         {"store": bench.store, "feature_sets": report.sets, "damaged": report.damaged, "parts": report.parts_checked},
         "\n".join(
             [
-                *(f"  {r['encoder']} x {r['dataset']}: {r['status']} ({r['chunks']} chunks)" for _, r in report.sets.iterrows()),
+                *(
+                    f"  {r['encoder']} x {r['dataset']}: {r['status']} ({r['chunks']} chunks)"
+                    for _, r in report.sets.iterrows()
+                ),
                 f"  parquet parts: {report.parts_checked} checked"
                 + (f", {report.parts_unverifiable} unverifiable (no checksums)" if report.parts_unverifiable else ""),
                 "damaged objects found: see the table above" if not report.ok else "no damage found",

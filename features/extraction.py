@@ -196,7 +196,7 @@ def extract(
         count_repair(group, plan)  # before `complete` flips back on
     finish_feature_set(group, arrays, ref, ex.test_mask, settings, store.url)
     group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
-    attrs = dict(group.attrs)
+    attrs: dict[str, Any] = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started
     attrs["skipped"] = False
     if plan is not None:

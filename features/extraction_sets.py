@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import torch
 import zarr
+
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, DIGEST_NAMES, checksummed_compressors, publish_manifest
 from crsbench.features.registry import EncoderEntry
@@ -37,9 +38,15 @@ RESUME_KEYS = (
 )
 
 
+# Checksummed chunks and the content manifest (features.integrity); only the extraction
+# benchmark turns this off, to measure their cost against extraction without them.
+CHECKSUMS = True
+
+
 def compressor() -> list[Any]:
     """Blosc zstd then the crc32c codec (features.integrity)."""
-    return checksummed_compressors()
+    codecs = checksummed_compressors()
+    return codecs if CHECKSUMS else codecs[:1]
 
 
 def group_array(group: zarr.Group, name: str) -> zarr.Array:
@@ -111,10 +118,11 @@ def open_feature_group(
             )
     n_chunks = -(-ds.n_images // rows)
     names = [f"{depth_key(d)}/{cond}" for d in DEPTHS for cond in settings["conditions"]]
-    group.attrs[DIGEST_NAMES] = names  # the content manifest's columns (features.integrity)
-    group.create_array(
-        DIGEST_ARRAY, shape=(n_chunks, len(names)), chunks=(1, len(names)), dtype="uint32", compressors=compressor()
-    )
+    if CHECKSUMS:
+        group.attrs[DIGEST_NAMES] = names  # the content manifest's columns (features.integrity)
+        group.create_array(
+            DIGEST_ARRAY, shape=(n_chunks, len(names)), chunks=(1, len(names)), dtype="uint32", compressors=compressor()
+        )
     group.create_array(PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0)
     return group
 

@@ -17,7 +17,7 @@ This module only reads and describes; the pipeline mirrors the manifest to the w
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import google_crc32c
 import numpy as np
@@ -102,7 +102,7 @@ def publish_manifest(group: zarr.Group) -> None:
     """Copy each array's column of `_chunk_digests` into its `chunk_crc32c` attr (at completion)."""
     if DIGEST_ARRAY not in group:
         return  # a set started before checksums: it stays unverifiable
-    names = list(group.attrs.get(DIGEST_NAMES, []))  # type: ignore[arg-type]
+    names = [str(n) for n in cast("list[object]", group.attrs.get(DIGEST_NAMES, []))]
     node = group[DIGEST_ARRAY]
     assert isinstance(node, zarr.Array)
     digests = np.asarray(node[:])

@@ -9,7 +9,7 @@ read-only (nothing is written when there is nothing to repair or the request is 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import zarr
@@ -37,8 +37,7 @@ def plan_repair(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset) -> Re
             f"extracted from (image digest {str(digest)[:12]} there, {dataset.image_digest()[:12]} now); "
             f"a repair cannot restore it: 'crsbench ingest --replace' retires the old features, then extract"
         )
-    group = store.root()[ref.path]
-    assert isinstance(group, zarr.Group)
+    group = store.group(ref)
     scan = scan_set(group, ref)
     marks = np.asarray(group[PROGRESS_ARRAY][:]) if PROGRESS_ARRAY in group else np.ones(0)  # type: ignore[index]
     unmarked = np.flatnonzero(marks == 0).tolist()
@@ -48,7 +47,8 @@ def plan_repair(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset) -> Re
 
 def count_repair(group: zarr.Group, plan: RepairPlan) -> dict[str, int]:
     """Bump the set's `repairs` per repaired depth (probes fold it into the fit ids); returns it."""
-    repairs = {str(k): int(v) for k, v in dict(group.attrs.get("repairs") or {}).items()}  # type: ignore[call-overload]
+    known = group.attrs.get("repairs")
+    repairs = {str(k): int(cast(int, v)) for k, v in (known.items() if isinstance(known, dict) else [])}
     for depth in plan.depths:
         repairs[depth] = repairs.get(depth, 0) + 1
     group.attrs["repairs"] = repairs

@@ -106,6 +106,13 @@ class FeatureStore:
                 f"'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'"
             ) from None
 
+    def group(self, ref: FeatureSetRef) -> zarr.Group:
+        """The set's Zarr group (for scans of its arrays and manifest)."""
+        self.attrs(ref)  # raises, naming the extract command, when the set is missing
+        node = self.root()[ref.path]
+        assert isinstance(node, zarr.Group)
+        return node
+
     def is_complete(self, ref: FeatureSetRef) -> bool:
         try:
             return bool(self.attrs(ref).get("complete", False))

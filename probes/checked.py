@@ -29,17 +29,17 @@ class CheckedArray:
         storage_options: dict[str, Any] | None,
         ref: FeatureSetRef,
         name: str,
-        arr: zarr.Array,
+        arr: zarr.Array[Any],
         manifest: list[int] | None,
     ) -> None:
         self.url, self.storage_options, self.ref, self.name = url, storage_options, ref, name
         self.path = f"{ref.path}/{name}"
         self.shape: tuple[int, ...] = tuple(int(s) for s in arr.shape)
-        self.dtype = np.dtype(arr.dtype)  # type: ignore[arg-type]
+        self.dtype = np.dtype(arr.dtype)
         self.ndim = len(self.shape)
         self.rows = int(arr.chunks[0])
         self.manifest = manifest
-        self._arr: zarr.Array | None = arr
+        self._arr: zarr.Array[Any] | None = arr
         self._lock = threading.Lock()
 
     @property
@@ -55,7 +55,7 @@ class CheckedArray:
         self.__dict__.update(state)
         self._lock = threading.Lock()
 
-    def _open(self) -> zarr.Array:
+    def _open(self) -> zarr.Array[Any]:
         with self._lock:
             if self._arr is None:
                 kwargs: dict[str, Any] = {}

@@ -159,7 +159,9 @@ def bench_template(aptos, tmp_path_factory) -> Path:
     db = tmp_path_factory.mktemp("bench") / "b.duckdb"
     with Warehouse.open(db) as wh:
         load_dataset(wh, aptos)
-    assert main(["extract", "--db", str(db), "-e", ENTRY.id, "-d", "aptos", "--chunk-rows", "16", "--threads", "1"]) == 0
+    assert (
+        main(["extract", "--db", str(db), "-e", ENTRY.id, "-d", "aptos", "--chunk-rows", "16", "--threads", "1"]) == 0
+    )
     assert _probe(db) == 0
     return db
 

@@ -287,7 +287,9 @@ FEATURE_CHUNKS = Schema(
         Column("store_url", "VARCHAR", f"Feature store (fsspec URL), as in feature_sets.store_url. {_M} §2."),
         Column("array_name", "VARCHAR", f"Depth and condition of the array, e.g. d100/clean. {_M} §2."),
         Column("chunk", "INTEGER", f"Row chunk index (rows chunk*chunk_rows onwards). {_M} §2.5."),
-        Column("crc32c", "BIGINT", f"CRC-32C of the decoded chunk (stored dtype, C order, NaN fill included). {_M} §2.5."),
+        Column(
+            "crc32c", "BIGINT", f"CRC-32C of the decoded chunk (stored dtype, C order, NaN fill included). {_M} §2.5."
+        ),
     ),
     since=5,
 )

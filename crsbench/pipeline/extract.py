@@ -76,12 +76,12 @@ def extract_all(
     pair is an error. Returns one row per pair: encoder, dataset, status, seconds.
     """
     from crsbench.features.extraction import extract
-    from crsbench.features.registry import get_encoder, tiny_encoder_ids
     from crsbench.features.integrity import chunk_manifest
+    from crsbench.features.registry import get_encoder, tiny_encoder_ids
     from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.warehouse import catalog
-    from crsbench.warehouse.integrity import record_chunk_manifest
     from crsbench.warehouse.datasets import list_datasets, read_dataset
+    from crsbench.warehouse.integrity import record_chunk_manifest
 
     use_encoder_files(config.encoder_files, db)
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
@@ -120,7 +120,7 @@ def extract_all(
             with Warehouse.open(db) as wh:
                 catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
                 catalog.record_feature_set(wh, store_url, ref, attrs)
-                record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).root()[ref.path]))
+                record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
                 if config.repair:
                     status = _retire_repaired(wh, ref, attrs)
             rows.append(

@@ -33,9 +33,7 @@ class VerifyReport:
         return self.damaged.empty
 
 
-def verify_all(
-    db: Path, store_url: str, encoders: Sequence[str] = (), datasets: Sequence[str] = ()
-) -> VerifyReport:
+def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets: Sequence[str] = ()) -> VerifyReport:
     """Check the store's feature sets (optionally only these encoders / datasets) and the parts."""
     from crsbench.features.integrity import Damage, chunk_manifest, repair_command, scan_set
     from crsbench.features.store import FeatureStore
@@ -43,7 +41,7 @@ def verify_all(
 
     store = FeatureStore(store_url)
     try:
-        root = store.root()
+        store.root()
     except CrsbenchError:
         raise CrsbenchError(f"feature store {store_url} does not exist; pass the store with --store") from None
     refs = [
@@ -55,12 +53,12 @@ def verify_all(
     sets: list[dict[str, object]] = []
     with Warehouse.open(db, read_only=True) as wh:
         for ref in refs:
-            group = root[ref.path]
-            scan = scan_set(group, ref)  # type: ignore[arg-type]
+            group = store.group(ref)
+            scan = scan_set(group, ref)
             mirror = recorded_manifest(wh, store_url, ref)
             found = list(scan.damage)
             if mirror and scan.verifiable:
-                zattrs = chunk_manifest(group)  # type: ignore[arg-type]
+                zattrs = chunk_manifest(group)
                 found += [
                     Damage(ref, name, -1, "its manifest differs from the one the warehouse recorded at extraction")
                     for name in sorted(set(zattrs) | set(mirror))
