@@ -26,7 +26,7 @@ from zarr.codecs import BloscCodec, Crc32cCodec
 from zarr.core.sync import sync
 
 from crsbench.core.errors import CrsbenchError
-from crsbench.features.store import FeatureSetRef
+from crsbench.features.store import FROZEN, FeatureSetRef
 
 DIGEST_ARRAY = "_chunk_digests"  # uint32 [n_chunks, n_arrays], one row per row chunk
 DIGEST_NAMES = "digest_arrays"  # group attr: the arrays, in the digest array's column order
@@ -53,6 +53,8 @@ def array_label(ref: FeatureSetRef, name: str) -> str:
 
 
 def repair_command(ref: FeatureSetRef) -> str:
+    if ref.regime != FROZEN:  # adapted features are re-made with their adapter
+        return f"crsbench adapt -e {ref.encoder_id} -d {ref.dataset} --force"
     return f"crsbench extract --repair -e {ref.encoder_id} -d {ref.dataset}"
 
 
@@ -65,6 +67,9 @@ class ChunkDamage(CrsbenchError):
             f"damaged feature chunk {ref.path}/{name}/c/{chunk}/0 ({array_label(ref, name)}, chunk {chunk}): "
             f"{what}; repair it with '{repair_command(ref)}'"
         )
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]  # crosses dask.distributed workers intact
+        return (ChunkDamage, (self.ref, self.name, self.chunk, self.what))
 
 
 def chunk_key(arr: zarr.Array, chunk: int) -> str:
