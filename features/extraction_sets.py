@@ -123,7 +123,9 @@ def open_feature_group(
         group.create_array(
             DIGEST_ARRAY, shape=(n_chunks, len(names)), chunks=(1, len(names)), dtype="uint32", compressors=compressor()
         )
-    group.create_array(PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0)
+    group.create_array(
+        PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0, compressors=compressor()
+    )
     return group
 
 

@@ -91,7 +91,13 @@ class FeatureStore:
         try:
             node = self.root()[f"{dataset}/image_ids"]
             assert isinstance(node, zarr.Array)
-            values = node[:]
+            try:
+                values = node[:]
+            except (ValueError, RuntimeError, OSError) as exc:  # its crc32c codec, or a broken chunk
+                raise CrsbenchError(
+                    f"feature store {self.url}: {dataset}/image_ids is damaged ({type(exc).__name__}: {exc}); "
+                    f"delete that array and run 'crsbench extract' for any encoder on {dataset!r} to rewrite it"
+                ) from None
             # zarr returns variable-length strings as numpy StringDType; go via object.
             return np.asarray(values, dtype=object).astype(str)
         except KeyError:
@@ -196,7 +202,15 @@ def claim_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
         )
     if "image_ids" not in group:
         ids = np.asarray(ds.images["image_id"].astype(str).tolist(), dtype=str)
-        arr = group.create_array("image_ids", shape=ids.shape, dtype=str, chunks=(max(1, ids.size),))
+        from zarr.codecs import Crc32cCodec, ZstdCodec
+
+        arr = group.create_array(
+            "image_ids",
+            shape=ids.shape,
+            dtype=str,
+            chunks=(max(1, ids.size),),
+            compressors=[ZstdCodec(level=0), Crc32cCodec()],  # zarr's default, then a checksum
+        )
         arr[:] = ids
         group.attrs.update({"image_digest": digest, "n_images": ds.n_images})
     elif known is None:

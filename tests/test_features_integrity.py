@@ -217,9 +217,12 @@ def test_probe_verify_and_repair_commands(bench, capsys):
 def test_verify_names_a_damaged_parquet_part_and_a_missing_store(bench, capsys, tmp_path):
     part = data_parts(bench.with_name("b.duckdb.parts") / "predictions")[0]
     _flip(part, 100)
+    _flip(bench.with_name("b.duckdb.features.zarr") / "aptos/image_ids/c/0", 3)
     code, doc = _json(capsys, "verify", "--db", str(bench))
-    assert code == 1 and doc["damaged"][0]["object"] == f"predictions/{part.name}"
-    assert doc["damaged"][0]["kind"] == "parquet part"
+    assert code == 1 and [(d["object"], d["kind"]) for d in doc["damaged"]] == [
+        ("aptos/image_ids", "row order"),
+        (f"predictions/{part.name}", "parquet part"),
+    ]
     capsys.readouterr()
     assert main(["verify", "--db", str(bench), "--store", str(tmp_path / "nowhere.zarr")]) == 1
     err = capsys.readouterr().err.strip()

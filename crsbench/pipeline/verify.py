@@ -87,11 +87,18 @@ def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets:
                     "depths_damaged": sorted({d.name.split("/")[0] for d in found}),
                 }
             )
+        for name in sorted({r.dataset for r in refs}):
+            try:
+                store.image_ids(name)
+            except CrsbenchError as exc:
+                damaged.append(
+                    {"object": f"{name}/image_ids", "kind": "row order", "damage": str(exc), "repair": "", "fits": 0}
+                )
         check = verify_parts(wh)
     for name, what in check.damaged:
-        damaged.append({"object": name, "kind": "parquet part", "damage": what, "repair": "", "fits": 0, "fit_ids": []})
+        damaged.append({"object": name, "kind": "parquet part", "damage": what, "repair": "", "fits": 0})
     return VerifyReport(
-        pd.DataFrame(damaged, columns=[*COLUMNS, "fit_ids"]),
+        pd.DataFrame([{"fit_ids": [], **d} for d in damaged], columns=[*COLUMNS, "fit_ids"]),
         pd.DataFrame(sets, columns=["dataset", "encoder", "chunks", "status", "depths_damaged"]),
         check.checked,
         check.unverifiable,
