@@ -125,7 +125,13 @@ def verify_command(
     if not report.ok and not console.json_mode:
         print_frame(shown, title="damaged objects (repair: the command shown; fits: that read them)", key="damaged")
     emit(
-        {"store": bench.store, "feature_sets": report.sets, "damaged": report.damaged, "parts": report.parts_checked},
+        {
+            "store": bench.store,
+            "feature_sets": report.sets,
+            "damaged": report.damaged,
+            "parts": report.parts_checked,
+            "parts_unverifiable": report.parts_unverifiable,
+        },
         "\n".join(
             [
                 *(

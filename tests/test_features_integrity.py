@@ -223,6 +223,12 @@ def test_verify_names_a_damaged_parquet_part_and_a_missing_store(bench, capsys, 
         ("aptos/image_ids", "row order"),
         (f"predictions/{part.name}", "parquet part"),
     ]
+    with Warehouse.open(bench) as wh:  # as a ledger written before digests
+        wh.con.execute("update parts_ledger set digest = null")
+    for sidecar in bench.with_name("b.duckdb.parts").rglob("*.sha256"):
+        sidecar.unlink()
+    code, doc = _json(capsys, "verify", "--db", str(bench))
+    assert [d["object"] for d in doc["damaged"]] == ["aptos/image_ids"] and doc["parts_unverifiable"] == 3
     capsys.readouterr()
     assert main(["verify", "--db", str(bench), "--store", str(tmp_path / "nowhere.zarr")]) == 1
     err = capsys.readouterr().err.strip()
