@@ -13,6 +13,8 @@ each image yields 16 conditions x 4 depths):
              and dtype, for the same number of forwards (16 per test image): the faster of
              one forward on all the torch threads and (CPU) one one-thread forward per
              thread in parallel, the way extraction runs them.
+The one-pass run is repeated without the crc32c codec and the content manifest (same run,
+interleaved) to give their cost, with the per-chunk encode, codec and digest times.
 It also measures the effect of float16 storage on a downstream AUROC (logistic regression
 on the clean 100 % features of a two-class toy set).
 """
@@ -35,7 +37,7 @@ import psutil
 import torch
 from PIL import Image
 
-from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, extract, get_encoder
+from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
 from crsbench.features.hooks import DepthTap
 from crsbench.features.perturbations import parse_condition, perturb
 from crsbench.features.transforms import decode_image, model_input
@@ -191,6 +193,35 @@ def standalone_costs(ds: Dataset, entry, model, dtype, batch_size: int, n: int) 
     return {k: 1e3 * v / n for k, v in costs.items()}
 
 
+def checksum_costs(rows: int, dim: int, repeats: int = 30) -> dict[str, float]:
+    """Per stored chunk (`rows` x `dim` float16, ViT-B width at least): blosc encode alone, the
+    crc32c codec on top, the manifest's digest (ms; best of `repeats`, the two encodes interleaved)."""
+    import zarr
+
+    from crsbench.features.integrity import block_digest, checksummed_compressors
+
+    dim = max(dim, 768)
+    block = np.random.default_rng(0).normal(size=(rows, dim)).astype(np.float16)
+
+    def array(codecs):
+        store = zarr.storage.MemoryStore()
+        return zarr.create_array(store, shape=block.shape, chunks=block.shape, dtype="float16", compressors=codecs)
+
+    plain, checked = array(checksummed_compressors()[:1]), array(checksummed_compressors())
+    best = {"plain": float("inf"), "checked": float("inf")}
+    for _ in range(repeats):
+        for key, arr in (("plain", plain), ("checked", checked)):
+            t0 = time.perf_counter()
+            arr[:] = block
+            best[key] = min(best[key], time.perf_counter() - t0)
+    blosc, both = 1e3 * best["plain"], 1e3 * best["checked"]
+    t0 = time.perf_counter()
+    for _ in range(repeats):
+        block_digest(block)
+    digest = 1e3 * (time.perf_counter() - t0) / repeats
+    return {"mb": block.nbytes / 1e6, "blosc_ms": blosc, "crc_codec_ms": both - blosc, "digest_ms": digest}
+
+
 def fp16_auroc_effect(entry, model, device: str, folder: Path, size: int, n: int) -> tuple[float, float]:
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
@@ -265,8 +296,16 @@ def main() -> None:
         )  # warm-up (allocator, kernels, thread pools)
         n_naive = min(args.n_naive, args.n_test)
         one_pass, cpu_one_pass, t_forward, t_streams, t_naive, t_threads = [], [], [], [], [], []
+        t_unchecked: list[float] = []
 
-        def one_pass_run(pixel_processes: bool = True) -> None:
+        def one_pass_run(pixel_processes: bool = True, checksums: bool = True) -> None:
+            extraction_sets.CHECKSUMS = checksums
+            try:
+                _one_pass(pixel_processes)
+            finally:
+                extraction_sets.CHECKSUMS = True
+
+        def _one_pass(pixel_processes: bool) -> None:
             extract(
                 ds,
                 entry,
@@ -288,6 +327,9 @@ def main() -> None:
             one_pass_run()
             one_pass.append(time.perf_counter() - t0)
             cpu_one_pass.append(process_cpu() - cpu0)
+            t0 = time.perf_counter()  # the same job without the crc32c codec and the content manifest
+            one_pass_run(checksums=False)
+            t_unchecked.append(time.perf_counter() - t0)
             if device.type == "cpu" and streams > 1:  # the same job with the pixel work in threads
                 t0 = time.perf_counter()
                 one_pass_run(pixel_processes=False)
@@ -336,6 +378,13 @@ def main() -> None:
     print(
         f"one-pass / ceiling = {100 * rate_one / rate_ceiling:.0f} %  (target >= 80 %; "
         f"{'met' if rate_one / rate_ceiling >= 0.8 else 'not met'})"
+    )
+    codec = checksum_costs(args.chunk_rows, entry.input_size)
+    print(
+        f"checksums (crc32c codec + content manifest): one-pass {rate_one:.1f} vs {args.n_test / min(t_unchecked):.1f} "
+        f"test images/s without them = {100 * (one_pass / min(t_unchecked) - 1):+.1f} % time; per stored chunk "
+        f"({codec['mb']:.2f} MB float16): blosc encode {codec['blosc_ms']:.2f} ms, crc32c codec "
+        f"+{codec['crc_codec_ms']:.3f} ms, manifest digest {codec['digest_ms']:.3f} ms"
     )
     if t_threads:
         print(

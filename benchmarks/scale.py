@@ -35,8 +35,8 @@ import time
 from pathlib import Path
 
 import numpy as np
-from zarr.codecs import BloscCodec
 
+from crsbench.features.integrity import MANIFEST_ATTR, block_digest, checksummed_compressors
 from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import SPLITS, Dataset
 from crsbench.probes.synthetic import make_dataset
@@ -92,15 +92,22 @@ def generate(
             dtype="float16",
             fill_value=np.nan,
             overwrite=True,
-            compressors=BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"),
+            compressors=checksummed_compressors(),  # as extraction: blosc zstd, then crc32c
         )
         index = CONDITIONS.index(condition)
         test = ds.images["split"].to_numpy() == "test"
+        digests: list[int] = []  # the content manifest, as extraction writes it (features.integrity)
         for start in range(0, ds.n_images, step):
             stop = min(start + step, ds.n_images)
             if index and not test[start:stop].any():
-                continue  # as extraction: perturbed chunks without test rows are never written
-            arr[start:stop] = _block(ds, start, stop, dim, index, weights)
+                # as extraction: perturbed chunks without test rows are never written (NaN fill)
+                fill = np.full((stop - start, dim), np.nan, dtype=np.float16)
+                digests += [block_digest(fill[k : k + chunk_rows]) for k in range(0, stop - start, chunk_rows)]
+                continue
+            block = _block(ds, start, stop, dim, index, weights)
+            arr[start:stop] = block
+            digests += [block_digest(block[k : k + chunk_rows]) for k in range(0, stop - start, chunk_rows)]
+        arr.attrs[MANIFEST_ATTR] = digests
     group.attrs.update(
         {
             "complete": True,
@@ -187,20 +194,41 @@ def _best(fn, repeats: int = 3) -> float:
 
 
 def throughput(store: FeatureStore, ds: Dataset, encoder: str) -> dict[str, float]:
-    """MB/s (of float16 feature bytes) of lazy vs raw zarr reads of one clean array."""
-    from crsbench.probes.reader import lazy_features, read_rows
+    """MB/s (of float16 feature bytes) of lazy vs raw zarr reads of one clean array; the lazy
+    reads with the content-manifest check (the default) and without it, interleaved."""
+    from crsbench.probes.reader import lazy_features
 
     ref = FeatureSetRef(ds.name, encoder)
     arr = store.array(ref, DEPTH, CLEAN)
     train = ds.split_rows("train")
     full_mb, train_mb = arr.nbytes / MB, arr.nbytes * len(train) / arr.shape[0] / MB
-    lazy = lazy_features(store, ref, DEPTH, CLEAN)
-    return {
-        "lazy_full": full_mb / _best(lambda: lazy.compute(scheduler="threads")),
-        "raw_full": full_mb / _best(lambda: arr[:]),
-        "lazy_train_rows": train_mb / _best(lambda: read_rows(store, ref, DEPTH, CLEAN, train)),
-        "raw_train_rows": train_mb / _best(lambda: arr.get_orthogonal_selection((train, slice(None)))),
-    }
+
+    def lazy(checked: bool, rows: np.ndarray | None = None):
+        x = lazy_features(store, ref, DEPTH, CLEAN, checked=checked)
+        return lambda: np.asarray((x if rows is None else x[rows]).compute(scheduler="threads"), dtype=np.float64)
+
+    times: dict[str, list[float]] = {}
+    for _ in range(5):  # interleaved, best of each: the machine may be shared
+        for key, fn in (
+            ("lazy_full", lazy(True)),
+            ("unchecked_full", lazy(False)),
+            ("raw_full", lambda: arr[:]),
+            ("lazy_train_rows", lazy(True, train)),
+            ("unchecked_train_rows", lazy(False, train)),
+            ("raw_train_rows", lambda: arr.get_orthogonal_selection((train, slice(None)))),
+        ):
+            times.setdefault(key, []).append(_best(fn, repeats=1))
+    out = {k: (full_mb if "full" in k else train_mb) / min(v) for k, v in times.items()}
+    # The check alone, per chunk: decoding one chunk (what any read pays) vs its CRC-32C.
+    from crsbench.features.integrity import block_digest
+
+    rows = int(arr.chunks[0])
+    decode = min(
+        _best(lambda k=k: arr[k * rows : (k + 1) * rows], repeats=1) for k in range(min(20, arr.cdata_shape[0]))
+    )
+    block = np.asarray(arr[:rows])
+    digest = _best(lambda: block_digest(block), repeats=20)
+    return {**out, "decode_ms": 1e3 * decode, "digest_ms": 1e3 * digest}
 
 
 # -- report ------------------------------------------------------------------------------------------
@@ -276,17 +304,25 @@ def report(url: str, rows: int, args: argparse.Namespace) -> None:
         ok &= r["peak_rss"] < bound + r["baseline_rss"]
     print(f"   (the fit's float64 training matrix alone is {_gb(design)})")
 
-    print("read throughput, MB/s of float16 features (best of 3):")
+    print("read throughput, MB/s of float16 features (best of 5, interleaved); lazy reads check every chunk")
+    print("against the content manifest, 'unchecked' is the same read without it; cost = 1 - checked/unchecked:")
     print(
-        f"  {'chunk rows':>10} {'chunk MB':>8} {'lazy full':>10} {'raw full':>9} {'lazy train':>11} {'raw train':>10}"
+        f"  {'chunk rows':>10} {'chunk MB':>8} {'lazy full':>10} {'unchecked':>10} {'raw full':>9} "
+        f"{'lazy train':>11} {'unchecked':>10} {'raw train':>10} {'check cost':>11}"
     )
     for chunk in THROUGHPUT_CHUNKS:
         encoder = f"{ENCODER}-c{chunk}"
         generate(store, ds, args.dim, chunk, (CLEAN,), encoder)
         t = throughput(store, ds, encoder)
+        cost = 1 - t["lazy_train_rows"] / t["unchecked_train_rows"]
         print(
-            f"  {chunk:>10} {chunk * args.dim * 2 / MB:>8.2f} {t['lazy_full']:>10.0f} "
-            f"{t['raw_full']:>9.0f} {t['lazy_train_rows']:>11.0f} {t['raw_train_rows']:>10.0f}"
+            f"  {chunk:>10} {chunk * args.dim * 2 / MB:>8.2f} {t['lazy_full']:>10.0f} {t['unchecked_full']:>10.0f} "
+            f"{t['raw_full']:>9.0f} {t['lazy_train_rows']:>11.0f} {t['unchecked_train_rows']:>10.0f} "
+            f"{t['raw_train_rows']:>10.0f} {cost:>10.1%}"
+        )
+        print(
+            f"  {'':>10} per chunk: decode {t['decode_ms']:.2f} ms, manifest check {t['digest_ms']:.3f} ms "
+            f"= {t['digest_ms'] / t['decode_ms']:.1%} of the chunk's read"
         )
     if not ok:
         sys.exit("FAILED: a phase's peak memory was not well below the cell's arrays")

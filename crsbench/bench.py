@@ -31,6 +31,7 @@ from crsbench.warehouse.connection import Warehouse
 
 if TYPE_CHECKING:
     from crsbench.analyses.registry import AnalysisResult
+    from crsbench.pipeline.verify import VerifyReport
     from crsbench.probes.grid import GridSummary
     from crsbench.report import ReportResult
     from crsbench.report.status import WarehouseStatus
@@ -186,6 +187,13 @@ class Bench:
         from crsbench.features.checkpoints import convert_to_safetensors
 
         return convert_to_safetensors(Path(source), Path(out))
+
+    def verify(self, encoders: Sequence[str] = (), datasets: Sequence[str] = ()) -> VerifyReport:
+        """Check every chunk of every feature set (codec checksum, content manifest) and every
+        Parquet part (its recorded SHA-256); `report.damaged` lists what failed and the fits that read it."""
+        from crsbench.pipeline.verify import verify_all
+
+        return verify_all(self.db, self.store, list(encoders), list(datasets))
 
     def feature_sets(self, sync: bool = False) -> pd.DataFrame:
         """The feature-set catalog; `sync` rescans the store first."""

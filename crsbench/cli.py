@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _warn_one_line
-            app(args=argv, prog_name="crsbench", standalone_mode=False)
+            # Not standalone, click returns a command's `typer.Exit` code instead of raising it.
+            result = app(args=argv, prog_name="crsbench", standalone_mode=False)
     except CrsbenchError as exc:
         console.fail(f"error: {exc}", exc.exit_code)
         return exc.exit_code
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         console.fail(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)", EXIT_BUG)
         return EXIT_BUG
-    return 0
+    return result if isinstance(result, int) else 0
 
 
 def _print_version(value: bool) -> None:

@@ -12,7 +12,7 @@ from crsbench.bench import Bench, ExtractConfig
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.core.constants import default_db_path
 from crsbench.features.registry import list_encoders
-from crsbench.output import emit, print_frame, progress
+from crsbench.output import console, emit, print_frame, progress
 from crsbench.pipeline.extract import use_encoder_files
 
 EncodersFileOption = Annotated[
@@ -81,6 +81,14 @@ def extract_command(
         str, typer.Option("--compute-dtype", help="Model dtype: float32, bfloat16 or float16.")
     ] = "float32",
     chunk_rows: Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")] = 256,
+    repair: Annotated[
+        bool,
+        typer.Option(
+            "--repair",
+            help="Re-extract only the damaged or missing chunks of complete sets (see 'crsbench verify'), "
+            "under the settings they were made with; retires the fits that read them.",
+        ),
+    ] = False,
     threads: Annotated[
         int | None,
         typer.Option(
@@ -124,10 +132,48 @@ def extract_command(
         threads=threads,
         allow_code=allow_code,
         trust_pickle=trust_pickle,
+        repair=repair,
     )
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)
     render_extract(bench.store, frame)
+
+
+@app.command("verify")
+def verify_command(
+    encoder: Annotated[list[str] | None, typer.Option("--encoder", "-e", help="Only this encoder; repeatable.")] = None,
+    dataset: Annotated[list[str] | None, typer.Option("--dataset", "-d", help="Only this dataset; repeatable.")] = None,
+    store: StoreOption = None,
+    db: DbOption = default_db_path(),
+) -> None:
+    """Check every feature chunk (checksum, content manifest) and Parquet part; exit 1 if any is damaged."""
+    bench = Bench(db, store)
+    report = bench.verify(encoder or [], dataset or [])
+    shown = report.damaged.drop(columns=["fit_ids"])
+    if not report.ok and not console.json_mode:
+        print_frame(shown, title="damaged objects (repair: the command shown; fits: that read them)", key="damaged")
+    emit(
+        {
+            "store": bench.store,
+            "feature_sets": report.sets,
+            "damaged": report.damaged,
+            "parts": report.parts_checked,
+            "parts_unverifiable": report.parts_unverifiable,
+        },
+        "\n".join(
+            [
+                *(
+                    f"  {r['encoder']} x {r['dataset']}: {r['status']} ({r['chunks']} chunks)"
+                    for _, r in report.sets.iterrows()
+                ),
+                f"  parquet parts: {report.parts_checked} checked"
+                + (f", {report.parts_unverifiable} unverifiable (no checksums)" if report.parts_unverifiable else ""),
+                "damaged objects found: see the table above" if not report.ok else "no damage found",
+            ]
+        ),
+    )
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @app.command("encoders")

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import zarr
 
 from crsbench.core import __version__
 from crsbench.core.provenance import collect, to_json
@@ -36,8 +37,10 @@ from crsbench.features.extraction_sets import (
     open_feature_group,
 )
 from crsbench.features.hooks import DepthTap
+from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
+from crsbench.features.repair import check_settings, count_repair, plan_repair, reset_chunks
 from crsbench.features.store import (
     CLEAN,
     CONDITIONS,
@@ -123,6 +126,7 @@ def extract(
     allow_download: bool | None = None,
     trust_pickle: bool = False,
     pixel_processes: bool = True,
+    repair: bool = False,
 ) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
@@ -133,7 +137,8 @@ def extract(
     with more than one, images are decoded and perturbed in worker processes
     (`pixel_processes=False`: in threads of this process). Stored bytes depend on neither. The model is built
     (weights resolved offline unless `allow_download`) before the store is touched, so a bad
-    checkpoint writes nothing.
+    checkpoint writes nothing. `repair` re-extracts only the damaged or missing row chunks of
+    the set (features.repair): attrs come back with `repaired` (the chunks) and `damage`.
     """
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     progress = progress or no_progress
@@ -163,6 +168,16 @@ def extract(
         loads[:] = record
         return built
 
+    plan = plan_repair(store, ref, dataset) if repair else None
+    if plan is not None:
+        if not plan.chunks:
+            return {**store.attrs(ref), "skipped": True, "repaired": [], "damage": []}
+        # A repair re-extracts under the settings the set was made with, whatever the defaults.
+        made = store.attrs(ref)
+        batch_size, chunk_rows = int(made.get("batch_size", batch_size)), int(made.get("chunk_rows", chunk_rows))
+        dtype, compute_dtype = str(made.get("dtype", dtype)), str(made.get("compute_dtype", compute_dtype))
+        conditions = list(made.get("conditions", conditions))
+        backend = str(made.get("perturb_backend", backend))
     # Built before the store is touched (a bad checkpoint or absent weights writes nothing),
     # unless the set is complete (with these weights) and will be skipped.
     complete = store.is_complete(ref)
@@ -175,7 +190,7 @@ def extract(
 
     if ref.path in root and force:
         del root[ref.path]
-    if ref.path in root and root[ref.path].attrs.get("complete"):
+    if ref.path in root and root[ref.path].attrs.get("complete") and plan is None:
         return {**dict(root[ref.path].attrs), "skipped": True}
     if model is None:  # the set looked complete a moment ago but is not (replaced meanwhile)
         model = build()
@@ -198,6 +213,11 @@ def extract(
         "weights_source": None if given else _source(entry, weights),
         "weights_loaded": loads,
     }
+    if plan is not None:
+        node = root[ref.path]
+        assert isinstance(node, zarr.Group)
+        check_settings(node, ref, settings)  # before anything is written
+        reset_chunks(node, plan.chunks)
     group = open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 
     ex = ChunkExtractor(
@@ -212,7 +232,8 @@ def extract(
     )
     arrays = {
         name: group_array(group, name)
-        for name in [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY]
+        for name in [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
+        if name in group  # no DIGEST_ARRAY in a set started before checksums
     }
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])
     pending = [k for k in range(marks.shape[0]) if not marks[k]]
@@ -231,9 +252,13 @@ def extract(
         torch.set_num_threads(previous_threads)
         ex.close()
         tap.close()
+    if plan is not None:
+        count_repair(group, plan)  # before `complete` flips back on
     finish_feature_set(group, arrays, ref, ex.test_mask, settings, store.url)
     group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
-    attrs = dict(group.attrs)
+    attrs: dict[str, Any] = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started
     attrs["skipped"] = False
+    if plan is not None:
+        attrs["repaired"], attrs["damage"], attrs["repaired_depths"] = plan.chunks, plan.damage, plan.depths
     return attrs

@@ -21,6 +21,7 @@ import zarr
 from crsbench.features.extraction_procs import Part, decode_and_perturb, pixel_pool
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, PROGRESS_ARRAY
 from crsbench.features.hooks import DepthTap
+from crsbench.features.integrity import DIGEST_ARRAY, block_digest
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
 from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
 from crsbench.features.registry import EncoderEntry
@@ -64,6 +65,7 @@ class ChunkExtractor:
         self.conditions: list[str] = list(settings["conditions"])
         self.compute_dtype = COMPUTE_DTYPES[settings["compute_dtype"]]
         self.host_conditions = [c for c in self.conditions if c != CLEAN and self._on_host(c)]
+        self.digest_names: list[str] = [f"{depth_key(d)}/{c}" for d in DEPTHS for c in self.conditions]
 
     def use_streams(self, n: int, pixel_processes: bool = True) -> None:
         """Run `n` forwards at once, each on one torch thread (CPU): a small model's forward
@@ -241,7 +243,22 @@ class ChunkExtractor:
             if cond != CLEAN and chunk.test.size == 0:
                 continue  # a chunk without test rows leaves perturbed arrays unwritten (NaN)
             arrays[f"{depth_key(depth)}/{cond}"][chunk.start : chunk.stop] = block
+        if DIGEST_ARRAY in arrays:  # the content manifest, before the progress marker
+            arrays[DIGEST_ARRAY][chunk.index] = self._digests(arrays, chunk, blocks)
         arrays[PROGRESS_ARRAY][chunk.index] = 1
+
+    def _digests(
+        self, arrays: dict[str, zarr.Array], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
+    ) -> np.ndarray:
+        """CRC-32C of each array's decoded chunk as a reader will see it (unwritten: the NaN fill)."""
+        by_name = {f"{depth_key(d)}/{c}": b for (d, c), b in blocks.items() if c == CLEAN or chunk.test.size}
+        out = []
+        for name in self.digest_names:
+            block = by_name.get(name)
+            if block is None:
+                block = np.full((chunk.stop - chunk.start, arrays[name].shape[1]), np.nan, dtype=arrays[name].dtype)
+            out.append(block_digest(block))
+        return np.asarray(out, dtype=np.uint32)
 
     @property
     def label(self) -> str:

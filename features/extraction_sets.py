@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 import torch
 import zarr
-from zarr.codecs import BloscCodec
 
 from crsbench.features.hooks import DepthTap
+from crsbench.features.integrity import DIGEST_ARRAY, DIGEST_NAMES, checksummed_compressors, publish_manifest
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
 from crsbench.ingest.types import CrsbenchError, Dataset
@@ -38,14 +38,26 @@ RESUME_KEYS = (
 )
 
 
-def compressor() -> BloscCodec:
-    return BloscCodec(cname="zstd", clevel=3, shuffle="shuffle")
+# Checksummed chunks and the content manifest (features.integrity); only the extraction
+# benchmark turns this off, to measure their cost against extraction without them.
+CHECKSUMS = True
+
+
+def compressor() -> list[Any]:
+    """Blosc zstd then the crc32c codec (features.integrity)."""
+    codecs = checksummed_compressors()
+    return codecs if CHECKSUMS else codecs[:1]
 
 
 def group_array(group: zarr.Group, name: str) -> zarr.Array:
     node = group[name]
     assert isinstance(node, zarr.Array)
     return node
+
+
+def stale_settings(group: zarr.Group, settings: dict[str, Any]) -> list[str]:
+    """The RESUME_KEYS on which the group's attrs differ from `settings`."""
+    return [k for k in RESUME_KEYS if group.attrs.get(k) != settings[k]]
 
 
 def open_feature_group(
@@ -62,7 +74,7 @@ def open_feature_group(
     if ref.path in root:
         group = root[ref.path]
         assert isinstance(group, zarr.Group)
-        stale = [k for k in RESUME_KEYS if group.attrs.get(k) != settings[k]]
+        stale = stale_settings(group, settings)
         if stale:
             raise CrsbenchError(
                 f"partial feature set {ref.path} was started with different settings "
@@ -105,7 +117,15 @@ def open_feature_group(
                 compressors=compressor(),
             )
     n_chunks = -(-ds.n_images // rows)
-    group.create_array(PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0)
+    names = [f"{depth_key(d)}/{cond}" for d in DEPTHS for cond in settings["conditions"]]
+    if CHECKSUMS:
+        group.attrs[DIGEST_NAMES] = names  # the content manifest's columns (features.integrity)
+        group.create_array(
+            DIGEST_ARRAY, shape=(n_chunks, len(names)), chunks=(1, len(names)), dtype="uint32", compressors=compressor()
+        )
+    group.create_array(
+        PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0, compressors=compressor()
+    )
     return group
 
 
@@ -127,11 +147,12 @@ def finish_feature_set(
     n_chunks = marks.shape[0]
     with_test = sum(bool(test_mask[k * rows : (k + 1) * rows].any()) for k in range(n_chunks))
     for name, arr in arrays.items():
-        if name == PROGRESS_ARRAY:
+        if name in (PROGRESS_ARRAY, DIGEST_ARRAY):
             continue
         expected = n_chunks if name.endswith("/" + CLEAN) else with_test
         if arr.nchunks_initialized != expected:
             raise CrsbenchError(
                 f"feature array {ref.path}/{name} in {url} has {arr.nchunks_initialized} of {expected} chunks written"
             )
+    publish_manifest(group)
     group.attrs["complete"] = True

@@ -97,7 +97,13 @@ class FeatureStore:
         try:
             node = self.root()[f"{dataset}/image_ids"]
             assert isinstance(node, zarr.Array)
-            values = node[:]
+            try:
+                values = node[:]
+            except (ValueError, RuntimeError, OSError) as exc:  # its crc32c codec, or a broken chunk
+                raise CrsbenchError(
+                    f"feature store {self.url}: {dataset}/image_ids is damaged ({type(exc).__name__}: {exc}); "
+                    f"delete that array and run 'crsbench extract' for any encoder on {dataset!r} to rewrite it"
+                ) from None
             # zarr returns variable-length strings as numpy StringDType; go via object.
             return np.asarray(values, dtype=object).astype(str)
         except KeyError:
@@ -111,6 +117,13 @@ class FeatureStore:
                 f"feature set {ref.path} is missing from {self.url}; run "
                 f"'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'"
             ) from None
+
+    def group(self, ref: FeatureSetRef) -> zarr.Group:
+        """The set's Zarr group (for scans of its arrays and manifest)."""
+        self.attrs(ref)  # raises, naming the extract command, when the set is missing
+        node = self.root()[ref.path]
+        assert isinstance(node, zarr.Group)
+        return node
 
     def is_complete(self, ref: FeatureSetRef) -> bool:
         try:
@@ -198,7 +211,15 @@ def claim_dataset(root: zarr.Group, ds: Dataset, store_url: str) -> None:
         )
     if "image_ids" not in group:
         ids = np.asarray(ds.images["image_id"].astype(str).tolist(), dtype=str)
-        arr = group.create_array("image_ids", shape=ids.shape, dtype=str, chunks=(max(1, ids.size),))
+        from zarr.codecs import Crc32cCodec, ZstdCodec
+
+        arr = group.create_array(
+            "image_ids",
+            shape=ids.shape,
+            dtype=str,
+            chunks=(max(1, ids.size),),
+            compressors=[ZstdCodec(level=0), Crc32cCodec()],  # zarr's default, then a checksum
+        )
         arr[:] = ids
         group.attrs.update({"image_digest": digest, "n_images": ds.n_images})
     elif known is None:

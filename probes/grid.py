@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
-from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore
+from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset, ProgressFn, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
 from crsbench.probes.executors import DistributedExecutor, InProcessExecutor, Job
@@ -225,6 +225,7 @@ def identify(
     when a dataset, a shift target or an encoder's weights change)."""
     data: dict[str, str] = {}
     weights: dict[FeatureSetRef, str] = {}
+    repairs: dict[FeatureSetRef, dict[str, int]] = {}
     out = []
     for fit in fits:
         if fit.dataset_id not in data:
@@ -236,8 +237,22 @@ def identify(
                 weights[ref] = str(store.attrs(ref).get("weights_hash") or "")
             except CrsbenchError:
                 weights[ref] = ""  # a missing feature set is reported by the input checks
-        out.append(dataclasses.replace(fit, data_digest=data[fit.dataset_id], weights_hash=weights[ref]))
+        # A repaired (set, depth) gives its fits new ids: the fits that read the damage were retired.
+        read = [ref, *(FeatureSetRef(t, ref.encoder_id, ref.regime) for t in shift_targets.get(fit.dataset_id, ()))]
+        generations = [_repairs(store, r, repairs).get(depth_key(fit.depth), 0) for r in read]
+        suffix = f"+repairs{generations}" if any(generations) else ""
+        out.append(dataclasses.replace(fit, data_digest=data[fit.dataset_id], weights_hash=weights[ref] + suffix))
     return sorted(out)
+
+
+def _repairs(store: FeatureStore, ref: FeatureSetRef, cache: dict[FeatureSetRef, dict[str, int]]) -> dict[str, int]:
+    """{depth key: times repaired} of a feature set (`extract --repair`; empty for most)."""
+    if ref not in cache:
+        try:
+            cache[ref] = {str(k): int(v) for k, v in dict(store.attrs(ref).get("repairs") or {}).items()}
+        except CrsbenchError:
+            cache[ref] = {}
+    return cache[ref]
 
 
 def run_grid(

@@ -1,8 +1,9 @@
 """Lazy feature reads for the probes (METHODS.md §3).
 
-Every array is opened with `dask.array.from_zarr(url, component=...)`, so a task only
-materialises the chunks holding the rows it asks for, and the graph carries a URL rather
-than an open array (it ships to `dask.distributed` workers as is). Features are
+Every array is a Dask graph over its row chunks (`probes.checked`), so a task only
+materialises the chunks holding the rows it asks for, each checked against its codec
+checksum and the set's content manifest, and the graph carries a URL rather than an open
+array (it ships to `dask.distributed` workers as is). Features are
 standardised with the statistics of the dataset's whole train split (label-free, so
 every label fraction and seed of a feature set and depth shares them); they are
 computed once per (feature set, depth) by `check_and_standardise` and then reused by
@@ -20,8 +21,10 @@ import dask
 import dask.array as da
 import numpy as np
 
+from crsbench.features.integrity import manifest
 from crsbench.features.store import CONDITIONS, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import CrsbenchError, Dataset
+from crsbench.probes.checked import CheckedArray, checked_getitem
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,16 +45,35 @@ class TrainStats:
         return x
 
 
-def lazy_features(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str) -> da.Array:
-    """One (depth, condition) array of a feature set as a lazy Dask array."""
+def lazy_features(
+    store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str, checked: bool = True
+) -> da.Array:
+    """One (depth, condition) array of a feature set as a lazy Dask array.
+
+    `checked` (the default): each row chunk is decoded whole and checked against the set's
+    content manifest (`probes.checked`); `False` reads through `dask.array.from_zarr` unchecked
+    (for measuring the check's cost).
+    """
     if condition not in CONDITIONS:
         raise CrsbenchError(f"unknown condition {condition!r}")
-    component = f"{ref.path}/{depth_key(depth)}/{condition}"
-    store.array(ref, depth, condition)  # raises a clear error when the array is missing
-    kwargs = {"storage_options": store.storage_options} if store.storage_options else {}
+    name_in_set = f"{depth_key(depth)}/{condition}"
+    component = f"{ref.path}/{name_in_set}"
+    zarr_array = store.array(ref, depth, condition)  # raises a clear error when the array is missing
     # An explicit graph name skips Dask's tokenisation of the zarr array, which pickles it
     # and dominated small sweeps; the name is unique per store URL and array path.
     name = "zarr-" + hashlib.sha1(f"{store.url}\0{component}".encode()).hexdigest()
+    if checked:
+        source = CheckedArray(store.url, store.storage_options, ref, name_in_set, zarr_array, manifest(zarr_array))
+        checked_arr: da.Array = da.from_array(
+            source,
+            chunks=source.chunks,
+            name="checked-" + name,
+            getitem=checked_getitem,
+            asarray=False,
+            meta=np.empty((0,) * source.ndim, dtype=source.dtype),
+        )
+        return checked_arr
+    kwargs = {"storage_options": store.storage_options} if store.storage_options else {}
     arr: da.Array = da.from_zarr(store.url, component=component, name=name, **kwargs)
     return arr
 

@@ -52,7 +52,7 @@ def compact(wh: Warehouse) -> int:
                 for kind in ("predictions", "batches", "runs"):
                     con.execute(f"insert into {kind}_compacted by name select * from {kind}_pending")
                 con.executemany(
-                    "insert into parts_ledger values (?, ?, 'compacted', current_timestamp)",
+                    "insert into parts_ledger (kind, part, state, recorded_at) values (?, ?, 'compacted', current_timestamp)",
                     [[kind, p.name] for kind, files in sources.items() for p in files],
                 )
                 con.execute(
@@ -64,6 +64,7 @@ def compact(wh: Warehouse) -> int:
         for files in sources.values():
             for path in files:
                 path.unlink(missing_ok=True)
+                parts.digest_path(path).unlink(missing_ok=True)
     _forget_missing(wh)
     # No pending parts left: the persisted views stop reading files, unless a sweep still writes
     # (its next parts must stay visible to clients in the folder).

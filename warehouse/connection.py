@@ -259,7 +259,7 @@ class Warehouse:
     def _record_parts(self) -> None:
         known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
         new = [
-            (kind, p.name)
+            (kind, p.name, parts.recorded_digest(p))
             for kind in PART_SCHEMAS
             for p in parts.data_parts(self.parts_dir / kind)
             if (kind, p.name) not in known
@@ -267,7 +267,9 @@ class Warehouse:
         if new:
             with self.transaction():
                 self.con.executemany(
-                    "insert into parts_ledger values (?, ?, 'pending', current_timestamp)", [list(row) for row in new]
+                    "insert into parts_ledger (kind, part, state, recorded_at, digest) "
+                    "values (?, ?, 'pending', current_timestamp, ?)",
+                    [list(row) for row in new],
                 )
 
     def _missing_parts(self) -> list[str]:

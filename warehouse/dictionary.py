@@ -21,12 +21,12 @@ from crsbench.core import CrsbenchError
 from crsbench.core.schema import ObjectKind, Schema
 from crsbench.warehouse.grid import IN_GRID, RUNS_GRID_DOC
 from crsbench.warehouse.parts import one_row
-from crsbench.warehouse.schema import PART, PARTS, PARTS_LEDGER, RETIRED_FEATURE_SETS, RETIRED_FITS, SCHEMA_INFO, TABLES
+from crsbench.warehouse.schema import EXTRA_TABLES, PART, PARTS, SCHEMA_INFO, TABLES
 
 
 def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:
     """(kind, declaration) of every object whose comments come from Python declarations."""
-    for table in (*TABLES, SCHEMA_INFO, PARTS_LEDGER, RETIRED_FITS, RETIRED_FEATURE_SETS):
+    for table in (*TABLES, SCHEMA_INFO, *EXTRA_TABLES):
         yield "table", table
     for kind, declare in PARTS.items():
         schema = declare()

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 EMPTY_PART = "part-00000000-empty.parquet"
 PART_PATTERN = "part-*.parquet"
+DIGEST_SUFFIX = ".sha256"
 
 
 def parts_dir_for(db_path: Path) -> Path:
@@ -80,6 +81,7 @@ def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
 
     for kind, name in folded:
         (parts_dir / kind / name).unlink(missing_ok=True)
+        digest_path(parts_dir / kind / name).unlink(missing_ok=True)
     runs = {p.name for p in (parts_dir / "runs").glob(PART_PATTERN)}
     for kind in ("predictions", "batches"):
         for part in data_parts(parts_dir / kind):
@@ -88,6 +90,10 @@ def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
     for tmp in parts_dir.glob("*/.tmp-*"):
         if time.time() - tmp.stat().st_mtime > 60:
             tmp.unlink(missing_ok=True)
+    for sidecar in parts_dir.glob(f"*/part-*{DIGEST_SUFFIX}"):  # a writer that died before its part landed
+        part = sidecar.with_name(sidecar.name.removesuffix(DIGEST_SUFFIX))
+        if not part.exists() and time.time() - sidecar.stat().st_mtime > 60:
+            sidecar.unlink(missing_ok=True)
 
 
 def new_part_name() -> str:
@@ -106,11 +112,39 @@ def conform(data: pd.DataFrame | pa.Table, schema: pa.Schema, kind: str) -> pa.T
     return table.select(schema.names).cast(schema)
 
 
+def digest_path(part: Path) -> Path:
+    """The part's sidecar `<part>.sha256`: the SHA-256 of its bytes, written before the part lands."""
+    return part.with_name(part.name + DIGEST_SUFFIX)
+
+
+def file_digest(path: Path) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
+
+
+def recorded_digest(part: Path) -> str | None:
+    """The digest written beside `part` (None for parts written before digests)."""
+    try:
+        text = digest_path(part).read_text().strip()
+    except FileNotFoundError:
+        return None
+    return text if len(text) == 64 else None
+
+
 def atomic_write_parquet(table: pa.Table, target: Path) -> None:
     tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
     pq.write_table(table, tmp)
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
+    # The digest lands first, so a part never exists without it (`crsbench verify` checks it).
+    sidecar = tmp.with_name(tmp.name + DIGEST_SUFFIX)
+    sidecar.write_text(file_digest(tmp) + "\n")
+    os.replace(sidecar, digest_path(target))
     os.replace(tmp, target)
 
 

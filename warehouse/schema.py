@@ -25,7 +25,7 @@ from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _M = "docs/METHODS.md"
 
@@ -299,8 +299,34 @@ PARTS_LEDGER = Schema(
             f"pending (read from its file) or compacted (its rows are in <kind>_compacted). {_M} §4.2.",
         ),
         Column("recorded_at", "TIMESTAMP", f"When the part was last seen pending or folded into the file. {_M} §4.2."),
+        Column(
+            "digest",
+            "VARCHAR",
+            f"SHA-256 of the part file's bytes, taken when it was written (null: written before "
+            f"digests; 'crsbench verify' reports it unverifiable). {_M} §4.2.",
+            since=6,
+        ),
     ),
     since=3,
+)
+
+# The content manifest of the feature store, mirrored from the Zarr attrs (features/integrity.py).
+FEATURE_CHUNKS = Schema(
+    "feature_chunks",
+    f"One row per (feature set, array, row chunk): the CRC-32C of the chunk's decoded bytes taken "
+    f"at extraction, which probe reads and 'crsbench verify' check. {_M} §2.6.",
+    (
+        _DATASET,
+        _ENCODER,
+        Column("regime", "VARCHAR", f"Regime of the feature set. {_M} §13."),
+        Column("store_url", "VARCHAR", f"Feature store (fsspec URL), as in feature_sets.store_url. {_M} §2."),
+        Column("array_name", "VARCHAR", f"Depth and condition of the array, e.g. d100/clean. {_M} §2."),
+        Column("chunk", "INTEGER", f"Row chunk index (rows chunk*chunk_rows onwards). {_M} §2.6."),
+        Column(
+            "crc32c", "BIGINT", f"CRC-32C of the decoded chunk (stored dtype, C order, NaN fill included). {_M} §2.6."
+        ),
+    ),
+    since=6,
 )
 
 # Retiring what a replaced dataset made stale (warehouse/retire.py): nothing is deleted.
@@ -355,6 +381,9 @@ BATCHES = Schema(
     ),
 )
 
+# The tables declared outside TABLES (each with its own `since`), for migrations and the dictionary.
+EXTRA_TABLES: tuple[Schema, ...] = (PARTS_LEDGER, RETIRED_FITS, RETIRED_FEATURE_SETS, FEATURE_CHUNKS)
+
 # kind -> its declaration, read at each use: a metric registered after import still reaches
 # the parts, the views and their comments.
 PARTS: dict[str, Callable[[], Schema]] = {
@@ -366,8 +395,8 @@ COMPACTED: tuple[Schema, ...] = tuple(Schema(f"{kind}_compacted", "", (PART,), s
 
 
 def _migration(version: int) -> list[str]:
-    created = [t for t in (*TABLES, PARTS_LEDGER, *COMPACTED, RETIRED_FITS, RETIRED_FEATURE_SETS) if t.since == version]
-    grown = [t for t in (*TABLES, SCHEMA_INFO) if t.since < version]
+    created = [t for t in (*TABLES, *EXTRA_TABLES, *COMPACTED) if t.since == version]
+    grown = [t for t in (*TABLES, *EXTRA_TABLES, SCHEMA_INFO) if t.since < version]
     statements = [t.create_sql(version) for t in created] + [s for t in grown for s in t.add_column_sql(version)]
     if version == 5:
         # Datasets ingested before grids were declared get the protocol's grid.

@@ -29,7 +29,9 @@ class ExtractConfig:
     CRSBENCH_ALLOW_CODE=1; never crsbench.toml's); `allow_download` lets hub ids fetch missing
     weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1); `trust_pickle` lets checkpoints
     holding pickled Python objects load (`weights_only=False`); `threads` (CPU) is how many
-    one-thread forwards run at once (default: half the cores).
+    one-thread forwards run at once (default: half the cores); `repair` re-extracts only the
+    damaged or missing chunks of complete sets (under the settings they were made with) and
+    retires the fits that read them.
     """
 
     device: str = "cpu"
@@ -44,6 +46,7 @@ class ExtractConfig:
     threads: int | None = None
     allow_code: bool = False
     trust_pickle: bool = False
+    repair: bool = False
 
 
 def code_allowed(flag: bool = False) -> bool:
@@ -90,11 +93,13 @@ def extract_all(
     (which file, and which part of it, the weights came from) and retired_fits.
     """
     from crsbench.features.extraction import extract
+    from crsbench.features.integrity import chunk_manifest
     from crsbench.features.registry import get_encoder, tiny_encoder_ids
-    from crsbench.features.store import FeatureSetRef
+    from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.features.weights import download_policy
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset
+    from crsbench.warehouse.integrity import record_chunk_manifest
 
     use_encoder_files(config.encoder_files, db, config.allow_code)
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
@@ -134,15 +139,33 @@ def extract_all(
                 allow_download=config.allow_download or None,
                 trust_pickle=config.trust_pickle,
                 threads=config.threads,
+                repair=config.repair,
             )
+            ref = FeatureSetRef(ds.name, entry.id)
+            status = "skipped (complete)" if attrs.get("skipped") else "extracted"
+            if config.repair and not attrs.get("repaired"):
+                rows.append(
+                    {
+                        "encoder": entry.id,
+                        "dataset": ds.name,
+                        "status": "nothing to repair",
+                        "seconds": 0.0,
+                        "weights": "",
+                        "retired_fits": 0,
+                    }
+                )
+                continue  # nothing written, in the store or the warehouse
             with Warehouse.open(db) as wh:
                 catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
-                retired = catalog.record_feature_set(wh, store_url, FeatureSetRef(ds.name, entry.id), attrs)
+                retired = catalog.record_feature_set(wh, store_url, ref, attrs)
+                record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
+                if config.repair:
+                    status = _retire_repaired(wh, ref, attrs)
             rows.append(
                 {
                     "encoder": entry.id,
                     "dataset": ds.name,
-                    "status": "skipped (complete)" if attrs.get("skipped") else "extracted",
+                    "status": status,
                     "seconds": round(float(attrs.get("seconds", 0.0)), 2),
                     "weights": describe_loads(attrs.get("weights_loaded") or []),
                     "retired_fits": retired,
@@ -157,3 +180,18 @@ def describe_loads(loads: Sequence[dict[str, str]]) -> str:
         (Path(x["file"]).name if x["state"] == "top-level" else f"{x['state']} of {Path(x['file']).name}")
         for x in loads
     )
+
+
+def _retire_repaired(wh: Warehouse, ref: object, attrs: dict[str, object]) -> str:
+    """Retire the fits that read the repaired depths of `ref`; the row's status line."""
+    from crsbench.features.store import FeatureSetRef
+    from crsbench.warehouse.integrity import fits_reading, retire_fits
+
+    assert isinstance(ref, FeatureSetRef)
+    chunks = list(attrs.get("repaired") or [])  # type: ignore[call-overload]
+    depths = [int(d[1:]) / 100 for d in list(attrs.get("repaired_depths") or [])]  # type: ignore[call-overload]
+    repairs = dict(attrs.get("repairs") or {})  # type: ignore[call-overload]
+    with wh.transaction() as con:
+        fits = fits_reading(con, ref, depths)
+        retired = retire_fits(con, ref, fits, max([int(v) for v in repairs.values()] or [1]))
+    return f"repaired {len(chunks)} chunks ({', '.join(map(str, chunks))}); retired {retired} fits that read them"

@@ -1,0 +1,80 @@
+"""`extract --repair`: re-extract only the damaged or missing row chunks of a complete feature set.
+
+A chunk's bytes depend only on the chunk (features.extraction), so re-extracting it under the
+settings the set was made with restores the bytes of an undamaged store. The plan is made
+read-only (nothing is written when there is nothing to repair or the request is refused);
+`reset_chunks` then marks the chunks pending and the ordinary resume path rewrites them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, cast
+
+import numpy as np
+import zarr
+
+from crsbench.features.extraction_sets import PROGRESS_ARRAY, stale_settings
+from crsbench.features.integrity import DIGEST_ARRAY, Damage, delete_chunk, feature_arrays, scan_set
+from crsbench.features.store import FeatureSetRef, FeatureStore
+from crsbench.ingest.types import CrsbenchError, Dataset
+
+
+@dataclasses.dataclass(frozen=True)
+class RepairPlan:
+    chunks: list[int]  # row chunks to re-extract
+    damage: list[Damage]  # what the scan found (missing progress markers excluded)
+    depths: list[str]  # depth keys whose data changed (every depth when a whole chunk is unmarked)
+
+
+def plan_repair(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset) -> RepairPlan:
+    """The row chunks of `ref` to re-extract: damaged (codec, manifest) or never written."""
+    attrs = store.attrs(ref)  # raises, naming the extract command, when the set is missing
+    digest = attrs.get("image_digest")
+    if digest is not None and digest != dataset.image_digest():
+        raise CrsbenchError(
+            f"dataset {ref.dataset!r} has other images than feature set {ref.path} in {store.url} was "
+            f"extracted from (image digest {str(digest)[:12]} there, {dataset.image_digest()[:12]} now); "
+            f"a repair cannot restore it: 'crsbench ingest --replace' retires the old features, then extract"
+        )
+    group = store.group(ref)
+    scan = scan_set(group, ref)
+    marks = np.asarray(group[PROGRESS_ARRAY][:]) if PROGRESS_ARRAY in group else np.ones(0)  # type: ignore[index]
+    unmarked = np.flatnonzero(marks == 0).tolist()
+    depths = sorted({d.name.split("/")[0] for d in scan.damage} | (set(attrs.get("depths", [])) if unmarked else set()))
+    return RepairPlan(sorted(set(scan.damaged_chunks) | set(unmarked)), scan.damage, depths)
+
+
+def count_repair(group: zarr.Group, plan: RepairPlan) -> dict[str, int]:
+    """Bump the set's `repairs` per repaired depth (probes fold it into the fit ids); returns it."""
+    known = group.attrs.get("repairs")
+    repairs = {str(k): int(cast(int, v)) for k, v in (known.items() if isinstance(known, dict) else [])}
+    for depth in plan.depths:
+        repairs[depth] = repairs.get(depth, 0) + 1
+    group.attrs["repairs"] = repairs
+    return repairs
+
+
+def check_settings(group: zarr.Group, ref: FeatureSetRef, settings: dict[str, Any]) -> None:
+    stale = stale_settings(group, settings)
+    if stale:
+        raise CrsbenchError(
+            f"feature set {ref.path} was extracted with other settings ({', '.join(stale)}) than a repair "
+            f"would use, so repaired chunks would not match the rest; rerun with --force to re-extract it all"
+        )
+
+
+def reset_chunks(group: zarr.Group, chunks: list[int]) -> None:
+    """Mark `chunks` pending: `complete` off first, their stored chunks deleted, markers cleared."""
+    group.attrs["complete"] = False
+    progress = group[PROGRESS_ARRAY]
+    assert isinstance(progress, zarr.Array)
+    for name in [*feature_arrays(group), DIGEST_ARRAY]:
+        if name not in group:
+            continue
+        arr = group[name]
+        assert isinstance(arr, zarr.Array)
+        for k in chunks:
+            delete_chunk(arr, k)
+    for k in chunks:
+        progress[k] = 0
