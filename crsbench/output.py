@@ -115,9 +115,10 @@ def progress(step: str | None = None) -> Iterator[ProgressFn]:
     if not sys.stderr.isatty() and not console.out.is_terminal:
         from crsbench.progress_plain import PlainProgress, Ticker, interval_s
 
-        plain = PlainProgress(lambda line: console.print(escape(line)), interval_s())
+        plain = PlainProgress(lambda line: console.print(escape(line)), interval_s(), defer_done=step is not None)
         with Ticker(plain):
             yield plain if step is None else _merged(step, plain)
+        plain.close()
         return
     from rich.progress import (
         BarColumn,

@@ -44,14 +44,24 @@ class _Step:
     first_done: int
     done: int = 0
     total: int | None = None
+    ended: float = 0.0
 
 
 class PlainProgress:
     """A ProgressFn printing through `write`: one line per finished step, and a line per
     unfinished step whenever `interval` seconds have passed since the last lines."""
 
-    def __init__(self, write: Callable[[str], None], interval: float, clock: Callable[[], float] = time.monotonic):
-        self.write, self.interval, self.clock = write, interval, clock
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        interval: float,
+        clock: Callable[[], float] = time.monotonic,
+        *,
+        defer_done: bool = False,
+    ) -> None:
+        # defer_done: a step's total may still grow (one bar for a whole demo step), so its
+        # "done" line waits for close() instead of the first time done reaches total.
+        self.write, self.interval, self.clock, self.defer_done = write, interval, clock, defer_done
         self.steps: dict[str, _Step] = {}
         self.finished: set[str] = set()
         self.last = clock()
@@ -66,8 +76,20 @@ class PlainProgress:
                 self.finished.discard(description)  # a merged step whose total grew
             if total is not None and done >= total and description not in self.finished:
                 self.finished.add(description)
-                self.write(f"done {description} ({done}/{total}) in {duration(now - step.started)}")
+                step.ended = now
+                if not self.defer_done:
+                    self.write(self.done_line(description, step))
         self.tick()
+
+    def done_line(self, description: str, step: _Step) -> str:
+        return f"done {description} ({step.done}/{step.total}) in {duration(step.ended - step.started)}"
+
+    def close(self) -> None:
+        """The deferred "done" lines of the steps that finished."""
+        if self.defer_done:
+            with self.lock:
+                for description in self.finished:
+                    self.write(self.done_line(description, self.steps[description]))
 
     def line(self, description: str, step: _Step, now: float) -> str:
         elapsed = now - step.started

@@ -64,12 +64,16 @@ def test_durations():
 
 def test_one_bar_per_step_sums_its_descriptions():
     clock, lines = FakeClock(), []
-    bar = PlainProgress(lines.append, interval=1e9, clock=clock)
+    bar = PlainProgress(lines.append, interval=30.0, clock=clock, defer_done=True)
     step = _merged("3/6 probe grid", bar)
     step("checking features", 0, 1)
     step("checking features", 1, 1)  # 1/1 so far: the step looks finished ...
     step("probe fits", 0, 10)  # ... until its next description arrives
-    clock.now += 5
+    clock.now += 40
+    step("probe fits", 4, 10)  # 4 in 40 s, 6 left
+    clock.now += 60
     step("probe fits", 10, 10)
-    assert lines == ["done 3/6 probe grid (1/1) in 0 s", "done 3/6 probe grid (11/11) in 5 s"]
+    assert lines == ["3/6 probe grid: 5/11 (45 %), 0.12/s, eta 48 s"]
+    bar.close()
+    assert lines[1:] == ["done 3/6 probe grid (11/11) in 1:40"]
     assert set(bar.steps) == {"3/6 probe grid"}
