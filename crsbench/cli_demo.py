@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.markup import escape
 
 from crsbench.bench import Bench, ExtractConfig, ProbeConfig
 from crsbench.cli_app import app
@@ -26,9 +27,29 @@ DEMO_ANALYSES = ("e1", "e2", "e3", "e4", "e6")
 DEMO_PROBE_BATCH = 32
 
 
-def _step(title: str) -> float:
-    console.print(f"\n[bold cyan]== {title}[/]")
-    return time.perf_counter()
+class _Steps:
+    """The demo's steps: a heading each, and the wall time of each for the closing summary."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self.title: str | None = None
+        self.started = time.perf_counter()
+
+    def start(self, title: str) -> str:
+        self.stop()
+        console.print(f"\n[bold cyan]== {title}[/]")
+        self.title, self.started = title, time.perf_counter()
+        return title
+
+    def stop(self) -> None:
+        if self.title is not None:
+            self.seconds[self.title] = time.perf_counter() - self.started
+            self.title = None
+
+    def summary(self) -> str:
+        self.stop()
+        width = max(len(t) for t in self.seconds)
+        return "\n".join(f"  {t:<{width}}  {s:7.1f} s" for t, s in self.seconds.items())
 
 
 @app.command("demo")
@@ -64,24 +85,25 @@ def demo(
         "machinery, not real encoder quality.[/]"
     )
 
-    _step("1/6 generate the embedded suite and ingest it")
-    with progress() as bar:
+    steps = _Steps()
+    step = steps.start("1/6 generate the embedded suite and ingest it")
+    with progress(step) as bar:
         summary = bench.ingest_suite(out / "suite", scale, image_size, progress=bar)
     console.print("\n".join(f"  {r.dataset_id}: {r.task}, {r.n_images} images" for r in summary.itertuples()))
     console.print(f"  shift pair: {SUITE_SHIFT[0]} -> {SUITE_SHIFT[1]}")
 
-    _step("2/6 extract features once: 4 depths x 16 conditions per encoder and dataset")
-    with progress() as bar:
+    step = steps.start("2/6 extract features once: 4 depths x 16 conditions per encoder and dataset")
+    with progress(step) as bar:
         extracted = bench.extract(encoders, [name for _, name in SUITE_DATASETS], ExtractConfig(), progress=bar)
     render_extract(bench.store, extracted)
 
-    _step("3/6 probe grid: logreg x 4 depths, mlp and knn at full depth, 5 fractions x 5 seeds")
-    with progress() as bar:
+    step = steps.start("3/6 probe grid: logreg x 4 depths, mlp and knn at full depth, 5 fractions x 5 seeds")
+    with progress(step) as bar:
         grid = bench.probe(encoders, (), ProbeConfig(batch_size=DEMO_PROBE_BATCH), progress=bar)
     render_probe(bench, grid)
     bench.compact()  # runs in the file keep the analyses' queries fast
 
-    _step(f"4/6 freeze the reference panel '{DEMO_PANEL}' and rank by CRS")
+    steps.start(f"4/6 freeze the reference panel '{DEMO_PANEL}' and rank by CRS")
     if DEMO_PANEL not in set(bench.panels()["panel"]):
         bench.freeze_panel(DEMO_PANEL, encoders)
         console.print(f"  froze panel {DEMO_PANEL}: {', '.join(encoders)}")
@@ -89,20 +111,28 @@ def demo(
         console.print(f"  panel {DEMO_PANEL} already frozen (frozen panels never move)")
     render_leaderboard(bench.leaderboard(DEMO_PANEL))
 
-    _step(f"5/6 bootstrap over test images and seeds ({replicates:,} replicates): intervals and ties")
+    steps.start(f"5/6 bootstrap over test images and seeds ({replicates:,} replicates): intervals and ties")
     analyze_and_render(bench, "bootstrap", {"panel": DEMO_PANEL, "replicates": replicates})
     render_leaderboard(bench.leaderboard(DEMO_PANEL))  # now with intervals and ties
 
     report_path = out / "report.html"
     if report:
-        _step("6/6 analyses E1/E2/E3/E4/E6 and the HTML report")
+        steps.start("6/6 analyses E1/E2/E3/E4/E6 and the HTML report")
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, {})
         report_and_render(bench, report_path, DEMO_PANEL, None)
     bench.compact()  # the file alone now answers every view (copy it, open it in any DuckDB)
     elapsed = time.perf_counter() - started
+    timings = steps.summary()
+    console.print("\n[bold]time per step[/]\n" + escape(timings))
     emit(
-        {"out": str(out), "db": str(db), "report": str(report_path) if report else None, "seconds": round(elapsed, 1)},
+        {
+            "out": str(out),
+            "db": str(db),
+            "report": str(report_path) if report else None,
+            "seconds": round(elapsed, 1),
+            "step_seconds": {t: round(s, 1) for t, s in steps.seconds.items()},
+        },
         f"\n[bold green]demo finished in {elapsed:.0f} s.[/] Query it with: "
         f'crsbench sql --db {db} "select * from crs_encoder"  (or: duckdb {db})',
     )

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 if TYPE_CHECKING:  # pandas and the stages load only when a command prints a frame (fast --help)
@@ -101,18 +102,23 @@ def print_frame(frame: pd.DataFrame, title: str | None = None, key: str = "rows"
 
 
 @contextmanager
-def progress() -> Iterator[ProgressFn]:
-    """A progress callback that draws one rich bar per step description (with count and ETA)."""
-    if not console.chatty or not sys.stderr.isatty() and not console.out.is_terminal:
-        # Non-interactive runs still say what they did, one line per finished step.
-        finished: set[str] = set()
+def progress(step: str | None = None) -> Iterator[ProgressFn]:
+    """A progress callback: one rich bar per step description (count, elapsed, ETA) on a
+    terminal; without one, plain lines at least every CRSBENCH_PROGRESS_SECONDS (30 s).
 
-        def report_plain(description: str, done: int, total: int | None) -> None:
-            if console.chatty and total is not None and done >= total and description not in finished:
-                finished.add(description)
-                console.print(f"[green]done[/] {description} ({done}/{total})")
+    Given `step`, every description reported goes into one bar titled `step` (the demo:
+    one bar per step), its counts summed over the descriptions seen so far.
+    """
+    if not console.chatty:
+        yield no_op
+        return
+    if not sys.stderr.isatty() and not console.out.is_terminal:
+        from crsbench.progress_plain import PlainProgress, Ticker, interval_s
 
-        yield report_plain
+        plain = PlainProgress(lambda line: console.print(escape(line)), interval_s(), defer_done=step is not None)
+        with Ticker(plain):
+            yield plain if step is None else _merged(step, plain)
+        plain.close()
         return
     from rich.progress import (
         BarColumn,
@@ -144,4 +150,21 @@ def progress() -> Iterator[ProgressFn]:
         bars.update(tasks[description], completed=done, total=total)
 
     with bars:
-        yield report
+        yield report if step is None else _merged(step, report)
+
+
+def no_op(description: str, done: int, total: int | None) -> None:
+    return None
+
+
+def _merged(step: str, report: ProgressFn) -> ProgressFn:
+    """Reports of several descriptions as one: done and totals summed, under `step`."""
+    counts: dict[str, tuple[int, int | None]] = {}
+
+    def merged(description: str, done: int, total: int | None) -> None:
+        counts[description] = (done, total)
+        totals = [t for _, t in counts.values()]
+        known = None if any(t is None for t in totals) else sum(t or 0 for t in totals)
+        report(step, sum(d for d, _ in counts.values()), known)
+
+    return merged

@@ -120,6 +120,8 @@ class FeatureStore:
 
     def group(self, ref: FeatureSetRef) -> zarr.Group:
         """The set's Zarr group (for scans of its arrays and manifest)."""
+        import zarr
+
         self.attrs(ref)  # raises, naming the extract command, when the set is missing
         node = self.root()[ref.path]
         assert isinstance(node, zarr.Group)

@@ -7,7 +7,9 @@ import torch
 
 from crsbench.ingest.types import Task
 from crsbench.probes import knn as knn_search
-from crsbench.probes.lbfgs import fit_logreg, output_weights
+from crsbench.probes import mlp as mlp_train
+from crsbench.probes.lbfgs import output_weights
+from crsbench.probes.newton import solve_logreg
 from crsbench.probes.registry import Predictor, register_probe
 
 # MLP budget, fixed so every encoder gets the same one; sized so the demo grid
@@ -30,11 +32,11 @@ def _targets(y: np.ndarray, task: Task, n_outputs: int) -> torch.Tensor:
     "logreg",
     seeded=False,
     description="l2 logistic regression, lambda = 1/N_train on the mean loss (sklearn C=1), "
-    "L-BFGS; multinomial for multiclass/ordinal, one-vs-rest per label for multilabel",
+    "exact Newton on small training sets, else L-BFGS; multinomial for multiclass/ordinal, one-vs-rest per label for multilabel",
 )
 def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     softmax = task is not Task.MULTILABEL
-    sol = fit_logreg(torch.as_tensor(x), _targets(y, task, n_outputs), softmax)
+    sol = solve_logreg(torch.as_tensor(x), _targets(y, task, n_outputs), softmax)
     weights, bias = output_weights(sol.coef, sol.intercept, softmax)
 
     def predict(x_eval: np.ndarray) -> np.ndarray:
@@ -54,32 +56,24 @@ def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) 
 def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
     gen = torch.Generator().manual_seed(int(seed))
     xt = torch.as_tensor(x, dtype=torch.float32)
-    hidden, relu, head = (
-        torch.nn.Linear(xt.shape[1], MLP_HIDDEN),
-        torch.nn.ReLU(),
-        torch.nn.Linear(MLP_HIDDEN, n_outputs),
-    )
-    net = torch.nn.Sequential(hidden, relu, head)
-    with torch.no_grad():  # initialise from the fit's own generator, not the global one
-        for layer in (hidden, head):
-            bound = float(1.0 / np.sqrt(layer.in_features))
-            layer.weight.uniform_(-bound, bound, generator=gen)
-            layer.bias.uniform_(-bound, bound, generator=gen)
+    params = []
+    for fan_in, fan_out in ((xt.shape[1], MLP_HIDDEN), (MLP_HIDDEN, n_outputs)):
+        # nn.Linear's shapes, initialised from the fit's own generator, not the global one
+        bound = float(1.0 / np.sqrt(fan_in))
+        params.append(torch.empty(fan_out, fan_in).uniform_(-bound, bound, generator=gen))
+        params.append(torch.empty(fan_out).uniform_(-bound, bound, generator=gen))
     multilabel = task is Task.MULTILABEL
     yt = torch.as_tensor(y, dtype=torch.float32 if multilabel else torch.int64)
-    loss_fn = torch.nn.BCEWithLogitsLoss() if multilabel else torch.nn.CrossEntropyLoss()
-    opt = torch.optim.AdamW(net.parameters(), lr=MLP_LR, weight_decay=MLP_WEIGHT_DECAY)
+    opt = mlp_train.AdamW(lr=MLP_LR, weight_decay=MLP_WEIGHT_DECAY)
     n = xt.shape[0]
-    for _ in range(MLP_STEPS):
-        idx = torch.randint(0, n, (min(MLP_BATCH, n),), generator=gen)
-        opt.zero_grad()
-        loss_fn(net(xt[idx]), yt[idx]).backward()
-        opt.step()
-    net.eval()
+    with torch.no_grad():
+        for _ in range(MLP_STEPS):
+            idx = torch.randint(0, n, (min(MLP_BATCH, n),), generator=gen)
+            opt.step(params, mlp_train.gradients(params, xt[idx], yt[idx], multilabel))
 
     def predict(x_eval: np.ndarray) -> np.ndarray:
         with torch.no_grad():
-            logits = net(torch.as_tensor(x_eval, dtype=torch.float32)).double()
+            logits = mlp_train.forward(params, torch.as_tensor(x_eval, dtype=torch.float32)).double()
         return (torch.sigmoid(logits) if multilabel else torch.softmax(logits, dim=1)).numpy()
 
     return predict

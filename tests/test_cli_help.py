@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import re
 from typing import Any
 
 import pytest
@@ -14,7 +15,8 @@ from crsbench.cli_app import app
 
 
 def _words(text: str) -> str:
-    return " ".join(text.split())
+    # click wraps at hyphens too ("mimic-" / "cxr"): join those back
+    return re.sub(r"-\s+", "-", " ".join(text.split()))
 
 
 def _commands() -> list[tuple[tuple[str, ...], Any]]:

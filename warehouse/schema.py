@@ -345,7 +345,11 @@ RETIRED_FITS = Schema(
             f"'weights:<weights hash>' when its feature set was re-extracted with other weights). {_M} §1.",
         ),
         Column("reason", "VARCHAR", f"'dataset replaced', 'shift target declared' or 'weights replaced'. {_M} §1."),
-        Column("retired_at", "TIMESTAMP", f"When it was retired. {_M} §1."),
+        Column(
+            "retired_at",
+            "TIMESTAMP",
+            f"When crsbench took the fit out of the views (the replacement or declaration that made it stale). {_M} §1.",
+        ),
     ),
     since=4,
 )
