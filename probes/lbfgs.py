@@ -18,6 +18,8 @@ set (Böhning's bound), which cuts the iteration count several-fold on correlate
 from __future__ import annotations
 
 import dataclasses
+import functools
+from collections.abc import Callable
 
 import torch
 
@@ -134,30 +136,8 @@ def fit_logreg(
         if bool(bad.any()):
             direction[bad] = -precond(g[bad])
             slope = (g * direction).sum(dim=(1, 2))
-        step = torch.ones(b, dtype=torch_dtype)
-        accepted = done.clone()
-        w_new, f_new, g_new = w, f, g
-        for _ in range(40):  # backtracking Armijo line search, one step size per problem
-            trial = w + step[:, None, None] * direction
-            f_try, g_try = _objective(x1, trial, y3, softmax, lam)
-            armijo = f_try <= f + 1e-4 * step * slope
-            # Near the optimum the decrease Armijo asks for (~|g|^2 / curvature, 1e-17 at
-            # |g| = 1e-9) is below float64's resolution of f, and the test passes or fails
-            # on rounding: fits then wandered for the full 2000 iterations. Where f has not
-            # changed beyond its rounding, Hager and Zhang's approximate Armijo condition
-            # decides from the gradient instead: slope at the trial point <= (2 delta - 1) x
-            # slope at 0, delta = 0.1 (reached the minimum along the line or not far past it).
-            flat = (f_try - f).abs() <= F_NOISE * f.abs()
-            approximate = flat & ((g_try * direction).sum(dim=(1, 2)) <= -0.8 * slope)
-            ok = (armijo | approximate) & ~accepted
-            sel = ok[:, None, None]
-            w_new = torch.where(sel, trial, w_new)
-            f_new = torch.where(ok, f_try, f_new)
-            g_new = torch.where(sel, g_try, g_new)
-            accepted |= ok
-            if bool(accepted.all()):
-                break
-            step = torch.where(accepted, step, step * 0.5)
+        objective = functools.partial(_objective, x1, y=y3, softmax=softmax, lam=lam)
+        w_new, f_new, g_new, accepted = line_search(objective, w, f, g, direction, slope, done)
         stalled = ~accepted  # no decrease even at tiny steps: at the optimum to precision
         s, yy = w_new - w, g_new - g
         sy = (s * yy).sum(dim=(1, 2))
@@ -217,6 +197,46 @@ class _Preconditioner:
         else:
             out = self.dense @ flat
         return out.reshape(d1, b, k).permute(1, 0, 2)
+
+
+def line_search(
+    objective: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    w: torch.Tensor,
+    f: torch.Tensor,
+    g: torch.Tensor,
+    direction: torch.Tensor,
+    slope: torch.Tensor,
+    done: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Backtracking Armijo line search, one step size per problem: (w, f, g, accepted) after it.
+
+    Problems already `done` keep their point. Near the optimum the decrease Armijo asks for
+    (~|g|^2 / curvature, 1e-17 at |g| = 1e-9) is below float64's resolution of f, and the test
+    passes or fails on rounding: fits then wandered for the full 2000 iterations. Where f has not
+    changed beyond its rounding, Hager and Zhang's approximate Armijo condition decides from the
+    gradient instead: slope at the trial point <= (2 delta - 1) x slope at 0, delta = 0.1
+    (reached the minimum along the line or not far past it).
+    """
+    b = w.shape[0]
+    step = torch.ones(b, dtype=torch_dtype)
+    accepted = done.clone()
+    w_new, f_new, g_new = w, f, g
+    for _ in range(40):
+        trial = w + step[:, None, None] * direction
+        f_try, g_try = objective(trial)
+        armijo = f_try <= f + 1e-4 * step * slope
+        flat = (f_try - f).abs() <= F_NOISE * f.abs()
+        approximate = flat & ((g_try * direction).sum(dim=(1, 2)) <= -0.8 * slope)
+        ok = (armijo | approximate) & ~accepted
+        sel = ok[:, None, None]
+        w_new = torch.where(sel, trial, w_new)
+        f_new = torch.where(ok, f_try, f_new)
+        g_new = torch.where(sel, g_try, g_new)
+        accepted |= ok
+        if bool(accepted.all()):
+            break
+        step = torch.where(accepted, step, step * 0.5)
+    return w_new, f_new, g_new, accepted
 
 
 def _two_loop(

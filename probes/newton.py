@@ -27,9 +27,11 @@ whose per-iteration cost does not grow with the square of the unknowns.
 
 from __future__ import annotations
 
+import functools
+
 import torch
 
-from crsbench.probes.lbfgs import F_NOISE, TOL, LogRegSolution, _objective, fit_logreg, torch_dtype
+from crsbench.probes.lbfgs import TOL, LogRegSolution, _objective, fit_logreg, line_search, torch_dtype
 
 NEWTON_TOL = 1e-12
 NEWTON_MAX_ITER = 100
@@ -143,25 +145,7 @@ def _line_search(
     direction: torch.Tensor,
     done: torch.Tensor,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Backtracking Armijo per problem, with `fit_logreg`'s approximate test where f is flat."""
-    b = theta.shape[0]
+    """`fit_logreg`'s line search on the reduced problem (design `z`)."""
     slope = (g * direction).sum(dim=(1, 2))
-    step = torch.ones(b, dtype=torch_dtype)
-    accepted = done.clone()
-    theta_new, f_new, g_new = theta, f, g
-    for _ in range(40):
-        trial = theta + step[:, None, None] * direction
-        f_try, g_try = _objective(z, trial, y3, softmax, lam)
-        armijo = f_try <= f + 1e-4 * step * slope
-        flat = (f_try - f).abs() <= F_NOISE * f.abs()
-        approximate = flat & ((g_try * direction).sum(dim=(1, 2)) <= -0.8 * slope)
-        ok = (armijo | approximate) & ~accepted
-        sel = ok[:, None, None]
-        theta_new = torch.where(sel, trial, theta_new)
-        f_new = torch.where(ok, f_try, f_new)
-        g_new = torch.where(sel, g_try, g_new)
-        accepted |= ok
-        if bool(accepted.all()):
-            break
-        step = torch.where(accepted, step, step * 0.5)
-    return theta_new, f_new, g_new, accepted
+    objective = functools.partial(_objective, z, y=y3, softmax=softmax, lam=lam)
+    return line_search(objective, theta, f, g, direction, slope, done)
