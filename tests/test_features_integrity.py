@@ -167,7 +167,8 @@ def bench_template(aptos, tmp_path_factory) -> Path:
 
 
 def _probe(db: Path) -> int:
-    args = ["--probe", "logreg", "--depth", "1.0", "--fraction", "1.0", "--seed", "0"]
+    # --no-compact: the run parts stay files, which verify checks against their recorded digests
+    args = ["--probe", "logreg", "--depth", "1.0", "--fraction", "1.0", "--seed", "0", "--no-compact"]
     return main(["probe", "--db", str(db), *args])
 
 

@@ -134,10 +134,16 @@ def test_a_non_editable_install_runs_the_cli_and_imports_every_module(built: dic
     # Dependencies from the test interpreter's path (its site-packages and whatever its .pth
     # files added), never the checkout itself.
     stdlib = {Path(sysconfig.get_path(k)).resolve() for k in ("stdlib", "platstdlib")}
+    # (The venv may live inside the checkout, as `make` builds it: its site-packages is borrowed.)
+    prefix = Path(sys.prefix).resolve()
+
+    def from_checkout(path: Path) -> bool:
+        return path.is_relative_to(REPO) and not path.is_relative_to(prefix)
+
     borrowed = [
         p
         for p in sys.path
-        if p and Path(p).is_dir() and not Path(p).resolve().is_relative_to(REPO) and Path(p).resolve() not in stdlib
+        if p and Path(p).is_dir() and not from_checkout(Path(p).resolve()) and Path(p).resolve() not in stdlib
     ]
     (site / "_borrowed_deps.pth").write_text("\n".join(borrowed) + "\n", encoding="utf-8")
     _run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index",
