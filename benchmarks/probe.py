@@ -39,13 +39,15 @@ from sklearn.metrics import roc_auc_score
 from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
 from crsbench.probes.grid import plan_fits, run_grid
-from crsbench.probes.records import FitKey, run_id
+from crsbench.probes.records import FitKey
 from crsbench.probes.synthetic import make_dataset, write_features
 
 
-def sklearn_loop(fits: list[FitKey], datasets: dict[str, Dataset], store: FeatureStore) -> dict[str, float]:
-    """run_id -> macro AUROC, the obvious way: every fit reads, standardises, fits, scores."""
-    out: dict[str, float] = {}
+def sklearn_loop(
+    fits: list[FitKey], datasets: dict[str, Dataset], store: FeatureStore
+) -> dict[tuple[str, float, int, str], float]:
+    """(dataset, fraction, seed, condition) -> macro AUROC, the obvious way: every fit reads, standardises, fits, scores."""
+    out: dict[tuple[str, float, int, str], float] = {}
     for key in fits:
         ds = datasets[key.dataset_id]
         ref = FeatureSetRef(ds.name, key.encoder_id)
@@ -69,7 +71,7 @@ def sklearn_loop(fits: list[FitKey], datasets: dict[str, Dataset], store: Featur
             else:
                 p = models[0].predict_proba(xe)
                 auroc = np.mean([roc_auc_score(ye == k, p[:, k]) for k in range(p.shape[1])])
-            out[run_id(key.fit_id, ds.name, condition)] = float(auroc)
+            out[(key.dataset_id, key.label_fraction, key.seed, condition)] = float(auroc)
     return out
 
 
@@ -108,7 +110,8 @@ def main() -> int:
         start = time.perf_counter()
         run_grid(fits, datasets, store, shift_targets={}, done=set(), sink=lambda runs, preds: frames.append(runs))
         ours_s = time.perf_counter() - start
-        ours = pd.concat(frames).set_index("run_id")["auroc"]
+        # keyed by what the fit is (run ids also carry the data and weights digests the grid stamps)
+        ours = pd.concat(frames).set_index(["dataset_id", "label_fraction", "seed", "condition"])["auroc"]
 
         start = time.perf_counter()
         reference = sklearn_loop(fits, datasets, store)
