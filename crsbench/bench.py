@@ -14,9 +14,10 @@ holds no lock between calls; long calls take an optional `progress(description, 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
@@ -28,6 +29,8 @@ from crsbench.pipeline.ingest import IngestConfig
 from crsbench.pipeline.probe import ProbeConfig
 from crsbench.pipeline.stores import check_store_url, default_store
 from crsbench.warehouse.connection import Warehouse
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from crsbench.analyses.registry import AnalysisResult
@@ -262,43 +265,34 @@ class Bench:
         """Widen the declared grid of `datasets` (default: every dataset probes are fitted on) for
         every encoder: each axis named takes the values given, the others every declared value.
         Existing cells are incomplete until `probe` fills the new fits."""
-        from crsbench.pipeline.probe import choose_datasets
         from crsbench.probes.registry import probe_names
-        from crsbench.warehouse.datasets import list_datasets, shift_pairs
         from crsbench.warehouse.grid import extend_grid
 
-        with Warehouse.open(self.db) as wh:
-            names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
-            with wh.transaction() as con:
-                return extend_grid(
-                    con,
-                    names,
-                    probes=probes,
-                    depths=depths,
-                    fractions=fractions,
-                    seeds=seeds,
-                    known_probes=probe_names(),
-                )
+        change = functools.partial(
+            extend_grid, probes=probes, depths=depths, fractions=fractions, seeds=seeds, known_probes=probe_names()
+        )
+        return self._change_grid(datasets, change)
 
     def restrict_grid(self, config: ProbeConfig, datasets: Sequence[str] = ()) -> dict[str, int]:
         """Narrow the declared grid of `datasets` (default: every dataset probes are fitted on) to
         the fits matching the probes, depths, fractions and seeds `config` names, for a small
         study; refused once any panel is frozen. Returns the fits removed per dataset."""
+        from crsbench.warehouse.grid import restrict_grid
+
+        change = functools.partial(
+            restrict_grid, probes=config.probes, depths=config.depths, fractions=config.fractions, seeds=config.seeds
+        )
+        return self._change_grid(datasets, change)
+
+    def _change_grid(self, datasets: Sequence[str], change: Callable[[Any, list[str]], T]) -> T:
+        """Apply `change(con, dataset names)` to the declared grids in one transaction."""
         from crsbench.pipeline.probe import choose_datasets
         from crsbench.warehouse.datasets import list_datasets, shift_pairs
-        from crsbench.warehouse.grid import restrict_grid
 
         with Warehouse.open(self.db) as wh:
             names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
             with wh.transaction() as con:
-                return restrict_grid(
-                    con,
-                    names,
-                    probes=config.probes,
-                    depths=config.depths,
-                    fractions=config.fractions,
-                    seeds=config.seeds,
-                )
+                return change(con, names)
 
     def adapt(
         self, encoder: str, dataset: str, config: AdaptConfig = AdaptConfig(), progress: ProgressFn | None = None

@@ -21,7 +21,8 @@ from crsbench.core import CrsbenchError
 from crsbench.core.schema import ObjectKind, Schema
 from crsbench.warehouse.grid import IN_GRID, RUNS_GRID_DOC
 from crsbench.warehouse.parts import one_row
-from crsbench.warehouse.schema import EXTRA_TABLES, PART, PARTS, SCHEMA_INFO, TABLES
+from crsbench.warehouse.schema import PARTS, SCHEMA_INFO, TABLES
+from crsbench.warehouse.schema_ledger import EXTRA_TABLES, PART
 
 
 def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:

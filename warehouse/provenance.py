@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 import pyarrow as pa
 
 from crsbench.core.provenance import collect, to_json
-from crsbench.warehouse.schema import BATCHES
+from crsbench.warehouse.schema_ledger import BATCHES
 
 
 def batch_record(batch: str, device: str = "cpu") -> pa.Table:
