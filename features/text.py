@@ -139,6 +139,8 @@ def _hf_dual(entry: EncoderEntry, weights: Path | None) -> TextTower:
 
     def encode(texts: Sequence[str]) -> np.ndarray:
         tokens = tokenizer(list(texts), padding=padding, truncation=True, return_tensors="pt")
+        if kind == "siglip":  # SigLIP's text tower attends to its padding, as trained (no mask)
+            tokens = {"input_ids": tokens["input_ids"]}
         with torch.no_grad():
             out = model.get_text_features(**tokens)
         out = out if isinstance(out, torch.Tensor) else out.pooler_output
