@@ -16,6 +16,7 @@ import numpy as np
 from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Task
+from crsbench.probes import estimators as _estimators  # noqa: F401  (the trained probes register first)
 from crsbench.probes.reader import TrainStats
 from crsbench.probes.registry import Predictor, register_probe
 
