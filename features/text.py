@@ -120,7 +120,7 @@ def _hf_dual(entry: EncoderEntry, weights: Path | None) -> TextTower:
     kind = str(entry.text_tower)
     if _gaps(path, kind):
         raise _missing_line(entry, str(path), kind)
-    cls = transformers.CLIPModel if kind == "clip" else transformers.SiglipModel
+    cls: Any = transformers.CLIPModel if kind == "clip" else transformers.SiglipModel
     try:
         model, info = cls.from_pretrained(
             str(path), local_files_only=True, dtype=torch.float32, trust_remote_code=False, output_loading_info=True

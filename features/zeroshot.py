@@ -10,7 +10,7 @@ before stay, so runs of an earlier prompt set remain readable and reproducible.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -65,7 +65,7 @@ def store_text_embeddings(
             f"stored image embeddings {dim}"
         )
     group = store.root(writable=True)[ref.path]
-    sets: dict[str, Any] = dict(group.attrs.get("zeroshot") or {})
+    sets: dict[str, Any] = dict(cast("dict[str, Any]", group.attrs.get("zeroshot") or {}))
     sets[prompts.digest] = {
         "prompts": prompts.to_dict(),
         "embeddings": embeddings.tolist(),
