@@ -35,7 +35,7 @@ __all__ = ["TEXT_TOWERS", "TextTower", "has_text_tower", "load_text_tower", "tex
 TOKENIZER_FILES: dict[str, tuple[tuple[str, ...], ...]] = {
     "clip": (("tokenizer.json",), ("vocab.json", "merges.txt")),
     "siglip": (("tokenizer.json",), ("spiece.model",)),
-    "cxr-bert": (("vocab.txt",),),
+    "cxr-bert": (("config.json", "vocab.txt"),),
     "open_clip_hf": (("config.json", "vocab.txt"), ("config.json", "tokenizer.json")),
 }
 
@@ -289,7 +289,7 @@ def _cxr_bert(entry: EncoderEntry, weights: Path | None) -> TextTower:
 
     folder = Path(entry.model_kwargs.get("text_folder") or resolve_weights(entry, weights))
     folder = folder if folder.is_dir() else folder.parent
-    if _gaps(folder, "cxr-bert") or not (folder / "config.json").is_file():
+    if _gaps(folder, "cxr-bert"):
         raise _missing_line(entry, str(folder), "cxr-bert")
     with open(folder / "config.json", encoding="utf-8") as f:
         raw = json.load(f)

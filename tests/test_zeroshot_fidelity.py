@@ -243,3 +243,40 @@ def test_cxr_bert_layout(tmp_path: Path) -> None:
     theirs = nn.functional.normalize(proj, dim=1).double().numpy()
     tower = load_text_tower(get_encoder("biovil"), tmp_path / "biovil_image_resnet50_proj_size_128.pt")
     _close(_unit(tower.encode(TEXTS)), theirs)
+
+
+def test_missing_tokenizer_files_are_one_line(tmp_path: Path) -> None:
+    from transformers import SiglipConfig, SiglipModel
+
+    from crsbench.core import CrsbenchError
+
+    SiglipModel(
+        SiglipConfig(
+            text_config={
+                "hidden_size": 16,
+                "intermediate_size": 32,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "vocab_size": 8,
+                "projection_size": 16,
+            },
+            vision_config={
+                "hidden_size": 16,
+                "intermediate_size": 32,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 2,
+                "image_size": 16,
+                "patch_size": 8,
+            },
+        )
+    ).save_pretrained(tmp_path)
+    with pytest.raises(CrsbenchError) as info:
+        load_text_tower(get_encoder("siglip"), tmp_path)
+    message = str(info.value)
+    assert "\n" not in message and str(tmp_path) in message
+    assert "tokenizer.json or spiece.model" in message
+    bert = tmp_path / "bert"
+    bert.mkdir()
+    (bert / "biovil_image_resnet50_proj_size_128.pt").write_bytes(b"")
+    with pytest.raises(CrsbenchError, match=r"needs the tokenizer files config.json \+ vocab.txt in .*bert"):
+        load_text_tower(get_encoder("biovil"), bert / "biovil_image_resnet50_proj_size_128.pt")
