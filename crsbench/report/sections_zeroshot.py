@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from crsbench.report.data import ReportData
 from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, number_cell, table
-from crsbench.report.sections import Missing, section
+from crsbench.report.sections import FILL, Missing, section
 
 
 @section("zeroshot", "Zero-shot versus probing (image-text encoders)")
 def zeroshot(data: ReportData, sink: FigureSink) -> str | Missing:
+    if data.n_runs == 0:
+        return Missing("No runs yet.", FILL["runs"])
     frame = None
     if data.has("zeroshot_vs_probe"):
         frame = data.wh.con.execute("select * from zeroshot_vs_probe order by encoder_id, dataset_id").df()
