@@ -35,6 +35,7 @@ T = TypeVar("T")
 if TYPE_CHECKING:
     from crsbench.analyses.registry import AnalysisResult
     from crsbench.pipeline.verify import VerifyReport
+    from crsbench.pipeline.zeroshot import ZeroShotSummary
     from crsbench.probes.grid import GridSummary
     from crsbench.report import ReportResult
     from crsbench.report.status import WarehouseStatus
@@ -228,6 +229,24 @@ class Bench:
         self._check_writable(config.compact)
         summary = probe_all(self.db, self.store, list(encoders), list(datasets), config, progress)
         return dataclasses.replace(summary, **self._fold(config.compact))
+
+    def zeroshot(
+        self,
+        encoders: Sequence[str] = (),
+        datasets: Sequence[str] = (),
+        prompts: Path | str | None = None,
+        progress: ProgressFn | None = None,
+        compact: bool = True,
+    ) -> ZeroShotSummary:
+        """Zero-shot classification (probe 'zeroshot') of the image-text encoders, from their text
+        towers and stored image embeddings; `prompts` is a TOML file overriding the adapters'."""
+        from crsbench.pipeline.zeroshot import zeroshot_all
+
+        self._check_writable(compact)
+        out = zeroshot_all(
+            self.db, self.store, list(encoders), list(datasets), Path(prompts) if prompts else None, progress
+        )
+        return dataclasses.replace(out, **self._fold(compact))
 
     def _check_writable(self, compact: bool) -> None:
         from crsbench.warehouse.connection import check_writable

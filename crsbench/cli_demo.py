@@ -19,7 +19,7 @@ from rich.markup import escape
 
 from crsbench.bench import Bench, ExtractConfig, ProbeConfig
 from crsbench.cli_app import app
-from crsbench.output import console, emit, progress
+from crsbench.output import console, emit, print_frame, progress
 from crsbench.pipeline.ingest import SUITE_DATASETS, SUITE_SHIFT
 
 DEMO_PANEL = "demo"
@@ -53,6 +53,25 @@ class _Steps:
 
 
 @app.command("demo")
+def _image_text(given: list[str] | None) -> list[str]:
+    """The demo's image-text encoders: the tiny random-init ones, or those of --encoder with a text tower."""
+    from crsbench.features.registry import get_encoder, tiny_image_text_ids
+
+    return [e for e in given if get_encoder(e).text_tower is not None] if given else tiny_image_text_ids()
+
+
+def _zero_shot(bench: Bench, encoders: list[str]) -> None:
+    """Extract, probe (logreg at full depth, 1 % and 100 % of the labels, seed 0) and classify
+    zero-shot; the CRS panel stays the image encoders' (zero-shot runs are grid extras)."""
+    datasets = [name for _, name in SUITE_DATASETS]
+    bench.extract(encoders, datasets, ExtractConfig())
+    only = ProbeConfig(probes=("logreg",), depths=(1.0,), fractions=(0.01, 1.0), seeds=(0,), compact=False)
+    bench.probe(encoders, (), only)
+    bench.zeroshot(encoders, (), compact=False)  # the demo folds every part in at its end
+    view = bench.sql("select * from zeroshot_vs_probe order by encoder_id, dataset_id")
+    print_frame(view, title="zero-shot vs logreg probe (random-init: machinery, not quality)", key="zeroshot_vs_probe")
+
+
 def demo(
     out: Annotated[
         Path, typer.Option("--out", help="Folder for the suite, warehouse, feature store and report.")
@@ -121,6 +140,10 @@ def demo(
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, {})
         report_and_render(bench, report_path, DEMO_PANEL, None)
+    image_text = _image_text(encoder)
+    if image_text:
+        steps.start(f"zero-shot: {', '.join(image_text)} (outside the panel) vs its logreg probe at 1 % and 100 %")
+        _zero_shot(bench, image_text)
     bench.compact()  # the file alone now answers every view (copy it, open it in any DuckDB)
     elapsed = time.perf_counter() - started
     timings = steps.summary()

@@ -181,7 +181,9 @@ def encoders_command(
     check_weights: Annotated[
         bool,
         typer.Option(
-            "--check-weights", help="Also say whether each pretrained encoder's weights are available locally."
+            "--check-weights",
+            help="Also say whether each pretrained encoder's weights, and each image-text encoder's text "
+            "tower (weights and tokenizer files), are available locally.",
         ),
     ] = False,
     encoders_file: EncodersFileOption = None,
@@ -206,9 +208,11 @@ def encoders_command(
             "chest_only": e.chest_only,
         }
         if check_weights:
+            from crsbench.features.text import text_tower_status
             from crsbench.features.weights import weights_status
 
             row["weights"] = weights_status(e)
+            row["text_tower"] = text_tower_status(e)
         rows.append(row)
     print_frame(
         pd.DataFrame(rows), title="encoders (also: timm:<name>, hf:<repo or folder>, open_clip:<arch>)", key="encoders"

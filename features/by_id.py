@@ -276,6 +276,7 @@ def _open_clip(arch: str) -> dict[str, Any]:
         "token_pool": "cls",
         "convert": KeyConversion(keep_prefix="visual."),
         "model_kwargs": {} if hub else {"arch": arch},
+        "text_tower": "open_clip",  # every open_clip model has one (zero-shot, `features.text`)
     }
 
 

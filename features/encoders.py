@@ -101,6 +101,7 @@ def vit_b16(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 @register_encoder(
     "clip",
+    text_tower="clip",
     family="CLIP",
     scope="general",
     domain="none",
@@ -120,6 +121,7 @@ def clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 @register_encoder(
     "siglip",
+    text_tower="siglip",
     family="SigLIP",
     scope="general",
     domain="none",
@@ -180,6 +182,7 @@ def mae(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # config that open_clip would fetch from a second repo is never needed.
 @register_encoder(
     "biomedclip",
+    text_tower="open_clip",
     family="BiomedCLIP",
     scope="broad_medical",
     domain="none",
@@ -224,6 +227,7 @@ def llava_med(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 @register_encoder(
     "medsiglip",
+    text_tower="siglip",
     family="MedSigLIP",
     scope="broad_medical",
     domain="none",
@@ -341,6 +345,7 @@ def rad_dino(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # that the image features do not use; timm's resnet50 has the same keys and forward.
 @register_encoder(
     "biovil",
+    text_tower="cxr-bert",
     family="BioViL",
     scope="specialty",
     domain="rad",
@@ -363,6 +368,7 @@ def biovil(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 @register_encoder(
     "chexzero",
+    text_tower="open_clip",
     family="CheXzero",
     scope="specialty",
     domain="rad",

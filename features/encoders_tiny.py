@@ -8,7 +8,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crsbench.features.encoders import IMAGENET, RESNET_STAGES, TIMM_VIT, VIT_LORA, timm_model
+from crsbench.features.encoders import (
+    IMAGENET,
+    OPEN_CLIP_IMAGE_TOWER,
+    OPENAI_CLIP,
+    RESNET_STAGES,
+    TIMM_VIT,
+    VIT_LORA,
+    open_clip_model,
+    timm_model,
+)
 from crsbench.features.registry import EncoderEntry, register_encoder
 
 if TYPE_CHECKING:
@@ -99,3 +108,35 @@ def tiny_efficientnet(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 )
 def tiny_dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
+
+
+# An open_clip CLIP scaled down (ViT 4 x 64 wide at 64 px, text transformer 4 x 64 wide over
+# open_clip's own BPE vocabulary): the one tiny entry with a text tower, so the demo and the
+# tests exercise zero-shot classification end to end on the CPU.
+TINY_CLIP_CFG = {
+    "embed_dim": 32,
+    "vision_cfg": {"image_size": 64, "layers": 4, "width": 64, "head_width": 32, "patch_size": 16},
+    "text_cfg": {"context_length": 32, "vocab_size": 49408, "width": 64, "heads": 2, "layers": 4},
+}
+
+
+@register_encoder(
+    "tiny-clip",
+    checkpoint="open_clip:tiny (inline config)",
+    family="tiny CLIP (open_clip, image + text towers)",
+    loader="open_clip",
+    pretrained=False,
+    input_size=64,
+    **OPENAI_CLIP,
+    pooling="projection",
+    token_pool="cls",
+    depth_blocks="transformer.resblocks",
+    final_norm="ln_post",
+    lora_targets=("c_fc", "c_proj"),
+    convert=OPEN_CLIP_IMAGE_TOWER,
+    text_tower="open_clip",
+    model_kwargs={"model_cfg": TINY_CLIP_CFG},
+    **GENERAL,
+)
+def tiny_clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
+    return open_clip_model(entry, weights)

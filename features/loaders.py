@@ -64,7 +64,7 @@ def submodule(root: nn.Module, path: str) -> nn.Module:
 
 
 def _options(entry: EncoderEntry, **kwargs: Any) -> dict[str, Any]:
-    return {**{k: v for k, v in entry.model_kwargs.items() if k not in ("hub_repo", "arch")}, **kwargs}
+    return {**{k: v for k, v in entry.model_kwargs.items() if k not in ("hub_repo", "arch", "model_cfg")}, **kwargs}
 
 
 # -- timm ---------------------------------------------------------------------------------------
@@ -211,12 +211,22 @@ def open_clip_config(entry: EncoderEntry, path: Path, arch: str | None) -> tuple
 def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     """Only the image tower of an open_clip model: the text tower (and any second repo its
     config names, such as BiomedCLIP's PubMedBERT) is never built, since crsbench reads images.
-    The architecture is `model_kwargs["arch"]` (a built-in open_clip config) or, without one,
-    the open_clip_config.json of the weights folder (hub layout)."""
+    The architecture is `model_kwargs["model_cfg"]` (an inline open_clip config, as the tiny
+    random-init image-text entry has), `model_kwargs["arch"]` (a built-in open_clip config) or,
+    without either, the open_clip_config.json of the weights folder (hub layout)."""
     from open_clip.model import _build_vision_tower
 
+    inline = entry.model_kwargs.get("model_cfg")
+    if inline is not None and not entry.pretrained and weights is None and not entry.weights_path:
+        # Random init: the image tower exactly as the whole model's (`features.text`) has it.
+        from crsbench.features.text import build_open_clip
+
+        return OpenClipVision(build_open_clip(dict(inline)).visual)
     path = resolve_weights(entry, weights)
-    cfg, weight_file = open_clip_config(entry, path, entry.model_kwargs.get("arch"))
+    if inline is not None:
+        cfg, weight_file = dict(inline), path
+    else:
+        cfg, weight_file = open_clip_config(entry, path, entry.model_kwargs.get("arch"))
     vision_cfg = {**cfg["vision_cfg"], "timm_model_pretrained": False}
     with seeded():
         visual = _build_vision_tower(cfg["embed_dim"], vision_cfg, quick_gelu=bool(cfg.get("quick_gelu", False)))

@@ -28,6 +28,8 @@ SCOPES: tuple[str, ...] = ("general", "broad_medical", "specialty")
 DOMAINS: tuple[str, ...] = ("derm", "eye", "rad", "none")
 LOADERS: tuple[str, ...] = ("timm", "transformers", "open_clip", "python")
 POOLINGS: tuple[str, ...] = ("cls", "mean", "projection", "avgpool")
+# Text-tower layouts of the image-text encoders (`features.text`; None: no text tower).
+TEXT_TOWERS: tuple[str, ...] = ("clip", "siglip", "open_clip", "cxr-bert")
 
 Constructor = Callable[["EncoderEntry", "Path | None"], "nn.Module"]
 
@@ -75,6 +77,8 @@ class EncoderEntry:
     reads timm's `num_prefix_tokens` and otherwise assumes one CLS token. `weights_path` is a
     user's own weight file or folder (TOML entries). `extra_repos` are
     further hub repos the entry needs besides its own (checked by `--check-weights`).
+    `text_tower` names the layout of the entry's text encoder (`features.text`), for zero-shot
+    classification; None for image-only encoders.
     `trust_pickle` lets checkpoints holding pickled Python objects (training checkpoints with
     an argparse Namespace) load with `weights_only=False`, as `--trust-pickle` does.
     """
@@ -102,6 +106,7 @@ class EncoderEntry:
     weights_file: str | None = None
     weights_path: str | None = None
     extra_repos: tuple[str, ...] = ()
+    text_tower: str | None = None
     convert: KeyConversion = KeyConversion()
     source: str = ""
     origin: str = "built-in"
@@ -119,6 +124,8 @@ class EncoderEntry:
         for name, value, allowed in checks:
             if value not in allowed:
                 raise CrsbenchError(f"encoder {self.id!r}: {name} {value!r} not in {allowed}")
+        if self.text_tower is not None and self.text_tower not in TEXT_TOWERS:
+            raise CrsbenchError(f"encoder {self.id!r}: text_tower {self.text_tower!r} not in {TEXT_TOWERS}")
         if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
             raise CrsbenchError(f"encoder {self.id!r}: mean/std need three values, std > 0")
         if self.input_size < 1:
@@ -229,5 +236,11 @@ def list_encoders(*, pretrained: bool | None = None) -> list[EncoderEntry]:
 
 
 def tiny_encoder_ids() -> list[str]:
-    """The random-initialised built-in entries used by tests and the demo (`all-tiny`)."""
-    return [e.id for e in list_encoders(pretrained=False) if e.origin == "built-in"]
+    """The random-initialised built-in image encoders used by tests and the demo (`all-tiny`); the
+    tiny image-text entries (`tiny_image_text_ids`) are run beside them, outside the CRS panel."""
+    return [e.id for e in list_encoders(pretrained=False) if e.origin == "built-in" and e.text_tower is None]
+
+
+def tiny_image_text_ids() -> list[str]:
+    """The random-initialised built-in entries with a text tower (zero-shot in tests and the demo)."""
+    return [e.id for e in list_encoders(pretrained=False) if e.origin == "built-in" and e.text_tower is not None]

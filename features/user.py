@@ -39,7 +39,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from crsbench.features.registry import DOMAINS, POOLINGS, SCOPES, EncoderEntry, KeyConversion, add_entry, remove_entries
+from crsbench.features.registry import (
+    DOMAINS,
+    POOLINGS,
+    SCOPES,
+    TEXT_TOWERS,
+    EncoderEntry,
+    KeyConversion,
+    add_entry,
+    remove_entries,
+)
 from crsbench.ingest.types import CrsbenchError
 
 ENCODERS_ENV = "CRSBENCH_ENCODERS"
@@ -64,6 +73,7 @@ _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "family": ((str,), "a string"),
     "pretrained": ((bool,), "true or false"),
     "chest_only": ((bool,), "true or false"),
+    "text_tower": ((str,), f"one of {TEXT_TOWERS} (zero-shot classification)"),
     "overrides": ((dict,), "a table"),
     "convert": ((dict,), "a table"),
     "model_kwargs": ((dict,), "a table"),
@@ -273,7 +283,7 @@ def _entry(file: Path, encoder_id: str, table: Any) -> EncoderEntry:
 
 def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
     fields: dict[str, Any] = {"origin": f"toml:{file}", "family": table.get("family", where[8:])}
-    for key in ("scope", "domain", "pooling", "pretrained", "chest_only"):
+    for key in ("scope", "domain", "pooling", "pretrained", "chest_only", "text_tower"):
         if key in table:
             fields[key] = table[key]
     if "weights" in table:

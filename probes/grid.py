@@ -38,6 +38,7 @@ from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise,
 from crsbench.probes.records import FitKey, fit_data_digest
 from crsbench.probes.registry import get_probe, probe_names
 from crsbench.probes.tasks import Chunk, eval_sets
+from crsbench.probes.zeroshot import PROMPTS_MARK
 
 Sink = Callable[[pd.DataFrame, pd.DataFrame], object]  # any return value is ignored
 
@@ -121,7 +122,8 @@ def plan_fits(
 
 
 def _check_training_subsets(fits: list[FitKey], datasets: Mapping[str, Dataset]) -> None:
-    for dataset_id, fraction, seed in sorted({(f.dataset_id, f.label_fraction, f.seed) for f in fits}):
+    trained = [f for f in fits if not get_probe(f.probe).zero_shot]  # zero-shot reads no training rows
+    for dataset_id, fraction, seed in sorted({(f.dataset_id, f.label_fraction, f.seed) for f in trained}):
         ds = datasets[dataset_id]
         train = ds.split_rows("train")
         rows = ds.fraction_rows(fraction, seed)
@@ -241,8 +243,18 @@ def identify(
         read = [ref, *(FeatureSetRef(t, ref.encoder_id, ref.regime) for t in shift_targets.get(fit.dataset_id, ()))]
         generations = [_repairs(store, r, repairs).get(depth_key(fit.depth), 0) for r in read]
         suffix = f"+repairs{generations}" if any(generations) else ""
+        if get_probe(fit.probe).zero_shot:
+            # A zero-shot fit is also its prompt set: a changed template gives new fit ids.
+            suffix += PROMPTS_MARK + _active_prompts(store, ref)
         out.append(dataclasses.replace(fit, data_digest=data[fit.dataset_id], weights_hash=weights[ref] + suffix))
     return sorted(out)
+
+
+def _active_prompts(store: FeatureStore, ref: FeatureSetRef) -> str:
+    try:
+        return str(store.attrs(ref).get("zeroshot_active") or "")
+    except CrsbenchError:
+        return ""
 
 
 def _repairs(store: FeatureStore, ref: FeatureSetRef, cache: dict[FeatureSetRef, dict[str, int]]) -> dict[str, int]:

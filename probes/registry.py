@@ -31,21 +31,33 @@ class ProbeEntry:
     # True when fitting only prepares the training rows (k-NN): the sweep then fits again at
     # each evaluation and drops the fit, so a chunk never holds every subset's copy at once.
     deferred: bool = False
+    # True for zero-shot classification (`probes.zeroshot`): no training rows, label fraction 0,
+    # predictions from the text embeddings; never part of a dataset's declared grid.
+    zero_shot: bool = False
 
 
-def _entry(name: str, fit: FitFn, *, seeded: bool, description: str, deferred: bool = False) -> ProbeEntry:
-    return ProbeEntry(name=name, fit=fit, seeded=seeded, description=description, deferred=deferred)
+def _entry(
+    name: str, fit: FitFn, *, seeded: bool, description: str, deferred: bool = False, zero_shot: bool = False
+) -> ProbeEntry:
+    return ProbeEntry(
+        name=name, fit=fit, seeded=seeded, description=description, deferred=deferred, zero_shot=zero_shot
+    )
 
 
 # crsbench.probes.estimators registers logreg, mlp and knn on first lookup.
 PROBES: Registry[ProbeEntry] = Registry(
-    "probe", make=_entry, builtins=("crsbench.probes.estimators",), entry_point_group="crsbench.probes"
+    "probe",
+    make=_entry,
+    builtins=("crsbench.probes.estimators", "crsbench.probes.zeroshot"),
+    entry_point_group="crsbench.probes",
 )
 
 
-def register_probe(name: str, *, seeded: bool, description: str, deferred: bool = False) -> Callable[[FitFn], FitFn]:
+def register_probe(
+    name: str, *, seeded: bool, description: str, deferred: bool = False, zero_shot: bool = False
+) -> Callable[[FitFn], FitFn]:
     """Decorator: `fit` becomes probe `name`."""
-    return PROBES.register(name, seeded=seeded, description=description, deferred=deferred)
+    return PROBES.register(name, seeded=seeded, description=description, deferred=deferred, zero_shot=zero_shot)
 
 
 def get_probe(name: str) -> ProbeEntry:
@@ -53,4 +65,5 @@ def get_probe(name: str) -> ProbeEntry:
 
 
 def probe_names() -> tuple[str, ...]:
-    return tuple(PROBES.names())
+    """The trained probes (the grid's defaults); zero-shot is run on its own (`crsbench zeroshot`)."""
+    return tuple(n for n in PROBES.names() if not PROBES.get(n).zero_shot)

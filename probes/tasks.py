@@ -22,6 +22,7 @@ from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import CALIB, SHIFT, FitKey, run_id, runs_schema
 from crsbench.probes.registry import Predictor, ProbeEntry, get_probe
+from crsbench.probes.zeroshot import prompt_digest, zeroshot_predictor
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +76,18 @@ class Fitted:
 
 
 def fit_chunk(chunk: Chunk, store: FeatureStore, source: Dataset, stats: TrainStats) -> list[Fitted]:
-    """Fit every probe of `chunk` on its training rows (read and standardised once)."""
+    """Fit every probe of `chunk` on its training rows (read and standardised once); a
+    zero-shot probe reads no rows (`probes.zeroshot`)."""
+    if all(get_probe(key.probe).zero_shot for key in chunk.fits):
+        return [
+            Fitted(
+                key,
+                zeroshot_predictor(store, chunk.ref, stats, Task(source.task), prompt_digest(key.weights_hash)),
+                0,
+                0.0,
+            )
+            for key in chunk.fits
+        ]
     train_rows = source.split_rows("train")
     x_train = stats.apply_inplace(read_rows(store, chunk.ref, chunk.depth, CLEAN, train_rows))
     k = n_outputs(source)

@@ -31,7 +31,7 @@ from crsbench.warehouse.schema_ledger import BATCHES, EXTRA_TABLES, PART
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 9
 
 TABLES: tuple[Schema, ...] = (
     Schema(

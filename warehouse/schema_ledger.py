@@ -9,6 +9,7 @@ from crsbench.core.schema import Column, Schema
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
 from crsbench.warehouse.schema_columns import METHODS as _M
+from crsbench.warehouse.zeroshot import ZEROSHOT_PROMPTS
 
 # The parts' in-file twins: compaction folds parts into `<kind>_compacted`, so the file alone
 # answers every view. A migration creates them with `part` only; a read-write open adds the
@@ -119,4 +120,10 @@ BATCHES = Schema(
 )
 
 # The tables declared outside TABLES (each with its own `since`), for migrations and the dictionary.
-EXTRA_TABLES: tuple[Schema, ...] = (PARTS_LEDGER, RETIRED_FITS, RETIRED_FEATURE_SETS, FEATURE_CHUNKS)
+EXTRA_TABLES: tuple[Schema, ...] = (
+    PARTS_LEDGER,
+    RETIRED_FITS,
+    RETIRED_FEATURE_SETS,
+    FEATURE_CHUNKS,
+    ZEROSHOT_PROMPTS,
+)

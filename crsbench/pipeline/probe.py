@@ -118,7 +118,8 @@ def plan(
     from crsbench.probes.registry import get_probe
 
     for probe in config.probes:
-        get_probe(probe)  # an unknown name is named as such before any grid check
+        if get_probe(probe).zero_shot:  # an unknown name is named as such before any grid check
+            raise CrsbenchError(f"probe {probe!r} trains nothing and needs prompts: run 'crsbench zeroshot' instead")
     present = {(r.dataset, r.key) for r in store.feature_sets()}
     fits: list[FitKey] = []
     options = bool(config.probes or config.depths or config.fractions or config.seeds)

@@ -1,0 +1,134 @@
+"""Zero-shot classification end to end on the generated suite (tiny-clip, random-init): runs on every
+condition, calib and the shift target; AUROC equal to scikit-learn on the stored predictions; a
+changed template gives new runs while the old stay; bad input is one line each."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from crsbench.bench import Bench, ExtractConfig
+from crsbench.core import CrsbenchError
+from crsbench.features.registry import get_encoder, tiny_encoder_ids, tiny_image_text_ids
+from crsbench.features.text import text_tower_status
+from crsbench.ingest.prompts import ADAPTER_PROMPTS, make_prompt_set
+from crsbench.ingest.types import Task
+from crsbench.warehouse.parts import parts_dir_for
+
+DATASETS = ["isic2019", "chexpert", "mimic-cxr"]
+
+
+@pytest.fixture(scope="module")
+def _zs_template(tmp_path_factory: pytest.TempPathFactory, _ingested_db_template: Path) -> Path:
+    db = tmp_path_factory.mktemp("zs") / "crsbench.duckdb"
+    shutil.copyfile(_ingested_db_template, db)
+    shutil.copytree(parts_dir_for(_ingested_db_template), parts_dir_for(db))
+    bench = Bench(db)
+    bench.extract(["tiny-clip"], DATASETS, ExtractConfig())
+    bench.zeroshot(["tiny-clip"], ["isic2019", "chexpert"])
+    return db
+
+
+@pytest.fixture
+def zs_db(tmp_path: Path, _zs_template: Path) -> Path:
+    shutil.copytree(_zs_template.parent, tmp_path / "w")
+    db = tmp_path / "w" / _zs_template.name
+    Bench(db).init()
+    return db
+
+
+def test_tiny_clip_is_image_text_and_outside_the_image_panel() -> None:
+    assert tiny_image_text_ids() == ["tiny-clip"]
+    assert "tiny-clip" not in tiny_encoder_ids()
+    entry = get_encoder("tiny-clip")
+    assert not entry.pretrained and entry.text_tower == "open_clip"
+    assert text_tower_status(entry) == "random-init"
+    assert text_tower_status(get_encoder("tiny-vit")) == "-"
+
+
+def test_runs_cover_every_condition_and_auroc_matches_sklearn(zs_db: Path) -> None:
+    bench = Bench(zs_db)
+    runs = bench.sql("select * from runs where probe = 'zeroshot'")
+    per = runs.groupby(["dataset_id", "eval_dataset_id"]).size().to_dict()
+    assert per == {("isic2019", "isic2019"): 17, ("chexpert", "chexpert"): 17, ("chexpert", "mimic-cxr"): 1}
+    assert set(runs["label_fraction"]) == {0.0} and set(runs["seed"]) == {0} and set(runs["n_train"]) == {0}
+    ds = {n: bench.sql(f"select label_names, task from datasets where dataset_id = '{n}'") for n in DATASETS}
+    for name in ("isic2019", "chexpert"):
+        run = runs[(runs.dataset_id == name) & (runs.condition == "clean")].iloc[0]
+        preds = bench.sql(f"select row_index, probs from predictions where run_id = '{run.run_id}' order by row_index")
+        probs = np.stack(preds["probs"].to_numpy())
+        rows = preds["row_index"].to_numpy()
+        from crsbench.warehouse.connection import Warehouse
+        from crsbench.warehouse.datasets import read_dataset
+
+        with Warehouse.open(zs_db, read_only=True) as wh:
+            y = read_dataset(wh, name).labels[rows]
+        if ds[name]["task"][0] == "multilabel":
+            keep = [j for j in range(y.shape[1]) if 0 < y[:, j].sum() < len(y)]
+            expected = np.mean([roc_auc_score(y[:, j], probs[:, j]) for j in keep])
+            assert np.all((probs > 0) & (probs < 1))
+        else:
+            np.testing.assert_allclose(probs.sum(axis=1), 1.0, atol=1e-5)
+            expected = roc_auc_score(y, probs, multi_class="ovr", labels=list(range(probs.shape[1])))
+        assert run.auroc == pytest.approx(expected, abs=1e-6)
+
+
+def test_view_has_a_row_per_encoder_and_dataset(zs_db: Path) -> None:
+    view = Bench(zs_db).sql("select * from zeroshot_vs_probe order by dataset_id")
+    assert view[["encoder_id", "dataset_id"]].values.tolist() == [["tiny-clip", "chexpert"], ["tiny-clip", "isic2019"]]
+    assert view["logreg_auroc_1pct"].isna().all()  # not probed here: NULL, and no "beats" fraction
+    assert view["probe_beats_zeroshot_at"].isna().all()
+
+
+def test_changed_template_gives_new_runs_old_stay(zs_db: Path, tmp_path: Path) -> None:
+    bench = Bench(zs_db)
+    before = bench.sql("select run_id, auroc from runs where probe = 'zeroshot' and dataset_id = 'isic2019'")
+    spec = ADAPTER_PROMPTS["isic2019"]
+    classes = "\n".join(f'{k} = "{v}"' for k, v in spec["classes"].items())
+    file = tmp_path / "prompts.toml"
+    file.write_text(f'[dataset.isic2019]\ntemplates = ["a photo of {{}}."]\n[dataset.isic2019.classes]\n{classes}\n')
+    out = bench.zeroshot(["tiny-clip"], ["isic2019"], file)
+    assert out.fitted == 1
+    old_hash = make_prompt_set("x", spec, list(spec["classes"]), Task.MULTICLASS).digest
+    assert out.prompt_sets["tiny-clip x isic2019"] != old_hash
+    after = bench.sql("select run_id, auroc from runs where probe = 'zeroshot' and dataset_id = 'isic2019'")
+    assert len(after) == 2 * len(before) and set(before.run_id) <= set(after.run_id)
+    stored = bench.sql("select prompt_hash, prompts from zeroshot_prompts where dataset_id = 'isic2019'")
+    assert set(stored.prompt_hash) == {old_hash, out.prompt_sets["tiny-clip x isic2019"]}
+    assert {tuple(json.loads(p)["templates"]) for p in stored.prompts} >= {("a photo of {}.",)}
+    view = bench.sql("select prompt_hash from zeroshot_vs_probe where dataset_id = 'isic2019'")
+    assert view.prompt_hash.tolist() == [out.prompt_sets["tiny-clip x isic2019"]]
+    assert bench.zeroshot(["tiny-clip"], ["isic2019"], file).fitted == 0  # idempotent
+
+
+def test_encoder_without_text_tower(zs_db: Path) -> None:
+    with pytest.raises(CrsbenchError, match=r"'tiny-vit' has no text tower.*encoders with one: .*tiny-clip"):
+        Bench(zs_db).zeroshot(["tiny-vit"], ["isic2019"])
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            'templates = ["a {}"]\n[dataset.isic2019.classes]\nMEL = "m"\nXYZ = "x"',
+            r"missing: NV, BCC, AK, BKL, DF, VASC, SCC; extra: XYZ",
+        ),
+        (
+            'templates = ["a photo"]\n[dataset.isic2019.classes]\n'
+            + "\n".join(f'{k} = "{k}"' for k in ADAPTER_PROMPTS["isic2019"]["classes"]),
+            r"template 'a photo' in templates needs exactly one \{\}",
+        ),
+        ('templates = ["a {}"]\nclasses = {}', r"the class list is empty"),
+    ],
+)
+def test_bad_prompt_files(zs_db: Path, tmp_path: Path, body: str, message: str) -> None:
+    file = tmp_path / "p.toml"
+    file.write_text("[dataset.isic2019]\n" + body + "\n")
+    with pytest.raises(CrsbenchError, match=message) as info:
+        Bench(zs_db).zeroshot(["tiny-clip"], ["isic2019"], file)
+    assert "\n" not in str(info.value)
