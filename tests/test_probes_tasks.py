@@ -7,12 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.features.store import CLEAN, FeatureStore
 from crsbench.probes import tasks
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import FitKey, run_frame, run_id, runs_schema
-from crsbench.probes.synthetic import make_dataset, write_features
 
 torch.set_num_threads(1)
 
