@@ -45,7 +45,7 @@ def test_every_declared_output_column_has_a_description():
         for column in columns
         if not spec.column_doc(part, column)
     ]
-    assert missing == [], f"add these to crsbench/analyses/columns*.py: {missing}"
+    assert missing == [], f"describe these in register_analysis(columns=...): {missing}"
 
 
 def test_overrides_name_registered_analyses_and_declared_parts():
