@@ -20,10 +20,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from bootstrap_support import cell_batches  # noqa: E402  (the tests' generator, same folder tree)
+from support.synthetic import make_dataset  # noqa: E402
 
 from crsbench.analyses import run_analysis  # noqa: E402
 from crsbench.core import PERTURBED_CONDITIONS  # noqa: E402
-from crsbench.probes.synthetic import make_dataset  # noqa: E402
 from crsbench.warehouse.connection import Warehouse  # noqa: E402
 from crsbench.warehouse.datasets import load_dataset  # noqa: E402
 from crsbench.warehouse.panels import freeze_panel  # noqa: E402

@@ -11,8 +11,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import _tests_support  # noqa: F401  (tests/ on sys.path, for support.synthetic)
 import numpy as np
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.features.store import CLEAN, FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Task
@@ -22,7 +24,6 @@ from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import FitKey
 from crsbench.probes.registry import get_probe
-from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.probes.tasks import EVAL_BLOCK_ROWS, Chunk, evaluate_chunk, fit_chunk
 
 N_CONDITIONS = 16

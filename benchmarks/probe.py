@@ -29,18 +29,19 @@ import time
 import warnings
 from pathlib import Path
 
+import _tests_support  # noqa: F401  (tests/ on sys.path, for support.synthetic)
 import numpy as np
 import pandas as pd
 import torch
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
+from support.synthetic import make_dataset, write_features
 
 from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.probes.records import FitKey
-from crsbench.probes.synthetic import make_dataset, write_features
 
 
 def sklearn_loop(

@@ -34,12 +34,13 @@ import tempfile
 import time
 from pathlib import Path
 
+import _tests_support  # noqa: F401  (tests/ on sys.path, for support.synthetic)
 import numpy as np
+from support.synthetic import make_dataset
 
 from crsbench.features.integrity import MANIFEST_ATTR, block_digest, checksummed_compressors
 from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import SPLITS, Dataset
-from crsbench.probes.synthetic import make_dataset
 
 ENCODER = "synthetic"
 DEPTH = 1.0

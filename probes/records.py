@@ -10,6 +10,10 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
 
 from crsbench.core import FROZEN, SHIFT
 from crsbench.core.schema import Schema, run_schema
@@ -22,10 +26,29 @@ def runs_schema() -> Schema:
     return run_schema(metric_columns())
 
 
+def run_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """The run records `rows` as one frame, its columns those of `runs_schema()` in order.
+
+    Each row must hold exactly the schema's columns: a row with a key missing or one the schema
+    lacks is a bug in whoever built it, so it raises (ValueError naming the missing and extra
+    keys) rather than leaving a column NaN or dropping a value."""
+    names = runs_schema().names
+    expected = set(names)
+    for keys in {frozenset(row) for row in rows}:
+        if keys != expected:
+            missing = [n for n in names if n not in keys]
+            extra = sorted(keys - expected)
+            raise ValueError(
+                f"run row keys differ from the run schema: missing {', '.join(missing) or 'none'}; "
+                f"extra {', '.join(extra) or 'none'}"
+            )
+    return pd.DataFrame(list(rows), columns=names)
+
+
 # Conditions beyond the store's 16: the source's clean calib split (for recalibration
 # analyses) and the clean test split of a shift target (no retraining).
 CALIB = "calib"
-__all__ = ["CALIB", "SHIFT", "FitKey", "run_id", "runs_schema"]
+__all__ = ["CALIB", "SHIFT", "FitKey", "run_frame", "run_id", "runs_schema"]
 
 
 def _digest(*parts: object) -> str:

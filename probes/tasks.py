@@ -20,7 +20,7 @@ from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureSto
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
-from crsbench.probes.records import CALIB, SHIFT, FitKey, run_id, runs_schema
+from crsbench.probes.records import CALIB, SHIFT, FitKey, run_frame, run_id
 from crsbench.probes.registry import Predictor, ProbeEntry, get_probe
 from crsbench.probes.zeroshot import prompt_digest, zeroshot_predictor
 
@@ -219,7 +219,7 @@ def evaluate_chunk(
                     }
                 )
                 pred_parts.append((rid, key.fit_id, ev.eval_dataset_id, ev.condition, row_index, image_ids, probs))
-    runs = pd.DataFrame(run_rows, columns=runs_schema().names)
+    runs = run_frame(run_rows)  # exactly the run schema's columns, else ValueError
     return runs, _prediction_frame(pred_parts)
 
 

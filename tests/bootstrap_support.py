@@ -13,13 +13,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from support.synthetic import make_dataset
 
 from crsbench.core.schema import PREDICTIONS
 from crsbench.features.store import PERTURBED_CONDITIONS
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.records import FitKey, run_id, runs_schema
-from crsbench.probes.synthetic import make_dataset
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 from crsbench.warehouse.panels import freeze_panel

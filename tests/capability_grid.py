@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pandas as pd
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.features.store import FeatureStore
 from crsbench.probes.grid import plan_fits, run_grid
-from crsbench.probes.synthetic import make_dataset, write_features
 
 
 def main(out: str) -> None:

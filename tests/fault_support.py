@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow.parquet as pq
+from support.synthetic import make_dataset, write_features
 
-from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import declare_shift, load_dataset, read_dataset
 from crsbench.warehouse.parts import parts_dir_for

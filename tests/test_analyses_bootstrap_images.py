@@ -9,10 +9,10 @@ import pytest
 from bootstrap_support import ENCODERS, PANEL, build_world, cell_batches, copy_world
 from scipy import stats
 from sklearn.metrics import roc_auc_score
+from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis
 from crsbench.ingest.types import CrsbenchError
-from crsbench.probes.synthetic import make_dataset
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
 

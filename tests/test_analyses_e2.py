@@ -153,9 +153,10 @@ def test_methods_param_and_stored_tables(warehouse):
 
 def test_e2_reads_what_the_probe_grid_writes(tmp_path):
     """Contract check: one real primary fit (synthetic features) through run_grid, then E2."""
+    from support.synthetic import make_dataset, write_features
+
     from crsbench.features.store import FeatureStore
     from crsbench.probes.grid import plan_fits, run_grid
-    from crsbench.probes.synthetic import make_dataset, write_features
     from crsbench.warehouse.connection import Warehouse
 
     ds = make_dataset("toy", "multiclass", 240, 3, seed=1)

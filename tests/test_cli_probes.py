@@ -6,10 +6,10 @@ import json
 
 import pytest
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.cli import main
 from crsbench.output import console
-from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import declare_shift, load_dataset, read_dataset
 

@@ -8,13 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from support.synthetic import make_dataset, write_features
 
 from crsbench.core.schema import PREDICTIONS, Column, Schema
 from crsbench.probes import metrics
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.probes.metrics import register_metric
 from crsbench.probes.records import runs_schema
-from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.warehouse.connection import Warehouse
 
 

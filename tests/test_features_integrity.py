@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import torch
 import zarr
+from support.synthetic import write_features
 
 from crsbench.cli import main
 from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder
@@ -24,7 +25,6 @@ from crsbench.ingest import ingest, make_suite
 from crsbench.ingest.types import CrsbenchError
 from crsbench.output import console
 from crsbench.probes.reader import read_rows
-from crsbench.probes.synthetic import write_features
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 from crsbench.warehouse.parts import data_parts

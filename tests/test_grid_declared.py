@@ -10,13 +10,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.bench import Bench
 from crsbench.cli import main
 from crsbench.core import CALIB, CONDITIONS, PROTOCOL_PROBE_DEPTHS
 from crsbench.ingest.types import LABEL_FRACTIONS
 from crsbench.output import console
-from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
 from crsbench.warehouse.parts import parts_dir_for

@@ -6,12 +6,12 @@ import numpy as np
 import pytest
 import torch
 from sklearn.neighbors import NearestNeighbors
+from support.synthetic import make_dataset, write_features
 
 from crsbench.features.store import CLEAN, FeatureStore
 from crsbench.ingest.types import Task
 from crsbench.probes import knn
 from crsbench.probes.registry import get_probe
-from crsbench.probes.synthetic import make_dataset, write_features
 
 
 def _numpy_brute_force(train: np.ndarray, queries: np.ndarray, k: int) -> np.ndarray:

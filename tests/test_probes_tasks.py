@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.features.store import CLEAN, FeatureStore
 from crsbench.probes import tasks
 from crsbench.probes.reader import TrainStats, read_rows
-from crsbench.probes.records import FitKey, run_id
-from crsbench.probes.synthetic import make_dataset, write_features
+from crsbench.probes.records import FitKey, run_frame, run_id, runs_schema
 
 torch.set_num_threads(1)
 
@@ -54,3 +56,34 @@ def test_stacked_and_blocked_evaluation_equals_each_set_on_its_own(cell, monkeyp
             else:
                 np.testing.assert_allclose(got, expected, rtol=0, atol=1e-6)
     assert set(runs["eval_dataset_id"]) == {"cxr", "cxr2"}
+
+
+def test_run_frame_keeps_the_schema_order_and_refuses_other_keys():
+    names = runs_schema().names
+    row = {name: i for i, name in enumerate(reversed(names))}
+    frame = run_frame([row, row])
+    assert frame.columns.tolist() == names and frame.iloc[0].tolist() == [row[n] for n in names]
+    assert run_frame([]).columns.tolist() == names
+    short = {k: v for k, v in row.items() if k not in ("ece", "n_test")}
+    with pytest.raises(ValueError, match="missing ece, n_test; extra none"):
+        run_frame([row, short])
+    with pytest.raises(ValueError, match="missing none; extra bogus"):
+        run_frame([{**row, "bogus": 1.0}])
+
+
+def test_a_chunk_whose_rows_differ_from_the_run_schema_raises(cell, monkeypatch):
+    chunk, store, source, targets, stats = cell
+    chunk = dataclasses.replace(chunk, fits=chunk.fits[:1])  # one logreg fit
+    fitted = tasks.fit_chunk(chunk, store, source, stats)
+    real = tasks.all_metrics
+
+    def renamed(y, p, task):  # a metric under a name the run schema does not know
+        values = real(y, p, task)
+        return {("bogus" if k == "ece" else k): v for k, v in values.items()}
+
+    monkeypatch.setattr(tasks, "all_metrics", renamed)
+    with pytest.raises(ValueError, match="missing ece; extra bogus"):
+        tasks.evaluate_chunk(chunk, fitted, store, source, targets, stats)
+    monkeypatch.setattr(tasks, "all_metrics", real)
+    runs, _ = tasks.evaluate_chunk(chunk, fitted, store, source, targets, stats)
+    assert runs.columns.tolist() == runs_schema().names and runs["ece"].notna().all()

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.synthetic import write_features
 
 from crsbench.cli import main
 from crsbench.output import console
-from crsbench.probes.synthetic import write_features
 from crsbench.warehouse import connection
 from crsbench.warehouse.claims import FitClaims
 from crsbench.warehouse.compaction import fold_at_rest

@@ -30,8 +30,8 @@ def test_record_sync_and_list(aptos, tmp_path):
     url = str(tmp_path / "f.zarr")
     attrs = extract(aptos, ENTRY, url, chunk_rows=16, conditions=("clean", "jpeg-s1"))
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
-        catalog.register_encoder(wh, ENTRY)
-        catalog.register_encoder(wh, ENTRY)  # an upsert, not a duplicate
+        catalog.upsert_encoder(wh, ENTRY)
+        catalog.upsert_encoder(wh, ENTRY)  # an upsert, not a duplicate
         catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs)
         catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs)
         rows = catalog.feature_sets(wh)

@@ -10,10 +10,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
+from support.synthetic import write_features
 
 from crsbench.cli import main
 from crsbench.output import console
-from crsbench.probes.synthetic import write_features
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import read_dataset
 
@@ -117,9 +117,10 @@ def test_replacing_with_the_same_data_retires_nothing(tmp_path, capsys):
 
 
 def test_features_of_other_image_content_under_the_same_ids_are_refused(tmp_path):
+    from support.synthetic import make_dataset
+
     from crsbench.features.store import FeatureStore
     from crsbench.probes.grid import plan_fits, run_grid
-    from crsbench.probes.synthetic import make_dataset
 
     ds = make_dataset("derm", "multiclass", 60, 3, seed=1)
     url = str(tmp_path / "f.zarr")

@@ -2,7 +2,7 @@
 
 The Zarr store is the truth; these tables are its index for SQL. `record_feature_set`
 upserts one row from a feature set's group attributes, `sync_catalog` rescans a whole
-store (e.g. after extracting elsewhere), `register_encoder` upserts a registry entry.
+store (e.g. after extracting elsewhere), `upsert_encoder` inserts or updates the row of a registry entry.
 """
 
 from __future__ import annotations
@@ -39,13 +39,13 @@ _FEATURE_SET_COLUMNS = (
 )
 
 
-def register_encoder(wh: Warehouse, entry: EncoderEntry, weights_hash: str | None = None) -> None:
+def upsert_encoder(wh: Warehouse, entry: EncoderEntry, weights_hash: str | None = None) -> None:
     """Insert or update the encoder's row (keyed by encoder_id), with its resolved spec as JSON."""
-    register_encoder_spec(wh, entry.to_dict(), weights_hash)
+    upsert_encoder_spec(wh, entry.to_dict(), weights_hash)
 
 
-def register_encoder_spec(wh: Warehouse, spec: dict[str, Any], weights_hash: str | None = None) -> None:
-    """As `register_encoder`, from a spec dict (`EncoderEntry.to_dict()`, as the store keeps it)."""
+def upsert_encoder_spec(wh: Warehouse, spec: dict[str, Any], weights_hash: str | None = None) -> None:
+    """As `upsert_encoder`, from a spec dict (`EncoderEntry.to_dict()`, as the store keeps it)."""
     with wh.transaction() as con:
         con.execute("delete from encoders where encoder_id = ?", [spec["id"]])
         con.execute(
@@ -167,14 +167,14 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
                 )
         for row in rows:
             _upsert(con, row)
-    # The entry that ran is in the store (ids, TOML and plugin entries included): register that.
+    # The entry that ran is in the store (ids, TOML and plugin entries included): record that.
     specs = {ref.encoder_id: a for ref, a in attrs.items() if isinstance(a.get("encoder"), dict)}
     for encoder_id in sorted({r[1] for r in rows}):
         if encoder_id in specs:
-            register_encoder_spec(wh, specs[encoder_id]["encoder"], specs[encoder_id].get("weights_hash"))
+            upsert_encoder_spec(wh, specs[encoder_id]["encoder"], specs[encoder_id].get("weights_hash"))
             continue
         try:
-            register_encoder(wh, get_encoder(encoder_id))
+            upsert_encoder(wh, get_encoder(encoder_id))
         except CrsbenchError:
             continue  # extracted with an entry this installation does not know; keep the rows
     return len(rows)

@@ -88,12 +88,6 @@ def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None 
                 con.execute(statement)
 
 
-def comment_table(con: duckdb.DuckDBPyConnection, schema: Schema) -> None:
-    """Comment a table some other code created (e.g. an analysis output) from its declaration."""
-    for statement in schema.comment_sql("table"):
-        con.execute(statement)
-
-
 @dataclasses.dataclass(frozen=True)
 class Field:
     """A column of a table or view, or a parameter of a macro."""

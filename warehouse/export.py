@@ -17,7 +17,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-import pandas as pd
 import pyarrow as pa
 
 from crsbench.core import CrsbenchError
@@ -174,7 +173,3 @@ def export(
     finally:
         tmp.unlink(missing_ok=True)
     return table.num_rows, None
-
-
-def frame_to_table(frame: pd.DataFrame) -> pa.Table:
-    return pa.Table.from_pandas(frame, preserve_index=False)

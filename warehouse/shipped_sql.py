@@ -7,6 +7,7 @@ from importlib import resources
 import duckdb
 
 from crsbench.core import crs_constants_sql
+from crsbench.warehouse import metrics_seed
 from crsbench.warehouse.dictionary import apply_comments
 
 # The name sql_files() gives the macros generated from crsbench.core (no such file is shipped).
@@ -36,6 +37,8 @@ def sql_files() -> list[tuple[str, str]]:
     for folder in SQL_FOLDERS:
         entries = sorted((e for e in (root / folder).iterdir() if e.name.endswith(".sql")), key=lambda e: e.name)
         files += [(f"{folder}/{e.name}", e.read_text(encoding="utf-8")) for e in entries]
+    # The seed means' metric columns are generated from the metric registry (its marker line).
+    files = [(name, metrics_seed.render(text) if name == metrics_seed.FILE else text) for name, text in files]
     # First of all: the constant macros generated from crsbench.core (the CRS weights, the
     # encoder-key format), so the SQL reads those from their one home rather than a copy.
     return [(CONSTANTS_FILE, crs_constants_sql()), *files]

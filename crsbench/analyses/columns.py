@@ -3,10 +3,13 @@ COMMENT ON COLUMN, so `crsbench describe analysis_<name>_<part>` explains every 
 
 A column name means one thing in one analysis but not across them: `n` is a count of encoders in
 one table and of answers in another, `crs` a point estimate in one part and a replicate's score
-in the next. So descriptions are kept per analysis (`columns_validation.py`, §10-§11, and
-`columns_encoders.py`, §12), keyed by column or by 'part.column' where parts differ; `GENERIC`
-holds only names that mean the same everywhere, the fallback for analyses registered elsewhere
-(plugins), which get no METHODS.md reference since its sections describe the built-in ones.
+in the next. So descriptions are kept per analysis, keyed by column or by 'part.column' where parts differ.
+A new analysis declares them next to its function (`register_analysis(..., columns={...},
+section="§11")`), so adding one is one module; those of the earlier built-in analyses are kept
+here (`columns_validation.py`, §10-§11, and `columns_encoders.py`, §12), and an entry here
+still applies (the analysis's own declaration wins). `GENERIC` holds only names that mean the
+same everywhere, the fallback for every analysis; one without a section (a plugin) gets no
+METHODS.md reference, since its sections describe the built-in ones.
 """
 
 from __future__ import annotations
@@ -52,14 +55,22 @@ GENERIC: Mapping[str, str] = {
 }
 
 
-def column_doc(analysis: str, part: str, column: str) -> str | None:
+def column_doc(
+    analysis: str,
+    part: str,
+    column: str,
+    declared: Mapping[str, str] | None = None,
+    section: str | None = None,
+) -> str | None:
     """The COMMENT of column `column` of table analysis_<analysis>_<part>, or None if undescribed.
 
-    The most specific entry wins: this part's, then the analysis's, then `GENERIC`.
+    `declared` and `section` are what the analysis gave `register_analysis` (`columns=`,
+    `section=`); they come before the central entries here. The most specific entry wins: this
+    part's, then the analysis's, then `GENERIC`.
     """
-    own = BY_ANALYSIS.get(analysis, {})
+    own = {**BY_ANALYSIS.get(analysis, {}), **(declared or {})}
     text = own.get(f"{part}.{column}") or own.get(column) or GENERIC.get(column)
     if text is None:
         return None
-    section = SECTIONS.get(analysis)
+    section = section or SECTIONS.get(analysis)
     return f"{text} docs/METHODS.md {section}." if section else text

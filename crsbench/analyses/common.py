@@ -14,20 +14,18 @@ import pandas as pd
 
 from crsbench.core import CLEAN, FROZEN, PERTURBED_CONDITIONS, PRIMARY_PROBE, CrsbenchError
 from crsbench.ingest.types import Task
-from crsbench.probes.metrics import METRICS as METRIC_FNS
+from crsbench.probes.metrics import METRICS
 from crsbench.probes.records import CALIB, SHIFT
 from crsbench.warehouse.connection import Warehouse
-
-METRICS: tuple[str, ...] = tuple(METRIC_FNS)  # the run-record metric columns
 
 __all__ = [
     "CALIB",
     "CLEAN",
-    "METRICS",
     "PERTURBED_CONDITIONS",
     "PRIMARY_PROBE",
     "SHIFT",
     "load_runs",
+    "metric_names",
     "seed_metrics",
     "encoders_frame",
     "datasets_frame",
@@ -36,6 +34,11 @@ __all__ = [
     "fit_predictions",
     "same_value",
 ]
+
+
+def metric_names() -> tuple[str, ...]:
+    """The run-record metric columns: every metric registered so far (`probes.metrics.METRICS`)."""
+    return tuple(METRICS.names())
 
 
 def same_value(values: pd.Series, target: float) -> pd.Series:
@@ -74,7 +77,7 @@ def seed_metrics(
 
     One row per (encoder, dataset, eval dataset, depth, label fraction, condition) with `n_seeds`.
     """
-    unknown = [m for m in metrics if m not in METRICS]
+    unknown = [m for m in metrics if m not in metric_names()]
     if unknown:
         raise ValueError(f"unknown run metric(s) {unknown}")
     means = ", ".join(f"{m}_mean as {m}" for m in metrics)

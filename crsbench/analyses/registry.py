@@ -5,8 +5,9 @@ An analysis is a function `(wh, params) -> AnalysisResult`, registered by name w
 the caller's params over the declared defaults (an unknown param is a user error),
 calls the function and stores every output frame as the warehouse table
 `analysis_<name>_<part>` (plus `analysis_<name>_summary`), all in one transaction,
-with one row per table in the `analyses` table and a COMMENT on each table and column
-(column descriptions: `columns.py`).
+with one row per table in the `analyses` table and a COMMENT on each table and column.
+An analysis describes its columns where it is registered (`columns=`, `section=`); the
+descriptions of the built-in ones kept centrally in `columns*.py` still apply (`columns.py`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,13 @@ class AnalysisSpec:
     description: str
     params: Mapping[str, Any]
     outputs: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # Column or 'part.column' -> one-sentence description; section: its docs/METHODS.md section.
+    column_docs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    section: str | None = None
+
+    def column_doc(self, part: str, column: str) -> str | None:
+        """The COMMENT of `column` of table analysis_<name>_<part> (see `columns.column_doc`)."""
+        return column_doc(self.name, part, column, self.column_docs, self.section)
 
     def columns(self, part: str, *names: str) -> tuple[str, ...]:
         """The declared columns of `part`, after checking `names` are among them (a reader's bug if not)."""
@@ -80,6 +88,8 @@ def _spec(
     params: Mapping[str, Any] | None = None,
     description: str | None = None,
     outputs: Outputs | None = None,
+    columns: Mapping[str, str] | None = None,
+    section: str | None = None,
 ) -> AnalysisSpec:
     doc = (fn.__doc__ or "").strip().splitlines()
     return AnalysisSpec(
@@ -88,6 +98,8 @@ def _spec(
         description or (doc[0] if doc else ""),
         dict(params or {}),
         {part: tuple(cols) for part, cols in (outputs or {}).items()},
+        dict(columns or {}),
+        section,
     )
 
 
@@ -107,12 +119,23 @@ def register_analysis(
     params: Mapping[str, Any] | None = None,
     description: str | None = None,
     outputs: Outputs | None = None,
+    columns: Mapping[str, str] | None = None,
+    section: str | None = None,
 ) -> Callable[[AnalysisFn], AnalysisFn]:
     """Register `fn` as analysis `name`; `params` declares every accepted param and its default,
-    `outputs` every table part it may write and that part's columns (see `check_outputs`)."""
+    `outputs` every table part it may write and that part's columns (see `check_outputs`),
+    `columns` what each column holds (keyed by column, or 'part.column' where one part differs;
+    one sentence each, the COMMENT ON COLUMN of its table) and `section` the docs/METHODS.md
+    section (e.g. "§11") the comments cite."""
     if not _NAME.match(name) or name in _RESERVED:
         raise ValueError(f"invalid analysis name {name!r}")
-    return ANALYSES.register(name, params=params, description=description, outputs=outputs)
+    parts = set(outputs or {})
+    for key in columns or {}:
+        if "." in key and key.split(".")[0] not in parts:
+            raise ValueError(f"analysis {name!r} describes column {key!r} of a part it does not declare")
+    return ANALYSES.register(
+        name, params=params, description=description, outputs=outputs, columns=columns, section=section
+    )
 
 
 def analyses() -> dict[str, AnalysisSpec]:
@@ -180,12 +203,12 @@ def store_result(
 
     Tables an earlier run of the same analysis wrote but this run did not are dropped,
     so the `analyses` table always describes exactly what is there. Each table and each
-    column `columns.column_doc` describes gets its COMMENT in the same transaction.
+    described column (`AnalysisSpec.column_doc`) gets its COMMENT in the same transaction.
     """
     frames = {**result.tables, "summary": result.summary}
     names = {table_name(name, part): (part, frame) for part, frame in frames.items()}
     params_json = json.dumps(dict(params), sort_keys=True, default=str)
-    description = get_analysis(name).description
+    spec = get_analysis(name)
     with wh.transaction() as con:
         previous = [r[0] for r in con.execute("select table_name from analyses where analysis = ?", [name]).fetchall()]
         for stale in sorted(set(previous) - set(names)):
@@ -205,20 +228,21 @@ def store_result(
                 "input_encoders) values (?, ?, ?, ?, current_timestamp, ?, ?)",
                 [name, table, params_json, __version__, *digest],
             )
-            for statement in _comments(name, part, table, [str(c) for c in frame.columns], description):
+            for statement in _comments(spec, part, table, [str(c) for c in frame.columns]):
                 con.execute(statement)
     return list(names)
 
 
-def _comments(name: str, part: str, table: str, columns: Sequence[str], description: str) -> list[str]:
+def _comments(spec: AnalysisSpec, part: str, table: str, columns: Sequence[str]) -> list[str]:
     """COMMENT ON the table and its described columns (crsbench describe); COMMENT takes no parameters."""
+    name = spec.name
     doc = (
-        f"Output '{part}' of analysis {name} (crsbench analyze {name}): {description} "
+        f"Output '{part}' of analysis {name} (crsbench analyze {name}): {spec.description} "
         f"Parameters and code version: table analyses. docs/METHODS.md §10-§12."
     )
     statements = [f"comment on table {sql_identifier(table)} is {sql_literal(doc)}"]
     for column in columns:
-        text = column_doc(name, part, column)
+        text = spec.column_doc(part, column)
         if text is not None:
             statements.append(
                 f"comment on column {sql_identifier(table)}.{sql_identifier(column)} is {sql_literal(text)}"

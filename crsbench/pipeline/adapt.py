@@ -125,7 +125,7 @@ def adapt_encoder(
                 progress=progress,
             )
             with Warehouse.open(db) as wh:
-                catalog.register_encoder(wh, entry)
+                catalog.upsert_encoder(wh, entry)
                 catalog.record_feature_set(wh, store_url, ref, attrs)
             rows.append(
                 {

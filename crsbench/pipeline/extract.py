@@ -156,7 +156,7 @@ def extract_all(
                 )
                 continue  # nothing written, in the store or the warehouse
             with Warehouse.open(db) as wh:
-                catalog.register_encoder(wh, entry, attrs.get("weights_hash"))
+                catalog.upsert_encoder(wh, entry, attrs.get("weights_hash"))
                 retired = catalog.record_feature_set(wh, store_url, ref, attrs)
                 record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
                 if config.repair:

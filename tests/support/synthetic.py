@@ -1,4 +1,4 @@
-"""Synthetic datasets and feature stores in the real layout, for tests and `benchmarks/probe.py`.
+"""Synthetic datasets and feature stores in the real layout, for the tests and benchmarks/.
 
 No images: a `Dataset` with class-dependent Gaussian features written straight into a
 feature store (`{dataset}/image_ids`, `{dataset}/{encoder}/d{..}/{condition}`, group attrs

@@ -1,0 +1,1 @@
+"""Helpers shared by the tests and benchmarks/ (importable as `support.*` with tests/ on sys.path)."""
