@@ -14,6 +14,7 @@ import pandas as pd
 from crsbench.core import AXES
 from crsbench.report import figures as figs
 from crsbench.report import uncertainty
+from crsbench.report.coverage import section_coverage
 from crsbench.report.data import AXIS_LABELS, ReportData
 from crsbench.report.html import Cell, FigureSink, encoder_cell, esc, fmt_number, number_cell, table
 
@@ -251,8 +252,9 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     norm = data.axes_norm.set_index("encoder_id")
     norm = norm.loc[[e for e in order if e in norm.index]].reset_index()
     norm.insert(0, "label", [data.label(e) for e in norm["encoder_id"]])
-    colors = figs.palette(norm["label"].tolist())
-    fig = figs.profile_chart(norm, AXES, AXIS_LABELS, colors)
+    roles = data.roles(norm["encoder_id"])
+    colors = figs.palette(norm["label"].tolist(), roles)
+    fig = figs.profile_chart(norm, AXES, AXIS_LABELS, colors, roles)
     raw = (
         data.axes_encoder[data.axes_encoder["encoder_id"].isin(order)]
         if data.axes_encoder is not None
@@ -264,6 +266,7 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
         columns["datasets"] = lambda r: fmt_number(r["n_datasets"], 0)
     return (
         sink.embed("profiles", fig, "Normalised axes per encoder, ordered by CRS rank")
+        + section_coverage(data, norm, scored=True)
         + "<h3>Raw aggregate axes (mean over the encoder's datasets)</h3>"
         + table(raw, columns, text_columns=["Encoder"])
     )
@@ -321,8 +324,12 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
         )
     else:
         body = '<p class="note">No rank_agreement row for this panel.</p>'
-    fig = figs.slope_chart(ranks, subtitle)
-    return sink.embed("reordering", fig, "AUROC rank to CRS rank; coloured lines are encoders that move") + body
+    fig = figs.slope_chart(ranks, subtitle, data.roles(ranks["encoder_id"]))
+    return (
+        sink.embed("reordering", fig, "AUROC rank to CRS rank; line colour: direction of the change")
+        + section_coverage(data, ranks, scored=True)
+        + body
+    )
 
 
 @section("datasets", "Per-dataset results")
@@ -372,20 +379,22 @@ def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("No bootstrap results for this panel.", FILL["bootstrap"])
     boot = boot.copy()
     boot["label"] = [data.label(e) for e in boot["encoder_id"]]
-    colors = figs.palette(boot["label"].tolist())
+    roles = data.roles(boot["encoder_id"])
+    colors = figs.palette(boot["label"].tolist(), roles)
     out = []
     out.append(
         sink.embed(
             "bootstrap_ranks",
-            figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"]),
+            figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"], roles),
             "P(rank 1) and P(top 3) over bootstrap replicates",
         )
     )
     out.append(
         sink.embed(
             "bootstrap_intervals",
-            figs.interval_chart(boot, "crs", cols["lo"], cols["hi"], "CRS with 95% bootstrap interval", colors),
+            figs.interval_chart(boot, "crs", cols["lo"], cols["hi"], "CRS with 95% bootstrap interval", colors, roles),
             "CRS point estimate with its 95% bootstrap interval",
         )
     )
+    out.append(section_coverage(data, boot, analysis="bootstrap", scored=True, panel_only=True))
     return "".join(out)
