@@ -225,3 +225,45 @@ def test_sections_list_what_they_cover_and_what_they_leave_out(report):
     assert "foxtrot (not in panel main)" in texts["bootstrap"]
     assert "foxtrot (not on cxr: no runs)" in texts["depth"]  # shown, on derm only
     assert "golf (no complete cell on any panel dataset)" in texts["profiles"]
+
+
+TABLE_PROBE = """
+(() => {
+  const rgb = el => getComputedStyle(el).backgroundColor;
+  const rows = Array.from(document.querySelectorAll('section[data-section="leaderboard"] tbody tr'));
+  return {
+    rows: rows.map(tr => ({name: tr.querySelector('td.text').firstChild.textContent.trim(),
+                           marks: Array.from(tr.querySelectorAll('.badge')).map(b => [b.innerText, rgb(b)])})),
+    key: Array.from(document.querySelectorAll('section[data-section="leaderboard"] .key .badge'))
+           .map(b => [b.innerText, rgb(b)]),
+    down: Array.from(document.querySelectorAll('section[data-section="leaderboard"] .down'))
+            .map(d => getComputedStyle(d).color),
+  };
+})()
+"""
+
+
+def _rgb(hex_color: str) -> str:
+    return "rgb({}, {}, {})".format(*(int(hex_color[i : i + 2], 16) for i in (1, 3, 5)))
+
+
+@needs_chromium
+def test_leaderboard_badges_and_key_use_the_figure_colours(report):
+    from browser_support import inspect_page
+
+    html, db = report
+    dom = inspect_page(html, probe=TABLE_PROBE).dom
+    with Warehouse.open(db, read_only=True) as wh:
+        members = set(wh.sql("select encoder_id from reference_panels where panel = 'main'")["encoder_id"])
+        scored = set(wh.sql("select encoder_id from crs_encoder where panel = 'main'")["encoder_id"])
+    marks = {r["name"]: dict(r["marks"]) for r in dom["rows"]}
+    assert set(marks) == scored
+    for name, badges in marks.items():
+        assert ("panel" in badges) == (name in members) and ("candidate" in badges) == (name not in members), name
+        if "candidate" in badges:
+            assert badges["candidate"] == _rgb(ROLE_COLORS["candidate"])
+        if "random-init" in badges:
+            assert badges["random-init"] == _rgb(ROLE_COLORS["random-init"])
+    key = dict(dom["key"])
+    assert key["random-init"] == _rgb(ROLE_COLORS["random-init"]) and key["candidate"] == _rgb(ROLE_COLORS["candidate"])
+    assert dom["down"] and set(dom["down"]) == {_rgb(DIRECTION_COLORS["falls"])}

@@ -100,13 +100,23 @@ def profile_chart(
         ax.set_yticks([0.5, 1.0])
         ax.set_yticklabels([])
         ax.set_xticks(angles)
-        ax.set_xticklabels([axis_labels[a].replace(" ", "\n") for a in axes], fontsize=7)
-        ax.tick_params(axis="x", pad=1)
+        ax.set_xticklabels([])
+        for angle, axis in zip(angles, axes):
+            # names beside the circle start at its edge instead of straddling it
+            cos, sin = math.cos(angle), math.sin(angle)
+            ax.text(
+                angle,
+                1.12,
+                axis_labels[axis].replace(" ", "\n"),
+                fontsize=7,
+                ha="left" if cos > 0.3 else "right" if cos < -0.3 else "center",
+                va="bottom" if sin > 0.3 else "top" if sin < -0.3 else "center",
+            )
         ax.set_title(
-            label.replace(" (random-init)", "\n(random-init)"), fontsize=9, color=text_color(label, roles), pad=14
+            label.replace(" (random-init)", "\n(random-init)"), fontsize=9, color=text_color(label, roles), pad=20
         )
     fig.suptitle("Four normalised axes per encoder (panel anchors: 0 = panel min, 1 = panel max)", fontsize=10)
-    fig.tight_layout(w_pad=2.5)
+    fig.tight_layout(w_pad=1.0)
     role_key(fig, norm["label"].astype(str), roles)
     return fig
 

@@ -50,8 +50,9 @@ figure img { max-width: 100%; height: auto; border: 1px solid #eaeded; box-sizin
 figcaption { font-size: 12px; color: #566573; }
 .badge { display: inline-block; font-size: 11px; font-weight: 600; border-radius: 3px;
          padding: 0 5px; margin-left: 6px; vertical-align: 1px; }
-.badge-random { background: #c0392b; color: white; }
-.badge-panel { background: #d6eaf8; color: #1f618d; }
+.badge-random, .key-random { background: #c0392b; color: white; }
+.badge-panel, .key-panel { background: #d6eaf8; color: #1f618d; }
+.badge-candidate, .key-candidate { background: #7d3c98; color: white; }
 .banner { background: #fdedec; border: 1px solid #c0392b; color: #78281f; border-radius: 4px;
           padding: 10px 14px; margin: 12px 0; font-size: 14px; }
 .missing { background: #fef9e7; border: 1px dashed #b7950b; border-radius: 4px; padding: 10px 14px;
@@ -73,12 +74,30 @@ def badge_random() -> str:
     )
 
 
-def encoder_cell(encoder_id: str, random_init: set[str], regime: str | None = None, in_panel: bool = False) -> str:
+def encoder_cell(
+    encoder_id: str, random_init: set[str], regime: str | None = None, in_panel: bool = False, candidate: bool = False
+) -> str:
     name = esc(encoder_id if regime in (None, FROZEN) else f"{encoder_id} [{regime}]")
     marks = badge_random() if encoder_id in random_init else ""
     if in_panel:
         marks += '<span class="badge badge-panel" title="member of the reference panel">panel</span>'
+    elif candidate:
+        marks += (
+            '<span class="badge badge-candidate" title="scored against the panel, not a member of it">candidate</span>'
+        )
     return name + marks
+
+
+def colour_key(directions: bool = False) -> str:
+    """What the table's badges and colours mean (the figures use the same colours)."""
+    text = (
+        '<p class="note key">Key: <span class="badge key-random">random-init</span> random-init checkpoint '
+        '(red in figures); <span class="badge key-candidate">candidate</span> scored against the panel, not a '
+        'member (purple in figures); <span class="badge key-panel">panel</span> member of the panel'
+    )
+    if directions:
+        text += '; rank change <span class="up">+1 rises</span> / <span class="down">-1 falls</span> under CRS'
+    return text + ".</p>"
 
 
 def fmt_number(value: object, digits: int = 3) -> str:

@@ -16,7 +16,7 @@ from crsbench.report import figures as figs
 from crsbench.report import uncertainty
 from crsbench.report.coverage import section_coverage
 from crsbench.report.data import AXIS_LABELS, ReportData
-from crsbench.report.html import Cell, FigureSink, encoder_cell, esc, fmt_number, number_cell, table
+from crsbench.report.html import Cell, FigureSink, colour_key, encoder_cell, esc, fmt_number, number_cell, table
 
 # Which command fills each kind of gap; one place, so the messages stay in step with the CLI.
 FILL: dict[str, str] = {
@@ -183,7 +183,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         "CRS rank": rank_cell,
         **({"tier": tier_cell} if resample is not None else {}),
         "Encoder": lambda r: encoder_cell(
-            r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members
+            r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members, True
         ),
         "CRS" + (" [95% interval]" if "lo" in cols else ""): crs_cell,
     }
@@ -230,6 +230,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
         f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
         f"(positive: the encoder rises under CRS).</p>"
+        + colour_key(directions=True)
         + table(
             board,
             columns,
