@@ -26,7 +26,7 @@ from crsbench.report import build_report
 from crsbench.report import figures as figs
 from crsbench.report.html import FigureSink, page
 from crsbench.report.layout import figure_layout
-from crsbench.report.roles import DIRECTION_COLORS, DIRECTION_KEYS, ROLE_COLORS, ROLE_KEYS, ROLE_SHADES
+from crsbench.report.roles import DIRECTION_COLORS, DIRECTION_KEYS, ROLE_COLORS, ROLE_KEYS, ROLE_SHADES, role_of
 from crsbench.warehouse.connection import Warehouse
 
 needs_chromium = pytest.mark.skipif(find_chromium() is None, reason="CHROMIUM NOT INSTALLED (scripts/test-deps.sh)")
@@ -267,3 +267,30 @@ def test_leaderboard_badges_and_key_use_the_figure_colours(report):
     key = dict(dom["key"])
     assert key["random-init"] == _rgb(ROLE_COLORS["random-init"]) and key["candidate"] == _rgb(ROLE_COLORS["candidate"])
     assert dom["down"] and set(dom["down"]) == {_rgb(DIRECTION_COLORS["falls"])}
+
+
+@needs_chromium
+def test_crowded_figures_pass_the_check(tmp_path):
+    # twelve encoders with long names, ties at the top of the AUROC ranks: the figures that
+    # place names by hand (slope chart, bars, intervals) keep every name clear and readable
+    import numpy as np
+
+    names = [f"timm:vit_base_patch16_{i}" if i % 3 else f"tiny-efficientnet-{i} (random-init)" for i in range(12)]
+    roles = {n: "candidate" if i % 4 == 1 and i % 3 else role_of(n) for i, n in enumerate(names)}
+    rng = np.random.default_rng(0)
+    ranks = pd.DataFrame({"label": names, "auroc_rank": rng.integers(1, 4, 12), "crs_rank": rng.integers(1, 12, 12)})
+    bars = pd.DataFrame({"label": names, **{m: rng.random(12) for m in ("uncalibrated", "temperature", "isotonic")}})
+    crs = pd.DataFrame({"label": names, "crs": rng.random(12)}).assign(
+        lo=lambda f: f.crs - 0.1, hi=lambda f: f.crs + 0.1
+    )
+    sink = FigureSink()
+    body = sink.embed("slope", figs.slope_chart(ranks, "crowded", roles), "slope")
+    body += sink.embed(
+        "bars", figs.grouped_bars(bars, ["uncalibrated", "temperature", "isotonic"], "t", "y", roles), "b"
+    )
+    body += sink.embed(
+        "intervals", figs.interval_chart(crs, "crs", "lo", "hi", "t", figs.palette(names, roles), roles), "i"
+    )
+    out = tmp_path / "crowded.html"
+    out.write_text(page("crowded", "", "", [("s", "S", body, False)]), encoding="utf-8")
+    assert check_figures(out) == []

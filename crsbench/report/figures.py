@@ -46,6 +46,7 @@ RANDOM_INIT_COLOR = ROLE_COLORS["random-init"]
 UP, DOWN, SAME = DIRECTION_COLORS[RISES], DIRECTION_COLORS[FALLS], DIRECTION_COLORS[UNCHANGED]
 Roles = Mapping[str, str] | None
 UNCALIBRATED = ("uncalibrated", "none", "before")
+MAX_WIDTH_IN = 10.5  # 1155 px at the report's 110 dpi: the page's content column shows it unscaled
 
 
 # matplotlib is imported when a figure is drawn, so the modules that import this one for
@@ -372,7 +373,8 @@ def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, titl
 def grouped_bars(frame: pd.DataFrame, series: Sequence[str], title: str, ylabel: str, roles: Roles = None) -> Figure:
     """One group of bars per row (column `label`), one bar per column in `series`."""
     n, k = len(frame), max(len(series), 1)
-    fig = new_figure(figsize=(max(6.0, 0.9 * n * k / 3 + 2), 3.6))
+    # no wider than the page shows at full size, so the labels keep their size on screen
+    fig = new_figure(figsize=(min(MAX_WIDTH_IN, max(6.0, 0.9 * n * k / 3 + 2)), 3.6))
     ax = fig.add_subplot(1, 1, 1)
     x = np.arange(n)
     width = 0.8 / k
@@ -386,7 +388,13 @@ def grouped_bars(frame: pd.DataFrame, series: Sequence[str], title: str, ylabel:
             label=str(name),
         )
     ax.set_xticks(x)
-    ax.set_xticklabels([str(v).replace(" (random-init)", "\n(random-init)") for v in frame["label"]], fontsize=7)
+    names = [str(v).replace(" (random-init)", "\n(random-init)") for v in frame["label"]]
+    widest = max((len(line) for name in names for line in name.split("\n")), default=0) * 7 * 0.62 / 72
+    slot = (fig.get_figwidth() - 1.6) / max(n, 1)
+    if widest > 0.9 * slot:  # the names would run into each other: stand them upright
+        ax.set_xticklabels(names, fontsize=7, rotation=90)
+    else:
+        ax.set_xticklabels(names, fontsize=7)
     _tag_ticks(ax.get_xticklabels(), frame["label"].astype(str).tolist(), roles)
     ax.set_ylabel(ylabel, fontsize=8)
     ax.set_title(title, fontsize=9)
