@@ -8,6 +8,7 @@ the report can say which command fills the gap.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -78,9 +79,9 @@ class ReportData:
             return "random-init"
         return "candidate" if self.panel is not None and encoder_id not in self.members else "member"
 
-    def roles(self, encoder_ids: object) -> dict[str, str]:
-        """Figure label -> role for each of `encoder_ids` (an iterable of ids)."""
-        return {self.label(str(e)): self.role(str(e)) for e in encoder_ids}  # type: ignore[attr-defined]
+    def roles(self, encoder_ids: Iterable[object]) -> dict[str, str]:
+        """Figure label -> role for each of `encoder_ids`."""
+        return {self.label(str(e)): self.role(str(e)) for e in encoder_ids}
 
     def label(self, encoder_id: str, regime: str | None = None) -> str:
         """How an encoder is named in figures: random-init ones carry the mark in their name."""
