@@ -21,7 +21,6 @@ from browser_support import find_chromium
 from figure_check import check_figures, color_problems, inspect_figures
 from test_report import _run_rows, build_warehouse
 
-from crsbench.analyses.registry import run_analysis
 from crsbench.report import build_report
 from crsbench.report import figures as figs
 from crsbench.report.html import FigureSink, page
@@ -48,9 +47,9 @@ def _copy_runs(rows: pd.DataFrame, source: str, target: str) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     root = tmp_path_factory.mktemp("figures")
-    db = build_warehouse(root / "wh.duckdb")
     rows = _run_rows()
-    with Warehouse.open(db) as wh:
+
+    def add_encoders(wh: Warehouse) -> None:
         for encoder in EXTRA:
             wh.con.execute(
                 "insert into encoders (encoder_id, family, scope, domain, pretrained) "
@@ -59,8 +58,8 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             )
         golf = _copy_runs(rows, "delta", "golf")
         wh.append_runs(pd.concat([_copy_runs(rows, "bravo", "foxtrot"), golf[golf["depth"] == 1.0]]))
-        run_analysis(wh, "e3")
-        run_analysis(wh, "e6", {"reference": "charlie"})
+
+    db = build_warehouse(root / "wh.duckdb", before_analyses=add_encoders)
     with Warehouse.open(db, read_only=True) as wh:
         build_report(wh, root / "report.html")
     return root / "report.html", db
