@@ -35,6 +35,9 @@ from crsbench.report.roles import (
     roles_present,
     text_color,
 )
+from crsbench.report.roles import (
+    markers as role_markers,
+)
 
 if TYPE_CHECKING:
     from matplotlib.colors import Colormap
@@ -275,6 +278,7 @@ def curves_chart(
     datasets = sorted(frame["dataset_id"].unique())
     fig, axes = _facets(datasets)
     legend: dict[str, Any] = {}
+    shapes = role_markers(frame["label"].astype(str).tolist(), roles)
     for ax, dataset in zip(axes, datasets):
         part = frame[frame["dataset_id"] == dataset]
         for label, line in part.groupby("label", sort=True):
@@ -282,8 +286,8 @@ def curves_chart(
             (drawn,) = ax.plot(
                 line[x],
                 line[y],
-                marker="o",
-                markersize=3,
+                marker=shapes[str(label)],
+                markersize=3.5,
                 linewidth=1.4,
                 color=colors.get(str(label), "#34495e"),
                 linestyle=linestyle(str(label), roles),

@@ -22,9 +22,11 @@ RISES, FALLS, UNCHANGED = "rises", "falls", "unchanged"
 
 # The first shade of each role is its key colour.
 ROLE_SHADES: dict[str, tuple[str, ...]] = {
-    RANDOM_INIT: ("#c0392b", "#7b241c", "#e67f73", "#a93226", "#f5b7b1", "#4a1510"),
-    CANDIDATE: ("#7d3c98", "#4a235a", "#bb8fce", "#a569bd", "#d7bde2", "#2e1538"),
+    # apart in lightness, so encoders of one role stay apart; each also gets its own marker
+    RANDOM_INIT: ("#c0392b", "#641e16", "#f1948a", "#943126", "#e6b0aa", "#d98880"),
+    CANDIDATE: ("#7d3c98", "#4a235a", "#c39bd3", "#6c3483", "#e8daef", "#a569bd"),
 }
+ROLE_MARKERS = ("o", "s", "^", "D", "v", "P")
 ROLE_COLORS = {role: shades[0] for role, shades in ROLE_SHADES.items()}
 ROLE_LINESTYLES = {RANDOM_INIT: "--", CANDIDATE: "-.", MEMBER: "-"}
 ROLE_KEYS = {
@@ -56,6 +58,16 @@ def palette(labels: Sequence[str], roles: Mapping[str, str] | None = None) -> di
     for role, shades in ROLE_SHADES.items():
         of_role = [label for label in ordered if role_of(label, roles) == role]
         out |= {label: shades[i % len(shades)] for i, label in enumerate(of_role)}
+    return out
+
+
+def markers(labels: Sequence[str], roles: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A marker per label: members "o"; the i-th encoder of a role (in palette order) the i-th of ROLE_MARKERS."""
+    ordered = sorted(set(labels))
+    out = {label: "o" for label in ordered}
+    for role in ROLE_SHADES:
+        of_role = [label for label in ordered if role_of(label, roles) == role]
+        out |= {label: ROLE_MARKERS[i % len(ROLE_MARKERS)] for i, label in enumerate(of_role)}
     return out
 
 
