@@ -3,9 +3,9 @@
 Every analysis section ends with one coverage line: the encoders it shows, and for each
 registered encoder it does not show, the first reason that applies:
 no runs; not in the panel; partial coverage (the panel datasets it lacks); no runs at
-the depths or label fractions the section compares; not in the stored analysis (it ran
-before the encoder's runs). Encoders it shows on only some datasets are named with the
-datasets they lack there and why (no features, or no runs, on that dataset).
+the depths or label fractions the section compares; not in the stored analysis results
+(rerun the analysis if the encoder's runs are newer). Encoders it shows on only some
+datasets are named with the datasets they lack there and why (no features, or no runs).
 The line carries the sets as data attributes (`data-covered`, `data-left-out`), one
 comma-separated list each, so the page says the same thing to a reader and to a test.
 """
@@ -90,7 +90,9 @@ def left_out_reasons(
         elif scored and encoder not in on_board:
             reasons[encoder] = "no complete cell on any panel dataset"
         elif analysis is not None:
-            reasons[encoder] = f"not in the stored {analysis} results (they predate its runs; rerun the analysis)"
+            reasons[encoder] = (
+                f"not in the stored {analysis} results: rerun 'crsbench analyze {analysis}' if its runs are newer"
+            )
         else:
             reasons[encoder] = "no complete cell"
     return reasons
