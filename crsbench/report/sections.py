@@ -326,11 +326,8 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
     else:
         body = '<p class="note">No rank_agreement row for this panel.</p>'
     fig = figs.slope_chart(ranks, subtitle, data.roles(ranks["encoder_id"]))
-    return (
-        sink.embed("reordering", fig, "AUROC rank to CRS rank; line colour: direction of the change")
-        + section_coverage(data, ranks, scored=True)
-        + body
-    )
+    chart = sink.embed("reordering", fig, "AUROC rank to CRS rank; line colour: direction of the change")
+    return chart + section_coverage(data, ranks, scored=True) + body
 
 
 @section("datasets", "Per-dataset results")
