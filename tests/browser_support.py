@@ -220,8 +220,12 @@ def inspect_page(
     full_page: bool = True,
     timeout_s: float = 60.0,
     executable: str | None = None,
+    probe: str = PAGE_PROBE,
 ) -> PageReport:
-    """Load `html` in headless Chromium; collect console errors, the DOM probe and a screenshot."""
+    """Load `html` in headless Chromium; collect console errors, the DOM probe and a screenshot.
+
+    `probe` is the script evaluated in the page once it has loaded (its value is `dom`).
+    """
     executable = executable or find_chromium()
     if executable is None:
         raise BrowserError("chromium not found (install it with `bash scripts/test-deps.sh`)")
@@ -230,7 +234,7 @@ def inspect_page(
     with tempfile.TemporaryDirectory(prefix="crsbench-chromium-") as profile:
         pipe = _Pipe(executable, Path(profile))
         try:
-            _drive(pipe, report, width, height, full_page, screenshot is not None, timeout_s)
+            _drive(pipe, report, width, height, full_page, screenshot is not None, timeout_s, probe)
         finally:
             pipe.close()
     if screenshot is not None and report.screenshot is not None:
@@ -242,7 +246,14 @@ def inspect_page(
 
 
 def _drive(
-    pipe: _Pipe, report: PageReport, width: int, height: int, full_page: bool, want_screenshot: bool, timeout_s: float
+    pipe: _Pipe,
+    report: PageReport,
+    width: int,
+    height: int,
+    full_page: bool,
+    want_screenshot: bool,
+    timeout_s: float,
+    probe: str = PAGE_PROBE,
 ) -> None:
     target = pipe.send("Target.createTarget", {"url": "about:blank"}, timeout_s=timeout_s)
     session = pipe.send(
@@ -262,7 +273,7 @@ def _drive(
     pipe.wait_for("Page.loadEventFired", timeout_s)
     result = pipe.send(
         "Runtime.evaluate",
-        {"expression": PAGE_PROBE, "awaitPromise": True, "returnByValue": True},
+        {"expression": probe, "awaitPromise": True, "returnByValue": True},
         session=session,
         timeout_s=timeout_s,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
 from html.parser import HTMLParser
 from pathlib import Path
@@ -163,8 +164,12 @@ def e2_cells() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def build_warehouse(path: Path, panel: str | None = "main", analyses: bool = True) -> Path:
-    """A warehouse with runs, encoders, datasets, (optionally) a frozen panel and analysis tables."""
+def build_warehouse(
+    path: Path, panel: str | None = "main", analyses: bool = True, before_analyses: Callable | None = None
+) -> Path:
+    """A warehouse with runs, encoders, datasets, (optionally) a frozen panel and analysis tables.
+
+    `before_analyses(wh)` runs after the panel is frozen and before the analyses (to add encoders)."""
     with Warehouse.open(path) as wh:
         for encoder in PROFILES:
             wh.con.execute(
@@ -180,6 +185,8 @@ def build_warehouse(path: Path, panel: str | None = "main", analyses: bool = Tru
         wh.append_runs(_run_rows())
         if panel is not None:
             freeze_panel(wh, panel, ["alpha", "bravo", "charlie", "delta"])
+        if before_analyses is not None:
+            before_analyses(wh)
         if analyses:
             run_analysis(wh, "e3")
             run_analysis(wh, "e6", {"reference": "charlie"})

@@ -8,6 +8,7 @@ the report can say which command fills the gap.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -71,6 +72,16 @@ class ReportData:
         # The name passed this existence check against the catalog and is quoted.
         frame = self.wh.sql(f'select * from "{name}"')
         return frame if set(columns) <= set(frame.columns) else None
+
+    def role(self, encoder_id: str) -> str:
+        """How figures colour an encoder: random-init, candidate (not in the shown panel) or member."""
+        if encoder_id in self.random_init:
+            return "random-init"
+        return "candidate" if self.panel is not None and encoder_id not in self.members else "member"
+
+    def roles(self, encoder_ids: Iterable[object]) -> dict[str, str]:
+        """Figure label -> role for each of `encoder_ids`."""
+        return {self.label(str(e)): self.role(str(e)) for e in encoder_ids}
 
     def label(self, encoder_id: str, regime: str | None = None) -> str:
         """How an encoder is named in figures: random-init ones carry the mark in their name."""

@@ -1,7 +1,10 @@
 """The report's figures, drawn with matplotlib's object API (no pyplot state, Agg canvas).
 
 Each function takes plain frames and returns a `Figure`; `png_bytes` renders one.
-Random-init encoders are drawn dashed and carry "(random-init)" in their label.
+Encoders are named by label; `roles` maps a label to its role (crsbench.report.roles:
+random-init, candidate or member; without it a label ending in "(random-init)" is random-init).
+Each role and the direction of a rank change has its own colour, and every figure where one
+appears carries its colour key. Encoder series are tagged (`tag_series`) for the layout map.
 """
 
 from __future__ import annotations
@@ -14,13 +17,39 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from crsbench.report.layout import tag_series
+from crsbench.report.roles import (
+    DIRECTION_COLORS,
+    DIRECTION_KEYS,
+    FALLS,
+    RISES,
+    ROLE_COLORS,
+    ROLE_KEYS,
+    UNCHANGED,
+    add_key,
+    categorical,
+    linestyle,
+    palette,
+    role_key,
+    role_of,
+    roles_present,
+    text_color,
+)
+from crsbench.report.roles import (
+    markers as role_markers,
+)
+
 if TYPE_CHECKING:
     from matplotlib.colors import Colormap
     from matplotlib.figure import Figure
 
-RANDOM_INIT_COLOR = "#c0392b"
-UP, DOWN, SAME = "#1e8449", "#c0392b", "#95a5a6"
+__all__ = ["palette", "png_bytes", "new_figure"]  # palette lives in roles; kept importable here
+
+RANDOM_INIT_COLOR = ROLE_COLORS["random-init"]
+UP, DOWN, SAME = DIRECTION_COLORS[RISES], DIRECTION_COLORS[FALLS], DIRECTION_COLORS[UNCHANGED]
+Roles = Mapping[str, str] | None
 UNCALIBRATED = ("uncalibrated", "none", "before")
+MAX_WIDTH_IN = 10.5  # 1155 px at the report's 110 dpi: the page's content column shows it unscaled
 
 
 # matplotlib is imported when a figure is drawn, so the modules that import this one for
@@ -48,29 +77,18 @@ def png_bytes(fig: Figure, dpi: int = 110) -> bytes:
     return buffer.getvalue()
 
 
-def palette(labels: Sequence[str]) -> dict[str, str]:
-    """One stable colour per label across every figure."""
-    # Reds are kept for random-init encoders, so no pretrained encoder is drawn in one.
-    from matplotlib.colors import to_hex
-
-    cmap = colormap("tab20" if len(labels) > 9 else "tab10")
-    reds = {6, 7} if cmap.N == 20 else {3}
-    colors = [to_hex(cmap(i)) for i in range(cmap.N) if i not in reds]
-    return {label: colors[i % len(colors)] for i, label in enumerate(sorted(labels))}
-
-
-def _line_style(label: str) -> str:
-    return "--" if label.endswith("(random-init)") else "-"
-
-
 def profile_chart(
-    norm: pd.DataFrame, axes: Sequence[str], axis_labels: Mapping[str, str], colors: Mapping[str, str]
+    norm: pd.DataFrame,
+    axes: Sequence[str],
+    axis_labels: Mapping[str, str],
+    colors: Mapping[str, str],
+    roles: Roles = None,
 ) -> Figure:
     """Small-multiple radar charts of the normalised axes, one per encoder (column `label`)."""
     n = len(norm)
     cols = min(5, max(n, 1))
     rows = math.ceil(n / cols)
-    fig = new_figure(figsize=(2.6 * cols, 2.8 * rows + 0.2))
+    fig = new_figure(figsize=(2.9 * cols, 2.9 * rows + 0.2))
     angles = np.linspace(0, 2 * np.pi, len(axes), endpoint=False)
     closed = np.concatenate([angles, angles[:1]])
     for i, row in enumerate(norm.itertuples(index=False)):
@@ -78,109 +96,140 @@ def profile_chart(
         values = np.array([getattr(row, a) for a in axes], dtype=float)
         values = np.concatenate([values, values[:1]])
         label = str(row.label)
-        random_init = label.endswith("(random-init)")
-        color = RANDOM_INIT_COLOR if random_init else colors.get(label, "#34495e")
-        ax.plot(closed, np.nan_to_num(values), color=color, linestyle=_line_style(label), linewidth=1.8)
+        color = colors.get(label, "#34495e")
+        (line,) = ax.plot(closed, np.nan_to_num(values), color=color, linestyle=linestyle(label, roles), linewidth=1.8)
+        tag_series(line, role_of(label, roles), label)
         ax.fill(closed, np.nan_to_num(values), color=color, alpha=0.25)
         ax.set_ylim(0, 1)
         ax.set_yticks([0.5, 1.0])
         ax.set_yticklabels([])
         ax.set_xticks(angles)
-        ax.set_xticklabels([axis_labels[a].replace(" ", "\n") for a in axes], fontsize=7)
+        ax.set_xticklabels([])
+        for angle, axis in zip(angles, axes):
+            # names beside the circle start at its edge instead of straddling it
+            cos, sin = math.cos(angle), math.sin(angle)
+            ax.text(
+                angle,
+                1.12,
+                axis_labels[axis].replace(" ", "\n"),
+                fontsize=7,
+                ha="left" if cos > 0.3 else "right" if cos < -0.3 else "center",
+                va="bottom" if sin > 0.3 else "top" if sin < -0.3 else "center",
+            )
         ax.set_title(
-            label.replace(" (random-init)", "\n(random-init)"),
-            fontsize=9,
-            color=RANDOM_INIT_COLOR if random_init else "black",
-            pad=12,
+            label.replace(" (random-init)", "\n(random-init)"), fontsize=9, color=text_color(label, roles), pad=20
         )
     fig.suptitle("Four normalised axes per encoder (panel anchors: 0 = panel min, 1 = panel max)", fontsize=10)
-    fig.tight_layout()
+    fig.tight_layout(w_pad=1.0)
+    role_key(fig, norm["label"].astype(str), roles)
     return fig
 
 
-def slope_chart(ranks: pd.DataFrame, subtitle: str) -> Figure:
-    """AUROC rank (left) to CRS rank (right); encoders that move are coloured (columns label, auroc_rank, crs_rank)."""
+def slope_chart(ranks: pd.DataFrame, subtitle: str, roles: Roles = None) -> Figure:
+    """AUROC rank (left) to CRS rank (right); line colour: direction of the change, name colour: role.
+
+    Columns label, auroc_rank, crs_rank. Names are spread apart where ranks tie or crowd.
+    """
     n = len(ranks)
     fig = new_figure(figsize=(7.5, max(3.0, 0.38 * n + 1.4)))
     ax = fig.add_subplot(1, 1, 1)
-    left, right = _spread(ranks["auroc_rank"]), _spread(ranks["crs_rank"])
+    gap = 0.45 if n >= 5 else 0.45 * 5 / max(n, 1) * 0.6
+    left, right = declutter(ranks["auroc_rank"], gap), declutter(ranks["crs_rank"], gap)
+    directions = set()
     for i, row in enumerate(ranks.itertuples(index=False)):
         a, c = float(row.auroc_rank), float(row.crs_rank)
-        color = UP if c < a else DOWN if c > a else SAME
-        width = 2.4 if c != a else 1.2
-        ax.plot(
+        label = str(row.label)
+        direction = RISES if c < a else FALLS if c > a else UNCHANGED
+        directions.add(direction)
+        (line,) = ax.plot(
             [0, 1],
             [a, c],
-            color=color,
-            linewidth=width,
-            linestyle=_line_style(str(row.label)),
+            color=DIRECTION_COLORS[direction],
+            linewidth=2.4 if c != a else 1.2,
+            linestyle=linestyle(label, roles),
             marker="o",
             markersize=4,
         )
-        ax.text(
-            -0.03,
-            left[i],
-            f"{row.label}  {a:g}",
-            ha="right",
-            va="center",
-            fontsize=8,
-            color=RANDOM_INIT_COLOR if str(row.label).endswith("(random-init)") else "black",
-        )
-        ax.text(
-            1.03,
-            right[i],
-            f"{c:g}  {row.label}",
-            ha="left",
-            va="center",
-            fontsize=8,
-            color=RANDOM_INIT_COLOR if str(row.label).endswith("(random-init)") else "black",
-        )
+        tag_series(line, direction, label)
+        for x, y, text, ha in (
+            (-0.03, left[i], f"{label}  {a:g}", "right"),
+            (1.03, right[i], f"{c:g}  {label}", "left"),
+        ):
+            name = ax.text(x, y, text, ha=ha, va="center", fontsize=8, color=text_color(label, roles))
+            tag_series(name, role_of(label, roles), label)
+    low = min([*left, *right, 1.0]) - 0.7
+    high = max([*left, *right, float(n)]) + 0.7
     ax.set_xlim(-0.9, 1.9)
-    ax.set_ylim(n + 0.7, 0.3)
+    ax.set_ylim(high, low)
     ax.set_xticks([0, 1])
     ax.set_xticklabels(["AUROC rank", "CRS rank"], fontsize=10)
     ax.set_yticks([])
     for side in ("left", "right", "top"):
         ax.spines[side].set_visible(False)
-    ax.set_title(
-        f"AUROC rank -> CRS rank  ({subtitle})\ngreen: rises under CRS, red: falls, grey: unchanged", fontsize=9
-    )
+    ax.set_title(f"AUROC rank -> CRS rank  ({subtitle})", fontsize=9)
     fig.tight_layout()
+    keys = [(DIRECTION_KEYS[d], DIRECTION_COLORS[d]) for d in (RISES, FALLS, UNCHANGED) if d in directions]
+    keys += [(ROLE_KEYS[r], ROLE_COLORS[r]) for r in roles_present(ranks["label"].astype(str), roles)]
+    add_key(fig, keys, ncol=min(len(keys), 3))
     return fig
 
 
-def _spread(ranks: pd.Series, gap: float = 0.42) -> list[float]:
-    """Label positions: tied ranks are fanned out around the rank so their names stay legible."""
-    positions = [float(r) for r in ranks]
-    for value in set(positions):
-        tied = [i for i, p in enumerate(positions) if p == value]
-        for k, i in enumerate(tied):
-            positions[i] = value + (k - (len(tied) - 1) / 2) * gap
+def declutter(ranks: Sequence[float] | pd.Series, gap: float) -> list[float]:
+    """Label positions at least `gap` apart, each group of crowded labels centred on its ranks' mean."""
+    desired = [float(r) for r in ranks]
+    order = sorted(range(len(desired)), key=lambda i: (desired[i], i))
+    clusters: list[list[int]] = []
+    for i in order:
+        clusters.append([i])
+        while len(clusters) > 1:
+            prev, cur = clusters[-2], clusters[-1]
+            if _top(prev, desired, gap) + len(prev) * gap <= _top(cur, desired, gap) + 1e-9:
+                break
+            clusters[-2:] = [prev + cur]
+    positions = [0.0] * len(desired)
+    for cluster in clusters:
+        top = _top(cluster, desired, gap)
+        for k, i in enumerate(cluster):
+            positions[i] = top + k * gap
     return positions
 
 
-def interval_chart(frame: pd.DataFrame, value: str, lo: str, hi: str, title: str, colors: Mapping[str, str]) -> Figure:
+def _top(cluster: list[int], desired: list[float], gap: float) -> float:
+    return float(np.mean([desired[i] for i in cluster])) - (len(cluster) - 1) * gap / 2
+
+
+def _tag_ticks(ticks: Sequence[Any], labels: Sequence[str], roles: Roles) -> None:
+    for tick, label in zip(ticks, labels):
+        tick.set_color(text_color(str(label), roles))
+        tag_series(tick, role_of(str(label), roles), str(label))
+
+
+def interval_chart(
+    frame: pd.DataFrame, value: str, lo: str, hi: str, title: str, colors: Mapping[str, str], roles: Roles = None
+) -> Figure:
     """Point estimate with its interval per encoder (column `label`), best at the top."""
     frame = frame.sort_values(value, ascending=True).reset_index(drop=True)
     fig = new_figure(figsize=(6.5, max(2.5, 0.34 * len(frame) + 1.0)))
     ax = fig.add_subplot(1, 1, 1)
     y = np.arange(len(frame))
     for i, row in frame.iterrows():
-        color = (
-            RANDOM_INIT_COLOR if str(row["label"]).endswith("(random-init)") else colors.get(row["label"], "#34495e")
-        )
-        ax.plot([row[lo], row[hi]], [i, i], color=color, linewidth=2)
+        label = str(row["label"])
+        color = colors.get(label, "#34495e")
+        (line,) = ax.plot([row[lo], row[hi]], [i, i], color=color, linewidth=2, linestyle=linestyle(label, roles))
+        tag_series(line, role_of(label, roles), label)
         ax.plot([row[value]], [i], "o", color=color)
     ax.set_yticks(y)
     ax.set_yticklabels(frame["label"], fontsize=8)
+    _tag_ticks(ax.get_yticklabels(), frame["label"].tolist(), roles)
     ax.set_xlabel(value.upper() if len(value) <= 5 else value)
     ax.set_title(title, fontsize=9)
     ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
+    role_key(fig, frame["label"].astype(str), roles)
     return fig
 
 
-def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str) -> Figure:
+def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str, roles: Roles = None) -> Figure:
     """Bootstrap P(rank 1) and P(top 3) per encoder (column `label`)."""
     frame = frame.sort_values([p_top3, p_first], ascending=True).reset_index(drop=True)
     fig = new_figure(figsize=(6.5, max(2.5, 0.34 * len(frame) + 1.0)))
@@ -190,13 +239,13 @@ def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str) -> Fi
     ax.barh(y - 0.2, frame[p_first], height=0.4, color="#1f618d", label="P(rank 1)")
     ax.set_yticks(y)
     ax.set_yticklabels(frame["label"], fontsize=8)
-    for tick, label in zip(ax.get_yticklabels(), frame["label"]):
-        if str(label).endswith("(random-init)"):
-            tick.set_color(RANDOM_INIT_COLOR)
+    _tag_ticks(ax.get_yticklabels(), frame["label"].tolist(), roles)
     ax.set_xlim(0, 1)
     ax.set_xlabel("probability over bootstrap replicates")
-    ax.legend(loc="lower right", fontsize=8)
+    # beside the bars, never over them
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     fig.tight_layout()
+    role_key(fig, frame["label"].astype(str), roles)
     return fig
 
 
@@ -218,32 +267,37 @@ def curves_chart(
     log_x: bool = False,
     references: Mapping[str, float] | None = None,
     markers: pd.DataFrame | None = None,
+    roles: Roles = None,
 ) -> Figure:
     """One panel per dataset, one line per encoder (columns dataset_id, label, x, y).
 
     `references` draws a horizontal line per dataset (e.g. the reference encoder's
     full-label AUROC); `markers` (dataset_id, label, x) marks points such as crossovers.
+    The encoder legend lists every encoder drawn in any panel, under the panels.
     """
     datasets = sorted(frame["dataset_id"].unique())
     fig, axes = _facets(datasets)
+    legend: dict[str, Any] = {}
+    shapes = role_markers(frame["label"].astype(str).tolist(), roles)
     for ax, dataset in zip(axes, datasets):
         part = frame[frame["dataset_id"] == dataset]
         for label, line in part.groupby("label", sort=True):
             line = line.sort_values(x)
-            color = RANDOM_INIT_COLOR if str(label).endswith("(random-init)") else colors.get(label, "#34495e")
-            ax.plot(
+            (drawn,) = ax.plot(
                 line[x],
                 line[y],
-                marker="o",
-                markersize=3,
+                marker=shapes[str(label)],
+                markersize=3.5,
                 linewidth=1.4,
-                color=color,
-                linestyle=_line_style(str(label)),
+                color=colors.get(str(label), "#34495e"),
+                linestyle=linestyle(str(label), roles),
                 label=label,
             )
+            tag_series(drawn, role_of(str(label), roles), str(label))
+            legend.setdefault(str(label), drawn)
         if references and dataset in references:
-            ax.axhline(
-                references[dataset], color="black", linestyle=":", linewidth=1, label="reference full-label AUROC"
+            legend["reference full-label AUROC"] = ax.axhline(
+                references[dataset], color="black", linestyle=":", linewidth=1
             )
         if markers is not None:
             for row in markers[markers["dataset_id"] == dataset].itertuples(index=False):
@@ -254,74 +308,103 @@ def curves_chart(
         ax.set_xlabel(xlabel, fontsize=8)
         ax.set_ylabel(ylabel, fontsize=8)
         ax.grid(alpha=0.3)
-    if axes:
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(4, max(len(labels), 1)), fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10)
-    rows = math.ceil(len(datasets) / 3) if datasets else 1
-    legend_rows = math.ceil(len(frame["label"].unique()) / 4)
-    fig.tight_layout(rect=(0, (0.05 + 0.035 * legend_rows) / rows, 1, 1 - 0.07 / rows))
+    fig.tight_layout()
+    if legend:
+        ncol = min(4, len(legend))
+        fig.legend(
+            list(legend.values()),
+            list(legend),
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=ncol,
+            fontsize=7,
+            frameon=False,
+        )
+    role_key(fig, frame["label"].astype(str), roles)  # under the encoder legend
     return fig
 
 
-def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, title: str) -> Figure:
+def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, title: str, roles: Roles = None) -> Figure:
     """Reliability diagrams: one panel per `panel_key`, one line per `series_key` (columns confidence, accuracy)."""
     keys = sorted(frame[panel_key].unique())
     fig, axes = _facets(keys, width=2.9, height=2.8, cols=5)
-    cmap = colormap("tab10")
     series = sorted(frame[series_key].unique(), key=lambda s: (s not in UNCALIBRATED, str(s)))
+    method_colors = categorical(len(series))
+    legend: dict[str, Any] = {}
     for ax, key in zip(axes, keys):
         part = frame[frame[panel_key] == key]
-        ax.plot([0, 1], [0, 1], color="black", linestyle=":", linewidth=1, label="perfect calibration")
+        legend["perfect calibration"] = ax.plot([0, 1], [0, 1], color="black", linestyle=":", linewidth=1)[0]
         for i, name in enumerate(series):
             line = part[part[series_key] == name].sort_values("confidence")
             if len(line):
                 before = name in UNCALIBRATED
-                ax.plot(
-                    line["confidence"],
-                    line["accuracy"],
-                    marker="o",
-                    markersize=3,
-                    color="#7f8c8d" if before else cmap(i % 10),
-                    linestyle="--" if before else "-",
-                    label=str(name),
+                legend.setdefault(
+                    str(name),
+                    ax.plot(
+                        line["confidence"],
+                        line["accuracy"],
+                        marker="o",
+                        markersize=3,
+                        color="#7f8c8d" if before else method_colors[i % len(method_colors)],
+                        linestyle="--" if before else "-",
+                    )[0],
                 )
         ax.set_xlim(0, 1)
         ax.set_ylim(0, 1)
-        ax.set_title(str(key), fontsize=8, color=RANDOM_INIT_COLOR if "(random-init)" in str(key) else "black")
+        title_text = ax.set_title(
+            str(key).replace(" (random-init)", "\n(random-init)"), fontsize=8, color=text_color(str(key), roles)
+        )
+        tag_series(title_text, role_of(str(key), roles), str(key))
         ax.set_xlabel("confidence", fontsize=8)
         ax.set_ylabel("observed frequency", fontsize=8)
-    if axes:
-        handles, labels = axes[0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="lower center", ncol=min(5, len(labels)), fontsize=7, frameon=False)
     fig.suptitle(title, fontsize=10)
-    rows = math.ceil(len(keys) / 5) if keys else 1
-    fig.tight_layout(rect=(0, 0.12 / rows, 1, 1 - 0.08 / rows))
+    fig.tight_layout()
+    if legend:
+        fig.legend(
+            list(legend.values()),
+            list(legend),
+            loc="upper center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=len(legend),
+            fontsize=7,
+            frameon=False,
+        )
+    role_key(fig, [str(k) for k in keys], roles)  # under the method legend
     return fig
 
 
-def grouped_bars(frame: pd.DataFrame, series: Sequence[str], title: str, ylabel: str) -> Figure:
+def grouped_bars(frame: pd.DataFrame, series: Sequence[str], title: str, ylabel: str, roles: Roles = None) -> Figure:
     """One group of bars per row (column `label`), one bar per column in `series`."""
     n, k = len(frame), max(len(series), 1)
-    fig = new_figure(figsize=(max(6.0, 0.9 * n * k / 3 + 2), 3.6))
+    # no wider than the page shows at full size, so the labels keep their size on screen
+    fig = new_figure(figsize=(min(MAX_WIDTH_IN, max(6.0, 0.9 * n * k / 3 + 2)), 3.6))
     ax = fig.add_subplot(1, 1, 1)
     x = np.arange(n)
     width = 0.8 / k
-    cmap = colormap("tab10")
+    bar_colors = categorical(k)
     for i, name in enumerate(series):
         ax.bar(
-            x + (i - (k - 1) / 2) * width, frame[name].astype(float), width=width, color=cmap(i % 10), label=str(name)
+            x + (i - (k - 1) / 2) * width,
+            frame[name].astype(float),
+            width=width,
+            color=bar_colors[i % len(bar_colors)],
+            label=str(name),
         )
     ax.set_xticks(x)
-    ax.set_xticklabels(
-        [str(v).replace(" (random-init)", "\n(random-init)") for v in frame["label"]], fontsize=7, rotation=0
-    )
-    for tick, label in zip(ax.get_xticklabels(), frame["label"]):
-        if str(label).endswith("(random-init)"):
-            tick.set_color(RANDOM_INIT_COLOR)
+    names = [str(v).replace(" (random-init)", "\n(random-init)") for v in frame["label"]]
+    widest = max((len(line) for name in names for line in name.split("\n")), default=0) * 7 * 0.62 / 72
+    slot = (fig.get_figwidth() - 1.6) / max(n, 1)
+    if widest > 0.9 * slot:  # the names would run into each other: stand them upright
+        ax.set_xticklabels(names, fontsize=7, rotation=90)
+    else:
+        ax.set_xticklabels(names, fontsize=7)
+    _tag_ticks(ax.get_xticklabels(), frame["label"].astype(str).tolist(), roles)
     ax.set_ylabel(ylabel, fontsize=8)
     ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=7, ncol=min(k, 5))
+    # beside the bars, never over them
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.grid(axis="y", alpha=0.3)
     fig.tight_layout()
+    role_key(fig, frame["label"].astype(str), roles)
     return fig

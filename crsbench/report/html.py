@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -19,6 +20,7 @@ import pandas as pd
 
 from crsbench.core import FROZEN
 from crsbench.report.figures import png_bytes
+from crsbench.report.layout import figure_layout
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -44,18 +46,19 @@ td.text, th.text { text-align: left; }
 tr:nth-child(even) td { background: #fbfcfc; }
 tr.random-init td { background: #fdedec; }
 figure { margin: 10px 0; }
-figure img { max-width: 100%; height: auto; border: 1px solid #eaeded; }
+figure img { max-width: 100%; height: auto; border: 1px solid #eaeded; box-sizing: border-box; }
 figcaption { font-size: 12px; color: #566573; }
 .badge { display: inline-block; font-size: 11px; font-weight: 600; border-radius: 3px;
          padding: 0 5px; margin-left: 6px; vertical-align: 1px; }
-.badge-random { background: #c0392b; color: white; }
-.badge-panel { background: #d6eaf8; color: #1f618d; }
+.badge-random, .key-random { background: #c0392b; color: white; }
+.badge-panel, .key-panel { background: #d6eaf8; color: #1f618d; }
+.badge-candidate, .key-candidate { background: #7d3c98; color: white; }
 .banner { background: #fdedec; border: 1px solid #c0392b; color: #78281f; border-radius: 4px;
           padding: 10px 14px; margin: 12px 0; font-size: 14px; }
 .missing { background: #fef9e7; border: 1px dashed #b7950b; border-radius: 4px; padding: 10px 14px;
            font-size: 14px; }
 code { background: #f4f6f7; padding: 1px 4px; border-radius: 3px; font-size: 13px; }
-.up { color: #1e8449; font-weight: 600; } .down { color: #c0392b; font-weight: 600; }
+.up { color: #1e8449; font-weight: 600; } .down { color: #e67e22; font-weight: 600; }
 .note { font-size: 13px; color: #566573; }
 """
 
@@ -71,12 +74,30 @@ def badge_random() -> str:
     )
 
 
-def encoder_cell(encoder_id: str, random_init: set[str], regime: str | None = None, in_panel: bool = False) -> str:
+def encoder_cell(
+    encoder_id: str, random_init: set[str], regime: str | None = None, in_panel: bool = False, candidate: bool = False
+) -> str:
     name = esc(encoder_id if regime in (None, FROZEN) else f"{encoder_id} [{regime}]")
     marks = badge_random() if encoder_id in random_init else ""
     if in_panel:
         marks += '<span class="badge badge-panel" title="member of the reference panel">panel</span>'
+    elif candidate:
+        marks += (
+            '<span class="badge badge-candidate" title="scored against the panel, not a member of it">candidate</span>'
+        )
     return name + marks
+
+
+def colour_key(directions: bool = False) -> str:
+    """What the table's badges and colours mean (the figures use the same colours)."""
+    text = (
+        '<p class="note key">Key: <span class="badge key-random">random-init</span> random-init checkpoint '
+        '(red in figures); <span class="badge key-candidate">candidate</span> scored against the panel, not a '
+        'member (purple in figures); <span class="badge key-panel">panel</span> member of the panel'
+    )
+    if directions:
+        text += '; rank change <span class="up">+1 rises</span> / <span class="down">-1 falls</span> under CRS'
+    return text + ".</p>"
 
 
 def fmt_number(value: object, digits: int = 3) -> str:
@@ -122,20 +143,27 @@ def table(
 
 
 class FigureSink:
-    """Renders figures once: embedded in the page and kept for `--figures DIR`."""
+    """Renders figures once: embedded in the page and kept for `--figures DIR`.
+
+    Each <img> carries its layout map (`data-layout`, see crsbench.report.layout): where every
+    label sits in the image and what the legends say, so a browser can check the figure as shown.
+    """
 
     def __init__(self, dpi: int = 110) -> None:
         self.dpi = dpi
         self.pngs: dict[str, bytes] = {}
+        self.layouts: dict[str, dict] = {}
 
     def embed(self, figure_id: str, fig: Figure, caption: str) -> str:
         # The id doubles as a file name under --figures.
         figure_id = re.sub(r"[^A-Za-z0-9_.-]+", "_", figure_id)
         png = png_bytes(fig, self.dpi)
         self.pngs[figure_id] = png
+        self.layouts[figure_id] = layout = figure_layout(fig, self.dpi)
         data = base64.b64encode(png).decode("ascii")
         return (
             f'<figure><img data-figure="{esc(figure_id)}" alt="{esc(caption)}" '
+            f'data-layout="{esc(json.dumps(layout, separators=(",", ":")))}" '
             f'src="data:image/png;base64,{data}"><figcaption>{esc(caption)}</figcaption></figure>'
         )
 

@@ -14,8 +14,9 @@ import pandas as pd
 from crsbench.core import AXES
 from crsbench.report import figures as figs
 from crsbench.report import uncertainty
+from crsbench.report.coverage import section_coverage
 from crsbench.report.data import AXIS_LABELS, ReportData
-from crsbench.report.html import Cell, FigureSink, encoder_cell, esc, fmt_number, number_cell, table
+from crsbench.report.html import Cell, FigureSink, colour_key, encoder_cell, esc, fmt_number, number_cell, table
 
 # Which command fills each kind of gap; one place, so the messages stay in step with the CLI.
 FILL: dict[str, str] = {
@@ -182,7 +183,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         "CRS rank": rank_cell,
         **({"tier": tier_cell} if resample is not None else {}),
         "Encoder": lambda r: encoder_cell(
-            r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members
+            r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members, True
         ),
         "CRS" + (" [95% interval]" if "lo" in cols else ""): crs_cell,
     }
@@ -229,6 +230,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
         f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
         f"(positive: the encoder rises under CRS).</p>"
+        + colour_key(directions=True)
         + table(
             board,
             columns,
@@ -251,8 +253,9 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     norm = data.axes_norm.set_index("encoder_id")
     norm = norm.loc[[e for e in order if e in norm.index]].reset_index()
     norm.insert(0, "label", [data.label(e) for e in norm["encoder_id"]])
-    colors = figs.palette(norm["label"].tolist())
-    fig = figs.profile_chart(norm, AXES, AXIS_LABELS, colors)
+    roles = data.roles(norm["encoder_id"])
+    colors = figs.palette(norm["label"].tolist(), roles)
+    fig = figs.profile_chart(norm, AXES, AXIS_LABELS, colors, roles)
     raw = (
         data.axes_encoder[data.axes_encoder["encoder_id"].isin(order)]
         if data.axes_encoder is not None
@@ -264,6 +267,7 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
         columns["datasets"] = lambda r: fmt_number(r["n_datasets"], 0)
     return (
         sink.embed("profiles", fig, "Normalised axes per encoder, ordered by CRS rank")
+        + section_coverage(data, norm, scored=True)
         + "<h3>Raw aggregate axes (mean over the encoder's datasets)</h3>"
         + table(raw, columns, text_columns=["Encoder"])
     )
@@ -321,8 +325,9 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
         )
     else:
         body = '<p class="note">No rank_agreement row for this panel.</p>'
-    fig = figs.slope_chart(ranks, subtitle)
-    return sink.embed("reordering", fig, "AUROC rank to CRS rank; coloured lines are encoders that move") + body
+    fig = figs.slope_chart(ranks, subtitle, data.roles(ranks["encoder_id"]))
+    chart = sink.embed("reordering", fig, "AUROC rank to CRS rank; line colour: direction of the change")
+    return chart + section_coverage(data, ranks, scored=True) + body
 
 
 @section("datasets", "Per-dataset results")
@@ -372,20 +377,22 @@ def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("No bootstrap results for this panel.", FILL["bootstrap"])
     boot = boot.copy()
     boot["label"] = [data.label(e) for e in boot["encoder_id"]]
-    colors = figs.palette(boot["label"].tolist())
+    roles = data.roles(boot["encoder_id"])
+    colors = figs.palette(boot["label"].tolist(), roles)
     out = []
     out.append(
         sink.embed(
             "bootstrap_ranks",
-            figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"]),
+            figs.rank_probability_chart(boot, cols["p_rank1"], cols["p_top3"], roles),
             "P(rank 1) and P(top 3) over bootstrap replicates",
         )
     )
     out.append(
         sink.embed(
             "bootstrap_intervals",
-            figs.interval_chart(boot, "crs", cols["lo"], cols["hi"], "CRS with 95% bootstrap interval", colors),
+            figs.interval_chart(boot, "crs", cols["lo"], cols["hi"], "CRS with 95% bootstrap interval", colors, roles),
             "CRS point estimate with its 95% bootstrap interval",
         )
     )
+    out.append(section_coverage(data, boot, analysis="bootstrap", scored=True, panel_only=True))
     return "".join(out)

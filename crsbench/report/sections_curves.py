@@ -11,6 +11,7 @@ import pandas as pd
 
 from crsbench.core import CLEAN
 from crsbench.report import figures as figs
+from crsbench.report.coverage import section_coverage
 from crsbench.report.data import ReportData
 from crsbench.report.html import Cell, FigureSink, encoder_cell, esc, fmt_number, number_cell, table
 from crsbench.report.sections import FILL, Missing, section
@@ -43,6 +44,12 @@ def _varies(frame: pd.DataFrame, x: str) -> bool:
     return bool(len(frame)) and int(frame.groupby(["encoder_id", "dataset_id"])[x].nunique().max()) > 1
 
 
+def _curves_only(frame: pd.DataFrame, x: str) -> pd.DataFrame:
+    """The (encoder, dataset) pairs with more than one `x`: a single point is no curve."""
+    spread = frame.groupby(["encoder_id", "dataset_id"])[x].transform("nunique")
+    return frame[spread > 1].reset_index(drop=True)
+
+
 @section("recalibration", "Calibration before and after recalibration (E2)")
 def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
     cells = data.analysis("e2", "cells", "encoder_id", "method", "condition", "ece_before", "ece_after")
@@ -56,7 +63,13 @@ def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
         bins = bins[bins["condition"] == CLEAN]
         for dataset, part in bins.groupby("dataset_id", sort=True):
             part = _labelled(data, part)
-            fig = figs.reliability_chart(part, "label", "method", f"Reliability diagrams on {dataset} (clean test set)")
+            fig = figs.reliability_chart(
+                part,
+                "label",
+                "method",
+                f"Reliability diagrams on {dataset} (clean test set)",
+                data.roles(part["encoder_id"].unique()),
+            )
             out.append(
                 sink.embed(
                     f"reliability_{dataset}",
@@ -79,11 +92,18 @@ def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
         wide = pd.concat([before, after], axis=1).reset_index()
         wide.insert(0, "label", [data.label(e) for e in wide["encoder_id"]])
         series = [c for c in wide.columns if c not in ("label", "encoder_id")]
-        fig = figs.grouped_bars(wide, series, "ECE on the clean test set (mean over datasets)", "ECE (lower is better)")
+        fig = figs.grouped_bars(
+            wide,
+            series,
+            "ECE on the clean test set (mean over datasets)",
+            "ECE (lower is better)",
+            data.roles(wide["encoder_id"]),
+        )
         out.append(sink.embed("recalibration_ece", fig, "ECE before and after each recalibration method"))
         columns: dict[str, Cell] = {"Encoder": lambda r: encoder_cell(r["encoder_id"], data.random_init)}
         columns |= {str(c): number_cell(c) for c in series}
         out.append(table(wide, columns, text_columns=["Encoder"]))
+    out.append(section_coverage(data, cells[["encoder_id", "dataset_id"]] if "dataset_id" in cells else cells, "e2"))
     summary = data.analysis("e2", "summary")
     if summary is not None and len(summary):
         out.append("<h3>By method and condition kind</h3>" + generic_table(summary))
@@ -97,8 +117,9 @@ def depth(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("No primary-probe runs at full labels yet.", FILL["runs"])
     if not _varies(frame, "depth"):
         return Missing("Runs exist at a single depth only.", FILL["depths"])
-    frame = _labelled(data, frame)
-    colors = figs.palette(frame["label"].unique().tolist())
+    frame = _labelled(data, _curves_only(frame, "depth"))
+    roles = data.roles(frame["encoder_id"].unique())
+    colors = figs.palette(frame["label"].unique().tolist(), roles)
     fig = figs.curves_chart(
         frame,
         "depth",
@@ -107,8 +128,12 @@ def depth(data: ReportData, sink: FigureSink) -> str | Missing:
         "clean AUROC",
         "AUROC by representation depth (full labels, logreg probe)",
         colors,
+        roles=roles,
     )
-    out = [sink.embed("depth", fig, "Clean AUROC at 25/50/75/100 % depth")]
+    out = [
+        sink.embed("depth", fig, "Clean AUROC at 25/50/75/100 % depth"),
+        section_coverage(data, frame, "e3" if from_analysis else None, need="depths"),
+    ]
     sweeps = data.analysis("e3", "sweeps")
     if sweeps is not None and len(sweeps):
         out.append("<h3>Best depth per encoder and dataset</h3>" + generic_table(sweeps, data))
@@ -128,8 +153,9 @@ def label_efficiency(data: ReportData, sink: FigureSink) -> str | Missing:
         return Missing("No primary-probe runs at full depth yet.", FILL["runs"])
     if not _varies(frame, "label_fraction"):
         return Missing("Runs exist at a single label fraction only.", FILL["runs"])
-    frame = _labelled(data, frame)
-    colors = figs.palette(frame["label"].unique().tolist())
+    frame = _labelled(data, _curves_only(frame, "label_fraction"))
+    roles = data.roles(frame["encoder_id"].unique())
+    colors = figs.palette(frame["label"].unique().tolist(), roles)
     scarcity = data.analysis(
         "e6", "scarcity", "encoder_id", "dataset_id", "reference_id", "reference_auroc_full", "crossover_fraction"
     )
@@ -163,11 +189,13 @@ def label_efficiency(data: ReportData, sink: FigureSink) -> str | Missing:
         log_x=True,
         references=references,
         markers=markers,
+        roles=roles,
     )
     out = [
         sink.embed(
             "label_efficiency", fig, "Clean AUROC by label fraction; stars mark each crossover with the reference"
-        )
+        ),
+        section_coverage(data, frame, "e6" if from_analysis else None, need="fractions"),
     ]
     if scarcity is not None and len(scarcity):
         out.append("<h3>AUROC at scarce labels and crossover fraction</h3>" + generic_table(scarcity, data))
