@@ -28,7 +28,7 @@ from crsbench.pipeline.extract import ExtractConfig
 from crsbench.pipeline.ingest import IngestConfig
 from crsbench.pipeline.probe import ProbeConfig
 from crsbench.pipeline.stores import check_store_url, default_store
-from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.connection import FRESHNESS_INPUTS, Warehouse
 
 T = TypeVar("T")
 
@@ -103,7 +103,7 @@ class Bench:
         from crsbench.report.status import warehouse_status
         from crsbench.report.uncertainty import missing_lines
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot(FRESHNESS_INPUTS):
             state = warehouse_status(wh)
             state.incomplete_cells = missing_lines(wh, regime=None)
             return state
@@ -337,7 +337,7 @@ class Bench:
         from crsbench.report import uncertainty
         from crsbench.warehouse.panels import leaderboard
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot():
             used, board, agreement = leaderboard(wh, panel, allow_partial)
             boot = uncertainty.bootstrap_resample(wh, used, resample)
             return Leaderboard(

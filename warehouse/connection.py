@@ -16,7 +16,7 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +39,12 @@ from crsbench.warehouse.shipped_sql import apply_sql_files
 if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as IbisBackend
     from ibis.expr.types import Table as IbisTable
+
+
+# The views every score and freshness check reads, in dependency order: the runs cells lack, the
+# axes per cell and the run digests (see `Warehouse.snapshot`).
+FRESHNESS_INPUTS = ("grid_missing", "encoder_run_digest")
+SCORE_INPUTS = ("grid_missing", "axes_cell", "encoder_run_digest")
 
 
 class MissingPartsWarning(UserWarning):
@@ -294,6 +300,23 @@ class Warehouse:
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
         """Run a query with bound parameters and return a pandas frame."""
         return self.con.execute(query, params or []).df()
+
+    @contextmanager
+    def snapshot(self, views: Sequence[str] = SCORE_INPUTS) -> Iterator[None]:
+        """Evaluate `views` once for the length of the block (in the order given): each becomes a
+        temporary table of the same name, which every query in the block, and every view that reads
+        it by name, reads instead of re-evaluating it; dropped at the end. For a command that asks
+        several questions of the same scores (the leaderboard: board, rank agreement, intervals,
+        freshness), so the grid joins under them run once, not once per question; the answers are
+        the views' own, as the runs stood when the block began. Write no run, grid or retirement
+        inside the block."""
+        try:
+            for name in views:
+                self.con.execute(f"create or replace temp table {name} as select * from main.{name}")
+            yield
+        finally:
+            for name in reversed(views):
+                self.con.execute(f"drop table if exists temp.{name}")
 
     def ibis(self) -> IbisBackend:
         """An ibis DuckDB backend over the same connection (tables and views as ibis tables).
