@@ -100,6 +100,7 @@ def test_light_command_imports_no_heavy_library_and_starts_fast(db: Path, tmp_pa
     report, proc, wall = run_light(argv, cwd=tmp_path)
     assert report["code"] == 0, proc.stderr[-2000:]
     assert report["heavy"] == [], f"{name} imported {report['heavy']}"
+    print(name, report, wall)
     assert report["cpu_s"] < CPU_LIMIT_S, report
     assert report["rss_mb"] < RSS_LIMIT_MB, report
     assert wall < WALL_LIMIT_S, wall

@@ -309,13 +309,21 @@ class Warehouse:
         several questions of the same scores (the leaderboard: board, rank agreement, intervals,
         freshness), so the grid joins under them run once, not once per question; the answers are
         the views' own, as the runs stood when the block began. Write no run, grid or retirement
-        inside the block."""
+        inside the block. A view the file lacks (an older warehouse opened read-only) is skipped."""
+        present = {
+            r[0]
+            for r in self.con.execute(
+                "select view_name from duckdb_views() where database_name = current_database() "
+                "and schema_name = 'main'"
+            ).fetchall()
+        }
+        taken = [name for name in views if name in present]
         try:
-            for name in views:
+            for name in taken:
                 self.con.execute(f"create or replace temp table {name} as select * from main.{name}")
             yield
         finally:
-            for name in reversed(views):
+            for name in reversed(taken):
                 self.con.execute(f"drop table if exists temp.{name}")
 
     def ibis(self) -> IbisBackend:
