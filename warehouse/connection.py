@@ -34,7 +34,7 @@ from crsbench.warehouse.compaction import compact
 from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, append_run_parts, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import PART_SCHEMAS
-from crsbench.warehouse.shipped_sql import apply_sql_files
+from crsbench.warehouse.shipped_sql import applied_digest, apply_sql_files, record_digest, shipped_digest
 
 if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as IbisBackend
@@ -255,12 +255,20 @@ class Warehouse:
             self.con.execute("reset file_search_path")
 
     def apply_views(self) -> None:
-        """(Re)create the part-backed views and every macro and view in `sql/`, in file order."""
+        """(Re)create the part-backed views and every macro and view in `sql/`, in file order.
+
+        The part views follow the parts present, so they are re-created every time; the rest only
+        when the file's recorded digest of them (`shipped_sql`) differs from what applying them now
+        would depend on (re-creating ~40 nested views is most of a short command's time)."""
         with self._search_path(), self.transaction():
             self._persisted_part_views()
-            for statement in parts.pending_views_sql(PART_SCHEMAS):
+            pending = parts.pending_views_sql(PART_SCHEMAS)
+            if applied_digest(self.con) == shipped_digest(self.con, pending):
+                return
+            for statement in pending:
                 self.con.execute(statement)
             apply_sql_files(self.con)
+            record_digest(self.con, pending)
 
     def _record_parts(self) -> None:
         known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
