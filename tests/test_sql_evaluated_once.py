@@ -136,7 +136,9 @@ def test_a_snapshot_answers_every_score_question_as_the_views_do(world: Path) ->
     with Warehouse.open(world, read_only=True) as wh:
         plain = {view: _frame(wh, view) for view in VIEWS}
         with wh.snapshot():
-            temporary = {r[0] for r in wh.con.execute("select table_name from duckdb_tables() where temporary").fetchall()}
+            temporary = {
+                r[0] for r in wh.con.execute("select table_name from duckdb_tables() where temporary").fetchall()
+            }
             snapped = {view: _frame(wh, view) for view in VIEWS}
         left = wh.con.execute("select count(*) from duckdb_tables() where temporary").fetchone()
     assert temporary == set(SCORE_INPUTS) and left == (0,)

@@ -321,8 +321,7 @@ class Warehouse:
         present = {
             r[0]
             for r in self.con.execute(
-                "select view_name from duckdb_views() where database_name = current_database() "
-                "and schema_name = 'main'"
+                "select view_name from duckdb_views() where database_name = current_database() and schema_name = 'main'"
             ).fetchall()
         }
         taken = [name for name in views if name in present]
