@@ -28,7 +28,8 @@ from crsbench.pipeline.extract import ExtractConfig
 from crsbench.pipeline.ingest import IngestConfig
 from crsbench.pipeline.probe import ProbeConfig
 from crsbench.pipeline.stores import check_store_url, default_store
-from crsbench.warehouse.connection import FRESHNESS_INPUTS, Warehouse
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.snapshot import FRESHNESS_INPUTS
 
 T = TypeVar("T")
 

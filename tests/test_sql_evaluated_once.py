@@ -21,8 +21,9 @@ import pytest
 from bootstrap_support import ENCODERS, PANEL, _datasets, build_world, cell_batches
 
 import crsbench.warehouse.connection as connection
-from crsbench.warehouse.connection import SCORE_INPUTS, Warehouse
+from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.shipped_sql import DIGEST_VIEW
+from crsbench.warehouse.snapshot import SCORE_INPUTS
 
 BEFORE = Path(__file__).parent / "data" / "score_views_before.json"
 # Every view whose text or inputs changed, and what reads them; ordered so each frame is one order.

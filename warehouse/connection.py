@@ -17,7 +17,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,16 +35,11 @@ from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, append_run_parts, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import PART_SCHEMAS
 from crsbench.warehouse.shipped_sql import applied_digest, apply_sql_files, record_digest, shipped_digest
+from crsbench.warehouse.snapshot import SCORE_INPUTS, snapshot_views
 
 if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as IbisBackend
     from ibis.expr.types import Table as IbisTable
-
-
-# The views every score and freshness check reads, in dependency order: the runs cells lack, the
-# axes per cell and the run digests (see `Warehouse.snapshot`).
-FRESHNESS_INPUTS = ("grid_missing", "encoder_run_digest")
-SCORE_INPUTS = ("grid_missing", "axes_cell", "encoder_run_digest")
 
 
 class MissingPartsWarning(UserWarning):
@@ -255,11 +250,8 @@ class Warehouse:
             self.con.execute("reset file_search_path")
 
     def apply_views(self) -> None:
-        """(Re)create the part-backed views and every macro and view in `sql/`, in file order.
-
-        The part views follow the parts present, so they are re-created every time; the rest only
-        when the file's recorded digest of them (`shipped_sql`) differs from what applying them now
-        would depend on (re-creating ~40 nested views is most of a short command's time)."""
+        """(Re)create the part-backed views (every time: they follow the parts present) and, when the
+        digest the file recorded (`shipped_sql`) differs, every macro and view in `sql/`, in order."""
         with self._search_path(), self.transaction():
             self._persisted_part_views()
             pending = parts.pending_views_sql(PART_SCHEMAS)
@@ -309,29 +301,9 @@ class Warehouse:
         """Run a query with bound parameters and return a pandas frame."""
         return self.con.execute(query, params or []).df()
 
-    @contextmanager
-    def snapshot(self, views: Sequence[str] = SCORE_INPUTS) -> Iterator[None]:
-        """Evaluate `views` once for the length of the block (in the order given): each becomes a
-        temporary table of the same name, which every query in the block, and every view that reads
-        it by name, reads instead of re-evaluating it; dropped at the end. For a command that asks
-        several questions of the same scores (the leaderboard: board, rank agreement, intervals,
-        freshness), so the grid joins under them run once, not once per question; the answers are
-        the views' own, as the runs stood when the block began. Write no run, grid or retirement
-        inside the block. A view the file lacks (an older warehouse opened read-only) is skipped."""
-        present = {
-            r[0]
-            for r in self.con.execute(
-                "select view_name from duckdb_views() where database_name = current_database() and schema_name = 'main'"
-            ).fetchall()
-        }
-        taken = [name for name in views if name in present]
-        try:
-            for name in taken:
-                self.con.execute(f"create or replace temp table {name} as select * from main.{name}")
-            yield
-        finally:
-            for name in reversed(taken):
-                self.con.execute(f"drop table if exists temp.{name}")
+    def snapshot(self, views: Sequence[str] = SCORE_INPUTS) -> AbstractContextManager[None]:
+        """Evaluate `views` once for the length of a `with` block (see `crsbench.warehouse.snapshot`)."""
+        return snapshot_views(self.con, views)
 
     def ibis(self) -> IbisBackend:
         """An ibis DuckDB backend over the same connection (tables and views as ibis tables).
