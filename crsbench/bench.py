@@ -29,6 +29,7 @@ from crsbench.pipeline.ingest import IngestConfig
 from crsbench.pipeline.probe import ProbeConfig
 from crsbench.pipeline.stores import check_store_url, default_store
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.snapshot import FRESHNESS_INPUTS
 
 T = TypeVar("T")
 
@@ -104,7 +105,7 @@ class Bench:
         from crsbench.report.status import warehouse_status
         from crsbench.report.uncertainty import missing_lines
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot(FRESHNESS_INPUTS):
             state = warehouse_status(wh)
             state.incomplete_cells = missing_lines(wh, regime=None)
             return state
@@ -356,7 +357,7 @@ class Bench:
         from crsbench.report import uncertainty
         from crsbench.warehouse.panels import leaderboard
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot():
             used, board, agreement = leaderboard(wh, panel, allow_partial)
             boot = uncertainty.bootstrap_resample(wh, used, resample)
             return Leaderboard(

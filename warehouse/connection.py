@@ -16,8 +16,8 @@ import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +34,8 @@ from crsbench.warehouse.compaction import compact
 from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, append_run_parts, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import PART_SCHEMAS
-from crsbench.warehouse.shipped_sql import apply_sql_files
+from crsbench.warehouse.shipped_sql import applied_digest, apply_sql_files, record_digest, shipped_digest
+from crsbench.warehouse.snapshot import SCORE_INPUTS, snapshot_views
 
 if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as IbisBackend
@@ -249,12 +250,17 @@ class Warehouse:
             self.con.execute("reset file_search_path")
 
     def apply_views(self) -> None:
-        """(Re)create the part-backed views and every macro and view in `sql/`, in file order."""
+        """(Re)create the part-backed views (every time: they follow the parts present) and, when the
+        digest the file recorded (`shipped_sql`) differs, every macro and view in `sql/`, in order."""
         with self._search_path(), self.transaction():
             self._persisted_part_views()
-            for statement in parts.pending_views_sql(PART_SCHEMAS):
+            pending = parts.pending_views_sql(PART_SCHEMAS)
+            if applied_digest(self.con) == shipped_digest(self.con, pending):
+                return
+            for statement in pending:
                 self.con.execute(statement)
             apply_sql_files(self.con)
+            record_digest(self.con, pending)
 
     def _record_parts(self) -> None:
         known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
@@ -294,6 +300,10 @@ class Warehouse:
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
         """Run a query with bound parameters and return a pandas frame."""
         return self.con.execute(query, params or []).df()
+
+    def snapshot(self, views: Sequence[str] = SCORE_INPUTS) -> AbstractContextManager[None]:
+        """Evaluate `views` once for the length of a `with` block (see `crsbench.warehouse.snapshot`)."""
+        return snapshot_views(self.con, views)
 
     def ibis(self) -> IbisBackend:
         """An ibis DuckDB backend over the same connection (tables and views as ibis tables).

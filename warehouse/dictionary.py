@@ -73,19 +73,27 @@ def declared_objects() -> Iterator[tuple[ObjectKind, Schema]]:
             )
 
 
-def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None) -> None:
-    """COMMENT ON every declared table/view (or those named in `only`) and each of its columns
-    present in the file. Re-creating a view drops its comments, so whoever re-creates one calls this."""
+def comment_statements(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None) -> list[str]:
+    """The COMMENT statements `apply_comments` runs (for the objects and columns the file has now)."""
     columns: dict[str, set[str]] = {}
     for table, column in con.execute(
         f"select table_name, column_name from duckdb_columns() where {_IN_FILE}"
     ).fetchall():
         columns.setdefault(table, set()).add(column)
     catalog = one_row(con.execute("select current_database()").fetchone())[0]
-    for kind, schema in declared_objects():
-        if schema.name in columns and (only is None or schema.name in only):
-            for statement in schema.comment_sql(kind, sorted(columns[schema.name]), catalog):
-                con.execute(statement)
+    return [
+        statement
+        for kind, schema in declared_objects()
+        if schema.name in columns and (only is None or schema.name in only)
+        for statement in schema.comment_sql(kind, sorted(columns[schema.name]), catalog)
+    ]
+
+
+def apply_comments(con: duckdb.DuckDBPyConnection, only: Collection[str] | None = None) -> None:
+    """COMMENT ON every declared table/view (or those named in `only`) and each of its columns
+    present in the file. Re-creating a view drops its comments, so whoever re-creates one calls this."""
+    for statement in comment_statements(con, only):
+        con.execute(statement)
 
 
 @dataclasses.dataclass(frozen=True)

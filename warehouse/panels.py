@@ -69,6 +69,13 @@ def check_anchors(anchors: pd.DataFrame, member_axes: pd.DataFrame, panel: str) 
             )
 
 
+def _member_axes_and_anchors(wh: Warehouse, members: tuple[str, ...]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    if one_row(wh.con.execute("select count(*) from axes_cell where dataset_id = ?", [GLOBAL_SCOPE]).fetchone())[0]:
+        raise CrsbenchError(f"a dataset is named {GLOBAL_SCOPE!r}, which is the aggregate scope; rename it")
+    member_axes = wh.sql(_MEMBER_AXES_SQL, [list(members)])
+    return member_axes, wh.sql(_ANCHORS_SQL, [list(members)]).drop(columns="n_members")
+
+
 def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
     """Freeze panel `name` over `encoders` (>= 2, each with complete frozen-regime cells)."""
     name = name.strip()
@@ -83,9 +90,8 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
             f"panel {name!r} was frozen at {existing[0]} and frozen panels are immutable; "
             "freeze the new membership under a new name"
         )
-    if one_row(wh.con.execute("select count(*) from axes_cell where dataset_id = ?", [GLOBAL_SCOPE]).fetchone())[0]:
-        raise CrsbenchError(f"a dataset is named {GLOBAL_SCOPE!r}, which is the aggregate scope; rename it")
-    member_axes = wh.sql(_MEMBER_AXES_SQL, [list(members)])
+    with wh.snapshot(("axes_cell",)):  # its three reads below evaluate the cells once
+        member_axes, anchors = _member_axes_and_anchors(wh, members)
     scored = set(member_axes.loc[member_axes.scope == GLOBAL_SCOPE, "encoder_id"])
     missing = [m for m in members if m not in scored]
     if missing:
@@ -93,7 +99,6 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
             f"panel {name!r}: no complete frozen-regime cell (all four axes) for "
             f"{', '.join(missing)}; probe it first (see the axes_cell view)"
         )
-    anchors = wh.sql(_ANCHORS_SQL, [list(members)]).drop(columns="n_members")
     check_anchors(anchors, member_axes, name)
     frozen_at = datetime.now(timezone.utc).replace(tzinfo=None)
     try:

@@ -47,17 +47,15 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
     def frame(relation: str, query: str, columns: list[str]) -> pd.DataFrame:
         return wh.sql(query) if relation in present else pd.DataFrame(columns=columns)
 
-    runs_by = frame(
-        "runs",
-        "select encoder_id, dataset_id, regime, probe, fit_id from runs",
-        ["encoder_id", "dataset_id", "regime", "probe", "fit_id"],
-    )
+    # Counted in DuckDB: the run records themselves never come into Python.
+    runs_per_dataset = _run_counts(wh, "dataset_id", present)
+    runs_per_encoder = _run_counts(wh, "encoder_id", present)
     datasets = frame(
         "datasets",
         "select dataset_id, task, n_images from datasets order by dataset_id",
         ["dataset_id", "task", "n_images"],
     )
-    datasets["runs"] = datasets["dataset_id"].map(runs_by["dataset_id"].value_counts()).fillna(0).astype(int)
+    datasets["runs"] = datasets["dataset_id"].map(runs_per_dataset).fillna(0).astype(int)
     feature_sets = frame(
         "feature_sets",
         "select dataset_id, encoder_id, regime, complete, updated_at "
@@ -76,14 +74,15 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
     encoders["feature_sets_incomplete"] = (
         encoders["encoder_id"].map(feature_sets.loc[~done, "encoder_id"].value_counts()).fillna(0).astype(int)
     )
-    encoders["runs"] = encoders["encoder_id"].map(runs_by["encoder_id"].value_counts()).fillna(0).astype(int)
-    runs = (
-        runs_by.groupby(["regime", "probe"], sort=True)
-        .agg(fits=("fit_id", "nunique"), runs=("fit_id", "size"))
-        .reset_index()
-        if len(runs_by)
-        else pd.DataFrame(columns=["regime", "probe", "fits", "runs"])
+    encoders["runs"] = encoders["encoder_id"].map(runs_per_encoder).fillna(0).astype(int)
+    runs = frame(
+        "runs",
+        "select regime, probe, count(distinct fit_id) as fits, count(*) as runs from runs "
+        "where regime is not null and probe is not null group by all order by regime, probe",
+        ["regime", "probe", "fits", "runs"],
     )
+    if runs.empty:
+        runs = pd.DataFrame(columns=["regime", "probe", "fits", "runs"])
     panels = frame(
         "panels",
         "select p.panel, p.mode, p.frozen_at, count(r.encoder_id) as n_members "
@@ -112,6 +111,14 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         sweeps_running=len(live_sweeps(wh.parts_dir)),
         stale=stale_lines(wh),
     )
+
+
+def _run_counts(wh: Warehouse, key: str, present: set[str]) -> pd.Series:
+    """Runs per `key` value (dataset_id or encoder_id); empty without a runs relation."""
+    if "runs" not in present:
+        return pd.Series(dtype="int64")
+    counts = wh.sql(f"select {key}, count(*) as n from runs where {key} is not null group by all")
+    return counts.set_index(key)["n"]
 
 
 def stale_lines(wh: Warehouse) -> list[str]:

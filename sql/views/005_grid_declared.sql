@@ -6,9 +6,15 @@
 -- declared grid (runs loaded without ingest) falls back to an inferred one: every key any encoder
 -- has there, plus each label fraction x seed of the primary probe (logreg, full depth, clean).
 -- docs/METHODS.md §3 (the probe grid).
+-- `runs` is read once (run_keys: its distinct run keys) for both the regimes and the inferred grid.
 create or replace view grid_declared as
-with regimes as (
-    select distinct dataset_id, regime from runs
+with run_keys as materialized (
+    select distinct dataset_id, regime, probe, depth, label_fraction, seed, condition,
+           eval_dataset_id
+    from runs
+),
+regimes as materialized (
+    select distinct dataset_id, regime from run_keys
 ),
 declared as (
     select dataset_id, probe, depth, label_fraction, seed, condition, dataset_id as eval_dataset_id
@@ -24,7 +30,7 @@ declared as (
 inferred as (
     select distinct dataset_id, regime, probe, depth, label_fraction, seed, condition,
            eval_dataset_id
-    from runs
+    from run_keys
     where dataset_id not in (select dataset_id from dataset_grid)
     union
     select distinct f.dataset_id, r.regime, 'logreg' as probe, 1.0::double as depth,

@@ -3,16 +3,22 @@
 -- widened only by `crsbench grid extend`) holds but `runs` does not. A cell is an (encoder,
 -- dataset, regime) with any run; a run outside the grid (an extra) neither fills nor opens a gap.
 -- docs/METHODS.md §3 (the probe grid).
+-- `runs` is read once (run_keys) for both the cells and the runs they hold.
 create or replace view grid_missing as
-with cells as (
-    select distinct encoder_id, dataset_id, regime from runs
+with run_keys as materialized (
+    select distinct encoder_id, dataset_id, regime, probe, depth, label_fraction, seed, condition,
+           eval_dataset_id
+    from runs
+),
+cells as (
+    select distinct encoder_id, dataset_id, regime from run_keys
 )
 select c.encoder_id, g.dataset_id, g.regime, g.probe, g.depth, g.label_fraction, g.seed,
        g.condition, g.eval_dataset_id
 from cells c
 join grid_declared g on g.dataset_id = c.dataset_id and g.regime = c.regime
 where not exists (
-    select 1 from runs r
+    select 1 from run_keys r
     where r.encoder_id = c.encoder_id and r.dataset_id = g.dataset_id and r.regime = g.regime
       and r.probe = g.probe and r.depth = g.depth and r.label_fraction = g.label_fraction
       and r.seed = g.seed and r.condition = g.condition and r.eval_dataset_id = g.eval_dataset_id

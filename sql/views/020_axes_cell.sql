@@ -5,6 +5,9 @@
 -- `complete` says all four are observed AND the cell holds every run of its grid
 -- (cell_completeness: every fraction x seed x condition x probe), and only complete cells reach
 -- axes_encoder and CRS (nothing is imputed, no mean is taken over a partial seed set).
+-- A cell here has runs of its grid, so it is complete exactly when grid_missing has no row for it
+-- (cell_completeness.complete), which is asked of grid_missing directly: the declared grid is then
+-- joined once for the seed means and once for the gaps, not a third time for the counts.
 create or replace view axes_cell as
 with seed_means as (
     select 'all' as grp, encoder_id, dataset_id, eval_dataset_id, regime, probe, depth,
@@ -13,11 +16,14 @@ with seed_means as (
 )
 select a.encoder_id, a.dataset_id, a.regime, a.discrimination, a.calibration,
        a.label_efficiency, a.robustness, a.aulc, a.n_perturbed, a.n_shift,
-       a.complete and coalesce(g.complete, false) as complete,
+       a.complete and a.encoder_id is not null
+           and not exists (
+               select 1 from grid_missing g
+               where g.encoder_id = a.encoder_id and g.dataset_id = a.dataset_id
+                 and g.regime = a.regime
+           ) as complete,
        a.pretrained
-from fn_axes_cell('seed_means') a
-left join cell_completeness g
-       on g.encoder_id = a.encoder_id and g.dataset_id = a.dataset_id and g.regime = a.regime;
+from fn_axes_cell('seed_means') a;
 
 comment on view axes_cell is 'One row per (encoder, dataset, regime): the four reliability axes (discrimination, calibration, label_efficiency, robustness) and AULC of the cell, logreg probe at depth 1.0, seed means. docs/METHODS.md §6.';
 comment on column axes_cell.encoder_id is 'Encoder id (registry name). docs/METHODS.md §2.';

@@ -2,15 +2,20 @@
 -- docs/METHODS.md §8.4 (Per-dataset and aggregate CRS).
 -- scope = a dataset id for each complete cell of axes_cell, or 'global' for the aggregate axes of
 -- axes_encoder; n_datasets = the cells behind the row.
+-- axes_cell is read once: the global rows are axes_encoder's fn_axes_aggregate call over the same
+-- cells, so the cells and their grid checks are evaluated once per query.
 create or replace view axes_scoped as
+with cells as materialized (
+    select 'all' as grp, * from axes_cell
+)
 select dataset_id as scope, encoder_id, regime, discrimination, calibration, label_efficiency,
        robustness, 1::bigint as n_datasets, pretrained
-from axes_cell
+from cells
 where complete
 union all
 select 'global' as scope, encoder_id, regime, discrimination, calibration, label_efficiency,
        robustness, n_datasets, pretrained
-from axes_encoder;
+from fn_axes_aggregate('cells');
 
 comment on view axes_scoped is 'One row per (scope, encoder, regime): raw axes of each complete cell (scope = dataset id) and the aggregate axes (scope = global), the input of the CRS macros. docs/METHODS.md §8.4.';
 comment on column axes_scoped.scope is 'Scope of the anchors and Pareto term: a dataset id (per-dataset) or ''global'' (aggregate axes). docs/METHODS.md §8.4.';

@@ -8,11 +8,16 @@
 -- aggregate crs_rank and auroc_rank are NULL (its mean is over fewer datasets than the members');
 -- the place it would take is in crs_rank_partial / auroc_rank_partial, and missing_datasets
 -- names what it lacks.
+-- axes_cell is read once (cells): the aggregates are axes_encoder's own fn_axes_aggregate call
+-- over it, so the cells and their grid checks are evaluated once per query, not once per use.
 create or replace view crs_encoder as
-with aggregates as (
+with cells as materialized (
+    select 'all' as grp, * from axes_cell
+),
+aggregates as (
     select 'global' as scope, encoder_id, regime, discrimination, calibration, label_efficiency,
            robustness, n_datasets, pretrained
-    from axes_encoder
+    from fn_axes_aggregate('cells')
 ),
 scored as materialized (
     select *, discrimination as auroc from fn_crs_scored('aggregates')
@@ -28,7 +33,7 @@ panel_datasets as (
 ),
 covered as (
     select encoder_id, regime, list(dataset_id order by dataset_id) as datasets
-    from axes_cell
+    from cells
     where complete
     group by encoder_id, regime
 ),

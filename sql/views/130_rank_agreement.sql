@@ -4,12 +4,16 @@
 -- panel's members (fixed once frozen, the paper's comparison); population 'all' = every
 -- frozen-regime encoder scored against the panel with full coverage (the ranked leaderboard; a
 -- partial-coverage encoder's aggregate is over fewer datasets and takes no part).
+-- crs_encoder is evaluated once (scores) for both populations.
 create or replace view rank_agreement as
-with panel_scores as (
-    select panel as grp, encoder_id, crs, auroc from crs_encoder where in_panel
+with scores as materialized (
+    select panel, encoder_id, regime, in_panel, coverage, crs, auroc from crs_encoder
+),
+panel_scores as (
+    select panel as grp, encoder_id, crs, auroc from scores where in_panel
 ),
 all_scores as (
-    select panel as grp, encoder_id, crs, auroc from crs_encoder
+    select panel as grp, encoder_id, crs, auroc from scores
     where regime = 'frozen' and coverage = 'full'
 )
 select grp as panel, 'panel' as population, * exclude (grp)

@@ -7,8 +7,12 @@
 -- no tie here: stale is true and the intervals are NULL, so an old interval is never shown
 -- beside a current point estimate; rerun the bootstrap to fill them.
 -- docs/METHODS.md §10 (Uncertainty).
+-- bootstrap_freshness (the run digests) is evaluated once (freshness) for both of its uses.
 create or replace view crs_encoder_ci as
-with resamples as (
+with freshness as materialized (
+    select panel, resample, stale from bootstrap_freshness
+),
+resamples as (
     select distinct panel, resample from bootstrap_intervals
 ),
 ci as (
@@ -25,7 +29,7 @@ ci as (
     from bootstrap_intervals b
     where dataset_id is null and encoder_id is not null
       and not exists (
-          select 1 from bootstrap_freshness f
+          select 1 from freshness f
           where f.panel = b.panel and f.resample = b.resample and f.stale
       )
     group by panel, resample, encoder_id
@@ -37,7 +41,7 @@ joined as (
            coalesce(f.stale, false) as stale, c.coverage
     from crs_encoder c
     left join resamples r on r.panel = c.panel
-    left join bootstrap_freshness f on f.panel = r.panel and f.resample = r.resample
+    left join freshness f on f.panel = r.panel and f.resample = r.resample
     left join ci i on i.panel = c.panel and i.resample = r.resample
          and i.encoder_id = c.encoder_id and c.regime = 'frozen'
 ),
