@@ -155,6 +155,14 @@ class Bench:
         with Warehouse.open(self.db) as wh:
             return relocate_dataset(wh, name, Path(path), progress=progress or no_progress)
 
+    def attach_metadata(self, name: str, csv: Path | str | None = None, bins: str = "") -> dict[str, int]:
+        """Store per-image metadata of an ingested dataset, from `csv` or re-read from its source
+        (image_metadata; rows per key returned). See warehouse.metadata."""
+        from crsbench.warehouse.metadata import attach_metadata
+
+        with Warehouse.open(self.db) as wh:
+            return attach_metadata(wh, name, Path(csv) if csv is not None else None, bins)
+
     def declare_shift(self, source: str, target: str) -> None:
         """Declare a distribution-shift pair: probes fitted on `source` are also evaluated on `target`."""
         from crsbench.warehouse.datasets import declare_shift

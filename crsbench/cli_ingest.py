@@ -190,3 +190,23 @@ def relocate_command(
         {"dataset": name, "root": str(path), "images_checked": checked},
         f"relocated {name} to {path} ({checked} images match their ingested SHA-256)",
     )
+
+
+@dataset_app.command("metadata")
+def metadata_command(
+    name: Annotated[str, typer.Argument(help="The ingested dataset.")],
+    csv: Annotated[
+        Path | None,
+        typer.Argument(help="CSV with image_id and one column per key (default: re-read the dataset's source)."),
+    ] = None,
+    bins: Annotated[
+        str, typer.Option("--bins", help="Edges of numeric keys, e.g. 'age=0,40,60,80;bmi=0,25,30' (age default).")
+    ] = "",
+    db: DbOption = default_db_path(),
+) -> None:
+    """Attach per-image metadata (age, sex, view, ...) to an ingested dataset for subgroup analyses."""
+    counts = Bench(db).attach_metadata(name, csv, bins)
+    emit(
+        {"dataset": name, "rows": counts},
+        f"{name}: metadata stored ({', '.join(f'{k}: {n} images' for k, n in counts.items())})",
+    )
