@@ -334,19 +334,26 @@ class Bench:
             return get_panel(wh, name)
 
     def leaderboard(
-        self, panel: str | None = None, resample: str | None = None, allow_partial: bool = False
+        self,
+        panel: str | None = None,
+        resample: str | None = None,
+        allow_partial: bool = False,
+        subgroup: str | None = None,
     ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
         if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack.
 
         An encoder whose complete cells miss some of the panel's datasets is shown partial and
-        unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'."""
+        unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'. `subgroup` adds the
+        column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged)."""
+        from crsbench.analyses.subgroups import with_worst_group
         from crsbench.report import uncertainty
         from crsbench.warehouse.panels import leaderboard
 
         with Warehouse.open(self.db, read_only=True) as wh:
             used, board, agreement = leaderboard(wh, panel, allow_partial)
+            board = with_worst_group(wh, board, subgroup)
             boot = uncertainty.bootstrap_resample(wh, used, resample)
             return Leaderboard(
                 used,

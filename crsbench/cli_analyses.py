@@ -72,7 +72,9 @@ def analyze(
     ] = None,
     rule: Annotated[
         list[str] | None,
-        typer.Option("--rule", help="Threshold rule (operating_points; repeatable): youden, sens90, argmax, youden_ovr."),
+        typer.Option(
+            "--rule", help="Threshold rule (operating_points; repeatable): youden, sens90, argmax, youden_ovr."
+        ),
     ] = None,
     settings: Annotated[
         list[str] | None,

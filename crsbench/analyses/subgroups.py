@@ -270,3 +270,11 @@ def worst_group_auroc(wh: Warehouse, key: str) -> pd.DataFrame:
             f"no stored subgroup gaps for key {key!r}: run 'crsbench analyze subgroups --key {key}' first"
         )
     return frame.groupby("encoder_id", as_index=False)["worst"].mean().rename(columns={"worst": "worst_auroc"})
+
+
+def with_worst_group(wh: Warehouse, board: pd.DataFrame, key: str | None) -> pd.DataFrame:
+    """The leaderboard with column worst_auroc_<key> (NaN for encoders without it); unchanged if no key."""
+    if key is None:
+        return board
+    worst = worst_group_auroc(wh, key).set_index("encoder_id")["worst_auroc"]
+    return board.assign(**{f"worst_auroc_{key}": board["encoder_id"].map(worst).astype(float)})
