@@ -16,12 +16,13 @@ SUBGROUPS = {
 
 OPERATING_POINTS = {
     "rule": "Threshold rule: youden or sens90 (binary, multilabel), argmax or youden_ovr (multiclass, ordinal).",
-    "n_runs": "Runs averaged (seeds and labels); count.",
+    "condition_kind": "clean (own test split), perturbed (the perturbed conditions together) or shift.",
+    "n_runs": "Runs averaged (their classes or labels averaged too); count.",
     "balanced_accuracy": "Mean balanced accuracy (sensitivity + specificity) / 2 at the calibration-chosen threshold.",
     "sensitivity": "Mean sensitivity at the calibration-chosen threshold.",
     "specificity": "Mean specificity at the calibration-chosen threshold.",
     "transfer_gap": "Mean threshold transfer gap: balanced accuracy at the test-optimal threshold minus at the "
-    "calibration-chosen one; >= 0, lower is better.",
+    "calibration-chosen one; lower is better (>= 0 except for argmax, whose calls are no threshold).",
 }
 
 SUBGROUP_COLUMNS = {"subgroups": SUBGROUPS, "operating_points": OPERATING_POINTS}
