@@ -142,3 +142,25 @@ def test_bad_operating_point_input_is_one_line_and_writes_nothing(stored, tmp_pa
     assert "dataset bin has no 'calib' split: operating points are chosen on the calibration split" in err
     with Warehouse.open(db, read_only=True) as wh:
         assert wh.sql("select * from operating_points order by all").to_csv() == before
+
+
+def test_every_new_column_carries_a_comment(stored):
+    with Warehouse.open(stored[0], read_only=True) as wh:
+        cols = wh.sql(
+            "select table_name, column_name, comment from duckdb_columns() where table_name in "
+            "('operating_points', 'subgroup_metrics', 'subgroup_gaps', 'image_metadata', "
+            "'analysis_operating_points_summary')"
+        )
+        tables = wh.sql(
+            "select table_name, comment from duckdb_tables() where table_name in "
+            "('operating_points', 'subgroup_metrics', 'subgroup_gaps', 'image_metadata')"
+        )
+    assert set(cols["table_name"]) == {
+        "operating_points",
+        "subgroup_metrics",
+        "subgroup_gaps",
+        "image_metadata",
+        "analysis_operating_points_summary",
+    }
+    assert cols["comment"].notna().all() and (cols["comment"].str.len() > 20).all(), cols[cols["comment"].isna()]
+    assert len(tables) == 4 and tables["comment"].str.contains("docs/METHODS.md §16").all()
