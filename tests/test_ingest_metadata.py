@@ -146,11 +146,14 @@ def test_bad_metadata_is_one_line_and_writes_nothing(tmp_path, suite_dir, ingest
     words = _manifest(tmp_path / "words", n, {"meta:age": ["old" if i == 3 else "33" for i in range(n)]})
     isic = Path(shutil.copytree(suite_dir / "isic2019", tmp_path / "isic2019"))
     meta = isic / "ISIC_2019_Training_Metadata.csv"
-    meta.write_text(meta.read_text() + "ISIC_9999999,45.0,head/neck,,male\n")
+    lines = meta.read_text().splitlines()
+    cells = lines[1].split(",")
+    lines[1] = ",".join([cells[0], "forty-five", *cells[2:]])  # age_approx of the first image
+    meta.write_text("\n".join(lines) + "\n")
     cases = [
         (["manifest", str(wide), "-o", "task=multiclass"], "metadata key 'patient_weight' has 60 distinct values"),
         (["manifest", str(words), "-o", "task=multiclass"], "manifest.csv: line 5: metadata age='old'"),
-        (["isic2019", str(isic)], "metadata row for image 'ISIC_9999999', which is not in the dataset"),
+        (["isic2019", str(isic)], "metadata age='forty-five' of image 'ISIC_"),
     ]
     before = _snapshot(ingested_db)
     for args, message in cases:
@@ -179,3 +182,24 @@ def test_a_schema_v6_warehouse_migrates_without_metadata(tmp_path):
         assert read_dataset(wh, "derm").metadata.empty
         comment = wh.sql("select comment from duckdb_tables() where table_name = 'image_metadata'")["comment"][0]
         assert "metadata" in comment
+
+
+def test_dataset_metadata_attaches_from_the_source_or_a_csv(ingested_db, tmp_path, capsys):
+    with Warehouse.open(ingested_db) as wh:
+        expected = wh.sql("select * from image_metadata where dataset_id = 'isic2019' order by all")
+        wh.con.execute("delete from image_metadata where dataset_id = 'isic2019'")  # as an older warehouse
+        ids = wh.sql("select image_id from images where dataset_id = 'aptos2019' order by row_index")["image_id"]
+    rc, _ = _run(["dataset", "metadata", "isic2019", "--db", str(ingested_db)], capsys)
+    assert rc == 0
+    assert _stored(ingested_db, "isic2019").equals(expected[["image_id", "key", "value"]].reset_index(drop=True))
+    csv_path = tmp_path / "meta.csv"
+    pd.DataFrame({"image_id": ids, "camera": ["A", "B"] * (len(ids) // 2) + ["A"] * (len(ids) % 2)}).to_csv(
+        csv_path, index=False
+    )
+    assert _run(["dataset", "metadata", "aptos2019", str(csv_path), "--db", str(ingested_db)], capsys)[0] == 0
+    assert set(_stored(ingested_db, "aptos2019")["value"]) == {"a", "b"}
+    before = _snapshot(ingested_db)
+    pd.DataFrame({"image_id": ["not-an-image"], "camera": ["A"]}).to_csv(csv_path, index=False)
+    rc, err = _run(["dataset", "metadata", "aptos2019", str(csv_path), "--db", str(ingested_db)], capsys)
+    assert rc == 1 and "meta.csv: metadata row for image 'not-an-image', which is not in the dataset" in err
+    assert _snapshot(ingested_db) == before

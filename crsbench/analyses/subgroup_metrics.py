@@ -80,7 +80,8 @@ def score_group(
         nan = np.full(width, np.nan)
         return GroupScore(value, len(p), 0, False, {m: nan for m in METRICS})
     auroc = RunScorer(target[:, cols].astype(np.int64), p[:, cols], Task.MULTILABEL).auroc(weights)
-    ece = RunScorer(y, p, task, auroc=False, ece=True).ece(weights)
+    with np.errstate(invalid="ignore", divide="ignore"):  # a replicate may draw no image of the group: NaN
+        ece = RunScorer(y, p, task, auroc=False, ece=True).ece(weights)
     scores = {
         "auroc": auroc,
         "ece": ece,
