@@ -72,7 +72,10 @@ def rules_for(task: Task, n_labels: int) -> tuple[str, ...]:
 
 def _targets(wh: Warehouse, dataset: str) -> tuple[Task, list[str], np.ndarray, np.ndarray]:
     """(task, label names, 0/1 matrix (n_images, K) by row_index, split per row_index)."""
-    task, names = wh.con.execute("select task, label_names from datasets where dataset_id = ?", [dataset]).fetchone()
+    row = wh.con.execute("select task, label_names from datasets where dataset_id = ?", [dataset]).fetchone()
+    if row is None:
+        raise CrsbenchError(f"dataset {dataset!r} is not in the warehouse")
+    task, names = row
     images = wh.sql("select row_index, split from images where dataset_id = ? order by row_index", [dataset])
     long = wh.sql(
         "select i.row_index, l.label_idx from labels l join images i on i.dataset_id = l.dataset_id "

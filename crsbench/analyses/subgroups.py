@@ -169,9 +169,13 @@ def subgroups(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
                 gap_rows += [_gap_row(base, key, g) for g in gaps(scores)]
     metrics = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
     gap_frame = pd.DataFrame(gap_rows, columns=GAP_COLUMNS)
+    named = set(_listed(params["keys"]))
     for key in keys:
         rows = metrics[metrics["key"] == key]
         if len(rows) and not (rows["status"] == "scored").any():
+            if key not in named:  # found, not asked for: say so and go on
+                notes.append(f"subgroup key {key!r}: every group is too small to score")
+                continue
             raise CrsbenchError(
                 f"subgroup key {key!r}: every group is too small (fewer than {params['min_positives']} positives "
                 f"or {params['min_negatives']} negatives for every class); lower --set min_positives=... or merge groups"

@@ -13,7 +13,7 @@ comment on column subgroup_gaps.run_id is 'The run whose stored predictions were
 comment on column subgroup_gaps.encoder_id is 'Encoder id (registry name). docs/METHODS.md §16.2.';
 comment on column subgroup_gaps.dataset_id is 'Dataset the probe was trained on. docs/METHODS.md §16.2.';
 comment on column subgroup_gaps.eval_dataset_id is 'Dataset evaluated (its test split): the training dataset itself, or a shift target. docs/METHODS.md §16.2.';
-comment on column subgroup_gaps.probe is 'Probe of the run. docs/METHODS.md §16.2.';
+comment on column subgroup_gaps.probe is 'Probe of the run (logreg, the primary probe, by default). docs/METHODS.md §16.2.';
 comment on column subgroup_gaps.depth is 'Relative encoder depth of the features. docs/METHODS.md §16.2.';
 comment on column subgroup_gaps.label_fraction is 'Fraction of the training split the probe was fitted on. docs/METHODS.md §16.2.';
 comment on column subgroup_gaps.seed is 'Seed of the label-fraction subset and of a seeded probe. docs/METHODS.md §16.2.';
