@@ -18,7 +18,10 @@ from crsbench.output import emit, print_frame, progress
 
 
 def _adapter_help() -> str:
-    lines = ["Adapters (use --option KEY=VALUE for their options; every adapter also takes domain=derm|eye|rad|none):"]
+    lines = [
+        "Adapters (use --option KEY=VALUE for their options; every adapter also takes domain=derm|eye|rad|none "
+        "and bins=KEY=E1,E2,... for numeric metadata, age default 0,40,60,80):"
+    ]
     for entry in ADAPTERS.values():
         opts = ", ".join(f"{k}={'(required)' if o.default is None else o.default}" for k, o in entry.options.items())
         lines.append(f"  {entry.name}: {entry.description}" + (f" (options: {opts})" if opts else ""))

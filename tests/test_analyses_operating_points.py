@@ -93,11 +93,11 @@ def test_every_grid_run_has_rows_for_each_rule_and_label(stored):
 def test_thresholds_and_balanced_accuracy_equal_an_independent_computation(stored, dataset):
     _, _, points, labels, preds, _ = stored
     mine = points[(points["dataset_id"] == dataset) & (points["condition"] == "clean")]
+    with Warehouse.open(stored[0], read_only=True) as wh:
+        rows_of = dict(wh.sql("select image_id, row_index from images where dataset_id = ?", [dataset]).values)
     for row in mine.itertuples():
         ids_c, p_c = preds[row.fit_id][("calib", dataset)]
         ids_t, p_t = preds[row.fit_id][("clean", dataset)]
-        with Warehouse.open(stored[0], read_only=True) as wh:
-            rows_of = dict(wh.sql("select image_id, row_index from images where dataset_id = ?", [dataset]).values)
         pos_c = _truth(labels, dataset, [rows_of[i] for i in ids_c], row.label_idx)
         pos_t = _truth(labels, dataset, [rows_of[i] for i in ids_t], row.label_idx)
         table = brute(pos_c, p_c[:, row.label_idx])
