@@ -157,6 +157,14 @@ class Bench:
         with Warehouse.open(self.db) as wh:
             return relocate_dataset(wh, name, Path(path), progress=progress or no_progress)
 
+    def attach_metadata(self, name: str, csv: Path | str | None = None, bins: str = "") -> dict[str, int]:
+        """Store per-image metadata of an ingested dataset, from `csv` or re-read from its source
+        (image_metadata; rows per key returned). See warehouse.metadata."""
+        from crsbench.warehouse.metadata import attach_metadata
+
+        with Warehouse.open(self.db) as wh:
+            return attach_metadata(wh, name, Path(csv) if csv is not None else None, bins)
+
     def declare_shift(self, source: str, target: str) -> None:
         """Declare a distribution-shift pair: probes fitted on `source` are also evaluated on `target`."""
         from crsbench.warehouse.datasets import declare_shift
@@ -346,19 +354,26 @@ class Bench:
             return get_panel(wh, name)
 
     def leaderboard(
-        self, panel: str | None = None, resample: str | None = None, allow_partial: bool = False
+        self,
+        panel: str | None = None,
+        resample: str | None = None,
+        allow_partial: bool = False,
+        subgroup: str | None = None,
     ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
         if stored, else seeds), anchor-noise warnings and the runs incomplete cells lack.
 
         An encoder whose complete cells miss some of the panel's datasets is shown partial and
-        unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'."""
+        unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'. `subgroup` adds the
+        column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged)."""
+        from crsbench.analyses.subgroups import with_worst_group
         from crsbench.report import uncertainty
         from crsbench.warehouse.panels import leaderboard
 
         with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot():
             used, board, agreement = leaderboard(wh, panel, allow_partial)
+            board = with_worst_group(wh, board, subgroup)
             boot = uncertainty.bootstrap_resample(wh, used, resample)
             return Leaderboard(
                 used,

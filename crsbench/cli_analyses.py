@@ -66,6 +66,16 @@ def analyze(
         str | None, typer.Option("--model", help="Generative VLM: local folder or cached hub id (e5).")
     ] = None,
     dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (e5).")] = None,
+    key: Annotated[
+        list[str] | None,
+        typer.Option("--key", help="Metadata key to form subgroups by (subgroups; repeatable, default all)."),
+    ] = None,
+    rule: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--rule", help="Threshold rule (operating_points; repeatable): youden, sens90, argmax, youden_ovr."
+        ),
+    ] = None,
     settings: Annotated[
         list[str] | None,
         typer.Option(
@@ -86,6 +96,8 @@ def analyze(
         "resample": resample,
         "model": model,
         "dataset": dataset,
+        "keys": key or None,
+        "rules": rule or None,
         **parse_settings(settings or []),
     }
     analyze_and_render(Bench(db), name, params)

@@ -18,7 +18,10 @@ from crsbench.output import emit, print_frame, progress
 
 
 def _adapter_help() -> str:
-    lines = ["Adapters (use --option KEY=VALUE for their options; every adapter also takes domain=derm|eye|rad|none):"]
+    lines = [
+        "Adapters (use --option KEY=VALUE for their options; every adapter also takes domain=derm|eye|rad|none "
+        "and bins=KEY=E1,E2,... for numeric metadata, age default 0,40,60,80):"
+    ]
     for entry in ADAPTERS.values():
         opts = ", ".join(f"{k}={'(required)' if o.default is None else o.default}" for k, o in entry.options.items())
         lines.append(f"  {entry.name}: {entry.description}" + (f" (options: {opts})" if opts else ""))
@@ -189,4 +192,24 @@ def relocate_command(
     emit(
         {"dataset": name, "root": str(path), "images_checked": checked},
         f"relocated {name} to {path} ({checked} images match their ingested SHA-256)",
+    )
+
+
+@dataset_app.command("metadata")
+def metadata_command(
+    name: Annotated[str, typer.Argument(help="The ingested dataset.")],
+    csv: Annotated[
+        Path | None,
+        typer.Argument(help="CSV with image_id and one column per key (default: re-read the dataset's source)."),
+    ] = None,
+    bins: Annotated[
+        str, typer.Option("--bins", help="Edges of numeric keys, e.g. 'age=0,40,60,80;bmi=0,25,30' (age default).")
+    ] = "",
+    db: DbOption = default_db_path(),
+) -> None:
+    """Attach per-image metadata (age, sex, view, ...) to an ingested dataset for subgroup analyses."""
+    counts = Bench(db).attach_metadata(name, csv, bins)
+    emit(
+        {"dataset": name, "rows": counts},
+        f"{name}: metadata stored ({', '.join(f'{k}: {n} images' for k, n in counts.items())})",
     )

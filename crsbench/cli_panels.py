@@ -94,11 +94,19 @@ def leaderboard(
             help="Rank encoders whose complete cells miss some of the panel's datasets, marked '*' (needs --panel).",
         ),
     ] = False,
+    subgroup: Annotated[
+        str | None,
+        typer.Option(
+            "--subgroup",
+            help="Metadata key: show each encoder's worst-group AUROC beside its CRS "
+            "(needs 'crsbench analyze subgroups --key KEY').",
+        ),
+    ] = None,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
     rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage."""
-    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial))
+    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial, subgroup))
 
 
 def render_leaderboard(result: Leaderboard) -> None:
@@ -150,6 +158,10 @@ def render_leaderboard(result: Leaderboard) -> None:
             "panel": board["in_panel"],
         }
     )
+    for column in (c for c in board.columns if str(c).startswith("worst_auroc_")):
+        short.insert(
+            short.columns.get_loc("crs 95% CI") + 1, f"worst {column[len('worst_auroc_') :]} auroc", board[column]
+        )
     ties = "; tier =1: tied with the leader (CRS-gap interval contains 0)" if boot else ""
     print_frame(
         short,

@@ -47,6 +47,9 @@ CXR_OPTIONS = {
     ),
 }
 PATIENT = re.compile(r"(patient\d+)")
+# Published metadata column -> the key stored in image_metadata.
+CHEXPERT_METADATA = {"Sex": "sex", "Age": "age", "Frontal/Lateral": "view", "AP/PA": "projection"}
+MIMIC_METADATA = {"ViewPosition": "projection"}
 FRONTAL_POSITIONS = ("PA", "AP")
 
 
@@ -88,6 +91,7 @@ def read_chexpert(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         frame = read_csv(root / name, ["Path", *CXR_LABELS])
         cells = frame[list(CXR_LABELS)].to_numpy()
         views = frame["Frontal/Lateral"].to_numpy() if "Frontal/Lateral" in frame.columns else None
+        meta = {key: frame[c].to_numpy() for c, key in CHEXPERT_METADATA.items() if c in frame.columns}
         for i, value in enumerate(frame["Path"].to_numpy()):
             with log.row(name, csv_line(i)):
                 rel = _strip_prefix(root, value)
@@ -102,11 +106,11 @@ def read_chexpert(path: Path, log: RowLog, options: dict[str, str], progress: Pr
                 if patient is None:
                     raise InputError(f"no patient id (patientNNNNN) in path {value!r}")
                 image_id = str(PurePosixPath(rel).with_suffix(""))
-                records.append(
-                    Record(
-                        image_id, rel, _labels(cells[i], policy), patient.group(1), split, file=name, line=csv_line(i)
-                    )
+                rec = Record(
+                    image_id, rel, _labels(cells[i], policy), patient.group(1), split, file=name, line=csv_line(i)
                 )
+                rec.meta = {key: str(values[i]) for key, values in meta.items()}
+                records.append(rec)
     return Source(root, Task.MULTILABEL, list(CXR_LABELS), records)
 
 
@@ -164,17 +168,17 @@ def read_mimic(path: Path, log: RowLog, options: dict[str, str], progress: Progr
             if study not in study_labels:
                 raise InputError(f"study {study} has no row in {label_file.name}")
             rel = safe_rel_path(root, f"files/p{subject[:2]}/p{subject}/s{study}/{dicom}.jpg")
-            records.append(
-                Record(
-                    dicom,
-                    rel,
-                    study_labels[study],
-                    f"p{subject}",
-                    splits.get(dicom),
-                    file=meta_file.name,
-                    line=csv_line(i),
-                )
+            rec = Record(
+                dicom,
+                rel,
+                study_labels[study],
+                f"p{subject}",
+                splits.get(dicom),
+                file=meta_file.name,
+                line=csv_line(i),
             )
+            rec.meta = {MIMIC_METADATA["ViewPosition"]: position}
+            records.append(rec)
     return Source(root, Task.MULTILABEL, list(CXR_LABELS), records)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from crsbench.ingest.images import NPZ_SEPARATOR, read_npz
 from crsbench.ingest.labels import MAX_LABELS, check_label_count, clean_label, clean_names, is_missing
+from crsbench.ingest.metadata import check_key
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source, csv_line, parse_binary, read_csv, safe_rel_path
 from crsbench.ingest.types import InputError, ProgressFn, Task
@@ -121,6 +122,7 @@ def _medmnist_label(row: np.ndarray, task: Task, n_labels: int) -> int | np.ndar
 
 
 MANIFEST_RESERVED = ("path", "image_id", "group", "split", "label")
+META_PREFIX = "meta:"  # a manifest column meta:<key> is per-image metadata (ingest.metadata)
 MANIFEST_SPLITS = {
     "train": "train",
     "calib": "calib",
@@ -137,7 +139,8 @@ MANIFEST_SPLITS = {
     "manifest",
     task=None,
     description="a CSV of image paths relative to its folder: 'path,label' or 'path,<one 0/1 column per label>'; "
-    "optional image_id, group and split (train/calib/test) columns; the task type is declared",
+    "optional image_id, group and split (train/calib/test) columns and meta:<key> metadata columns; "
+    "the task type is declared",
     options={
         "task": AdapterOption(None, "task type: multiclass, ordinal or multilabel", TASK_CHOICES),
         "classes": AdapterOption(
@@ -157,6 +160,13 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         path = path / "manifest.csv"
     root, name = path.parent, path.name
     frame = read_csv(path, ["path"])
+    meta_columns = {
+        c: check_key(c[len(META_PREFIX) :].strip(), f"{name}: column {c!r}")
+        for c in frame.columns
+        if c.startswith(META_PREFIX)
+    }
+    meta_cells = {key: frame[c].to_numpy() for c, key in meta_columns.items()}
+    frame = frame.drop(columns=list(meta_columns))
     task = Task.parse(options["task"])
     if "label" not in frame.columns and task is not Task.MULTILABEL:
         _explain_missing_label_column(frame, name)
@@ -182,17 +192,17 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
             split = (row.get("split") or "").strip().lower()
             if split not in MANIFEST_SPLITS:
                 raise InputError(f"unknown split {row['split']!r} (expected train, calib or test)")
-            records.append(
-                Record(
-                    image_id,
-                    rel,
-                    label,
-                    (row.get("group") or "").strip() or image_id,
-                    MANIFEST_SPLITS[split],
-                    file=name,
-                    line=csv_line(i),
-                )
+            rec = Record(
+                image_id,
+                rel,
+                label,
+                (row.get("group") or "").strip() or image_id,
+                MANIFEST_SPLITS[split],
+                file=name,
+                line=csv_line(i),
             )
+            rec.meta = {key: str(meta_cells[key][i]) for key in meta_cells}
+            records.append(rec)
     return Source(root, task, names, records)
 
 

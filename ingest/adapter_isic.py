@@ -12,6 +12,8 @@ from crsbench.ingest.types import InputError, ProgressFn, Task
 
 ISIC_CLASSES: tuple[str, ...] = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC")
 ISIC_ONE_HOT = {"1.0": 1, "1": 1, "0.0": 0, "0": 0}
+# Published metadata column -> the key stored in image_metadata.
+ISIC_METADATA = {"age_approx": "age", "sex": "sex", "anatom_site_general": "site"}
 
 
 def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
@@ -29,7 +31,8 @@ def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
         "csv": AdapterOption("ISIC_2019_Training_GroundTruth.csv", "ground-truth CSV inside PATH"),
         "images": AdapterOption("ISIC_2019_Training_Input", "image folder inside PATH"),
         "metadata": AdapterOption(
-            "ISIC_2019_Training_Metadata.csv", "metadata CSV with lesion_id (used if present; 'none' to ignore)"
+            "ISIC_2019_Training_Metadata.csv",
+            "metadata CSV with lesion_id, age_approx, sex, anatom_site_general (used if present; 'none' to ignore)",
         ),
     },
 )
@@ -41,7 +44,7 @@ def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         raise InputError(
             f"{csv_name}: unknown class column {extra[0]!r} (ISIC 2019 classes: {', '.join(ISIC_CLASSES)}, UNK)"
         )
-    lesions = _lesion_ids(root, options["metadata"])
+    lesions, meta = _metadata(root, options["metadata"])
     records = []
     values = frame[list(ISIC_CLASSES)].to_numpy()
     unk = frame["UNK"].to_numpy() if "UNK" in frame.columns else np.full(len(frame), "0.0", dtype=object)
@@ -54,9 +57,9 @@ def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: Pr
                 raise InputError(f"malformed one-hot row for {image!r}: {sum(row)} classes set")
             image = image.strip()
             rel = safe_rel_path(root, f"{options['images']}/{image}.jpg")
-            records.append(
-                Record(image, rel, row.index(1), lesions.get(image) or image, file=csv_name, line=csv_line(i))
-            )
+            rec = Record(image, rel, row.index(1), lesions.get(image) or image, file=csv_name, line=csv_line(i))
+            rec.meta = meta.get(image, {})
+            records.append(rec)
     return Source(
         root,
         Task.MULTICLASS,
@@ -73,11 +76,18 @@ def _one_hot_cell(value: str, column: str) -> int:
     return ISIC_ONE_HOT[key]
 
 
-def _lesion_ids(root: Path, name: str) -> dict[str, str]:
+def _metadata(root: Path, name: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(image -> lesion_id, image -> {key: raw value}) from the metadata CSV, if present. Rows of
+    images the ground truth does not list are not read (a trimmed ground-truth CSV is common)."""
     if name == "none" or not (root / name).is_file():
-        return {}
+        return {}, {}
     meta = read_csv(root / name, ["image", "lesion_id"])
-    return {img.strip(): les.strip() for img, les in zip(meta["image"], meta["lesion_id"]) if les.strip()}
+    ids = [img.strip() for img in meta["image"]]
+    columns = {c: key for c, key in ISIC_METADATA.items() if c in meta.columns}
+    cells = {key: meta[c].to_numpy() for c, key in columns.items()}
+    values = {img: {key: str(v[i]) for key, v in cells.items()} for i, img in enumerate(ids)}
+    lesions = {img: les.strip() for img, les in zip(ids, meta["lesion_id"]) if les.strip()}
+    return lesions, values
 
 
 APTOS_GRADES: tuple[str, ...] = ("No DR", "Mild", "Moderate", "Severe", "Proliferative DR")

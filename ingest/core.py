@@ -20,6 +20,7 @@ import pandas as pd
 
 from crsbench.ingest.images import check_image, npz_member
 from crsbench.ingest.labels import RARE_CHOICES, check_label_count, check_splits, merge_classes, split_gaps
+from crsbench.ingest.metadata import metadata_frame, parse_bins
 from crsbench.ingest.registry import get_adapter
 from crsbench.ingest.source import Record, RowLog, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
@@ -53,7 +54,8 @@ def ingest(
     `crsbench.ingest.ADAPTERS.get(adapter).options`. Bad rows raise an InputError naming
     the file and line, unless `skip_bad`, which records them in `Dataset.errors`.
     Every adapter also takes `domain` and `rare_classes` ('refuse', or 'merge' to fold
-    multiclass classes that cannot reach every split into one class; see ingest.labels).
+    multiclass classes that cannot reach every split into one class; see ingest.labels) and
+    `bins` (edges of numeric metadata keys, 'age=0,40,60,80;...'; see ingest.metadata).
     """
     entry = get_adapter(adapter)
     check_name(name)
@@ -64,6 +66,7 @@ def ingest(
     rare = str(options.pop("rare_classes", "refuse"))
     if rare not in RARE_CHOICES:
         raise CrsbenchError(f"invalid rare_classes {rare!r}: expected one of {', '.join(RARE_CHOICES)}")
+    bins = parse_bins(str(options.pop("bins", "")))
     resolved = entry.resolve_options(options)
     path = Path(path)
     if not path.exists():
@@ -96,6 +99,7 @@ def ingest(
         resolved = {**resolved, "rare_classes": rare}
     check_splits(y, splits, names, source.task, merged=rare == "merge")
     check_group_safe(groups, splits)
+    metadata = metadata_frame(records, bins)
     images = pd.DataFrame(
         {
             "image_id": [r.image_id for r in records],
@@ -122,6 +126,7 @@ def ingest(
         errors=log.frame(),
         domain=domain,
         options=resolved,
+        metadata=metadata,
     )
 
 

@@ -28,6 +28,7 @@ class Record:
     file: str = ""  # source file and line, for messages and ingest_errors
     line: int = 0
     sha256: str = ""  # filled by the common path once the image has been decoded
+    meta: dict[str, str] = dataclasses.field(default_factory=dict)  # metadata key -> raw value (ingest.metadata)
 
 
 @dataclasses.dataclass

@@ -49,6 +49,7 @@ class Dataset:
     those rows: int class indices of shape (n,) for multiclass/ordinal tasks, 0/1 int8
     of shape (n, L) for multilabel. `fractions` lists the nested label-fraction subsets
     of the train split as rows (seed, fraction, image_id); fraction 1.0 is all of train.
+    `metadata` holds the images' published metadata (age, sex, view, ...) as long rows.
     """
 
     name: str
@@ -64,6 +65,11 @@ class Dataset:
     # and the adapter options the labels were derived with (e.g. uncertainty='zeros').
     domain: str = "none"
     options: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Per-image metadata as long rows (image_id, key, value), binned (ingest.metadata); not part
+    # of data_digest: no probe reads it.
+    metadata: pd.DataFrame = dataclasses.field(
+        default_factory=lambda: pd.DataFrame(columns=["image_id", "key", "value"], dtype=object)
+    )
 
     @property
     def n_images(self) -> int:

@@ -29,6 +29,7 @@ _TABLES_BY_DATASET = {
     "labels": "dataset_id",
     "label_fractions": "dataset_id",
     "ingest_errors": "dataset_id",
+    "image_metadata": "dataset_id",
     "datasets": "dataset_id",
 }
 
@@ -125,6 +126,7 @@ def load_dataset(
                 [ds.name],
             )
         declare_grid(con, ds.name, grid)
+        _store_metadata(con, ds)
         errors = ds.errors[["row", "file", "message"]].astype({"file": object, "message": object})
         with _frame(con, "_crs_errors", errors):
             con.execute(
@@ -138,6 +140,22 @@ def load_dataset(
             _declare(con, ds.name, target)
         for source in shift_sources:
             _declare(con, source, ds.name)
+
+
+def _store_metadata(con: duckdb.DuckDBPyConnection, ds: Dataset) -> None:
+    meta = ds.metadata[["image_id", "key", "value"]].astype(object)
+    orphans = sorted(set(meta["image_id"]) - set(ds.images["image_id"]))
+    if orphans:
+        raise InputError(
+            f"dataset {ds.name!r}: metadata row for image {orphans[0]!r}, which is not in the dataset "
+            f"({len(orphans)} such images); remove the rows or add the images"
+        )
+    with _frame(con, "_crs_metadata", meta):
+        con.execute(
+            "insert into image_metadata (dataset_id, image_id, key, value) "
+            "select ?, image_id, key, value from _crs_metadata",
+            [ds.name],
+        )
 
 
 def replacement_impact(wh: Warehouse, ds: Dataset) -> Impact:
@@ -175,6 +193,9 @@ def read_dataset(wh: Warehouse, name: str) -> Dataset:
         "order by file, row_number, message",
         [name],
     )
+    metadata = wh.sql(
+        "select image_id, key, value from image_metadata where dataset_id = ? order by image_id, key", [name]
+    ).astype(object)
     return Dataset(
         name=name,
         adapter=adapter,
@@ -187,6 +208,7 @@ def read_dataset(wh: Warehouse, name: str) -> Dataset:
         errors=errors,
         domain=domain or "none",
         options=json.loads(options) if options else {},
+        metadata=metadata,
     )
 
 

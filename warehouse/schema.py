@@ -109,6 +109,29 @@ TABLES: tuple[Schema, ...] = (
         ),
     ),
     Schema(
+        "image_metadata",
+        f"One row per (dataset, image, metadata key) the source publishes: age, sex, site, view, "
+        f"projection, or a manifest's meta:<key> columns; numeric keys binned. Datasets ingested "
+        f"before it existed have no rows. {_M} §16.",
+        (
+            _DATASET,
+            _IMAGE,
+            Column(
+                "key",
+                "VARCHAR",
+                f"Metadata key: age, sex, site (ISIC), view (Frontal/Lateral), projection (AP/PA, "
+                f"MIMIC ViewPosition), or a manifest's own. {_M} §16.",
+            ),
+            Column(
+                "value",
+                "VARCHAR",
+                f"The subgroup: lower-cased category, or for a binned numeric key its bin "
+                f"'lo-hi' (lo <= value < hi) or 'last+' (age default edges 0, 40, 60, 80). {_M} §16.",
+            ),
+        ),
+        since=8,
+    ),
+    Schema(
         "shift_pairs",
         f"One row per declared shift pair: probes trained on the source are also "
         f"evaluated on the target's test split, without retraining. {_M} §3.",

@@ -1,0 +1,235 @@
+"""`crsbench analyze operating_points`: thresholds chosen on the calibration split, applied to the
+test split, the perturbed conditions and the shift targets (METHODS.md §16.3). No refit: each fit's
+stored calib predictions choose the thresholds, its other runs' stored predictions are scored.
+
+Rules (`rules`, default all that apply to the task):
+* binary (2-class multiclass, class 1 is positive) and multilabel (each label): `youden` (Youden's
+  J) and `sens90` (the most specific threshold reaching `sensitivity` on calib, default 0.90);
+* multiclass and ordinal (> 2 classes), per class one-vs-rest: `argmax` (the class is called when
+  it is the top class; no threshold) and `youden_ovr` (Youden's J on that class's probability).
+
+Per (run, rule, class/label): sensitivity, specificity, balanced accuracy, PPV, NPV at the chosen
+threshold, and the threshold transfer gap = the balanced accuracy at the test-optimal threshold
+(Youden on the evaluated images themselves) minus the one reached. Rows go to the table
+operating_points (sql/views/282; a rerun replaces them); the summary averages them per encoder,
+eval dataset, kind of condition and rule.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.rescore import _load_predictions
+from crsbench.analyses.subgroups import RUN_COLUMNS, _listed, replace_rows
+from crsbench.analyses.thresholds import (
+    RATES,
+    best_balanced_accuracy,
+    rates,
+    sensitivity_threshold,
+    youden_threshold,
+)
+from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
+from crsbench.ingest.types import Task
+from crsbench.warehouse.connection import Warehouse
+
+BINARY_RULES = ("youden", "sens90")
+MULTICLASS_RULES = ("argmax", "youden_ovr")
+RULES = (*BINARY_RULES, *MULTICLASS_RULES)
+POINT_COLUMNS = [
+    *RUN_COLUMNS,
+    "fit_id",
+    "rule",
+    "label_idx",
+    "label",
+    "threshold",
+    *RATES,
+    "optimal_threshold",
+    "optimal_balanced_accuracy",
+    "transfer_gap",
+]
+SUMMARY_COLUMNS = [
+    "encoder_id",
+    "eval_dataset_id",
+    "condition_kind",
+    "rule",
+    "n_runs",
+    "balanced_accuracy",
+    "sensitivity",
+    "specificity",
+    "transfer_gap",
+]
+
+
+def rules_for(task: Task, n_labels: int) -> tuple[str, ...]:
+    return BINARY_RULES if task is Task.MULTILABEL or n_labels == 2 else MULTICLASS_RULES
+
+
+def _targets(wh: Warehouse, dataset: str) -> tuple[Task, list[str], np.ndarray, np.ndarray]:
+    """(task, label names, 0/1 matrix (n_images, K) by row_index, split per row_index)."""
+    row = wh.con.execute("select task, label_names from datasets where dataset_id = ?", [dataset]).fetchone()
+    if row is None:
+        raise CrsbenchError(f"dataset {dataset!r} is not in the warehouse")
+    task, names = row
+    images = wh.sql("select row_index, split from images where dataset_id = ? order by row_index", [dataset])
+    long = wh.sql(
+        "select i.row_index, l.label_idx from labels l join images i on i.dataset_id = l.dataset_id "
+        "and i.image_id = l.image_id where l.dataset_id = ? and l.value = 1",
+        [dataset],
+    )
+    matrix = np.zeros((int(images["row_index"].max()) + 1, len(names)), dtype=bool)
+    matrix[long["row_index"].to_numpy(), long["label_idx"].to_numpy()] = True
+    return Task(task), list(names), matrix, images["split"].to_numpy()
+
+
+def _select(wh: Warehouse, params: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(runs to score: in the grid, not calib; the calib runs of their fits)."""
+    runs = wh.sql(
+        f"select {', '.join(RUN_COLUMNS)}, fit_id from runs_grid where in_grid and probe = ? and regime = ? "
+        "and condition <> 'calib' order by encoder_id, dataset_id, depth, label_fraction, seed, condition, "
+        "eval_dataset_id",
+        [str(params["probe"]), FROZEN],
+    )
+    for column, value in (("depth", params["depth"]), ("label_fraction", params["fraction"])):
+        if str(value) != "all":
+            runs = runs[np.isclose(runs[column].to_numpy(float), float(value))]
+    if runs.empty:
+        raise CrsbenchError(
+            f"no {params['probe']} runs at depth {params['depth']}, fraction {params['fraction']}: "
+            "run 'crsbench probe' first"
+        )
+    calib = wh.sql(
+        "select run_id, fit_id from runs where condition = 'calib' and probe = ? and regime = ?",
+        [str(params["probe"]), FROZEN],
+    ).drop_duplicates("fit_id")
+    calib = calib[calib["fit_id"].isin(set(runs["fit_id"]))]
+    return runs.reset_index(drop=True), calib.reset_index(drop=True)
+
+
+def _check_calib_splits(wh: Warehouse, datasets: list[str]) -> None:
+    counts = wh.sql(
+        "select d.dataset_id, count(i.image_id) filter (where i.split = 'calib') as n from datasets d "
+        "left join images i on i.dataset_id = d.dataset_id where list_contains(?, d.dataset_id) group by all",
+        [datasets],
+    )
+    for row in counts.itertuples():
+        if row.n == 0:
+            raise CrsbenchError(
+                f"dataset {row.dataset_id} has no 'calib' split: operating points are chosen on the "
+                "calibration split (re-ingest it with calib images, e.g. a split column)"
+            )
+
+
+def _rules(params: Mapping[str, Any]) -> list[str]:
+    rules = _listed(params["rules"])
+    unknown = [r for r in rules if r not in RULES]
+    if unknown:
+        raise CrsbenchError(f"unknown threshold rule {unknown[0]!r} (rules: {', '.join(RULES)})")
+    target = float(params["sensitivity"])
+    if not 0.0 < target <= 1.0:
+        raise CrsbenchError(f"sensitivity must be in (0, 1], got {target}")
+    return rules or list(RULES)
+
+
+def choose(rule: str, positive: np.ndarray, score: np.ndarray, sensitivity: float) -> float:
+    if rule in ("youden", "youden_ovr"):
+        return youden_threshold(positive, score)
+    if rule == "sens90":
+        return sensitivity_threshold(positive, score, sensitivity)
+    return math.nan  # argmax: no threshold
+
+
+@register_analysis(
+    "operating_points",
+    params={"probe": PRIMARY_PROBE, "depth": 1.0, "fraction": 1.0, "rules": None, "sensitivity": 0.90},
+    outputs={"summary": SUMMARY_COLUMNS},
+)
+def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
+    """Thresholds chosen on calib (Youden, sensitivity >= 0.90, argmax), applied to test, perturbed and shift."""
+    wanted = _rules(params)
+    runs, calib = _select(wh, params)
+    _check_calib_splits(wh, sorted(runs["dataset_id"].unique()))
+    notes: list[str] = []
+    lacking = sorted(set(runs["fit_id"]) - set(calib["fit_id"]))
+    if lacking:
+        notes.append(f"{len(lacking)} fits have no stored calib predictions; their runs are skipped")
+    keyed = pd.concat(
+        [calib[["run_id"]].assign(kind="calib"), runs[runs["fit_id"].isin(set(calib["fit_id"]))][["run_id"]]],
+        ignore_index=True,
+    ).drop_duplicates("run_id")
+    keyed.insert(0, "key", np.arange(len(keyed), dtype=np.int64))
+    predictions = _load_predictions(wh, keyed)
+    key_of = dict(zip(keyed["run_id"], keyed["key"]))
+    calib_of = dict(zip(calib["fit_id"], calib["run_id"]))
+    targets = {d: _targets(wh, d) for d in sorted(set(runs["dataset_id"]) | set(runs["eval_dataset_id"]))}
+    rows: list[dict[str, Any]] = []
+    sensitivity = float(params["sensitivity"])
+    for fit_id, fit_runs in runs[runs["fit_id"].isin(set(calib_of))].groupby("fit_id", sort=False):
+        task, names, truth, _ = targets[str(fit_runs["dataset_id"].iloc[0])]
+        rules = [r for r in rules_for(task, len(names)) if r in wanted]
+        columns = [1] if task is not Task.MULTILABEL and len(names) == 2 else list(range(len(names)))
+        calib_rows, calib_probs = predictions[key_of[calib_of[fit_id]]]
+        chosen = {
+            (rule, j): choose(rule, truth[calib_rows, j], calib_probs[:, j], sensitivity)
+            for rule in rules
+            for j in columns
+        }
+        for run in fit_runs.itertuples(index=False):
+            if key_of.get(run.run_id) not in predictions:
+                continue
+            eval_rows, probs = predictions[key_of[run.run_id]]
+            eval_truth = targets[run.eval_dataset_id][2][eval_rows]
+            top = probs.argmax(axis=1)
+            base = {c: getattr(run, c) for c in [*RUN_COLUMNS, "fit_id"]}
+            for j in columns:
+                positive, score = eval_truth[:, j], probs[:, j]
+                opt_t, opt_ba = best_balanced_accuracy(positive, score)
+                for rule in rules:
+                    t = chosen[(rule, j)]
+                    called = top == j if rule == "argmax" else score >= t
+                    r = (
+                        rates(positive, called)
+                        if rule == "argmax" or not math.isnan(t)
+                        else dict.fromkeys(RATES, math.nan)
+                    )
+                    rows.append(
+                        {
+                            **base,
+                            "rule": rule,
+                            "label_idx": j,
+                            "label": names[j],
+                            "threshold": t,
+                            **r,
+                            "optimal_threshold": opt_t,
+                            "optimal_balanced_accuracy": opt_ba,
+                            "transfer_gap": opt_ba - r["balanced_accuracy"],
+                        }
+                    )
+    points = pd.DataFrame(rows, columns=POINT_COLUMNS)
+    if points.empty:
+        raise CrsbenchError(f"no operating points: rules {', '.join(wanted)} apply to none of the evaluated tasks")
+    replace_rows(wh, {"operating_points": points})
+    notes.append(f"stored: operating_points ({len(points)} rows, {points['run_id'].nunique()} runs)")
+    return AnalysisResult({}, _summary(points), notes)
+
+
+def condition_kind(condition: pd.Series) -> pd.Series:
+    return condition.where(condition.isin(["clean", "shift"]), "perturbed")
+
+
+def _summary(points: pd.DataFrame) -> pd.DataFrame:
+    frame = points.assign(condition_kind=condition_kind(points["condition"]))
+    grouped = frame.groupby(["encoder_id", "eval_dataset_id", "condition_kind", "rule"], sort=True)
+    out = grouped.agg(
+        n_runs=("run_id", "nunique"),
+        balanced_accuracy=("balanced_accuracy", "mean"),
+        sensitivity=("sensitivity", "mean"),
+        specificity=("specificity", "mean"),
+        transfer_gap=("transfer_gap", "mean"),
+    ).reset_index()
+    return out[SUMMARY_COLUMNS]
