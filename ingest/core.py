@@ -18,8 +18,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.ingest.duplicates import DUPLICATE_CHOICES, check_no_leak, split_groups
 from crsbench.ingest.images import check_image, npz_member
-from crsbench.ingest.labels import RARE_CHOICES, check_label_count, check_splits, merge_classes, split_gaps
+from crsbench.ingest.labels import (
+    RARE_CHOICES,
+    check_label_count,
+    check_splits,
+    check_two_classes,
+    merge_classes,
+    split_gaps,
+)
 from crsbench.ingest.registry import get_adapter
 from crsbench.ingest.source import Record, RowLog, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
@@ -52,8 +60,10 @@ def ingest(
     `options` are the adapter's own (e.g. uncertainty='ones' for chexpert); see
     `crsbench.ingest.ADAPTERS.get(adapter).options`. Bad rows raise an InputError naming
     the file and line, unless `skip_bad`, which records them in `Dataset.errors`.
-    Every adapter also takes `domain` and `rare_classes` ('refuse', or 'merge' to fold
-    multiclass classes that cannot reach every split into one class; see ingest.labels).
+    Every adapter also takes `domain`, `rare_classes` ('refuse', or 'merge' to fold
+    multiclass classes that cannot reach every split into one class; see ingest.labels) and
+    `duplicates` ('refuse' byte-identical images in two splits, 'group' them into one split,
+    or 'keep'; see ingest.duplicates). A dataset of one class is refused.
     """
     entry = get_adapter(adapter)
     check_name(name)
@@ -64,6 +74,9 @@ def ingest(
     rare = str(options.pop("rare_classes", "refuse"))
     if rare not in RARE_CHOICES:
         raise CrsbenchError(f"invalid rare_classes {rare!r}: expected one of {', '.join(RARE_CHOICES)}")
+    duplicates = str(options.pop("duplicates", "refuse"))
+    if duplicates not in DUPLICATE_CHOICES:
+        raise CrsbenchError(f"invalid duplicates {duplicates!r}: expected one of {', '.join(DUPLICATE_CHOICES)}")
     resolved = entry.resolve_options(options)
     path = Path(path)
     if not path.exists():
@@ -80,9 +93,14 @@ def ingest(
     labels = _label_array(records, source.task, len(names))
     y = one_hot(labels, len(names))
     _require_examples(y, names, "in the dataset")
+    check_two_classes(y, names, source.task, name)
     groups = [r.group_id for r in records]
+    hashes = [r.sha256 for r in records]
     fixed = [r.split for r in records]
-    splits = assign_splits(y, groups, fixed)
+    joined = split_groups(groups, hashes) if duplicates == "group" else groups
+    if duplicates != "refuse":
+        resolved = {**resolved, "duplicates": duplicates}
+    splits = assign_splits(y, joined, fixed)
     gaps = split_gaps(y, splits, names)
     if gaps and rare == "merge":
         if source.task is not Task.MULTICLASS:
@@ -92,10 +110,13 @@ def ingest(
             )
         labels, names = merge_classes(labels, names, list(gaps))
         y = one_hot(labels, len(names))
-        splits = assign_splits(y, groups, fixed)
+        check_two_classes(y, names, source.task, name)
+        splits = assign_splits(y, joined, fixed)
         resolved = {**resolved, "rare_classes": rare}
     check_splits(y, splits, names, source.task, merged=rare == "merge")
     check_group_safe(groups, splits)
+    if duplicates != "keep":
+        check_no_leak([r.rel_path for r in records], hashes, splits, f"dataset {name!r}")
     images = pd.DataFrame(
         {
             "image_id": [r.image_id for r in records],
