@@ -26,6 +26,7 @@ from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
 from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
+from crsbench.features import transforms
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn
 
@@ -61,6 +62,12 @@ class ChunkExtractor:
         self.workers, self.pixel_workers = workers, 0
         self.ids = dataset.images["image_id"].astype(str).tolist()
         self.paths = dataset.images["rel_path"].astype(str).tolist()
+        # Each decoded image is re-hashed against its ingest SHA-256 (a changed file is refused).
+        self.hashes = (
+            dataset.images["sha256"].fillna("").astype(str).tolist()
+            if "sha256" in dataset.images and transforms.REHASH
+            else [""] * len(self.paths)
+        )
         self.test_mask = dataset.images["split"].to_numpy() == "test"
         self.conditions: list[str] = list(settings["conditions"])
         self.compute_dtype = COMPUTE_DTYPES[settings["compute_dtype"]]
@@ -90,7 +97,9 @@ class ChunkExtractor:
         if self.pixel_workers:
             return self._prefetch_in_processes(k)
         start, stop = self.chunk_bounds(k)
-        images = [self.pool.submit(decode_image, self.ds.root, self.paths[r]) for r in range(start, stop)]
+        images = [
+            self.pool.submit(decode_image, self.ds.root, self.paths[r], self.hashes[r]) for r in range(start, stop)
+        ]
         test = np.flatnonzero(self.test_mask[start:stop])
         host: dict[str, list[Future]] = {}
         for cond in self.host_conditions:
@@ -119,6 +128,7 @@ class ChunkExtractor:
                 self.paths[start + i],
                 self.ids[start + i],
                 parsed if i in is_test else [],
+                self.hashes[start + i],
             )
             for i in range(stop - start)
         ]

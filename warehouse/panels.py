@@ -85,6 +85,18 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
         )
     if one_row(wh.con.execute("select count(*) from axes_cell where dataset_id = ?", [GLOBAL_SCOPE]).fetchone())[0]:
         raise CrsbenchError(f"a dataset is named {GLOBAL_SCOPE!r}, which is the aggregate scope; rename it")
+    flagged = wh.sql(
+        "select encoder_id, dataset_id, degenerate from fn_flagged_sets() where regime = 'frozen' "
+        "and list_contains(?, encoder_id) order by encoder_id, dataset_id",
+        [list(members)],
+    )
+    if len(flagged):
+        r = flagged.iloc[0]
+        raise CrsbenchError(
+            f"panel {name!r}: {r.encoder_id} has a degenerate feature set on {r.dataset_id} ({r.degenerate}); "
+            f"a member sets the anchors, so confirm the set first (crsbench feature-sets --confirm "
+            f"{r.encoder_id} {r.dataset_id}) or leave it out"
+        )
     member_axes = wh.sql(_MEMBER_AXES_SQL, [list(members)])
     scored = set(member_axes.loc[member_axes.scope == GLOBAL_SCOPE, "encoder_id"])
     missing = [m for m in members if m not in scored]
@@ -153,7 +165,9 @@ def leaderboard(
             "--allow-partial needs --panel P: coverage is judged against the datasets a frozen panel was frozen with"
         )
     panel = panel if panel is not None else default_panel(wh)
-    columns = "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained"
+    columns = (
+        "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained, flagged"
+    )
     if panel is None:
         board = wh.sql(
             f"select {columns.replace('n_datasets, ', '')} from crs_cohort_encoder "
