@@ -228,7 +228,7 @@ def extract(
         ref,
         tap,
         dev,
-        {**settings, "np_dtype": DTYPES[dtype]},
+        {**settings, "np_dtype": DTYPES[dtype], "store_url": store.url},
         max(1, min(workers, os.cpu_count() or 1)),
         progress,
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 import zarr
 
+from crsbench.features import transforms
 from crsbench.features.extraction_procs import Part, decode_and_perturb, pixel_pool
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, PROGRESS_ARRAY
 from crsbench.features.hooks import DepthTap
@@ -26,7 +28,6 @@ from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
 from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
-from crsbench.features import transforms
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn
 
@@ -249,13 +250,23 @@ class ChunkExtractor:
     def write_chunk(
         self, arrays: dict[str, zarr.Array], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
     ) -> None:
-        for (depth, cond), block in blocks.items():
-            if cond != CLEAN and chunk.test.size == 0:
-                continue  # a chunk without test rows leaves perturbed arrays unwritten (NaN)
-            arrays[f"{depth_key(depth)}/{cond}"][chunk.start : chunk.stop] = block
-        if DIGEST_ARRAY in arrays:  # the content manifest, before the progress marker
-            arrays[DIGEST_ARRAY][chunk.index] = self._digests(arrays, chunk, blocks)
-        arrays[PROGRESS_ARRAY][chunk.index] = 1
+        name = ""
+        try:
+            for (depth, cond), block in blocks.items():
+                if cond != CLEAN and chunk.test.size == 0:
+                    continue  # a chunk without test rows leaves perturbed arrays unwritten (NaN)
+                name = f"{depth_key(depth)}/{cond}"
+                arrays[name][chunk.start : chunk.stop] = block
+            name = DIGEST_ARRAY
+            if DIGEST_ARRAY in arrays:  # the content manifest, before the progress marker
+                arrays[DIGEST_ARRAY][chunk.index] = self._digests(arrays, chunk, blocks)
+            name = PROGRESS_ARRAY
+            arrays[PROGRESS_ARRAY][chunk.index] = 1
+        except OSError as exc:  # a full disk or a file-size limit: zarr's error names no file
+            if exc.errno is None or exc.filename is not None:
+                raise
+            where = f"{self.s['store_url']}/{self.ref.path}/{name} (row chunk {chunk.index})"
+            raise OSError(exc.errno, os.strerror(exc.errno), where) from exc
 
     def _digests(
         self, arrays: dict[str, zarr.Array], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]

@@ -29,7 +29,7 @@ from crsbench.ingest.labels import (
     split_gaps,
 )
 from crsbench.ingest.registry import get_adapter
-from crsbench.ingest.source import Record, RowLog, safe_rel_path
+from crsbench.ingest.source import Record, RowLog, resolve_path, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
 
@@ -134,7 +134,7 @@ def ingest(
     return Dataset(
         name=name,
         adapter=adapter,
-        root=source.root.resolve(),
+        root=resolve_path(source.root),
         task=source.task,
         label_names=names,
         images=images,

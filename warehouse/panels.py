@@ -165,9 +165,7 @@ def leaderboard(
             "--allow-partial needs --panel P: coverage is judged against the datasets a frozen panel was frozen with"
         )
     panel = panel if panel is not None else default_panel(wh)
-    columns = (
-        "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained, flagged"
-    )
+    columns = "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained, flagged"
     if panel is None:
         board = wh.sql(
             f"select {columns.replace('n_datasets, ', '')} from crs_cohort_encoder "
