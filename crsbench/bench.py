@@ -58,6 +58,7 @@ class Leaderboard:
     incomplete: list[str] = dataclasses.field(default_factory=list)  # what incomplete cells lack
     partial: list[str] = dataclasses.field(default_factory=list)  # partial-coverage encoders, why unranked
     stale: list[str] = dataclasses.field(default_factory=list)  # stored intervals whose runs changed
+    flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, why unranked
 
 
 class Bench:
@@ -219,6 +220,13 @@ class Bench:
                 catalog.sync_catalog(wh, FeatureStore(self.store))
         with Warehouse.open(self.db, read_only=True) as wh:
             return catalog.feature_sets(wh)
+
+    def confirm_feature_set(self, encoder: str, dataset: str) -> str:
+        """Accept a feature set flagged degenerate at extraction (constant features, or a rank far
+        below its width), so its encoder is ranked again; returns the reason it was flagged."""
+        from crsbench.pipeline.degenerate import confirm_feature_set
+
+        return confirm_feature_set(self.db, self.store, encoder, dataset)
 
     def probe(
         self,
@@ -385,6 +393,7 @@ class Bench:
                 uncertainty.missing_lines(wh),
                 uncertainty.partial_lines(board, allow_partial),
                 uncertainty.stale_lines(wh, used),
+                uncertainty.flagged_lines(wh),
             )
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:

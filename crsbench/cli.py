@@ -115,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - last-resort handler for the CLI
         if os.environ.get("CRSBENCH_DEBUG"):
             raise
+        from crsbench.cli_faults import user_fault
+
+        fault = user_fault(exc)  # a full disk, a file-size limit, a truncated Parquet file, ...
+        if fault is not None:
+            console.fail(f"error: {fault}", EXIT_USER)
+            return EXIT_USER
         console.fail(f"internal error: {type(exc).__name__}: {exc} (set CRSBENCH_DEBUG=1 for the traceback)", EXIT_BUG)
         return EXIT_BUG
     return result if isinstance(result, int) else 0

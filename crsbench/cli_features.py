@@ -224,8 +224,26 @@ def feature_sets_command(
     store: StoreOption = None,
     db: DbOption = default_db_path(),
     sync: Annotated[bool, typer.Option("--sync", help="Rescan the store and update the catalog first.")] = False,
+    confirm: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--confirm",
+            metavar="ENCODER DATASET",
+            help="Accept the feature set of ENCODER on DATASET that extraction flagged degenerate "
+            "(constant features, or a rank far below its width), so the encoder is ranked again.",
+        ),
+    ] = None,
 ) -> None:
-    """List the feature-set catalog (dataset, encoder, regime, dims, complete)."""
-    frame = Bench(db, store).feature_sets(sync=sync)
+    """List the feature-set catalog (dataset, encoder, regime, dims, complete, degenerate)."""
+    bench = Bench(db, store)
+    if confirm is not None:
+        reason = bench.confirm_feature_set(*confirm)
+        emit(
+            {"encoder": confirm[0], "dataset": confirm[1], "confirmed": reason},
+            f"confirmed feature set {confirm[0]} x {confirm[1]} as it is ({reason}); it is ranked again",
+        )
+        return
+    frame = bench.feature_sets(sync=sync)
     cols = ["dataset_id", "encoder_id", "regime", "dim", "dtype", "n_images", "complete", "pretrained", "store_url"]
+    cols += [c for c in ("degenerate", "degenerate_confirmed_at") if c in frame.columns]
     print_frame(frame[cols] if not frame.empty else frame, title="feature sets", key="feature_sets")

@@ -117,6 +117,7 @@ def render_leaderboard(result: Leaderboard) -> None:
         *(f"incomplete: {m}" for m in result.incomplete),
         *result.partial,
         *(f"stale: {s}" for s in result.stale),
+        *result.flagged,
     ]
     if boot is not None and board["crs_lo"].isna().any() and not result.stale:
         left = ", ".join(board.loc[board["crs_lo"].isna(), "encoder_id"])
@@ -139,6 +140,7 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "incomplete": result.incomplete,
                 "partial": result.partial,
                 "stale": result.stale,
+                "flagged": result.flagged,
             }
         )
         return
@@ -180,6 +182,8 @@ def render_leaderboard(result: Leaderboard) -> None:
 
 
 def _rank(row: dict) -> str:
+    if row.get("flagged") is True:
+        return "flagged"
     if pd.isna(row.get("crs_rank")):
         return "partial" if row.get("coverage") == "partial" else ""
     return f"{int(row['crs_rank'])}" + str(row.get("rank_marker") or "")
@@ -188,7 +192,7 @@ def _rank(row: dict) -> str:
 def _tier(row: dict) -> str:
     """'=1' (or '1' for a leader alone) when the bootstrap cannot separate the encoder from the
     leader; blank otherwise (the rank is in its own column)."""
-    if row.get("coverage") == "partial" or pd.isna(row.get("gap_lo")):
+    if row.get("coverage") == "partial" or row.get("flagged") is True or pd.isna(row.get("gap_lo")):
         return ""
     return str(row["tier"]) if str(row.get("tier")) in ("=1", "1") else ""
 

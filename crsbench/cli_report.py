@@ -67,6 +67,7 @@ def status(db: DbOption = default_db_path()) -> None:
                 "pending_parts": state.pending_parts,
                 "sweeps_running": state.sweeps_running,
                 "stale": state.stale,
+                "flagged": state.flagged,
             }
         )
         return
@@ -100,6 +101,10 @@ def status(db: DbOption = default_db_path()) -> None:
     if state.incomplete_cells:
         console.print("incomplete cells (left out of the CRS until 'crsbench probe' fills them):")
         for line in state.incomplete_cells:
+            console.print(f"  {escape(line)}")
+    if state.flagged:
+        console.print("degenerate feature sets (their encoders get no rank until confirmed):")
+        for line in state.flagged:
             console.print(f"  {escape(line)}")
     if state.stale:
         console.print("stale stored results (computed from runs that have changed since):")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import zarr
 
 from crsbench.core import __version__
 from crsbench.core.provenance import collect, to_json
+from crsbench.features.degenerate import assess
 from crsbench.features.extraction_chunks import ChunkExtractor
 from crsbench.features.extraction_sets import (
     COMPUTE_DTYPES,
@@ -226,7 +228,7 @@ def extract(
         ref,
         tap,
         dev,
-        {**settings, "np_dtype": DTYPES[dtype]},
+        {**settings, "np_dtype": DTYPES[dtype], "store_url": store.url},
         max(1, min(workers, os.cpu_count() or 1)),
         progress,
     )
@@ -254,7 +256,14 @@ def extract(
         tap.close()
     if plan is not None:
         count_repair(group, plan)  # before `complete` flips back on
+    reason = assess(group)  # before `complete` flips: a complete set always carries its verdict
     finish_feature_set(group, arrays, ref, ex.test_mask, settings, store.url)
+    if reason:
+        warnings.warn(
+            f"feature set {ref.path} is degenerate: {reason}; its cells are flagged and {entry.id} gets no "
+            f"rank until you confirm the set: crsbench feature-sets --confirm {ref.key} {dataset.name}",
+            stacklevel=2,
+        )
     group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
     attrs: dict[str, Any] = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started

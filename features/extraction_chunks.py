@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import os
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 import torch
 import zarr
 
+from crsbench.features import transforms
 from crsbench.features.extraction_procs import Part, decode_and_perturb, pixel_pool
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, PROGRESS_ARRAY
 from crsbench.features.hooks import DepthTap
@@ -61,6 +63,12 @@ class ChunkExtractor:
         self.workers, self.pixel_workers = workers, 0
         self.ids = dataset.images["image_id"].astype(str).tolist()
         self.paths = dataset.images["rel_path"].astype(str).tolist()
+        # Each decoded image is re-hashed against its ingest SHA-256 (a changed file is refused).
+        self.hashes = (
+            dataset.images["sha256"].fillna("").astype(str).tolist()
+            if "sha256" in dataset.images and transforms.REHASH
+            else [""] * len(self.paths)
+        )
         self.test_mask = dataset.images["split"].to_numpy() == "test"
         self.conditions: list[str] = list(settings["conditions"])
         self.compute_dtype = COMPUTE_DTYPES[settings["compute_dtype"]]
@@ -90,7 +98,9 @@ class ChunkExtractor:
         if self.pixel_workers:
             return self._prefetch_in_processes(k)
         start, stop = self.chunk_bounds(k)
-        images = [self.pool.submit(decode_image, self.ds.root, self.paths[r]) for r in range(start, stop)]
+        images = [
+            self.pool.submit(decode_image, self.ds.root, self.paths[r], self.hashes[r]) for r in range(start, stop)
+        ]
         test = np.flatnonzero(self.test_mask[start:stop])
         host: dict[str, list[Future]] = {}
         for cond in self.host_conditions:
@@ -119,6 +129,7 @@ class ChunkExtractor:
                 self.paths[start + i],
                 self.ids[start + i],
                 parsed if i in is_test else [],
+                self.hashes[start + i],
             )
             for i in range(stop - start)
         ]
@@ -239,13 +250,23 @@ class ChunkExtractor:
     def write_chunk(
         self, arrays: dict[str, zarr.Array], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
     ) -> None:
-        for (depth, cond), block in blocks.items():
-            if cond != CLEAN and chunk.test.size == 0:
-                continue  # a chunk without test rows leaves perturbed arrays unwritten (NaN)
-            arrays[f"{depth_key(depth)}/{cond}"][chunk.start : chunk.stop] = block
-        if DIGEST_ARRAY in arrays:  # the content manifest, before the progress marker
-            arrays[DIGEST_ARRAY][chunk.index] = self._digests(arrays, chunk, blocks)
-        arrays[PROGRESS_ARRAY][chunk.index] = 1
+        name = ""
+        try:
+            for (depth, cond), block in blocks.items():
+                if cond != CLEAN and chunk.test.size == 0:
+                    continue  # a chunk without test rows leaves perturbed arrays unwritten (NaN)
+                name = f"{depth_key(depth)}/{cond}"
+                arrays[name][chunk.start : chunk.stop] = block
+            name = DIGEST_ARRAY
+            if DIGEST_ARRAY in arrays:  # the content manifest, before the progress marker
+                arrays[DIGEST_ARRAY][chunk.index] = self._digests(arrays, chunk, blocks)
+            name = PROGRESS_ARRAY
+            arrays[PROGRESS_ARRAY][chunk.index] = 1
+        except OSError as exc:  # a full disk or a file-size limit: zarr's error names no file
+            if exc.errno is None or exc.filename is not None:
+                raise
+            where = f"{self.s['store_url']}/{self.ref.path}/{name} (row chunk {chunk.index})"
+            raise OSError(exc.errno, os.strerror(exc.errno), where) from exc
 
     def _digests(
         self, arrays: dict[str, zarr.Array], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]

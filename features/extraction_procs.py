@@ -33,13 +33,14 @@ def _init_worker() -> None:
 
 
 def decode_and_perturb(
-    root: Path | str, rel_path: str, image_id: str, conditions: list[tuple[str, int]]
+    root: Path | str, rel_path: str, image_id: str, conditions: list[tuple[str, int]], sha256: str = ""
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """One image decoded, and its reference perturbation for each (name, severity)."""
+    """One image decoded (its bytes checked against `sha256`), and its reference perturbation for
+    each (name, severity)."""
     from crsbench.features.perturbations import perturb
     from crsbench.features.transforms import decode_image
 
-    image = decode_image(root, rel_path)
+    image = decode_image(root, rel_path, sha256)
     return image, [perturb(image, image_id, name, severity) for name, severity in conditions]
 
 

@@ -142,6 +142,22 @@ def check_loading_report(entry: EncoderEntry, info: dict[str, Any], source: str,
         )
 
 
+def pickled_folder_error(folder: Path, message: str) -> CrsbenchError:
+    """The one-line refusal of a model folder whose torch weights file holds pickled Python objects
+    (transformers loads it with weights_only=True whatever it is asked, so --trust-pickle cannot help)."""
+    import re
+
+    files = sorted(p.name for p in Path(folder).glob("pytorch_model*.bin")) or ["pytorch_model.bin"]
+    found = re.search(r"GLOBAL ([\w.]+)", message)
+    what = f" ({found.group(1)})" if found else ""
+    weights = Path(folder) / files[0]
+    return CrsbenchError(
+        f"weights {weights} hold pickled Python objects{what}, which run code as they load; if you trust "
+        f"the file, convert it once to tensors only: crsbench weights convert {weights} "
+        f"{Path(folder) / 'model.safetensors'} (then move {files[0]} away)"
+    )
+
+
 def hf_vision_model(
     entry: EncoderEntry, weights: Path | None, model_class: str = "AutoModel", vision_submodule: tuple[str, ...] = ()
 ) -> nn.Module:
@@ -161,6 +177,8 @@ def hf_vision_model(
             **_options(entry),
         )
     except (OSError, ValueError, RuntimeError, pickle.UnpicklingError) as exc:
+        if "weights only load failed" in str(exc).lower():
+            raise pickled_folder_error(path, str(exc)) from None
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CrsbenchError(f"cannot load encoder {entry.id!r} from {path}: {first}") from None
     check_loading_report(entry, info, str(path), model)

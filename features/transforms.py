@@ -21,12 +21,17 @@ import torch
 import torch.nn.functional as F
 
 from crsbench.features.registry import EncoderEntry
-from crsbench.ingest.images import decode_pixels
+from crsbench.ingest.images import decode_checked
+
+# Extraction re-hashes each image it decodes against its ingest SHA-256 (features.extraction_chunks);
+# only the extraction benchmark turns this off, to measure its cost against extraction without it.
+REHASH = True
 
 
-def decode_image(root: Path | str, rel_path: str) -> np.ndarray:
-    """uint8 H x W x C (C = 1 or 3) of one dataset image, by the ingest stage's one decoder."""
-    return decode_pixels(root, rel_path)
+def decode_image(root: Path | str, rel_path: str, sha256: str = "") -> np.ndarray:
+    """uint8 H x W x C (C = 1 or 3) of one dataset image, by the ingest stage's one decoder; with
+    `sha256` (the one ingest recorded) a file whose bytes changed since is an InputError naming it."""
+    return decode_checked(root, rel_path, sha256)
 
 
 def model_input(images: torch.Tensor, entry: EncoderEntry, dtype: torch.dtype) -> torch.Tensor:

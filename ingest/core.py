@@ -18,11 +18,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.ingest.duplicates import DUPLICATE_CHOICES, check_no_leak, split_groups
 from crsbench.ingest.images import check_image, npz_member
-from crsbench.ingest.labels import RARE_CHOICES, check_label_count, check_splits, merge_classes, split_gaps
+from crsbench.ingest.labels import (
+    RARE_CHOICES,
+    check_label_count,
+    check_splits,
+    check_two_classes,
+    merge_classes,
+    split_gaps,
+)
 from crsbench.ingest.metadata import metadata_frame, parse_bins
 from crsbench.ingest.registry import get_adapter
-from crsbench.ingest.source import Record, RowLog, safe_rel_path
+from crsbench.ingest.source import Record, RowLog, resolve_path, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
 
@@ -53,9 +61,11 @@ def ingest(
     `options` are the adapter's own (e.g. uncertainty='ones' for chexpert); see
     `crsbench.ingest.ADAPTERS.get(adapter).options`. Bad rows raise an InputError naming
     the file and line, unless `skip_bad`, which records them in `Dataset.errors`.
-    Every adapter also takes `domain` and `rare_classes` ('refuse', or 'merge' to fold
-    multiclass classes that cannot reach every split into one class; see ingest.labels) and
-    `bins` (edges of numeric metadata keys, 'age=0,40,60,80;...'; see ingest.metadata).
+    Every adapter also takes `domain`, `rare_classes` ('refuse', or 'merge' to fold
+    multiclass classes that cannot reach every split into one class; see ingest.labels),
+    `duplicates` ('refuse' byte-identical images in two splits, 'group' them into one split,
+    or 'keep'; see ingest.duplicates) and `bins` (edges of numeric metadata keys,
+    'age=0,40,60,80;...'; see ingest.metadata). A dataset of one class is refused.
     """
     entry = get_adapter(adapter)
     check_name(name)
@@ -67,6 +77,9 @@ def ingest(
     if rare not in RARE_CHOICES:
         raise CrsbenchError(f"invalid rare_classes {rare!r}: expected one of {', '.join(RARE_CHOICES)}")
     bins = parse_bins(str(options.pop("bins", "")))
+    duplicates = str(options.pop("duplicates", "refuse"))
+    if duplicates not in DUPLICATE_CHOICES:
+        raise CrsbenchError(f"invalid duplicates {duplicates!r}: expected one of {', '.join(DUPLICATE_CHOICES)}")
     resolved = entry.resolve_options(options)
     path = Path(path)
     if not path.exists():
@@ -83,9 +96,14 @@ def ingest(
     labels = _label_array(records, source.task, len(names))
     y = one_hot(labels, len(names))
     _require_examples(y, names, "in the dataset")
+    check_two_classes(y, names, source.task, name)
     groups = [r.group_id for r in records]
+    hashes = [r.sha256 for r in records]
     fixed = [r.split for r in records]
-    splits = assign_splits(y, groups, fixed)
+    joined = split_groups(groups, hashes) if duplicates == "group" else groups
+    if duplicates != "refuse":
+        resolved = {**resolved, "duplicates": duplicates}
+    splits = assign_splits(y, joined, fixed)
     gaps = split_gaps(y, splits, names)
     if gaps and rare == "merge":
         if source.task is not Task.MULTICLASS:
@@ -95,10 +113,13 @@ def ingest(
             )
         labels, names = merge_classes(labels, names, list(gaps))
         y = one_hot(labels, len(names))
-        splits = assign_splits(y, groups, fixed)
+        check_two_classes(y, names, source.task, name)
+        splits = assign_splits(y, joined, fixed)
         resolved = {**resolved, "rare_classes": rare}
     check_splits(y, splits, names, source.task, merged=rare == "merge")
     check_group_safe(groups, splits)
+    if duplicates != "keep":
+        check_no_leak([r.rel_path for r in records], hashes, splits, f"dataset {name!r}")
     metadata = metadata_frame(records, bins)
     images = pd.DataFrame(
         {
@@ -117,7 +138,7 @@ def ingest(
     return Dataset(
         name=name,
         adapter=adapter,
-        root=source.root.resolve(),
+        root=resolve_path(source.root),
         task=source.task,
         label_names=names,
         images=images,

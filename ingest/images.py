@@ -152,6 +152,28 @@ def decode_pixels(root: Path | str, rel_path: str) -> np.ndarray:
     return _decode_bytes(_read(Path(root), rel_path), rel_path)
 
 
+def decode_checked(root: Path | str, rel_path: str, sha256: str) -> np.ndarray:
+    """`decode_pixels`, from bytes whose SHA-256 must still be `sha256` (the one ingest recorded;
+    the same digest as `check_image`); a changed image is an InputError naming it."""
+    if not sha256:
+        return decode_pixels(root, rel_path)
+    if npz_member(rel_path) is not None:
+        array = np.ascontiguousarray(npz_image(Path(root), rel_path))
+        _same_hash(hashlib.sha256(array.tobytes()).hexdigest(), sha256, rel_path)
+        return _hwc(_scaled(array, rel_path), rel_path)
+    data = _read(Path(root), rel_path)
+    _same_hash(hashlib.sha256(data).hexdigest(), sha256, rel_path)
+    return _decode_bytes(data, rel_path)
+
+
+def _same_hash(actual: str, expected: str, rel_path: str) -> None:
+    if actual != expected:
+        raise InputError(
+            f"image {rel_path} changed since ingest (SHA-256 {actual[:12]}, ingested as {expected[:12]}); "
+            f"restore the file, or re-ingest the dataset with --replace"
+        )
+
+
 def _read(root: Path, rel_path: str) -> bytes:
     try:
         return (root / rel_path).read_bytes()

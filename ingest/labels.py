@@ -67,6 +67,25 @@ def check_label_count(n_labels: int, n_images: int, where: str) -> None:
         raise InputError(f"{where}: {n_labels:,} classes/labels for only {n_images:,} images; check the label values")
 
 
+def check_two_classes(y: np.ndarray, names: Sequence[str], task: Task, dataset: str) -> None:
+    """Refuse a dataset every image of which has one class (multiclass/ordinal), or a multilabel
+    label positive on every image: nothing to discriminate, so AUROC is undefined."""
+    if task is not Task.MULTILABEL:
+        present = [names[int(k)] for k in np.flatnonzero(y.sum(axis=0) > 0)]
+        if len(present) < 2:
+            raise InputError(
+                f"dataset {dataset!r} has one class ({present[0]!r} on all {len(y)} images); "
+                f"a probe needs at least two classes to discriminate"
+            )
+        return
+    always = [names[int(k)] for k in np.flatnonzero(y.sum(axis=0) == len(y))]
+    if always:
+        raise InputError(
+            f"dataset {dataset!r}: label {always[0]!r} is positive on all {len(y)} images "
+            f"(no negative to discriminate); drop the label or add negative images"
+        )
+
+
 def split_gaps(y: np.ndarray, splits: Sequence[str] | np.ndarray, names: Sequence[str]) -> dict[str, list[str]]:
     """{class or label name: [splits it has no (positive) example in]}, for those with gaps."""
     split_arr = np.asarray(splits, dtype=object)

@@ -96,6 +96,15 @@ def csv_line(index: int) -> int:
     return int(index) + 2
 
 
+def resolve_path(path: Path) -> Path:
+    """`path.resolve()`, a symlink loop on the way an InputError naming the path (Python 3.11
+    raises RuntimeError for one, 3.13 OSError ELOOP)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError) as exc:
+        raise InputError(f"{path}: cannot resolve the path ({exc}); remove the symlink loop") from None
+
+
 def safe_rel_path(root: Path, value: str) -> str:
     """A clean relative POSIX path inside `root`; InputError if it escapes the root."""
     text = value.strip().replace("\\", "/")
@@ -104,8 +113,8 @@ def safe_rel_path(root: Path, value: str) -> str:
     pure = PurePosixPath(text)
     if pure.is_absolute() or ".." in pure.parts or (len(text) > 1 and text[1] == ":"):
         raise InputError(f"path {value!r} escapes the dataset root {root}")
-    resolved = (root / pure).resolve()
-    if not resolved.is_relative_to(root.resolve()):  # e.g. a symlink pointing outside
+    resolved, base = resolve_path(root / pure), resolve_path(root)
+    if not resolved.is_relative_to(base):  # e.g. a symlink pointing outside
         raise InputError(f"path {value!r} escapes the dataset root {root}")
     return pure.as_posix()
 

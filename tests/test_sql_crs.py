@@ -140,11 +140,12 @@ def test_cohort_mode_recomputes_panel_and_anchors_over_everyone(scenario):
 def test_macro_hand_worked_example():
     import duckdb
 
-    from crsbench.warehouse.schema import MIGRATIONS
+    from crsbench.warehouse.schema import MIGRATIONS, SCHEMA_INFO
     from crsbench.warehouse.shipped_sql import sql_files
 
     con = duckdb.connect()
-    for statement in MIGRATIONS[0]:
+    con.execute(SCHEMA_INFO.create_sql(1))
+    for statement in [s for migration in MIGRATIONS for s in migration]:  # DuckDB binds macros to tables
         con.execute(statement)
     for name, text in sql_files():
         if name.startswith("macros/"):  # macros only, on an empty schema

@@ -11,14 +11,15 @@ from scipy.stats import kendalltau, rankdata, spearmanr
 
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
-from crsbench.warehouse.schema import MIGRATIONS
+from crsbench.warehouse.schema import MIGRATIONS, SCHEMA_INFO
 from crsbench.warehouse.shipped_sql import sql_files
 
 
 @pytest.fixture(scope="module")
 def macro_con():
     con = duckdb.connect()
-    for statement in MIGRATIONS[0]:
+    con.execute(SCHEMA_INFO.create_sql(1))
+    for statement in [s for migration in MIGRATIONS for s in migration]:  # DuckDB binds macros to tables
         con.execute(statement)
     for name, text in sql_files():
         if name.startswith("macros/"):  # macros only, on an empty schema

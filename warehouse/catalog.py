@@ -7,6 +7,7 @@ store (e.g. after extracting elsewhere), `upsert_encoder` inserts or updates the
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from typing import Any
 
@@ -36,6 +37,8 @@ _FEATURE_SET_COLUMNS = (
     "weights_hash",
     "code_version",
     "provenance",
+    "degenerate",
+    "degenerate_confirmed_at",
 )
 
 
@@ -93,7 +96,17 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]
         attrs.get("weights_hash"),
         attrs.get("code_version"),
         attrs.get("provenance"),
+        attrs.get("degenerate") or None,
+        _timestamp(attrs.get("degenerate_confirmed_at")),
     ]
+
+
+def _timestamp(value: Any) -> dt.datetime | None:
+    """An attrs ISO timestamp (UTC, naive) as a datetime; None when absent or unreadable."""
+    try:
+        return dt.datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 def portable_url(wh: Warehouse, store_url: str) -> str:

@@ -76,6 +76,22 @@ def _member_axes_and_anchors(wh: Warehouse, members: tuple[str, ...]) -> tuple[p
     return member_axes, wh.sql(_ANCHORS_SQL, [list(members)]).drop(columns="n_members")
 
 
+def _refuse_flagged(wh: Warehouse, name: str, members: tuple[str, ...]) -> None:
+    """A member sets the anchors: an unconfirmed degenerate feature set of one is refused (§2.7)."""
+    flagged = wh.sql(
+        "select encoder_id, dataset_id, degenerate from fn_flagged_sets() where regime = 'frozen' "
+        "and list_contains(?, encoder_id) order by encoder_id, dataset_id",
+        [list(members)],
+    )
+    if len(flagged):
+        r = flagged.iloc[0]
+        raise CrsbenchError(
+            f"panel {name!r}: {r.encoder_id} has a degenerate feature set on {r.dataset_id} ({r.degenerate}); "
+            f"a member sets the anchors, so confirm the set first (crsbench feature-sets --confirm "
+            f"{r.encoder_id} {r.dataset_id}) or leave it out"
+        )
+
+
 def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
     """Freeze panel `name` over `encoders` (>= 2, each with complete frozen-regime cells)."""
     name = name.strip()
@@ -90,6 +106,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
             f"panel {name!r} was frozen at {existing[0]} and frozen panels are immutable; "
             "freeze the new membership under a new name"
         )
+    _refuse_flagged(wh, name, members)
     with wh.snapshot(("axes_cell",)):  # its three reads below evaluate the cells once
         member_axes, anchors = _member_axes_and_anchors(wh, members)
     scored = set(member_axes.loc[member_axes.scope == GLOBAL_SCOPE, "encoder_id"])
@@ -158,7 +175,7 @@ def leaderboard(
             "--allow-partial needs --panel P: coverage is judged against the datasets a frozen panel was frozen with"
         )
     panel = panel if panel is not None else default_panel(wh)
-    columns = "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained"
+    columns = "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained, flagged"
     if panel is None:
         board = wh.sql(
             f"select {columns.replace('n_datasets, ', '')} from crs_cohort_encoder "

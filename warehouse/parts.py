@@ -137,13 +137,22 @@ def recorded_digest(part: Path) -> str | None:
 
 
 def atomic_write_parquet(table: pa.Table, target: Path) -> None:
+    """Write `table` to `target` by a rename, its SHA-256 sidecar first. A failed write (a full disk,
+    a file-size limit) removes its temporary files and raises an OSError naming `target`."""
     tmp = target.with_name(f".tmp-{uuid.uuid4().hex}-{target.name}")
-    pq.write_table(table, tmp)
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    # The digest lands first, so a part never exists without it (`crsbench verify` checks it).
     sidecar = tmp.with_name(tmp.name + DIGEST_SUFFIX)
-    sidecar.write_text(file_digest(tmp) + "\n")
+    try:
+        pq.write_table(table, tmp)
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        # The digest lands first, so a part never exists without it (`crsbench verify` checks it).
+        sidecar.write_text(file_digest(tmp) + "\n")
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        sidecar.unlink(missing_ok=True)
+        if exc.errno is not None and exc.filename is None:  # Arrow's errors name no file
+            raise OSError(exc.errno, os.strerror(exc.errno), str(target)) from exc
+        raise
     os.replace(sidecar, digest_path(target))
     os.replace(tmp, target)
 

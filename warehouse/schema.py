@@ -31,7 +31,7 @@ from crsbench.warehouse.schema_ledger import BATCHES, EXTRA_TABLES, PART
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 
 TABLES: tuple[Schema, ...] = (
     Schema(
@@ -222,6 +222,21 @@ TABLES: tuple[Schema, ...] = (
                 f"instruction set, threads and device of the extraction (view "
                 f"provenance). {_M} §2.4.",
                 since=3,
+            ),
+            Column(
+                "degenerate",
+                "VARCHAR",
+                "Why the clean features are degenerate (constant, or a numerical rank under 10 % of "
+                "the attainable), checked at extraction; NULL when sound. An unconfirmed degenerate "
+                f"set flags its cells and leaves its encoder out of ranks. {_M} §2.7.",
+                since=10,
+            ),
+            Column(
+                "degenerate_confirmed_at",
+                "TIMESTAMP",
+                "When a user confirmed the degenerate set as it is (crsbench feature-sets --confirm), "
+                f"which lets its encoder be ranked again (UTC); NULL when not confirmed. {_M} §2.7.",
+                since=10,
             ),
         ),
     ),

@@ -23,6 +23,7 @@ class WarehouseStatus:
     pending_parts: int = 0  # run parts not yet folded into the file (a plain client elsewhere cannot read them)
     sweeps_running: int = 0  # probe sweeps still writing parts
     stale: list[str] = dataclasses.field(default_factory=list)  # stored bootstraps/analyses whose runs changed
+    flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, unranked until confirmed
 
     @property
     def n_runs(self) -> int:
@@ -96,6 +97,7 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         "max(created_at) as created_at from analyses group by analysis order by analysis",
         ["analysis", "tables", "created_at"],
     )
+    from crsbench.report.uncertainty import flagged_lines
     from crsbench.warehouse.claims import live_sweeps
     from crsbench.warehouse.parts import data_parts
 
@@ -110,6 +112,7 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         pending_parts=len(data_parts(wh.parts_dir / "runs")),
         sweeps_running=len(live_sweeps(wh.parts_dir)),
         stale=stale_lines(wh),
+        flagged=flagged_lines(wh) if "feature_sets" in present else [],
     )
 
 

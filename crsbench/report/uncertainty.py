@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from crsbench.core.keys import EncoderKey
 from crsbench.warehouse.connection import Warehouse
 
 RESAMPLE_PREFERENCE = ("images+seeds", "seeds", "images")
@@ -140,6 +141,17 @@ def partial_lines(board: pd.DataFrame, allow_partial: bool = False) -> list[str]
             )
         )
     return lines
+
+
+def flagged_lines(wh: Warehouse) -> list[str]:
+    """One line per unconfirmed degenerate feature set: its encoder gets no rank until confirmed."""
+    rows = wh.sql("select * from fn_flagged_sets() order by encoder_id, regime, dataset_id")
+    return [
+        f"flagged: {EncoderKey(r.encoder_id, r.regime)} on {r.dataset_id}: {r.degenerate}; it gets no rank "
+        f"until you confirm the set: crsbench feature-sets --confirm {EncoderKey(r.encoder_id, r.regime)} "
+        f"{r.dataset_id}"
+        for r in rows.itertuples()
+    ]
 
 
 def stale_lines(wh: Warehouse, panel: str) -> list[str]:

@@ -10,6 +10,8 @@
 -- names what it lacks.
 -- axes_cell is read once (cells): the aggregates are axes_encoder's own fn_axes_aggregate call
 -- over it, so the cells and their grid checks are evaluated once per query, not once per use.
+-- Degenerate features: an encoder with an unconfirmed degenerate feature set (fn_flagged_sets) is
+-- 'flagged' and gets no rank at all, partial or not, until the set is confirmed (§2.7).
 create or replace view crs_encoder as
 with cells as materialized (
     select 'all' as grp, * from axes_cell
@@ -44,18 +46,24 @@ coverage as (
     from scored s
     join panel_datasets p on p.panel = s.panel
     left join covered c on c.encoder_id = s.encoder_id and c.regime = s.regime
+),
+flagged as (
+    select distinct encoder_id, regime from fn_flagged_sets()
 )
 select s.panel, s.encoder_id, s.regime, s.dominance, s.ideal, s.worst, s.crs, s.auroc,
-       case when len(v.missing_datasets) = 0 then r.crs_rank end as crs_rank,
-       case when len(v.missing_datasets) = 0 then r.auroc_rank end as auroc_rank,
+       case when len(v.missing_datasets) = 0 and f.encoder_id is null then r.crs_rank end as crs_rank,
+       case when len(v.missing_datasets) = 0 and f.encoder_id is null then r.auroc_rank end as auroc_rank,
        s.in_panel, s.n_datasets, s.pretrained,
        case when len(v.missing_datasets) = 0 then 'full' else 'partial' end as coverage,
        v.n_panel_datasets, v.missing_datasets,
-       case when len(v.missing_datasets) > 0 then r.crs_rank end as crs_rank_partial,
-       case when len(v.missing_datasets) > 0 then r.auroc_rank end as auroc_rank_partial
+       case when len(v.missing_datasets) > 0 and f.encoder_id is null then r.crs_rank end as crs_rank_partial,
+       case when len(v.missing_datasets) > 0 and f.encoder_id is null then r.auroc_rank end
+           as auroc_rank_partial,
+       f.encoder_id is not null as flagged
 from scored s
 join ranks r on r.panel = s.panel and r.candidate = s.candidate
-join coverage v on v.panel = s.panel and v.candidate = s.candidate;
+join coverage v on v.panel = s.panel and v.candidate = s.candidate
+left join flagged f on f.encoder_id = s.encoder_id and f.regime = s.regime;
 
 comment on view crs_encoder is 'One row per (frozen panel, encoder, regime): the aggregate Clinical Reliability Score and aggregate AUROC with their ranks against the panel; the leaderboard (order by crs desc). docs/METHODS.md §8.4, §8.5.';
 comment on column crs_encoder.panel is 'Frozen reference panel the row is scored against (table panels). docs/METHODS.md §8.1.';
@@ -66,8 +74,8 @@ comment on column crs_encoder.ideal is 'Ideal-point term 1 - sqrt(sum over the f
 comment on column crs_encoder.worst is 'Worst-axis term: the smallest of the four normalised axes; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_encoder.crs is 'Clinical Reliability Score = 0.60 dominance + 0.25 ideal + 0.15 worst; [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_encoder.auroc is 'Aggregate AUROC = the aggregate discrimination axis (exact mean of the complete cells'' clean full-label AUROC); [0, 1], higher is better. docs/METHODS.md §7.';
-comment on column crs_encoder.crs_rank is 'CRS rank against the reference: 1 + the number of other members with a higher CRS (1 = best; ''min'' rank for members, the place a non-member would take); NULL when crs is NULL or coverage is partial. docs/METHODS.md §8.5.';
-comment on column crs_encoder.auroc_rank is 'AUROC rank against the reference: 1 + the number of other members with a higher aggregate AUROC (1 = best); NULL when auroc is NULL or coverage is partial. docs/METHODS.md §8.5.';
+comment on column crs_encoder.crs_rank is 'CRS rank against the reference: 1 + the number of other members with a higher CRS (1 = best; ''min'' rank for members, the place a non-member would take); NULL when crs is NULL, coverage is partial or the row is flagged. docs/METHODS.md §8.5.';
+comment on column crs_encoder.auroc_rank is 'AUROC rank against the reference: 1 + the number of other members with a higher aggregate AUROC (1 = best); NULL when auroc is NULL, coverage is partial or the row is flagged. docs/METHODS.md §8.5.';
 comment on column crs_encoder.in_panel is 'True when this row is a member of the reference (frozen regime and in the panel; in cohort mode every frozen-regime encoder). docs/METHODS.md §8.1.';
 comment on column crs_encoder.n_datasets is 'Number of complete cells behind the aggregate axes; count. docs/METHODS.md §7.';
 comment on column crs_encoder.coverage is 'full when the encoder has a complete cell on every dataset the panel was frozen with, else partial: a partial encoder''s aggregate is a mean over fewer datasets than the members'', so it gets no aggregate rank (crs_rank, auroc_rank NULL; see crs_rank_partial). docs/METHODS.md §8.5.';
@@ -76,3 +84,4 @@ comment on column crs_encoder.missing_datasets is 'Panel datasets on which this 
 comment on column crs_encoder.crs_rank_partial is 'For a partial-coverage encoder only: the CRS rank it would take among the panel members (1 + members with a higher CRS), shown by leaderboard --allow-partial with a marker; NULL for full coverage. docs/METHODS.md §8.5.';
 comment on column crs_encoder.auroc_rank_partial is 'For a partial-coverage encoder only: the aggregate-AUROC rank it would take among the panel members; NULL for full coverage. docs/METHODS.md §8.5.';
 comment on column crs_encoder.pretrained is 'True when every run behind the row used pretrained weights; false marks tiny random-initialised stand-ins. docs/METHODS.md §2.';
+comment on column crs_encoder.flagged is 'True when the encoder has a degenerate feature set (constant features, or a numerical rank far below the width) that no user has confirmed: it gets no rank (crs_rank, auroc_rank and their _partial NULL) until crsbench feature-sets --confirm accepts the set. docs/METHODS.md §2.7.';

@@ -3,7 +3,8 @@
 -- fn_crs_scored(..., cohort := true) over axes_encoder and fn_panel_ranks: the reference is every
 -- frozen-regime encoder present now and the anchors are recomputed over their aggregate axes, so
 -- these rows move when encoders are added. Ranks as in crs_encoder, i.e. ordinary 'min' ranks
--- within the cohort.
+-- within the cohort. An encoder with an unconfirmed degenerate feature set is no cohort member
+-- and gets no rank (flagged; docs/METHODS.md §2.7).
 create or replace view crs_cohort_encoder as
 with aggregates as (
     select 'global' as scope, encoder_id, regime, discrimination, calibration, label_efficiency,
@@ -15,11 +16,17 @@ scored as materialized (
 ),
 ranks as (
     select * from fn_panel_ranks('scored')
+),
+flagged as (
+    select distinct encoder_id, regime from fn_flagged_sets()
 )
-select s.encoder_id, s.regime, s.dominance, s.ideal, s.worst, s.crs, s.auroc, r.crs_rank,
-       r.auroc_rank, s.in_panel, s.n_datasets, s.pretrained
+select s.encoder_id, s.regime, s.dominance, s.ideal, s.worst, s.crs, s.auroc,
+       case when f.encoder_id is null then r.crs_rank end as crs_rank,
+       case when f.encoder_id is null then r.auroc_rank end as auroc_rank,
+       s.in_panel, s.n_datasets, s.pretrained, f.encoder_id is not null as flagged
 from scored s
-join ranks r on r.panel = s.panel and r.candidate = s.candidate;
+join ranks r on r.panel = s.panel and r.candidate = s.candidate
+left join flagged f on f.encoder_id = s.encoder_id and f.regime = s.regime;
 
 comment on view crs_cohort_encoder is 'One row per (encoder, regime): aggregate CRS and ranks in cohort mode: reference = every frozen-regime encoder present now; moves when encoders are added. For comparison with crs_encoder. docs/METHODS.md §8.6.';
 comment on column crs_cohort_encoder.encoder_id is 'Encoder id (registry name). docs/METHODS.md §2.';
@@ -34,3 +41,4 @@ comment on column crs_cohort_encoder.auroc_rank is 'AUROC rank within the cohort
 comment on column crs_cohort_encoder.in_panel is 'True for frozen-regime rows (the cohort members). docs/METHODS.md §8.6.';
 comment on column crs_cohort_encoder.n_datasets is 'Number of complete cells behind the aggregate axes; count. docs/METHODS.md §7.';
 comment on column crs_cohort_encoder.pretrained is 'True when every run behind the row used pretrained weights; false marks tiny random-initialised stand-ins. docs/METHODS.md §2.';
+comment on column crs_cohort_encoder.flagged is 'True when the encoder has a degenerate feature set that no user has confirmed: it is no cohort member and gets no rank until crsbench feature-sets --confirm accepts the set. docs/METHODS.md §2.7.';
