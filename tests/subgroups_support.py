@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from support.synthetic import make_dataset
 
 from crsbench.core.schema import PREDICTIONS
 from crsbench.features.store import PERTURBED_CONDITIONS
@@ -22,7 +23,6 @@ from crsbench.ingest.source import Record
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.records import FitKey, run_id, runs_schema
-from crsbench.probes.synthetic import make_dataset
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 

@@ -14,11 +14,11 @@ import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
+from support.synthetic import make_dataset
 
 from crsbench.cli import main
 from crsbench.ingest import InputError, ingest
 from crsbench.ingest.metadata import bin_label, parse_bins
-from crsbench.probes.synthetic import make_dataset
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
 
