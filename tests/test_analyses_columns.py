@@ -34,7 +34,7 @@ EXERCISED = {
     "stability": {"random_panels": 2},
     "weights": {"draws": 3},
 }
-NOT_EXERCISED = {"e5"}
+NOT_EXERCISED = {"e5", "agreement"}  # agreement reads features: tests/test_analyses_agreement.py
 
 
 def test_every_declared_output_column_has_a_description():

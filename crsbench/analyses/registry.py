@@ -214,7 +214,7 @@ def _comments(name: str, part: str, table: str, columns: Sequence[str], descript
     """COMMENT ON the table and its described columns (crsbench describe); COMMENT takes no parameters."""
     doc = (
         f"Output '{part}' of analysis {name} (crsbench analyze {name}): {description} "
-        f"Parameters and code version: table analyses. docs/METHODS.md §10-§12."
+        f"Parameters and code version: table analyses. docs/METHODS.md §10-§12, §16."
     )
     statements = [f"comment on table {sql_identifier(table)} is {sql_literal(doc)}"]
     for column in columns:
