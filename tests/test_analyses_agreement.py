@@ -193,3 +193,53 @@ def test_bad_input_is_one_line_and_writes_nothing(bench_db):
                 run_analysis(wh, "agreement", params)
             assert "\n" not in str(info.value)
         assert wh.con.execute("select count(*) from analyses").fetchone() == before
+
+
+def _fitted_probe(x_train: np.ndarray, y: np.ndarray, task, k: int, seed: int = 0):
+    from crsbench.analyses.transfer import StoredProbe
+    from crsbench.probes.estimators import logreg
+
+    mean, std = x_train.mean(axis=0), x_train.std(axis=0)
+    fit = logreg((x_train - mean) / std, y, task, k, seed)
+    return StoredProbe(seed, fit.weights.numpy(), fit.bias.numpy(), mean, std)
+
+
+def test_self_transfer_keeps_all_of_the_auroc_and_a_scrambled_map_loses_it():
+    from crsbench.analyses.transfer import transfer_rows
+    from crsbench.ingest.types import Task
+
+    ds = make_dataset("derm", "multiclass", 400, 3, seed=4)
+    rng = np.random.default_rng(4)
+    signal = np.eye(3)[ds.labels] @ rng.normal(size=(3, 12)) * 1.5
+    x = signal + rng.normal(size=(400, 12))
+    train, test = ds.split_rows("train"), ds.split_rows("test")
+    probe = _fitted_probe(x[train], ds.labels[train], Task.MULTICLASS, 3)
+    noise = rng.normal(size=(400, 12))  # an encoder that sees nothing of the labels
+    feats = {"a": (x[train], x[test]), "noise": (noise[train], noise[test])}
+    common = {"m_images": len(train), "ridge": 1e-6, "seed": 0}
+    (same,) = transfer_rows("a", "a", feats, [probe], ds.labels[test], Task.MULTICLASS, **common)
+    assert same["auroc_b"] > 0.8
+    assert abs(same["retention"] - 1.0) < 1e-6 and same["lo"] <= 1.0 <= same["hi"]
+    assert same["ece_mapped"] == pytest.approx(same["ece_b"], abs=1e-6)
+    (lost,) = transfer_rows("noise", "a", feats, [probe], ds.labels[test], Task.MULTICLASS, **common)
+    assert lost["retention"] < 0.8 and lost["hi"] < 1.0
+
+
+def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
+    from crsbench.bench import Bench, ProbeConfig
+
+    db, _, _ = bench_db
+    config = ProbeConfig(probes=("logreg",), depths=(1.0,), fractions=(1.0,), seeds=(0,))
+    Bench(db).probe(["enc-a", "enc-b"], ["derm"], config=config)
+    with Warehouse.open(db) as wh:
+        result = run_analysis(wh, "agreement", {"dataset": "derm", "replicates": 100}, store=False)
+    moved = result.tables["classifier_transfer"]
+    # every ordered pair whose second encoder has a stored probe: enc-c has none (a note says so)
+    assert sorted(zip(moved["encoder_a"], moved["encoder_b"])) == [
+        ("enc-a", "enc-b"),
+        ("enc-b", "enc-a"),
+        ("enc-c", "enc-a"),
+        ("enc-c", "enc-b"),
+    ]
+    assert any("no stored logreg probe of enc-c" in n for n in result.notes)
+    assert ((moved["lo"] <= moved["retention"]) & (moved["retention"] <= moved["hi"])).all()

@@ -84,7 +84,7 @@ def chance_overlap(k: int, n: int) -> float:
     return k / (n - 1)
 
 
-def _resample_blocks(n: int, replicates: int, seed: int) -> Iterator[np.ndarray]:
+def resample_counts(n: int, replicates: int, seed: int) -> Iterator[np.ndarray]:
     """Blocks of (replicates, n) resample counts: how often each image is drawn in each replicate."""
     rng = np.random.default_rng([seed, n])
     for start in range(0, replicates, BOOT_BLOCK):
@@ -100,7 +100,7 @@ def resampled_means(hits: np.ndarray, k: int, replicates: int, seed: int) -> np.
     so a pair's replicates do not depend on which other pairs are computed with it."""
     hits = np.atleast_2d(np.asarray(hits, dtype=np.float64))
     n = hits.shape[1]
-    blocks = [(hits @ counts.T) / (n * k) for counts in _resample_blocks(n, replicates, seed)]
+    blocks = [(hits @ counts.T) / (n * k) for counts in resample_counts(n, replicates, seed)]
     return np.concatenate(blocks, axis=1) if blocks else np.empty((hits.shape[0], 0))
 
 

@@ -229,5 +229,6 @@ def probe_all(
             batch_size=config.batch_size,
             progress=progress,
             claims=claims,
+            keep_coefficients=True,
         )
     return dataclasses.replace(summary, extra=extra)
