@@ -20,7 +20,7 @@ import pandas as pd
 
 from crsbench.ingest.images import check_image, npz_member
 from crsbench.ingest.labels import RARE_CHOICES, check_label_count, check_splits, merge_classes, split_gaps
-from crsbench.ingest.registry import get_adapter
+from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
 from crsbench.ingest.source import Record, RowLog, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
@@ -64,6 +64,8 @@ def ingest(
     rare = str(options.pop("rare_classes", "refuse"))
     if rare not in RARE_CHOICES:
         raise CrsbenchError(f"invalid rare_classes {rare!r}: expected one of {', '.join(RARE_CHOICES)}")
+    if options.pop("unlabeled", False):
+        options = _unlabeled_options(entry, options)
     resolved = entry.resolve_options(options)
     path = Path(path)
     if not path.exists():
@@ -109,7 +111,16 @@ def ingest(
     images = images.iloc[order].reset_index(drop=True)
     labels = labels[order]
     train = images.index[images["split"] == "train"].to_numpy()
-    fractions = label_fraction_subsets(one_hot(labels[train], len(names)), images["image_id"].to_numpy()[train])
+    if names:
+        fractions = label_fraction_subsets(one_hot(labels[train], len(names)), images["image_id"].to_numpy()[train])
+    else:  # no labels: nothing to fit a probe on, so no label fractions
+        fractions = pd.DataFrame(
+            {
+                "seed": pd.Series(dtype="int64"),
+                "fraction": pd.Series(dtype="float64"),
+                "image_id": pd.Series(dtype="object"),
+            }
+        )
     return Dataset(
         name=name,
         adapter=adapter,
@@ -123,6 +134,19 @@ def ingest(
         domain=domain,
         options=resolved,
     )
+
+
+def _unlabeled_options(entry: AdapterEntry, options: dict[str, object]) -> dict[str, object]:
+    """--unlabeled: option labels=none for an adapter that can read its layout without labels."""
+    from crsbench.ingest.adapter_folder import UNLABELED
+
+    if "labels" not in entry.options:
+        able = ", ".join(name for name, e in ADAPTERS.items() if "labels" in e.options)
+        raise CrsbenchError(f"adapter {entry.name!r} reads labelled layouts only; --unlabeled works with: {able}")
+    out = {**options, "labels": UNLABELED}
+    if "task" in entry.options and "task" not in out:
+        out["task"] = "multilabel"  # an unlabelled dataset is stored as multilabel over zero labels
+    return out
 
 
 def _unique_ids(records: Sequence[Record], log: RowLog) -> list[Record]:
@@ -169,7 +193,8 @@ def _checked_images(root: Path, records: Sequence[Record], log: RowLog, report: 
 
 def _label_array(records: Sequence[Record], task: Task, n_labels: int) -> np.ndarray:
     if task is Task.MULTILABEL:
-        return np.asarray([np.asarray(r.label, dtype=np.int8) for r in records], dtype=np.int8).reshape(-1, n_labels)
+        rows = [np.asarray(r.label, dtype=np.int8) for r in records]
+        return np.asarray(rows, dtype=np.int8).reshape(len(rows), n_labels)
     return np.asarray([int(r.label) for r in records], dtype=np.int64)
 
 
