@@ -226,6 +226,7 @@ def test_self_transfer_keeps_all_of_the_auroc_and_a_scrambled_map_loses_it():
 
 
 def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
+    from crsbench.analyses.successor import SuccessorOptions
     from crsbench.bench import Bench, ProbeConfig
 
     db, _, _ = bench_db
@@ -243,3 +244,10 @@ def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
     ]
     assert any("no stored logreg probe of enc-c" in n for n in result.notes)
     assert ((moved["lo"] <= moved["retention"]) & (moved["retention"] <= moved["hi"])).all()
+    # the successor test reads the same probes: enc-a's probe on enc-b's mapped features
+    report = Bench(db).successor("enc-a", "enc-b", "derm", SuccessorOptions(replicates=100))
+    (row,) = report.table.to_dict("records")
+    expected = moved[(moved["encoder_a"] == "enc-b") & (moved["encoder_b"] == "enc-a")]["retention"].mean()
+    assert row["retention"] == pytest.approx(expected, abs=1e-12)
+    assert row["random_init"] is not None  # the synthetic sets are random-init: enc-c is the floor
+    assert f"a linear map keeps {expected:.3f} of enc-a's AUROC" in report.readings[0]

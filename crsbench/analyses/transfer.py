@@ -136,8 +136,8 @@ def transfer_rows(
         p_own = probe.predict(probe.standardise(b_test), task)
         own, moved = RunScorer(y_test, p_own, task), RunScorer(y_test, p_mapped, task)
         with np.errstate(invalid="ignore", divide="ignore"):
-            ratios = moved.auroc(weights) / own.auroc(weights)
-        ratios = ratios[np.isfinite(ratios)]
+            replicates_ratio = moved.auroc(weights) / own.auroc(weights)
+        ratios = replicates_ratio[np.isfinite(replicates_ratio)]
         auroc_b, auroc_mapped = macro_auroc(y_test, p_own, task), macro_auroc(y_test, p_mapped, task)
         rows.append(
             {
@@ -153,6 +153,7 @@ def transfer_rows(
                 "ece_b": ece(y_test, p_own, task),
                 "ece_mapped": ece(y_test, p_mapped, task),
                 "n_test": len(y_test),
+                "replicates": replicates_ratio,  # per test-image resample (NaN: AUROC undefined there)
             }
         )
     return rows
@@ -166,6 +167,14 @@ def labels_for(wh: Warehouse, imgs: inputs.DatasetImages, rows: np.ndarray) -> n
     return labels_of(matrix, list(imgs.image_ids[rows]), task, imgs.dataset_id)
 
 
+def require_labels(wh: Warehouse, dataset_id: str) -> None:
+    if not inputs.has_labels(wh, dataset_id):
+        raise CrsbenchError(
+            f"dataset {dataset_id!r} has no labels, so there is no probe to transfer; "
+            f"agreement (mutual k-NN, CKA) still works without labels (leave out --transfer)"
+        )
+
+
 def dataset_transfer(
     wh: Warehouse,
     imgs: inputs.DatasetImages,
@@ -173,13 +182,11 @@ def dataset_transfer(
     depth: float,
     params: Mapping[str, Any],
     pairs: Sequence[tuple[str, str]] | None = None,
+    keep_replicates: bool = False,
 ) -> tuple[pd.DataFrame, list[str]]:
-    """classifier_transfer rows of every ordered pair (A, B) whose B has stored probes (or `pairs`)."""
-    if not inputs.has_labels(wh, imgs.dataset_id):
-        raise CrsbenchError(
-            f"dataset {imgs.dataset_id!r} has no labels, so there is no probe to transfer; "
-            f"agreement (mutual k-NN, CKA) still works without labels"
-        )
+    """classifier_transfer rows of every ordered pair (A, B) whose B has stored probes (or `pairs`);
+    `keep_replicates` adds column `replicates` (each row's retention per test-image resample)."""
+    require_labels(wh, imgs.dataset_id)
     probes = stored_probes(wh, imgs.dataset_id, depth)
     by_key = {s.key: s for s in sources}
     chosen = list(pairs) if pairs is not None else list(itertools.permutations(by_key, 2))
@@ -220,4 +227,4 @@ def dataset_transfer(
         )
     ]
     frame = pd.DataFrame(rows).assign(dataset_id=imgs.dataset_id, depth=depth)
-    return frame[list(COLUMNS)], notes
+    return frame[[*COLUMNS, *(["replicates"] if keep_replicates else [])]], notes

@@ -65,9 +65,7 @@ def choose_datasets(all_names: Sequence[str], requested: Sequence[str], pairs: S
 
 def labelled_only(wh: Warehouse, names: list[str], requested: bool) -> list[str]:
     """Datasets with labels; one ingested with --unlabeled is refused when named, else left out."""
-    unlabelled = {
-        r[0] for r in wh.con.execute("select dataset_id from datasets where len(label_names) = 0").fetchall()
-    }
+    unlabelled = {r[0] for r in wh.con.execute("select dataset_id from datasets where len(label_names) = 0").fetchall()}
     named = [n for n in names if n in unlabelled]
     if requested and named:
         raise CrsbenchError(
