@@ -55,7 +55,15 @@ def test_every_section_and_image_is_present_and_decoded(rendered):
     assert [s for s in sections.values() if s["missing"]] == []
     for section_id in ("leaderboard", "datasets"):
         assert sections[section_id]["tables"] >= 1
-    for section_id in ("profiles", "reordering", "bootstrap", "recalibration", "depth", "label-efficiency"):
+    for section_id in (
+        "profiles",
+        "reordering",
+        "bootstrap",
+        "recalibration",
+        "depth",
+        "label-efficiency",
+        "agreement",
+    ):
         assert sections[section_id]["images"] >= 1, section_id
     images = page.dom["images"]
     assert sorted(i["id"] for i in images) == sorted(result.figures)

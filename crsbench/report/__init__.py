@@ -12,7 +12,7 @@ from pathlib import Path
 
 from crsbench.core import __version__
 from crsbench.ingest.types import ProgressFn, no_progress
-from crsbench.report import sections, sections_curves  # noqa: F401  (registers the sections, in order)
+from crsbench.report import sections, sections_agreement, sections_curves  # noqa: F401  (registers the sections, in order)
 from crsbench.report.data import ReportData, gather
 from crsbench.report.html import FigureSink, badge_random, esc, missing, page
 from crsbench.warehouse.connection import Warehouse
