@@ -242,7 +242,7 @@ def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
         ("enc-c", "enc-a"),
         ("enc-c", "enc-b"),
     ]
-    assert any("no stored logreg probe of enc-c" in n for n in result.notes)
+    assert any("no stored logreg probe at depth 1.0 of enc-c," in n for n in result.notes)
     assert ((moved["lo"] <= moved["retention"]) & (moved["retention"] <= moved["hi"])).all()
     # the successor test reads the same probes: enc-a's probe on enc-b's mapped features
     report = Bench(db).successor("enc-a", "enc-b", "derm", SuccessorOptions(replicates=100))

@@ -191,12 +191,16 @@ def dataset_transfer(
     by_key = {s.key: s for s in sources}
     chosen = list(pairs) if pairs is not None else list(itertools.permutations(by_key, 2))
     owners = sorted({b for _, b in chosen})
-    notes = [
-        f"{imgs.dataset_id}: no stored logreg probe of {b} at depth {depth} (fit it with 'crsbench probe "
-        f"--encoder {b} --dataset {imgs.dataset_id} --probe logreg --fraction 1.0'); its transfers are skipped"
-        for b in owners
-        if b not in probes
-    ]
+    lacking = [b for b in owners if b not in probes]
+    notes = (
+        [
+            f"{imgs.dataset_id}: no stored logreg probe at depth {depth} of {', '.join(lacking)}, so no transfer to "
+            f"them: coefficients are kept by 'crsbench probe' (full labels) since schema 7; fits made before, "
+            f"and datasets probes are not fitted on (shift targets), have none"
+        ]
+        if lacking
+        else []
+    )
     chosen = [(a, b) for a, b in chosen if b in probes]
     train, test = imgs.rows("train"), imgs.rows("test")
     if not chosen or not len(train) or not len(test):
