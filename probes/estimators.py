@@ -27,6 +27,7 @@ class LinearPredictor:
         logits = torch.addmm(self.bias, torch.as_tensor(x_eval, dtype=torch.float64), self.weights)
         return (torch.softmax(logits, dim=1) if self.softmax else torch.sigmoid(logits)).numpy()
 
+
 # MLP budget, fixed so every encoder gets the same one; sized so the demo grid
 # (375 MLP fits) stays within a couple of minutes on 2 CPU cores.
 MLP_HIDDEN = 128

@@ -83,13 +83,20 @@ def agreement_matrix(
 def _cka_rows(
     features: Mapping[str, np.ndarray], chosen: list[tuple[str, str]], k: int, n: int, progress: Progress
 ) -> list[dict[str, object]]:
-    """CKA per pair; each encoder is centred once per run of pairs that share it as encoder_a."""
+    """CKA per pair: each encoder's |X^T X|_F once; encoder_a stays centred while its pairs run."""
     rows: list[dict[str, object]] = []
     held: tuple[str, m.Centred] | None = None
+    norms: dict[str, float] = {}
+
+    def centred(name: str) -> m.Centred:
+        c = m.centre(features[name], norms.get(name))
+        norms[name] = c.self_norm
+        return c
+
     for p, (a, b) in enumerate(chosen):
         if held is None or held[0] != a:
-            held = (a, m.centre(features[a]))
-        cb = m.centre(features[b])
+            held = (a, centred(a))
+        cb = centred(b)
         value = m.linear_cka(held[1], cb)
         rows.append(
             {
