@@ -35,6 +35,7 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from crsbench.analyses.registry import AnalysisResult
+    from crsbench.analyses.successor import SuccessorOptions, SuccessorReport
     from crsbench.pipeline.verify import VerifyReport
     from crsbench.pipeline.zeroshot import ZeroShotSummary
     from crsbench.probes.grid import GridSummary
@@ -411,6 +412,17 @@ class Bench:
 
         with Warehouse.open(self.db) as wh:
             return run_analysis(wh, name, params)
+
+    def successor(
+        self, current: str, candidate: str, dataset: str | None = None, options: SuccessorOptions | None = None
+    ) -> SuccessorReport:
+        """Will `candidate` return `current`'s nearest neighbours and keep its classifiers? Per dataset
+        with features of both (or `dataset`): mutual k-NN with interval and chance, the random-init
+        floor, CKA, transfer retention where labels exist, and a one-line reading. Reads only."""
+        from crsbench.analyses.successor import SuccessorOptions, successor
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return successor(wh, current, candidate, dataset, options or SuccessorOptions())
 
     def report(
         self,

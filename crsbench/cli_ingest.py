@@ -95,6 +95,14 @@ def ingest_command(
         list[str] | None,
         typer.Option("--option", "-o", help="Adapter option KEY=VALUE, e.g. uncertainty=ones. Repeatable."),
     ] = None,
+    unlabeled: Annotated[
+        bool,
+        typer.Option(
+            "--unlabeled",
+            help="Ingest images without labels (adapters folder and manifest): enough for extract and "
+            "agreement (crsbench successor), not for probes.",
+        ),
+    ] = False,
 ) -> None:
     """Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, splits, label fractions.
 
@@ -107,6 +115,7 @@ def ingest_command(
         shift_sources=tuple(shift_source or ()),
         options=_parse_options(option or []),
         yes=yes,
+        unlabeled=unlabeled,
     )
     # Asked only on a terminal; elsewhere retiring needs --yes (the error says so).
     confirm = (lambda text: typer.confirm(f"{text}. Continue?", err=True)) if sys.stdin.isatty() else None

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.ingest.adapter_folder import LABELS_OPTION, UNLABELED, unlabeled_source
 from crsbench.ingest.images import NPZ_SEPARATOR, read_npz
 from crsbench.ingest.labels import MAX_LABELS, check_label_count, clean_label, clean_names, is_missing
 from crsbench.ingest.metadata import check_key
@@ -153,6 +154,7 @@ MANIFEST_SPLITS = {
             "a missing multilabel cell (empty, nan, NA, null): refuse the row, or read it as 0 ('zeros')",
             ("refuse", "zeros"),
         ),
+        "labels": LABELS_OPTION,
     },
 )
 def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
@@ -167,6 +169,8 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     }
     meta_cells = {key: frame[c].to_numpy() for c, key in meta_columns.items()}
     frame = frame.drop(columns=list(meta_columns))
+    if options.get("labels") == UNLABELED:
+        return _unlabeled_manifest(frame, root, name, log)
     task = Task.parse(options["task"])
     if "label" not in frame.columns and task is not Task.MULTILABEL:
         _explain_missing_label_column(frame, name)
@@ -204,6 +208,29 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
             rec.meta = {key: str(meta_cells[key][i]) for key in meta_cells}
             records.append(rec)
     return Source(root, task, names, records)
+
+
+def _unlabeled_manifest(frame, root: Path, name: str, log: RowLog) -> Source:
+    """--unlabeled: only path (and image_id, group, split) are read; label columns are refused."""
+    labelled = [c for c in frame.columns if c not in MANIFEST_RESERVED or c == "label"]
+    if labelled:
+        raise InputError(
+            f"{name}: --unlabeled, but the manifest has label column(s) {', '.join(labelled)}; "
+            f"drop them or ingest without --unlabeled"
+        )
+    records = []
+    for i, row in enumerate(frame.to_dict("records")):
+        with log.row(name, csv_line(i)):
+            rel = safe_rel_path(root, row["path"])
+            image_id = (row.get("image_id") or "").strip() or rel
+            split = (row.get("split") or "").strip().lower()
+            if split not in MANIFEST_SPLITS:
+                raise InputError(f"unknown split {row['split']!r} (expected train, calib or test)")
+            group = (row.get("group") or "").strip() or image_id
+            records.append(
+                Record(image_id, rel, np.zeros(0, np.int8), group, MANIFEST_SPLITS[split], name, csv_line(i))
+            )
+    return unlabeled_source(root, records)
 
 
 def _explain_missing_label_column(frame, name: str) -> None:

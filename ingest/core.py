@@ -29,7 +29,7 @@ from crsbench.ingest.labels import (
     split_gaps,
 )
 from crsbench.ingest.metadata import metadata_frame, parse_bins
-from crsbench.ingest.registry import get_adapter
+from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
 from crsbench.ingest.source import Record, RowLog, resolve_path, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
@@ -80,6 +80,8 @@ def ingest(
     duplicates = str(options.pop("duplicates", "refuse"))
     if duplicates not in DUPLICATE_CHOICES:
         raise CrsbenchError(f"invalid duplicates {duplicates!r}: expected one of {', '.join(DUPLICATE_CHOICES)}")
+    if options.pop("unlabeled", False):
+        options = _unlabeled_options(entry, options)
     resolved = entry.resolve_options(options)
     path = Path(path)
     if not path.exists():
@@ -134,7 +136,16 @@ def ingest(
     images = images.iloc[order].reset_index(drop=True)
     labels = labels[order]
     train = images.index[images["split"] == "train"].to_numpy()
-    fractions = label_fraction_subsets(one_hot(labels[train], len(names)), images["image_id"].to_numpy()[train])
+    if names:
+        fractions = label_fraction_subsets(one_hot(labels[train], len(names)), images["image_id"].to_numpy()[train])
+    else:  # no labels: nothing to fit a probe on, so no label fractions
+        fractions = pd.DataFrame(
+            {
+                "seed": pd.Series(dtype="int64"),
+                "fraction": pd.Series(dtype="float64"),
+                "image_id": pd.Series(dtype="object"),
+            }
+        )
     return Dataset(
         name=name,
         adapter=adapter,
@@ -149,6 +160,19 @@ def ingest(
         options=resolved,
         metadata=metadata,
     )
+
+
+def _unlabeled_options(entry: AdapterEntry, options: dict[str, object]) -> dict[str, object]:
+    """--unlabeled: option labels=none for an adapter that can read its layout without labels."""
+    from crsbench.ingest.adapter_folder import UNLABELED
+
+    if "labels" not in entry.options:
+        able = ", ".join(name for name, e in ADAPTERS.items() if "labels" in e.options)
+        raise CrsbenchError(f"adapter {entry.name!r} reads labelled layouts only; --unlabeled works with: {able}")
+    out = {**options, "labels": UNLABELED}
+    if "task" in entry.options and "task" not in out:
+        out["task"] = "multilabel"  # an unlabelled dataset is stored as multilabel over zero labels
+    return out
 
 
 def _unique_ids(records: Sequence[Record], log: RowLog) -> list[Record]:
@@ -195,7 +219,8 @@ def _checked_images(root: Path, records: Sequence[Record], log: RowLog, report: 
 
 def _label_array(records: Sequence[Record], task: Task, n_labels: int) -> np.ndarray:
     if task is Task.MULTILABEL:
-        return np.asarray([np.asarray(r.label, dtype=np.int8) for r in records], dtype=np.int8).reshape(-1, n_labels)
+        rows = [np.asarray(r.label, dtype=np.int8) for r in records]
+        return np.asarray(rows, dtype=np.int8).reshape(len(rows), n_labels)
     return np.asarray([int(r.label) for r in records], dtype=np.int64)
 
 

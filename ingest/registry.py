@@ -71,7 +71,12 @@ ADAPTERS: Registry[AdapterEntry] = Registry(
     "adapter",
     make=_entry,
     entry_point_group="crsbench.adapters",
-    builtins=("crsbench.ingest.adapter_isic", "crsbench.ingest.adapter_cxr", "crsbench.ingest.adapter_generic"),
+    builtins=(
+        "crsbench.ingest.adapter_isic",
+        "crsbench.ingest.adapter_cxr",
+        "crsbench.ingest.adapter_generic",
+        "crsbench.ingest.adapter_folder",
+    ),
 )
 
 

@@ -12,6 +12,22 @@ from crsbench.probes.lbfgs import output_weights
 from crsbench.probes.newton import solve_logreg
 from crsbench.probes.registry import Predictor, register_probe
 
+
+class LinearPredictor:
+    """A fitted linear probe: p = softmax or sigmoid(x W + b) on standardised features.
+
+    Its `weights` (D, K) and `bias` (K,) are what the warehouse keeps (table coefficients), so
+    a later analysis applies the probe without refitting it.
+    """
+
+    def __init__(self, weights: torch.Tensor, bias: torch.Tensor, softmax: bool) -> None:
+        self.weights, self.bias, self.softmax = weights, bias, softmax
+
+    def __call__(self, x_eval: np.ndarray) -> np.ndarray:
+        logits = torch.addmm(self.bias, torch.as_tensor(x_eval, dtype=torch.float64), self.weights)
+        return (torch.softmax(logits, dim=1) if self.softmax else torch.sigmoid(logits)).numpy()
+
+
 # MLP budget, fixed so every encoder gets the same one; sized so the demo grid
 # (375 MLP fits) stays within a couple of minutes on 2 CPU cores.
 MLP_HIDDEN = 128
@@ -38,12 +54,7 @@ def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) 
     softmax = task is not Task.MULTILABEL
     sol = solve_logreg(torch.as_tensor(x), _targets(y, task, n_outputs), softmax)
     weights, bias = output_weights(sol.coef, sol.intercept, softmax)
-
-    def predict(x_eval: np.ndarray) -> np.ndarray:
-        logits = torch.addmm(bias, torch.as_tensor(x_eval, dtype=torch.float64), weights)
-        return (torch.softmax(logits, dim=1) if softmax else torch.sigmoid(logits)).numpy()
-
-    return predict
+    return LinearPredictor(weights, bias, softmax)
 
 
 @register_probe(

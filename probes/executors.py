@@ -12,13 +12,12 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
 import dask
-import pandas as pd
 import torch
 
 from crsbench.features.store import FeatureStore
 from crsbench.ingest.types import CrsbenchError, Dataset
 from crsbench.probes.reader import TrainStats
-from crsbench.probes.tasks import Chunk, run_chunk
+from crsbench.probes.tasks import Chunk, ChunkResult, run_chunk
 
 if TYPE_CHECKING:
     import dask.array as da
@@ -41,7 +40,7 @@ class InProcessExecutor:
     def compute(self, graphs: list[da.Array]) -> list[Any]:
         return list(dask.compute(graphs, scheduler="threads")[0])
 
-    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
+    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, ChunkResult]]:
         """Run jobs as they are drawn from `jobs`, at most one per worker in flight."""
         if self.workers == 1:
             for job in jobs:
@@ -51,7 +50,7 @@ class InProcessExecutor:
         torch.set_num_threads(1)
         pool = ThreadPoolExecutor(max_workers=self.workers)
         source = iter(jobs)
-        pending: dict[Future[tuple[pd.DataFrame, pd.DataFrame]], Job] = {}
+        pending: dict[Future[ChunkResult], Job] = {}
 
         def top_up() -> None:
             while len(pending) < self.workers and (job := next(source, None)) is not None:
@@ -88,7 +87,7 @@ class DistributedExecutor:
         computed: list[Any] = self.client.compute(graphs, sync=True)
         return computed
 
-    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, tuple[pd.DataFrame, pd.DataFrame]]]:
+    def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, ChunkResult]]:
         from distributed import as_completed
 
         scattered: dict[str, object] = {}
@@ -105,7 +104,7 @@ class DistributedExecutor:
         # claimed only shortly before they run and a concurrent sweep can take the rest.
         slots = max(1, 2 * sum(self.client.nthreads().values()))
         source = iter(jobs)
-        pending: dict[DaskFuture[tuple[pd.DataFrame, pd.DataFrame]], Job] = {}
+        pending: dict[DaskFuture[ChunkResult], Job] = {}
         running = as_completed(loop=self.client.loop)
 
         def submit_next() -> None:

@@ -27,7 +27,6 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
-import pandas as pd
 
 from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
 from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
@@ -40,7 +39,9 @@ from crsbench.probes.registry import get_probe, probe_names
 from crsbench.probes.tasks import Chunk, eval_sets
 from crsbench.probes.zeroshot import PROMPTS_MARK
 
-Sink = Callable[[pd.DataFrame, pd.DataFrame], object]  # any return value is ignored
+# sink(runs, predictions), or sink(runs, predictions, coefficients) for a grid run with
+# keep_coefficients; any return value is ignored.
+Sink = Callable[..., object]
 
 
 class Claims(Protocol):
@@ -280,6 +281,7 @@ def run_grid(
     progress: ProgressFn | None = None,
     claims: Claims | None = None,
     poll_s: float = 0.5,
+    keep_coefficients: bool = False,
 ) -> GridSummary:
     """Run the fits whose ids are not in `done`; one `sink(runs, predictions)` call per chunk.
 
@@ -287,6 +289,8 @@ def run_grid(
     their datasets, no NaN in any array read, each training subset with every class,
     known probes); a bad input raises CrsbenchError with nothing passed to `sink`.
     With `claims`, a fit is computed only once it is claimed (see the module notes).
+    `keep_coefficients`: each batch also passes the full-label logreg fits' coefficients
+    (`probes.tasks.coefficient_frame`) as a third argument, to land with its runs.
     """
     given = sorted(set(fits))
     for fit in given:
@@ -336,8 +340,11 @@ def run_grid(
 
         pending = list(_chunks(todo, batch_size, rows_of))
         while pending:
-            for job, (runs, predictions) in executor.run(jobs(pending)):
-                sink(runs, predictions)
+            for job, (runs, predictions, coefficients) in executor.run(jobs(pending)):
+                if keep_coefficients:
+                    sink(runs, predictions, coefficients)
+                else:
+                    sink(runs, predictions)
                 fitted = [f.fit_id for f in job[0].fits]
                 if claims is not None:
                     claims.release(fitted)

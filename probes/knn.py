@@ -94,11 +94,14 @@ def neighbours(
     *,
     block_bytes: int = BLOCK_BYTES,
     stats: SearchStats | None = None,
+    margin: int = MARGIN,
 ) -> torch.Tensor:
-    """The same indices as `neighbours_exact`, by float32 search + float64 re-rank."""
+    """The same indices as `neighbours_exact`, by float32 search + float64 re-rank of the top
+    k + `margin` float32 candidates (any margin gives the same answer; a small one re-ranks less
+    and leaves more near-ties to the brute-force fallback)."""
     n, d = index.x64.shape
     q64 = queries.to(torch.float64)
-    n_cand = min(n, k + MARGIN)
+    n_cand = min(n, k + max(0, margin))
     exact_only = n_cand == n or torch.get_float32_matmul_precision() != "highest"
     out = torch.empty(q64.shape[0], k, dtype=torch.int64)
     redo: list[int] = []

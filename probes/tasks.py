@@ -15,7 +15,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.core.schema import PREDICTIONS
+from crsbench.core import PRIMARY_PROBE
+from crsbench.core.schema import COEFFICIENTS, PREDICTIONS
 from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
@@ -246,9 +247,47 @@ def _prediction_frame(parts: list[tuple[str, str, str, str, np.ndarray, np.ndarr
     return frame[PREDICTIONS.names]
 
 
+KEPT_FRACTION = 1.0  # the logreg fits whose coefficients are kept (every seed and depth)
+
+
+def coefficient_frame(fitted: list[Fitted], stats: TrainStats) -> pd.DataFrame:
+    """One row per full-label logreg fit of the chunk: its weights, bias and standardisation."""
+    rows = []
+    for fit in fitted:
+        key, predictor = fit.key, fit.predictor
+        weights = getattr(predictor, "weights", None)
+        bias = getattr(predictor, "bias", None)
+        if key.probe != PRIMARY_PROBE or abs(key.label_fraction - KEPT_FRACTION) > 1e-9 or weights is None:
+            continue
+        w = np.asarray(weights, dtype=np.float64)
+        rows.append(
+            {
+                "fit_id": key.fit_id,
+                "encoder_id": key.encoder_id,
+                "dataset_id": key.dataset_id,
+                "regime": key.regime,
+                "depth": float(key.depth),
+                "seed": int(key.seed),
+                "label_fraction": float(key.label_fraction),
+                "dim": int(w.shape[0]),
+                "n_outputs": int(w.shape[1]),
+                "weights": w.ravel().tolist(),
+                "bias": np.asarray(bias, dtype=np.float64).tolist(),
+                "mean": np.asarray(stats.mean, dtype=np.float64).tolist(),
+                "std": np.asarray(stats.std, dtype=np.float64).tolist(),
+            }
+        )
+    return pd.DataFrame(rows, columns=COEFFICIENTS.names)
+
+
+ChunkResult = tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]  # runs, predictions, coefficients
+
+
 def run_chunk(
     chunk: Chunk, store: FeatureStore, source: Dataset, targets: list[Dataset], stats: TrainStats
-) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions)."""
+) -> ChunkResult:
+    """Fit every probe of `chunk`, evaluate each on every eval set; return (runs, predictions,
+    coefficients of its full-label logreg fits)."""
     fitted = fit_chunk(chunk, store, source, stats)
-    return evaluate_chunk(chunk, fitted, store, source, targets, stats)
+    runs, predictions = evaluate_chunk(chunk, fitted, store, source, targets, stats)
+    return runs, predictions, coefficient_frame(fitted, stats)

@@ -36,7 +36,8 @@ EXERCISED = {
 }
 # subgroups and operating_points need image metadata and calib predictions this scenario lacks;
 # tests/test_analyses_subgroups.py and test_analyses_operating_points.py store and check them.
-NOT_EXERCISED = {"e5", "subgroups", "operating_points"}
+# agreement reads features: tests/test_analyses_agreement.py.
+NOT_EXERCISED = {"e5", "subgroups", "operating_points", "agreement"}
 
 
 def test_every_declared_output_column_has_a_description():

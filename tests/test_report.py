@@ -185,6 +185,33 @@ def beyond_rows(wh: Warehouse) -> None:
                 )
 
 
+def agreement_tables() -> AnalysisResult:
+    """Stored tables of analysis agreement for the report: every pair of PROFILES on derm, and
+    the transfer retention of alpha's and bravo's probes (the analysis itself is tested on real
+    feature sets in tests/test_analyses_agreement.py)."""
+    from crsbench.analyses.agreement import AGREEMENT_COLUMNS, COMPOSITION_COLUMNS, summary_of
+    from crsbench.analyses.transfer import COLUMNS as TRANSFER_COLUMNS
+
+    names = sorted(PROFILES)
+    rows, moved = [], []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            value = 0.1 + 0.8 * abs(PROFILES[a][0] - PROFILES[b][0]) / 0.1
+            for measure, chance in (("mutual_knn", 10 / 59), ("cka", None)):
+                rows.append(["derm", a, b, 1.0, 10, measure, min(value, 1.0), None, None, chance, 60])
+    for a in names:
+        for b in ("alpha", "bravo"):
+            if a != b:
+                moved.append(["derm", a, b, 1.0, 0, 36, 0.9, 0.85, 0.85 / 0.9, 0.8, 1.0, 0.05, 0.07, 12])
+    pairs = pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS))
+    tables = {
+        "encoder_agreement": pairs,
+        "neighbour_composition": pd.DataFrame(columns=list(COMPOSITION_COLUMNS)),
+        "classifier_transfer": pd.DataFrame(moved, columns=list(TRANSFER_COLUMNS)),
+    }
+    return AnalysisResult(tables, summary=summary_of(pairs))
+
+
 def build_warehouse(
     path: Path, panel: str | None = "main", analyses: bool = True, before_analyses: Callable | None = None
 ) -> Path:
@@ -212,6 +239,7 @@ def build_warehouse(
             run_analysis(wh, "e3")
             run_analysis(wh, "e6", {"reference": "charlie"})
             beyond_rows(wh)
+            store_result(wh, "agreement", agreement_tables(), {})
             store_result(
                 wh,
                 "e2",
@@ -281,6 +309,7 @@ def test_every_section_has_data_and_figures_decode(full_report):
         "label-efficiency",
         "subgroups",
         "operating-points",
+        "agreement",
     ):
         assert page.sections[section_id]["images"] >= 1, section_id
     assert page.external == []
@@ -339,6 +368,7 @@ def test_runs_without_panel_or_analyses_point_to_freeze_and_analyze(tmp_path):
         assert result.sections[section_id] == "crsbench panel freeze NAME --encoders a,b,c"
     assert result.sections["bootstrap"] == "crsbench analyze bootstrap"
     assert result.sections["recalibration"] == "crsbench analyze e2"
+    assert result.sections["agreement"] == "crsbench analyze agreement"
     # curves still come straight from metrics_seed, with a pointer to the analysis
     assert result.sections["depth"] == "ok" and result.sections["label-efficiency"] == "ok"
     html = (tmp_path / "r.html").read_text(encoding="utf-8")

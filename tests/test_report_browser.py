@@ -64,6 +64,7 @@ def test_every_section_and_image_is_present_and_decoded(rendered):
         "label-efficiency",
         "subgroups",
         "operating-points",
+        "agreement",
     ):
         assert sections[section_id]["images"] >= 1, section_id
     images = page.dom["images"]

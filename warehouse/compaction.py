@@ -42,14 +42,14 @@ def compact(wh: Warehouse) -> int:
         raise CrsbenchError(f"compacting {wh.path} needs a read-write open")
     runs = parts.data_parts(wh.parts_dir / "runs")
     sources = {"runs": runs}
-    for kind in ("predictions", "batches"):
+    for kind in parts.BATCH_KINDS:
         sources[kind] = [wh.parts_dir / kind / p.name for p in runs if (wh.parts_dir / kind / p.name).exists()]
     if runs:
         wh.attach_parts(sources)
         try:
             with wh.transaction() as con:
-                # predictions and batches first: runs_pending is empty once the runs are in
-                for kind in ("predictions", "batches", "runs"):
+                # the batch kinds first: runs_pending is empty once the runs are in
+                for kind in (*parts.BATCH_KINDS, "runs"):
                     con.execute(f"insert into {kind}_compacted by name select * from {kind}_pending")
                 con.executemany(
                     "insert into parts_ledger (kind, part, state, recorded_at) values (?, ?, 'compacted', current_timestamp)",

@@ -345,15 +345,20 @@ class Warehouse:
 
     # -- run records ----------------------------------------------------------------
 
-    def append_runs(self, runs: pd.DataFrame | pa.Table, predictions: pd.DataFrame | pa.Table | None = None) -> str:
-        """Add one atomic batch of run records (and their predictions); returns the batch id.
+    def append_runs(
+        self,
+        runs: pd.DataFrame | pa.Table,
+        predictions: pd.DataFrame | pa.Table | None = None,
+        coefficients: pd.DataFrame | pa.Table | None = None,
+    ) -> str:
+        """Add one atomic batch of run records (and their predictions and probe coefficients); returns the batch id.
 
         Needs no DuckDB write lock: parts are written to a temporary name and renamed, the runs
         part last, so the batch appears whole or not at all.
         """
         if not (self.read_only or self._closed or self._reading_parts):
             self.expect_appends()
-        return append_run_parts(self.parts_dir, runs, predictions)
+        return append_run_parts(self.parts_dir, runs, predictions, coefficients)
 
     def done_fit_ids(self) -> set[str]:
         rows = self.con.execute("select distinct fit_id from runs").fetchall()

@@ -51,7 +51,7 @@ def one_hot_long(ds: Dataset) -> pd.DataFrame:
     """The labels as long one-hot rows (image_id, label_idx, value), image by image."""
     k = len(ds.label_names)
     if ds.task is Task.MULTILABEL:
-        values = np.asarray(ds.labels, dtype=np.int8).reshape(-1, k)
+        values = np.asarray(ds.labels, dtype=np.int8).reshape(ds.n_images, k)
     else:
         values = np.zeros((ds.n_images, k), dtype=np.int8)
         values[np.arange(ds.n_images), np.asarray(ds.labels, dtype=np.int64)] = 1

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 EMPTY_PART = "part-00000000-empty.parquet"
+# The kinds a batch writes beside its runs part (the runs part lands last: the batch's commit).
+BATCH_KINDS = ("predictions", "coefficients", "batches")
 PART_PATTERN = "part-*.parquet"
 DIGEST_SUFFIX = ".sha256"
 
@@ -83,7 +85,7 @@ def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
         (parts_dir / kind / name).unlink(missing_ok=True)
         digest_path(parts_dir / kind / name).unlink(missing_ok=True)
     runs = {p.name for p in (parts_dir / "runs").glob(PART_PATTERN)}
-    for kind in ("predictions", "batches"):
+    for kind in BATCH_KINDS:
         for part in data_parts(parts_dir / kind):
             if part.name not in runs and time.time() - part.stat().st_mtime > 60:
                 part.unlink(missing_ok=True)
@@ -158,7 +160,10 @@ def atomic_write_parquet(table: pa.Table, target: Path) -> None:
 
 
 def append_run_parts(
-    parts_dir: Path, runs: pd.DataFrame | pa.Table, predictions: pd.DataFrame | pa.Table | None = None
+    parts_dir: Path,
+    runs: pd.DataFrame | pa.Table,
+    predictions: pd.DataFrame | pa.Table | None = None,
+    coefficients: pd.DataFrame | pa.Table | None = None,
 ) -> str:
     """Write one batch of run records as Parquet parts, with no connection; returns the batch id.
 
@@ -173,6 +178,9 @@ def append_run_parts(
     if predictions is not None:
         table = conform(predictions, PART_SCHEMAS["predictions"], "predictions")
         atomic_write_parquet(table, parts_dir / "predictions" / batch)
+    if coefficients is not None and len(coefficients):
+        table = conform(coefficients, PART_SCHEMAS["coefficients"], "coefficients")
+        atomic_write_parquet(table, parts_dir / "coefficients" / batch)
     atomic_write_parquet(batch_record(batch), parts_dir / "batches" / batch)
     table = conform(runs, PART_SCHEMAS["runs"], "runs")
     atomic_write_parquet(table, parts_dir / "runs" / batch)
@@ -211,6 +219,7 @@ def pending_views_sql(schemas: Mapping[str, pa.Schema]) -> list[str]:
     chosen, and none of a batch whose runs part has not landed yet (or never will).
     """
     runs, preds, batches = schemas["runs"], schemas["predictions"], schemas["batches"]
+    coefs = schemas["coefficients"]
     compacted = "(select part from parts_ledger where kind = '{kind}' and state = 'compacted')"
     return [
         f"""create or replace view runs_pending as
@@ -222,6 +231,9 @@ def pending_views_sql(schemas: Mapping[str, pa.Schema]) -> list[str]:
         f"""create or replace view predictions_pending as
             select {_columns(preds, "p")}, p.part from predictions_parts p
             semi join runs_pending r on p.run_id = r.run_id and p.part = r.part""",
+        f"""create or replace view coefficients_pending as
+            select {_columns(coefs, "p")}, p.part from coefficients_parts p
+            semi join runs_pending r on p.fit_id = r.fit_id and p.part = r.part""",
         f"""create or replace view batches_pending as
             select {_columns(batches, "p")}, p.part from batches_parts p
             where p.part not in {compacted.format(kind="batches")}""",
@@ -233,6 +245,13 @@ def pending_views_sql(schemas: Mapping[str, pa.Schema]) -> list[str]:
         f"""create or replace view predictions_all as
             select {_columns(preds)} from predictions_compacted
             union all select {_columns(preds)} from predictions_pending""",
+        f"""create or replace view coefficients_all as
+            select {_columns(coefs)} from coefficients_compacted
+            union all select {_columns(coefs)} from coefficients_pending""",
+        f"""create or replace view coefficients as
+            select {_columns(coefs)} from coefficients_all where fit_id not in (select fit_id from retired_fits)""",
+        f"""create or replace view retired_coefficients as
+            select {_columns(coefs)} from coefficients_all where fit_id in (select fit_id from retired_fits)""",
         f"""create or replace view runs as
             select {_columns(runs)} from runs_all where fit_id not in (select fit_id from retired_fits)""",
         f"""create or replace view predictions as

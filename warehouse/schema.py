@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING
 
-from crsbench.core.schema import PREDICTIONS, Column, Schema
+from crsbench.core.schema import COEFFICIENTS, PREDICTIONS, Column, Schema
 from crsbench.probes.records import runs_schema
 from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
@@ -319,8 +319,12 @@ PARTS: dict[str, Callable[[], Schema]] = {
     "runs": runs_schema,
     "predictions": lambda: PREDICTIONS,
     "batches": lambda: BATCHES,
+    "coefficients": lambda: COEFFICIENTS,  # since 7: fitted logreg probes (METHODS.md §17)
 }
-COMPACTED: tuple[Schema, ...] = tuple(Schema(f"{kind}_compacted", "", (PART,), since=3) for kind in PARTS)
+_PART_SINCE = {"coefficients": 7}  # the other kinds' compacted tables date from version 3
+COMPACTED: tuple[Schema, ...] = tuple(
+    Schema(f"{kind}_compacted", "", (PART,), since=_PART_SINCE.get(kind, 3)) for kind in PARTS
+)
 
 
 def _migration(version: int) -> list[str]:

@@ -25,7 +25,7 @@ PARTS_LEDGER = Schema(
     f"'pending') or compaction folded into the file ('compacted'): a "
     f"pending part that disappears is reported missing. {_M} §4.2.",
     (
-        Column("kind", "VARCHAR", f"Part kind: runs, predictions or batches. {_M} §4.2."),
+        Column("kind", "VARCHAR", f"Part kind: runs, predictions, batches or coefficients. {_M} §4.2."),
         Column("part", "VARCHAR", f"Part file name. {_M} §4.2."),
         Column(
             "state",

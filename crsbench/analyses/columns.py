@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from crsbench.analyses.columns_agreement import AGREEMENT_COLUMNS
 from crsbench.analyses.columns_encoders import ENCODER_COLUMNS
 from crsbench.analyses.columns_subgroups import SUBGROUP_COLUMNS
 from crsbench.analyses.columns_validation import VALIDATION_COLUMNS
@@ -31,10 +32,16 @@ SECTIONS: Mapping[str, str] = {
     "weights": "§11",
     **{name: "§12" for name in ENCODER_COLUMNS},
     **{name: "§16" for name in SUBGROUP_COLUMNS},
+    **{name: "§17" for name in AGREEMENT_COLUMNS},
 }
 
 # Analysis -> {column or 'part.column': one-sentence description}.
-BY_ANALYSIS: Mapping[str, Mapping[str, str]] = {**VALIDATION_COLUMNS, **ENCODER_COLUMNS, **SUBGROUP_COLUMNS}
+BY_ANALYSIS: Mapping[str, Mapping[str, str]] = {
+    **VALIDATION_COLUMNS,
+    **ENCODER_COLUMNS,
+    **SUBGROUP_COLUMNS,
+    **AGREEMENT_COLUMNS,
+}
 
 GENERIC: Mapping[str, str] = {
     "encoder_id": "Encoder id (registry name).",

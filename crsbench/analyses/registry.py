@@ -238,7 +238,7 @@ def _comments(spec: AnalysisSpec, part: str, table: str, columns: Sequence[str])
     name = spec.name
     doc = (
         f"Output '{part}' of analysis {name} (crsbench analyze {name}): {spec.description} "
-        f"Parameters and code version: table analyses. docs/METHODS.md §10-§12."
+        f"Parameters and code version: table analyses. docs/METHODS.md §10-§12, §16-§17."
     )
     statements = [f"comment on table {sql_identifier(table)} is {sql_literal(doc)}"]
     for column in columns:

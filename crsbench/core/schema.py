@@ -247,3 +247,30 @@ PREDICTIONS = Schema(
         ),
     ),
 )
+
+COEFFICIENTS = Schema(
+    "coefficients",
+    f"One row per (fit, seed) of the primary logreg probe at full labels: its fitted output "
+    f"weights and the train-split standardisation it was fitted on, so a later analysis applies "
+    f"the probe without a refit (classifier transfer, {_M} §17). Append-only Parquet parts; a "
+    f"batch's coefficients appear with its runs.",
+    (
+        Column("fit_id", "VARCHAR", f"The probe fit (runs.fit_id). {_M} §3."),
+        Column("encoder_id", "VARCHAR", f"Encoder id (registry name). {_M} §2."),
+        Column("dataset_id", "VARCHAR", f"Dataset the probe was trained on. {_M} §1."),
+        Column("regime", "VARCHAR", f"frozen, or the adapted variant's regime (lora-s<seed>). {_M} §13."),
+        Column("depth", "DOUBLE", f"Relative encoder depth of the features: 0.25, 0.5, 0.75 or 1.0. {_M} §2.2."),
+        Column("seed", "INTEGER", f"Seed of the label-fraction family: 0..4. {_M} §1."),
+        Column("label_fraction", "DOUBLE", f"Fraction of the training split the probe was fitted on (1.0). {_M} §1."),
+        Column("dim", "INTEGER", f"Feature dimension D. {_M} §2."),
+        Column("n_outputs", "INTEGER", f"Outputs K: classes (softmax) or labels (sigmoid). {_M} §3."),
+        Column(
+            "weights",
+            "DOUBLE[]",
+            f"Output weights W, D x K row-major: logits = ((x - mean) / std) W + bias. {_M} §17.",
+        ),
+        Column("bias", "DOUBLE[]", f"Output bias, K values. {_M} §17."),
+        Column("mean", "DOUBLE[]", f"Per-dimension train-split mean the features were standardised with. {_M} §3."),
+        Column("std", "DOUBLE[]", f"Per-dimension train-split standard deviation (0 -> 1). {_M} §3."),
+    ),
+)

@@ -34,6 +34,7 @@ class IngestConfig:
     shift_sources: tuple[str, ...] = ()
     options: Mapping[str, str] = dataclasses.field(default_factory=dict)
     yes: bool = False  # replacing with other data: retire stale runs and feature sets without asking
+    unlabeled: bool = False  # no labels (folder, or a manifest of paths): extraction and agreement only
 
 
 def ingest_dataset(
@@ -62,7 +63,8 @@ def ingest_dataset(
         with Warehouse.open(db, read_only=True) as wh:
             if name in list_datasets(wh):
                 raise CrsbenchError(f"dataset {name!r} already exists in {db}; use --replace to overwrite it")
-    ds = ingest(adapter, path, name, skip_bad=config.skip_bad, progress=progress, **config.options)
+    extra = {"unlabeled": True} if config.unlabeled else {}
+    ds = ingest(adapter, path, name, skip_bad=config.skip_bad, progress=progress, **config.options, **extra)
     if config.replace and db.exists():
         with Warehouse.open(db, read_only=True) as wh:
             impact = replacement_impact(wh, ds)

@@ -63,6 +63,18 @@ def choose_datasets(all_names: Sequence[str], requested: Sequence[str], pairs: S
     return [n for n in all_names if n not in targets]
 
 
+def labelled_only(wh: Warehouse, names: list[str], requested: bool) -> list[str]:
+    """Datasets with labels; one ingested with --unlabeled is refused when named, else left out."""
+    unlabelled = {r[0] for r in wh.con.execute("select dataset_id from datasets where len(label_names) = 0").fetchall()}
+    named = [n for n in names if n in unlabelled]
+    if requested and named:
+        raise CrsbenchError(
+            f"dataset {named[0]!r} was ingested without labels (--unlabeled): there is nothing to fit a probe on; "
+            f"extract it and compare encoders with 'crsbench successor' or 'crsbench analyze agreement'"
+        )
+    return [n for n in names if n not in unlabelled]
+
+
 def _declared_values(name: str, declared: pd.DataFrame, config: ProbeConfig) -> None:
     """Fractions and seeds must be ones the dataset's grid declares (no --seed 99, no --fraction 2),
     depths ones the protocol reads; an off-grid probe x depth pair is allowed and becomes an extra."""
@@ -203,7 +215,7 @@ def probe_all(
     # The warehouse is held only while reading; run records are then added as Parquet parts
     # (no connection needed), so analysts can query during the sweep.
     with Warehouse.open(db) as wh:
-        names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
+        names = labelled_only(wh, choose_datasets(list_datasets(wh), datasets, shift_pairs(wh)), bool(datasets))
         shifts = {name: shift_targets(wh, name) for name in names}
         needed = dict.fromkeys(names + [t for ts in shifts.values() for t in ts])
         loaded: dict[str, Dataset] = {name: read_dataset(wh, name) for name in needed}
@@ -230,5 +242,6 @@ def probe_all(
             batch_size=config.batch_size,
             progress=progress,
             claims=claims,
+            keep_coefficients=True,
         )
     return dataclasses.replace(summary, extra=extra)

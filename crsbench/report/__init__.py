@@ -12,7 +12,13 @@ from pathlib import Path
 
 from crsbench.core import __version__
 from crsbench.ingest.types import ProgressFn, no_progress
-from crsbench.report import sections, sections_beyond, sections_curves, sections_zeroshot  # noqa: F401  (registers the sections, in order)
+from crsbench.report import (  # noqa: F401  (registers the sections, in order)
+    sections,
+    sections_agreement,
+    sections_beyond,
+    sections_curves,
+    sections_zeroshot,
+)
 from crsbench.report.data import ReportData, gather
 from crsbench.report.html import FigureSink, badge_random, esc, missing, page
 from crsbench.warehouse.connection import Warehouse
