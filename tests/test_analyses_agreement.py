@@ -8,13 +8,13 @@ from fractions import Fraction
 import numpy as np
 import pytest
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.analyses import agreement_matrix as am
 from crsbench.analyses import agreement_measures as m
 from crsbench.analyses import run_analysis
 from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureStore
-from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.warehouse.catalog import sync_catalog
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset

@@ -21,6 +21,7 @@ from crsbench.ingest import InputError, ingest
 from crsbench.ingest.metadata import bin_label, parse_bins
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
+from crsbench.warehouse.schema import SCHEMA_VERSION
 
 TABLES = ("datasets", "images", "labels", "image_metadata")
 
@@ -178,7 +179,7 @@ def test_a_schema_v6_warehouse_migrates_without_metadata(tmp_path):
         wh.con.execute("drop table image_metadata")
         wh.con.execute("delete from schema_info where version >= 7")
     with Warehouse.open(db) as wh:
-        assert wh.sql("select max(version) as v from schema_info")["v"][0] == 8
+        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION
         assert read_dataset(wh, "derm").metadata.empty
         comment = wh.sql("select comment from duckdb_tables() where table_name = 'image_metadata'")["comment"][0]
         assert "metadata" in comment

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import torch
+from support.synthetic import make_dataset, write_features
 
 from crsbench.bench import Bench, ProbeConfig
 from crsbench.features.store import FeatureStore
 from crsbench.probes.grid import plan_fits, run_grid
-from crsbench.probes.synthetic import make_dataset, write_features
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
 

@@ -8,6 +8,7 @@ import hashlib
 import numpy as np
 import pytest
 from PIL import Image
+from support.synthetic import write_features
 from test_analyses_agreement import brute_overlap, catalogued, closed_form_cka
 
 from crsbench.analyses.successor import SuccessorOptions
@@ -15,7 +16,6 @@ from crsbench.bench import Bench
 from crsbench.cli import main
 from crsbench.features.store import FeatureStore
 from crsbench.ingest import ingest
-from crsbench.probes.synthetic import write_features
 from crsbench.warehouse.catalog import sync_catalog
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset

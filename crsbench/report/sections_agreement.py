@@ -49,7 +49,7 @@ def _matrix(pairs: pd.DataFrame, order: list[str], value: str, symmetric: bool, 
 
 def _heat(ax: Axes, matrix: np.ndarray, labels: list[str], title: str, xlabel: str, ylabel: str) -> None:
     image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap=figs.colormap("viridis"))
-    ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
+    ax.set_xticks(range(len(labels)), labels, rotation=90, ha="center", fontsize=8)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_title(title, fontsize=9)
     ax.set_xlabel(xlabel, fontsize=8)
