@@ -52,7 +52,6 @@ class _Steps:
         return "\n".join(f"  {t:<{width}}  {s:7.1f} s" for t, s in self.seconds.items())
 
 
-@app.command("demo")
 def _image_text(given: list[str] | None) -> list[str]:
     """The demo's image-text encoders: the tiny random-init ones, or those of --encoder with a text tower."""
     from crsbench.features.registry import get_encoder, tiny_image_text_ids
@@ -72,6 +71,7 @@ def _zero_shot(bench: Bench, encoders: list[str]) -> None:
     print_frame(view, title="zero-shot vs logreg probe (random-init: machinery, not quality)", key="zeroshot_vs_probe")
 
 
+@app.command("demo")
 def demo(
     out: Annotated[
         Path, typer.Option("--out", help="Folder for the suite, warehouse, feature store and report.")

@@ -97,3 +97,15 @@ def test_the_help_list_read_from_the_sources_matches_the_registered_commands():
         assert " ".join(command.get_short_help_str(limit=300).split()) == help_line, name
         callback = command.callback or next(iter(getattr(command, "commands", {}).values())).callback
         assert callback.__module__ == module, name
+        # A decorator left above a helper inserted before the command registers the helper.
+        assert not callback.__name__.startswith("_"), f"{name}: registered callback is {callback.__name__}"
+
+
+def test_demo_help_shows_the_demo_options():
+    from typer.testing import CliRunner
+
+    from crsbench.cli import app
+
+    result = CliRunner().invoke(app, ["demo", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "--out" in result.output and "--scale" in result.output
