@@ -23,7 +23,7 @@ from crsbench.output import console, emit, print_frame, progress
 from crsbench.pipeline.ingest import SUITE_DATASETS, SUITE_SHIFT
 
 DEMO_PANEL = "demo"
-DEMO_ANALYSES = ("e1", "e2", "e3", "e4", "e6", "subgroups", "operating_points")
+DEMO_ANALYSES = ("e1", "e2", "e3", "e4", "e6", "subgroups", "operating_points", "agreement")
 DEMO_PROBE_BATCH = 32
 
 
@@ -136,7 +136,7 @@ def demo(
 
     report_path = out / "report.html"
     if report:
-        steps.start("6/6 analyses E1/E2/E3/E4/E6, subgroups, operating points and the HTML report")
+        steps.start("6/6 analyses E1/E2/E3/E4/E6, subgroups, operating points, agreement and the HTML report")
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, {})
         report_and_render(bench, report_path, DEMO_PANEL, None)
