@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from crsbench.ingest.metadata import check_known_images
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source, csv_line, read_csv, safe_rel_path
 from crsbench.ingest.types import InputError, ProgressFn, Task
@@ -44,7 +45,7 @@ def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         raise InputError(
             f"{csv_name}: unknown class column {extra[0]!r} (ISIC 2019 classes: {', '.join(ISIC_CLASSES)}, UNK)"
         )
-    lesions, meta = _metadata(root, options["metadata"])
+    lesions, meta = _metadata(root, options["metadata"], {str(image).strip() for image in frame["image"]})
     records = []
     values = frame[list(ISIC_CLASSES)].to_numpy()
     unk = frame["UNK"].to_numpy() if "UNK" in frame.columns else np.full(len(frame), "0.0", dtype=object)
@@ -76,13 +77,15 @@ def _one_hot_cell(value: str, column: str) -> int:
     return ISIC_ONE_HOT[key]
 
 
-def _metadata(root: Path, name: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """(image -> lesion_id, image -> {key: raw value}) from the metadata CSV, if present. Rows of
-    images the ground truth does not list are not read (a trimmed ground-truth CSV is common)."""
+def _metadata(root: Path, name: str, known: set[str]) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """(image -> lesion_id, image -> {key: raw value}) from the metadata CSV, if present. A row of
+    an image the ground truth does not name is refused (a trimmed ground truth needs the metadata
+    trimmed alike, or --option metadata=none); rows of ground-truth rows skipped as bad are fine."""
     if name == "none" or not (root / name).is_file():
         return {}, {}
     meta = read_csv(root / name, ["image", "lesion_id"])
     ids = [img.strip() for img in meta["image"]]
+    check_known_images(ids, known, name)
     columns = {c: key for c, key in ISIC_METADATA.items() if c in meta.columns}
     cells = {key: meta[c].to_numpy() for c, key in columns.items()}
     values = {img: {key: str(v[i]) for key, v in cells.items()} for i, img in enumerate(ids)}

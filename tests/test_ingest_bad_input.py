@@ -100,11 +100,32 @@ def escaping_path(root):
 
 
 def empty_class(root):
-    _edit_csv(
-        root / "ISIC_2019_Training_GroundTruth.csv",
-        lambda rows: rows.__setitem__(slice(None), [r for r in rows if r[6] != "1.0"]),
-    )  # drop all DF rows
+    dropped: set[str] = set()
+
+    def drop_df(rows: list[list[str]]) -> None:
+        dropped.update(r[0] for r in rows if r[6] == "1.0")
+        rows[:] = [r for r in rows if r[6] != "1.0"]
+
+    _edit_csv(root / "ISIC_2019_Training_GroundTruth.csv", drop_df)  # drop all DF rows
+    _edit_csv(  # and their metadata, as a trimmed ground truth needs
+        root / "ISIC_2019_Training_Metadata.csv",
+        lambda rows: rows.__setitem__(slice(None), [r for r in rows if r[0] not in dropped]),
+    )
     return root, [], r"class 'DF' has no examples in the dataset"
+
+
+def orphan_metadata(root):
+    kept: list[str] = []
+
+    def drop_last(rows: list[list[str]]) -> None:
+        kept.append(rows.pop()[0])
+
+    _edit_csv(root / "ISIC_2019_Training_GroundTruth.csv", drop_last)
+    return (
+        root,
+        [],
+        rf"ISIC_2019_Training_Metadata\.csv: metadata row for image '{kept[0]}', which is not in the dataset",
+    )
 
 
 def missing_column(root):
@@ -121,6 +142,7 @@ CASES = {
     "duplicate image id": ("aptos2019", duplicate_id),
     "path escaping the root": ("chexpert", escaping_path),
     "class with no examples": ("isic2019", empty_class),
+    "metadata row of an image not in the dataset": ("isic2019", orphan_metadata),
     "csv missing a column": ("aptos2019", missing_column),
 }
 
