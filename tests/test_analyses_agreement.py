@@ -56,11 +56,10 @@ def closed_form_cka(x: np.ndarray, y: np.ndarray) -> float:
 def bench_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("agreement")
     db = root / "bench.duckdb"
+    derm = make_dataset("derm", "multiclass", 150, 3, seed=1)
+    derm.metadata = derm_metadata(derm.images["image_id"].to_numpy())
     with Warehouse.open(db) as wh:
-        for ds in (
-            make_dataset("derm", "multiclass", 150, 3, seed=1),
-            make_dataset("cxr", "multilabel", 90, 3, seed=2),
-        ):
+        for ds in (derm, make_dataset("cxr", "multilabel", 90, 3, seed=2)):
             load_dataset(wh, ds)
         stored = {n: read_dataset(wh, n) for n in ("derm", "cxr")}
     store = str(root / "bench.duckdb.features.zarr")
@@ -71,6 +70,26 @@ def bench_db(tmp_path_factory):
     with Warehouse.open(db) as wh:
         sync_catalog(wh, FeatureStore(store))
     return db, store, stored
+
+
+def derm_metadata(ids: np.ndarray):
+    """Long metadata rows: sex on every image but a third (no row: no value), site on all but every
+    seventh, and a manifest key called `group` (which must not be mistaken for the patient id)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    rows = [
+        (i, "sex", str(v))
+        for i, v, keep in zip(ids, rng.choice(["f", "m"], len(ids)), rng.random(len(ids)))
+        if keep > 1 / 3
+    ]
+    rows += [
+        (i, "site", str(v))
+        for j, (i, v) in enumerate(zip(ids, rng.choice(["head", "trunk", "leg"], len(ids))))
+        if j % 7
+    ]
+    rows += [(i, "group", "a" if j % 2 else "b") for j, i in enumerate(ids)]
+    return pd.DataFrame(rows, columns=["image_id", "key", "value"], dtype=object)
 
 
 def catalogued(store: str, ds, encoder: str) -> None:
@@ -159,6 +178,38 @@ def test_analysis_equals_the_brute_force_for_every_pair_and_composition(bench_db
     counts = np.bincount(labels)
     expected_chance = (counts * (counts - 1)).sum() / (len(labels) * (len(labels) - 1))
     assert comp.loc[("derm", "enc-b", "label"), "chance"] == pytest.approx(expected_chance)
+
+
+def brute_composition(neigh: np.ndarray, values: list[str | None]) -> tuple[float, float, int]:
+    """(share, chance, images) from the definition: over the images with a value, the share of the
+    k neighbours with the same value; chance: a neighbour drawn at random from the n - 1 others."""
+    n, k = neigh.shape
+    valued = [i for i in range(n) if values[i] is not None]
+    share = sum(Fraction(sum(values[j] == values[i] for j in neigh[i]), k) for i in valued) / len(valued)
+    chance = Fraction(
+        sum(sum(values[j] == values[i] for j in range(n) if j != i) for i in valued), len(valued) * (n - 1)
+    )
+    return float(share), float(chance), len(valued)
+
+
+def test_composition_covers_every_metadata_key_against_the_brute_force(bench_db):
+    db, store, stored = bench_db
+    with Warehouse.open(db) as wh:
+        result = run_analysis(wh, "agreement", {"dataset": "derm", "replicates": 100, "transfer": False}, store=False)
+        meta = wh.sql("select image_id, key, value from image_metadata where dataset_id = 'derm'")
+    comp = result.tables["neighbour_composition"].set_index(["encoder_id", "field"])
+    ids = stored["derm"].images["image_id"].tolist()
+    assert set(comp.loc["enc-a"].index) == {"label", "sex", "site", "meta:group"}  # ids never repeat: no group
+    for encoder in ENCODERS:
+        neigh = brute_neighbours(_features(store, "derm", encoder), 10)
+        for key, field in (("sex", "sex"), ("site", "site"), ("group", "meta:group")):
+            given = dict(meta[meta["key"] == key][["image_id", "value"]].itertuples(index=False))
+            share, chance, valued = brute_composition(neigh, [given.get(i) for i in ids])
+            row = comp.loc[(encoder, field)]
+            assert (row["estimate"], row["n_images"]) == (share, valued)
+            assert row["chance"] == pytest.approx(chance, abs=1e-12)
+            assert row["lo"] <= row["estimate"] <= row["hi"]
+    assert comp.loc[("enc-a", "sex"), "n_images"] < comp.loc[("enc-a", "site"), "n_images"] < len(ids)
 
 
 def test_every_depth_and_one_split_on_request(bench_db):
