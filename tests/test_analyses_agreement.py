@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from support.synthetic import make_dataset, write_features
@@ -302,3 +303,46 @@ def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
     assert row["retention"] == pytest.approx(expected, abs=1e-12)
     assert row["random_init"] is not None  # the synthetic sets are random-init: enc-c is the floor
     assert f"a linear map keeps {expected:.3f} of enc-a's AUROC" in report.readings[0]
+
+
+VIEWS = ("encoder_agreement", "neighbour_composition", "classifier_transfer")
+
+
+def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_path, bench_db):
+    from crsbench.analyses import get_analysis
+    from crsbench.analyses.registry import _comments
+
+    spec = get_analysis("agreement")
+    with Warehouse.open(tmp_path / "fresh.duckdb") as wh:  # the analysis never ran here
+        for view in VIEWS:
+            assert wh.sql(f"select * from {view}").empty
+            assert list(wh.sql(f"select * from {view} limit 0").columns) == list(spec.outputs[view])
+        declared = wh.sql(
+            "select table_name, column_name, comment from duckdb_columns() where table_name like 'analysis_agreement_%'"
+        )
+    db, _, _ = bench_db
+    with Warehouse.open(db) as wh:
+        run_analysis(wh, "agreement", {"replicates": 50})
+    with Warehouse.open(db) as wh:  # a reopen re-applies the shipped SQL: the stored output stays
+        for view in VIEWS:
+            stored = wh.sql(f"select * from analysis_agreement_{view} order by all")
+            shown = wh.sql(f"select * from {view} order by all")
+            # classifier_transfer has rows once a probe is stored (test_transfer_reads_... sweeps one)
+            assert len(shown) > 0 or view == "classifier_transfer"
+            assert list(shown.columns) == list(stored.columns)
+            pd.testing.assert_frame_equal(shown, stored, check_dtype=False)
+            comment = wh.con.execute("select comment from duckdb_views() where view_name = ?", [view]).fetchone()
+            assert comment and "docs/METHODS.md §17" in comment[0]
+        after = wh.sql(
+            "select table_name, column_name, comment from duckdb_columns() where table_name like 'analysis_agreement_%'"
+        )
+    # the declared empty tables carry the comments the analysis registry writes on its output
+    for view in VIEWS:
+        table = f"analysis_agreement_{view}"
+        written = [s for s in _comments(spec, view, table, list(spec.outputs[view])) if " column " in s]
+        mine = declared[declared["table_name"] == table]
+        assert len(mine) == len(written) == len(spec.outputs[view])
+        for row in mine.itertuples():
+            assert row.comment == spec.column_doc(view, row.column_name)
+    kept = after.merge(declared, on=["table_name", "column_name"], suffixes=("_after", "_declared"))
+    assert (kept["comment_after"] == kept["comment_declared"]).all()

@@ -8,8 +8,15 @@ AGREEMENT: Mapping[str, str] = {
     "dataset_id": "Dataset whose images both encoders' features describe (all images, or the split asked for).",
     "encoder_a": "First encoder of the pair (encoder key: id, or id@regime for an adapted variant); "
     "pairs are unordered, encoder_a < encoder_b.",
-    "encoder_b": "Second encoder of the pair (encoder key); for classifier_transfer, the encoder whose stored "
-    "probe is applied to encoder_a's mapped features.",
+    "encoder_b": "Second encoder of the pair (encoder key); pairs are unordered, encoder_a < encoder_b.",
+    "classifier_transfer.encoder_b": "Encoder whose stored full-label logreg probe is applied to encoder_a's "
+    "mapped test features (encoder key).",
+    "classifier_transfer.dataset_id": "Labelled dataset whose training images fit the map and whose test "
+    "images score the transferred probe.",
+    "neighbour_composition.dataset_id": "Dataset whose images the neighbour lists range over (all images, or "
+    "the split asked for).",
+    "neighbour_composition.k": "Neighbours per image (cosine similarity of the L2-normalised features, the "
+    "image itself excluded, ties to the lower row).",
     "classifier_transfer.encoder_a": "Encoder whose test features are mapped into encoder_b's space (the "
     "current encoder whose probe is reused is encoder_b).",
     "depth": "Relative depth of both encoders' features: 0.25, 0.5, 0.75 or 1.0; clean condition.",
