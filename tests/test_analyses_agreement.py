@@ -313,7 +313,9 @@ def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_
     from crsbench.analyses.registry import _comments
 
     spec = get_analysis("agreement")
+    table_comments = "select table_name, comment from duckdb_tables() where table_name like 'analysis_agreement_%'"
     with Warehouse.open(tmp_path / "fresh.duckdb") as wh:  # the analysis never ran here
+        declared_tables = dict(wh.con.execute(table_comments).fetchall())
         for view in VIEWS:
             assert wh.sql(f"select * from {view}").empty
             assert list(wh.sql(f"select * from {view} limit 0").columns) == list(spec.outputs[view])
@@ -323,6 +325,7 @@ def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_
     db, _, _ = bench_db
     with Warehouse.open(db) as wh:
         run_analysis(wh, "agreement", {"replicates": 50})
+        written_tables = dict(wh.con.execute(table_comments).fetchall())  # as the registry wrote them
     with Warehouse.open(db) as wh:  # a reopen re-applies the shipped SQL: the stored output stays
         for view in VIEWS:
             stored = wh.sql(f"select * from analysis_agreement_{view} order by all")
@@ -344,5 +347,6 @@ def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_
         assert len(mine) == len(written) == len(spec.outputs[view])
         for row in mine.itertuples():
             assert row.comment == spec.column_doc(view, row.column_name)
+    assert len(declared_tables) == 3 and all(written_tables[t] == c for t, c in declared_tables.items())
     kept = after.merge(declared, on=["table_name", "column_name"], suffixes=("_after", "_declared"))
     assert (kept["comment_after"] == kept["comment_declared"]).all()
