@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from support.synthetic import make_dataset, write_features
@@ -56,11 +57,10 @@ def closed_form_cka(x: np.ndarray, y: np.ndarray) -> float:
 def bench_db(tmp_path_factory):
     root = tmp_path_factory.mktemp("agreement")
     db = root / "bench.duckdb"
+    derm = make_dataset("derm", "multiclass", 150, 3, seed=1)
+    derm.metadata = derm_metadata(derm.images["image_id"].to_numpy())
     with Warehouse.open(db) as wh:
-        for ds in (
-            make_dataset("derm", "multiclass", 150, 3, seed=1),
-            make_dataset("cxr", "multilabel", 90, 3, seed=2),
-        ):
+        for ds in (derm, make_dataset("cxr", "multilabel", 90, 3, seed=2)):
             load_dataset(wh, ds)
         stored = {n: read_dataset(wh, n) for n in ("derm", "cxr")}
     store = str(root / "bench.duckdb.features.zarr")
@@ -71,6 +71,26 @@ def bench_db(tmp_path_factory):
     with Warehouse.open(db) as wh:
         sync_catalog(wh, FeatureStore(store))
     return db, store, stored
+
+
+def derm_metadata(ids: np.ndarray):
+    """Long metadata rows: sex on every image but a third (no row: no value), site on all but every
+    seventh, and a manifest key called `group` (which must not be mistaken for the patient id)."""
+    import pandas as pd
+
+    rng = np.random.default_rng(7)
+    rows = [
+        (i, "sex", str(v))
+        for i, v, keep in zip(ids, rng.choice(["f", "m"], len(ids)), rng.random(len(ids)))
+        if keep > 1 / 3
+    ]
+    rows += [
+        (i, "site", str(v))
+        for j, (i, v) in enumerate(zip(ids, rng.choice(["head", "trunk", "leg"], len(ids))))
+        if j % 7
+    ]
+    rows += [(i, "group", "a" if j % 2 else "b") for j, i in enumerate(ids)]
+    return pd.DataFrame(rows, columns=["image_id", "key", "value"], dtype=object)
 
 
 def catalogued(store: str, ds, encoder: str) -> None:
@@ -159,6 +179,38 @@ def test_analysis_equals_the_brute_force_for_every_pair_and_composition(bench_db
     counts = np.bincount(labels)
     expected_chance = (counts * (counts - 1)).sum() / (len(labels) * (len(labels) - 1))
     assert comp.loc[("derm", "enc-b", "label"), "chance"] == pytest.approx(expected_chance)
+
+
+def brute_composition(neigh: np.ndarray, values: list[str | None]) -> tuple[float, float, int]:
+    """(share, chance, images) from the definition: over the images with a value, the share of the
+    k neighbours with the same value; chance: a neighbour drawn at random from the n - 1 others."""
+    n, k = neigh.shape
+    valued = [i for i in range(n) if values[i] is not None]
+    share = sum(Fraction(sum(values[j] == values[i] for j in neigh[i]), k) for i in valued) / len(valued)
+    chance = Fraction(
+        sum(sum(values[j] == values[i] for j in range(n) if j != i) for i in valued), len(valued) * (n - 1)
+    )
+    return float(share), float(chance), len(valued)
+
+
+def test_composition_covers_every_metadata_key_against_the_brute_force(bench_db):
+    db, store, stored = bench_db
+    with Warehouse.open(db) as wh:
+        result = run_analysis(wh, "agreement", {"dataset": "derm", "replicates": 100, "transfer": False}, store=False)
+        meta = wh.sql("select image_id, key, value from image_metadata where dataset_id = 'derm'")
+    comp = result.tables["neighbour_composition"].set_index(["encoder_id", "field"])
+    ids = stored["derm"].images["image_id"].tolist()
+    assert set(comp.loc["enc-a"].index) == {"label", "sex", "site", "meta:group"}  # ids never repeat: no group
+    for encoder in ENCODERS:
+        neigh = brute_neighbours(_features(store, "derm", encoder), 10)
+        for key, field in (("sex", "sex"), ("site", "site"), ("group", "meta:group")):
+            given = dict(meta[meta["key"] == key][["image_id", "value"]].itertuples(index=False))
+            share, chance, valued = brute_composition(neigh, [given.get(i) for i in ids])
+            row = comp.loc[(encoder, field)]
+            assert (row["estimate"], row["n_images"]) == (share, valued)
+            assert row["chance"] == pytest.approx(chance, abs=1e-12)
+            assert row["lo"] <= row["estimate"] <= row["hi"]
+    assert comp.loc[("enc-a", "sex"), "n_images"] < comp.loc[("enc-a", "site"), "n_images"] < len(ids)
 
 
 def test_every_depth_and_one_split_on_request(bench_db):
@@ -251,3 +303,50 @@ def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
     assert row["retention"] == pytest.approx(expected, abs=1e-12)
     assert row["random_init"] is not None  # the synthetic sets are random-init: enc-c is the floor
     assert f"a linear map keeps {expected:.3f} of enc-a's AUROC" in report.readings[0]
+
+
+VIEWS = ("encoder_agreement", "neighbour_composition", "classifier_transfer")
+
+
+def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_path, bench_db):
+    from crsbench.analyses import get_analysis
+    from crsbench.analyses.registry import _comments
+
+    spec = get_analysis("agreement")
+    table_comments = "select table_name, comment from duckdb_tables() where table_name like 'analysis_agreement_%'"
+    with Warehouse.open(tmp_path / "fresh.duckdb") as wh:  # the analysis never ran here
+        declared_tables = dict(wh.con.execute(table_comments).fetchall())
+        for view in VIEWS:
+            assert wh.sql(f"select * from {view}").empty
+            assert list(wh.sql(f"select * from {view} limit 0").columns) == list(spec.outputs[view])
+        declared = wh.sql(
+            "select table_name, column_name, comment from duckdb_columns() where table_name like 'analysis_agreement_%'"
+        )
+    db, _, _ = bench_db
+    with Warehouse.open(db) as wh:
+        run_analysis(wh, "agreement", {"replicates": 50})
+        written_tables = dict(wh.con.execute(table_comments).fetchall())  # as the registry wrote them
+    with Warehouse.open(db) as wh:  # a reopen re-applies the shipped SQL: the stored output stays
+        for view in VIEWS:
+            stored = wh.sql(f"select * from analysis_agreement_{view} order by all")
+            shown = wh.sql(f"select * from {view} order by all")
+            # classifier_transfer has rows once a probe is stored (test_transfer_reads_... sweeps one)
+            assert len(shown) > 0 or view == "classifier_transfer"
+            assert list(shown.columns) == list(stored.columns)
+            pd.testing.assert_frame_equal(shown, stored, check_dtype=False)
+            comment = wh.con.execute("select comment from duckdb_views() where view_name = ?", [view]).fetchone()
+            assert comment and "docs/METHODS.md §17" in comment[0]
+        after = wh.sql(
+            "select table_name, column_name, comment from duckdb_columns() where table_name like 'analysis_agreement_%'"
+        )
+    # the declared empty tables carry the comments the analysis registry writes on its output
+    for view in VIEWS:
+        table = f"analysis_agreement_{view}"
+        written = [s for s in _comments(spec, view, table, list(spec.outputs[view])) if " column " in s]
+        mine = declared[declared["table_name"] == table]
+        assert len(mine) == len(written) == len(spec.outputs[view])
+        for row in mine.itertuples():
+            assert row.comment == spec.column_doc(view, row.column_name)
+    assert len(declared_tables) == 3 and all(written_tables[t] == c for t, c in declared_tables.items())
+    kept = after.merge(declared, on=["table_name", "column_name"], suffixes=("_after", "_declared"))
+    assert (kept["comment_after"] == kept["comment_declared"]).all()

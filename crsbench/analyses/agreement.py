@@ -8,8 +8,9 @@ all_depths=true), on all images or one split:
   neighbours of the L2-normalised features, self excluded, exact with ties to the lower row),
   with a 95 % percentile bootstrap over images (the same resamples for every pair) and the chance
   level k / (n - 1); and linear CKA;
-* neighbour_composition: per encoder, the share of an image's k neighbours with the same label
-  and the same patient / lesion group;
+* neighbour_composition: per encoder, the share of an image's k neighbours with the same label,
+  the same patient / lesion group and the same value of each metadata key (image_metadata: view,
+  site, sex, ...; images without a value for a key are left out of that key's share);
 * classifier_transfer: B's stored logreg probe applied to A's test features mapped into B's space
   by ridge regression fitted on unlabelled training images (`transfer.py`).
 """
@@ -65,8 +66,13 @@ def _encoders(params: Mapping[str, Any]) -> list[str] | None:
     return [n for n in names if n] or None
 
 
+# Composition fields of their own; a metadata key spelled the same is stored as meta:<key>.
+OWN_FIELDS = ("label", "group")
+
+
 def _fields(wh: Warehouse, imgs: inputs.DatasetImages, rows: np.ndarray) -> dict[str, np.ndarray]:
-    """The fields composition is measured on: label (labelled datasets), group (when groups repeat)."""
+    """The fields composition is measured on: label (labelled datasets), group (when groups repeat)
+    and every metadata key of the dataset (codes -1 where an image has no value)."""
     fields: dict[str, np.ndarray] = {}
     labels = inputs.label_codes(wh, imgs, rows)
     if labels is not None:
@@ -74,6 +80,8 @@ def _fields(wh: Warehouse, imgs: inputs.DatasetImages, rows: np.ndarray) -> dict
     groups = imgs.groups[rows]
     if len(np.unique(groups)) < len(groups):
         fields["group"] = np.unique(groups, return_inverse=True)[1]
+    for key, codes in inputs.metadata_codes(wh, imgs, rows).items():
+        fields[f"meta:{key}" if key in OWN_FIELDS else key] = codes
     return fields
 
 

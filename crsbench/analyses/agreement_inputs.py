@@ -162,6 +162,22 @@ def label_codes(wh: Warehouse, imgs: DatasetImages, rows: np.ndarray) -> np.ndar
     return out
 
 
+def metadata_codes(wh: Warehouse, imgs: DatasetImages, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Per metadata key of the dataset (image_metadata, by key), one integer per image of `rows`
+    for its value, -1 where the image has none; keys no image of `rows` has are left out."""
+    long = wh.sql(
+        "select key, image_id, value from image_metadata where dataset_id = ? order by key", [imgs.dataset_id]
+    )
+    ids = pd.Index(imgs.image_ids[rows])
+    out: dict[str, np.ndarray] = {}
+    for key, frame in long.groupby("key", sort=True):
+        values = pd.Series(frame["value"].to_numpy(), index=frame["image_id"].to_numpy()).reindex(ids)
+        codes = np.asarray(pd.factorize(values, use_na_sentinel=True)[0], dtype=np.int64)
+        if (codes >= 0).any():
+            out[str(key)] = codes
+    return out
+
+
 def has_labels(wh: Warehouse, dataset_id: str) -> bool:
     row = wh.con.execute("select count(*) from labels where dataset_id = ? and value = 1", [dataset_id]).fetchone()
     return bool(row and row[0])

@@ -118,25 +118,34 @@ def _cka_rows(
 def composition(
     neighbours: Mapping[str, np.ndarray], fields: Mapping[str, np.ndarray], *, replicates: int, seed: int
 ) -> pd.DataFrame:
-    """Per (encoder, field): mean share of neighbours sharing the image's value, interval and chance."""
-    rows = []
+    """Per (encoder, field): mean share of neighbours sharing the image's value, interval and chance.
+
+    A field's codes are integers, -1 where an image has no value (a metadata key it lacks): such an
+    image is left out of the field's mean (n_images counts the others), and as a neighbour it never
+    shares a value. Fields with the same images valued share one resampling of those images."""
+    rows: list[dict[str, object]] = []
+    masks = {name: np.asarray(codes) >= 0 for name, codes in fields.items()}
     for name, lists in neighbours.items():
-        n, k = lists.shape
-        if not fields:
-            continue
-        hits = np.stack([m.composition_hits(lists, codes) for codes in fields.values()])
-        lo, hi = m.interval(m.resampled_means(hits, k, replicates, seed))
-        for f, (field, codes) in enumerate(fields.items()):
-            rows.append(
-                {
+        k = lists.shape[1]
+        by_mask: dict[bytes, list[str]] = {}
+        for field, mask in masks.items():
+            if mask.any():
+                by_mask.setdefault(mask.tobytes(), []).append(field)
+        found: dict[str, dict[str, object]] = {}
+        for names in by_mask.values():
+            mask = masks[names[0]]
+            hits = np.stack([m.composition_hits(lists, fields[f])[mask] for f in names])
+            lo, hi = m.interval(m.resampled_means(hits, k, replicates, seed))
+            for f, field in enumerate(names):
+                found[field] = {
                     "encoder_id": name,
                     "k": k,
                     "field": field,
                     "estimate": m.mean_share(hits[f], k),
                     "lo": float(lo[f]),
                     "hi": float(hi[f]),
-                    "chance": m.composition_chance(codes),
-                    "n_images": n,
+                    "chance": m.composition_chance(fields[field]),
+                    "n_images": int(mask.sum()),
                 }
-            )
+        rows.extend(found[f] for f in fields if f in found)
     return pd.DataFrame(rows, columns=COMPOSITION_COLUMNS)

@@ -154,14 +154,18 @@ def linear_cka(a: Centred | np.ndarray, b: Centred | np.ndarray) -> float:
 
 
 def composition_hits(neighbours: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Per image: how many of its k neighbours have its code (label, group, field value)."""
+    """Per image: how many of its k neighbours have its code (label, group, field value); codes
+    below 0 mean no value, which no neighbour shares."""
     codes = np.asarray(codes)
-    same: np.ndarray = (codes[neighbours] == codes[:, None]).sum(axis=1)
+    same: np.ndarray = ((codes[neighbours] == codes[:, None]) & (codes[:, None] >= 0)).sum(axis=1)
     return same
 
 
 def composition_chance(codes: np.ndarray) -> float:
-    """The share expected of random neighbours: sum_v c_v (c_v - 1) / (n (n - 1))."""
-    _, counts = np.unique(np.asarray(codes), return_counts=True)
-    n = int(counts.sum())
-    return float((counts * (counts - 1)).sum() / (n * (n - 1))) if n > 1 else float("nan")
+    """The share expected of random neighbours among the n - 1 other images, over the n_v images
+    with a value (codes >= 0): sum_v c_v (c_v - 1) / (n_v (n - 1))."""
+    codes = np.asarray(codes)
+    n = len(codes)
+    _, counts = np.unique(codes[codes >= 0], return_counts=True)
+    valued = int(counts.sum())
+    return float((counts * (counts - 1)).sum() / (valued * (n - 1))) if valued and n > 1 else float("nan")

@@ -8,8 +8,15 @@ AGREEMENT: Mapping[str, str] = {
     "dataset_id": "Dataset whose images both encoders' features describe (all images, or the split asked for).",
     "encoder_a": "First encoder of the pair (encoder key: id, or id@regime for an adapted variant); "
     "pairs are unordered, encoder_a < encoder_b.",
-    "encoder_b": "Second encoder of the pair (encoder key); for classifier_transfer, the encoder whose stored "
-    "probe is applied to encoder_a's mapped features.",
+    "encoder_b": "Second encoder of the pair (encoder key); pairs are unordered, encoder_a < encoder_b.",
+    "classifier_transfer.encoder_b": "Encoder whose stored full-label logreg probe is applied to encoder_a's "
+    "mapped test features (encoder key).",
+    "classifier_transfer.dataset_id": "Labelled dataset whose training images fit the map and whose test "
+    "images score the transferred probe.",
+    "neighbour_composition.dataset_id": "Dataset whose images the neighbour lists range over (all images, or "
+    "the split asked for).",
+    "neighbour_composition.k": "Neighbours per image (cosine similarity of the L2-normalised features, the "
+    "image itself excluded, ties to the lower row).",
     "classifier_transfer.encoder_a": "Encoder whose test features are mapped into encoder_b's space (the "
     "current encoder whose probe is reused is encoder_b).",
     "depth": "Relative depth of both encoders' features: 0.25, 0.5, 0.75 or 1.0; clean condition.",
@@ -26,13 +33,18 @@ AGREEMENT: Mapping[str, str] = {
     "n_images": "Images the measure was computed on; count.",
     "encoder_id": "Encoder whose neighbour lists are described (encoder key).",
     "field": "What neighbours are compared on: label (the same class, or the same set of labels for a "
-    "multilabel image) or group (the same patient or lesion id).",
-    "neighbour_composition.estimate": "Mean over images of the share of its k neighbours with the image's own "
-    "value of the field; [0, 1].",
+    "multilabel image), group (the same patient or lesion id), or a metadata key of the dataset "
+    "(image_metadata.key: view, site, sex, age bin, ...; a key named label or group is meta:label, meta:group).",
+    "neighbour_composition.estimate": "Mean over the images with a value of the field of the share of its k "
+    "neighbours with the image's own value; images without a value for a metadata key are left out of that "
+    "key's share, and as neighbours never share it; [0, 1].",
+    "neighbour_composition.n_images": "Images the share is averaged over: those with a value of the field "
+    "(all images for label and group); count.",
     "neighbour_composition.lo": "2.5th percentile over bootstrap resamples of the images.",
     "neighbour_composition.hi": "97.5th percentile over bootstrap resamples of the images.",
-    "neighbour_composition.chance": "Share expected of neighbours drawn at random from the other images: "
-    "sum_v c_v (c_v - 1) / (n (n - 1)) over the field's values v with c_v images.",
+    "neighbour_composition.chance": "Share expected of neighbours drawn at random from the n - 1 other images: "
+    "sum_v c_v (c_v - 1) / (n_v (n - 1)) over the field's values v with c_v images, n_v = sum_v c_v the "
+    "images with a value (n_v = n for label and group).",
     "seed": "Seed of encoder_b's full-label logreg probe (its label-fraction family, 0..4).",
     "m_images": "Unlabelled training images the ridge map from encoder_a to encoder_b was fitted on; "
     "min(transfer_images, n_train).",
