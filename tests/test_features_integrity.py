@@ -193,7 +193,9 @@ def bench(bench_template, tmp_path) -> Path:
 def test_probe_verify_and_repair_commands(bench, capsys):
     store = bench.with_name("b.duckdb.features.zarr")
     code, doc = _json(capsys, "verify", "--db", str(bench))
-    assert code == 0 and doc["damaged"] == [] and doc["feature_sets"][0]["status"] == "ok" and doc["parts"] == 3
+    assert (
+        code == 0 and doc["damaged"] == [] and doc["feature_sets"][0]["status"] == "ok" and doc["parts"] == 4
+    )  # runs, predictions, batches, coefficients
     _flip(store / "aptos/tiny-convnext/d100/clean/c/3/0", 12)
     capsys.readouterr()
     assert main(["probe", "--db", str(bench), "--probe", "knn", "--depth", "1.0", "--fraction", "1.0"]) == 1
@@ -229,7 +231,7 @@ def test_verify_names_a_damaged_parquet_part_and_a_missing_store(bench, capsys, 
     for sidecar in bench.with_name("b.duckdb.parts").rglob("*.sha256"):
         sidecar.unlink()
     code, doc = _json(capsys, "verify", "--db", str(bench))
-    assert [d["object"] for d in doc["damaged"]] == ["aptos/image_ids"] and doc["parts_unverifiable"] == 3
+    assert [d["object"] for d in doc["damaged"]] == ["aptos/image_ids"] and doc["parts_unverifiable"] == 4
     capsys.readouterr()
     assert main(["verify", "--db", str(bench), "--store", str(tmp_path / "nowhere.zarr")]) == 1
     err = capsys.readouterr().err.strip()
