@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -45,7 +46,7 @@ def _datasets() -> dict[str, Dataset]:
     }
 
 
-def _probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generator) -> np.ndarray:
+def probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generator) -> np.ndarray:
     y = ds.labels[rows]
     target = y.astype(float) if ds.task is Task.MULTILABEL else np.eye(len(ds.label_names))[y]
     logits = 2.0 * quality * target + rng.normal(size=target.shape) * 1.2
@@ -53,6 +54,45 @@ def _probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generat
         return (1 / (1 + np.exp(-(logits - 1.0)))).astype(np.float32)
     z = np.exp(logits - logits.max(axis=1, keepdims=True))
     return (z / z.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
+def run_records(
+    ds: Dataset, key: FitKey, rows: np.ndarray, condition: str, p: np.ndarray, created: datetime
+) -> tuple[dict[str, Any], pd.DataFrame]:
+    """One run record of fit `key` evaluated on `rows` of `ds` under `condition`, and its predictions `p`."""
+    rid = run_id(key.fit_id, ds.name, condition)
+    run = {
+        "run_id": rid,
+        "fit_id": key.fit_id,
+        "encoder_id": key.encoder_id,
+        "dataset_id": ds.name,
+        "eval_dataset_id": ds.name,
+        "regime": "frozen",
+        "probe": key.probe,
+        "depth": key.depth,
+        "label_fraction": key.label_fraction,
+        "seed": key.seed,
+        "condition": condition,
+        **all_metrics(ds.labels[rows], p.astype(np.float64), ds.task),
+        "n_train": 10,
+        "n_test": len(rows),
+        "fit_seconds": 0.0,
+        "pretrained": False,
+        "code_version": "test",
+        "created_at": created,
+    }
+    pred = pd.DataFrame(
+        {
+            "run_id": rid,
+            "fit_id": key.fit_id,
+            "eval_dataset_id": ds.name,
+            "condition": condition,
+            "row_index": rows.astype(np.int32),
+            "image_id": ds.images["image_id"].to_numpy()[rows],
+            "probs": list(p),
+        }
+    )
+    return run, pred
 
 
 def cell_batches(
@@ -71,43 +111,10 @@ def cell_batches(
             for c, condition in enumerate(conditions):
                 noise_seed = 0 if fraction == 1.0 else seed
                 rng = np.random.default_rng([k, len(ds.name), int(fraction * 100), noise_seed, c])
-                p = _probs(ds, rows, strength * (1 - 0.04 * c), rng)
-                rid = run_id(key.fit_id, ds.name, condition)
-                runs.append(
-                    {
-                        "run_id": rid,
-                        "fit_id": key.fit_id,
-                        "encoder_id": encoder,
-                        "dataset_id": ds.name,
-                        "eval_dataset_id": ds.name,
-                        "regime": "frozen",
-                        "probe": "logreg",
-                        "depth": 1.0,
-                        "label_fraction": fraction,
-                        "seed": seed,
-                        "condition": condition,
-                        **all_metrics(ds.labels[rows], p.astype(np.float64), ds.task),
-                        "n_train": 10,
-                        "n_test": len(rows),
-                        "fit_seconds": 0.0,
-                        "pretrained": False,
-                        "code_version": "test",
-                        "created_at": created,
-                    }
-                )
-                preds.append(
-                    pd.DataFrame(
-                        {
-                            "run_id": rid,
-                            "fit_id": key.fit_id,
-                            "eval_dataset_id": ds.name,
-                            "condition": condition,
-                            "row_index": rows.astype(np.int32),
-                            "image_id": ds.images["image_id"].to_numpy()[rows],
-                            "probs": list(p),
-                        }
-                    )
-                )
+                p = probs(ds, rows, strength * (1 - 0.04 * c), rng)
+                run, pred = run_records(ds, key, rows, condition, p, created)
+                runs.append(run)
+                preds.append(pred)
     return (pd.DataFrame(runs, columns=runs_schema().names), pd.concat(preds, ignore_index=True)[PREDICTIONS.names])
 
 

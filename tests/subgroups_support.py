@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from bootstrap_support import probs, run_records
 from support.synthetic import make_dataset
 
 from crsbench.core.schema import PREDICTIONS
 from crsbench.features.store import PERTURBED_CONDITIONS
 from crsbench.ingest.metadata import DEFAULT_BINS, metadata_frame
 from crsbench.ingest.source import Record
-from crsbench.ingest.types import Dataset, Task
-from crsbench.probes.metrics import all_metrics
-from crsbench.probes.records import FitKey, run_id, runs_schema
+from crsbench.ingest.types import Dataset
+from crsbench.probes.records import FitKey, runs_schema
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 
@@ -55,16 +55,6 @@ def datasets() -> dict[str, Dataset]:
     return out
 
 
-def probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generator) -> np.ndarray:
-    y = ds.labels[rows]
-    target = y.astype(float) if ds.task is Task.MULTILABEL else np.eye(len(ds.label_names))[y]
-    logits = 2.0 * quality * target + rng.normal(size=target.shape) * 1.2
-    if ds.task is Task.MULTILABEL:
-        return (1 / (1 + np.exp(-(logits - 1.0)))).astype(np.float32)
-    z = np.exp(logits - logits.max(axis=1, keepdims=True))
-    return (z / z.sum(axis=1, keepdims=True)).astype(np.float32)
-
-
 def cell(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs, preds = [], []
     created = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -75,42 +65,9 @@ def cell(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.DataFram
             rows = ds.split_rows("calib" if condition == "calib" else "test")
             rng = np.random.default_rng([k, len(ds.name), seed, c, int(fraction * 10)])
             p = probs(ds, rows, quality * (1 - 0.1 * c) * (0.8 + 0.2 * fraction), rng)
-            rid = run_id(key.fit_id, ds.name, condition)
-            runs.append(
-                {
-                    "run_id": rid,
-                    "fit_id": key.fit_id,
-                    "encoder_id": encoder,
-                    "dataset_id": ds.name,
-                    "eval_dataset_id": ds.name,
-                    "regime": "frozen",
-                    "probe": "logreg",
-                    "depth": 1.0,
-                    "label_fraction": fraction,
-                    "seed": seed,
-                    "condition": condition,
-                    **all_metrics(ds.labels[rows], p.astype(np.float64), ds.task),
-                    "n_train": 10,
-                    "n_test": len(rows),
-                    "fit_seconds": 0.0,
-                    "pretrained": False,
-                    "code_version": "test",
-                    "created_at": created,
-                }
-            )
-            preds.append(
-                pd.DataFrame(
-                    {
-                        "run_id": rid,
-                        "fit_id": key.fit_id,
-                        "eval_dataset_id": ds.name,
-                        "condition": condition,
-                        "row_index": rows.astype(np.int32),
-                        "image_id": ds.images["image_id"].to_numpy()[rows],
-                        "probs": list(p),
-                    }
-                )
-            )
+            run, pred = run_records(ds, key, rows, condition, p, created)
+            runs.append(run)
+            preds.append(pred)
     return pd.DataFrame(runs, columns=runs_schema().names), pd.concat(preds, ignore_index=True)[PREDICTIONS.names]
 
 
