@@ -24,7 +24,7 @@ from test_report import _run_rows, build_warehouse
 from crsbench.report import build_report
 from crsbench.report import figures as figs
 from crsbench.report.html import FigureSink, page
-from crsbench.report.layout import figure_layout
+from crsbench.report.layout import declutter, figure_layout
 from crsbench.report.roles import DIRECTION_COLORS, DIRECTION_KEYS, ROLE_COLORS, ROLE_KEYS, ROLE_SHADES, role_of
 from crsbench.warehouse.connection import Warehouse
 
@@ -178,12 +178,12 @@ def test_layout_map_matches_the_png():
 
 
 def test_declutter_spreads_crowded_ranks_around_their_mean():
-    positions = figs.declutter([1, 2, 2, 2, 3, 7], gap=0.5)
+    positions = declutter([1, 2, 2, 2, 3, 7], gap=0.5)
     crowded = sorted(positions[:5])
     assert all(b - a >= 0.5 - 1e-9 for a, b in zip(crowded, crowded[1:]))
     assert sum(crowded) / 5 == pytest.approx(2.0)  # centred on the ranks' mean
     assert positions[5] == 7.0  # a label with room keeps its place
-    assert figs.declutter([1, 2, 3], gap=0.5) == [1.0, 2.0, 3.0]
+    assert declutter([1, 2, 3], gap=0.5) == [1.0, 2.0, 3.0]
 
 
 SECTION_QUERIES = {

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from crsbench.report.layout import tag_series
+from crsbench.report.layout import declutter, tag_series
 from crsbench.report.roles import (
     DIRECTION_COLORS,
     DIRECTION_KEYS,
@@ -172,30 +172,6 @@ def slope_chart(ranks: pd.DataFrame, subtitle: str, roles: Roles = None) -> Figu
     keys += [(ROLE_KEYS[r], ROLE_COLORS[r]) for r in roles_present(ranks["label"].astype(str), roles)]
     add_key(fig, keys, ncol=min(len(keys), 3))
     return fig
-
-
-def declutter(ranks: Sequence[float] | pd.Series, gap: float) -> list[float]:
-    """Label positions at least `gap` apart, each group of crowded labels centred on its ranks' mean."""
-    desired = [float(r) for r in ranks]
-    order = sorted(range(len(desired)), key=lambda i: (desired[i], i))
-    clusters: list[list[int]] = []
-    for i in order:
-        clusters.append([i])
-        while len(clusters) > 1:
-            prev, cur = clusters[-2], clusters[-1]
-            if _top(prev, desired, gap) + len(prev) * gap <= _top(cur, desired, gap) + 1e-9:
-                break
-            clusters[-2:] = [prev + cur]
-    positions = [0.0] * len(desired)
-    for cluster in clusters:
-        top = _top(cluster, desired, gap)
-        for k, i in enumerate(cluster):
-            positions[i] = top + k * gap
-    return positions
-
-
-def _top(cluster: list[int], desired: list[float], gap: float) -> float:
-    return float(np.mean([desired[i] for i in cluster])) - (len(cluster) - 1) * gap / 2
 
 
 def _tag_ticks(ticks: Sequence[Any], labels: Sequence[str], roles: Roles) -> None:

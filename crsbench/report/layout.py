@@ -11,7 +11,10 @@ its legend entry. Series are tagged with `tag_series`: the artist's gid is "role
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -120,3 +123,27 @@ def figure_layout(fig: Figure, dpi: int) -> dict[str, Any]:
         }
     finally:
         fig.set_dpi(original_dpi)
+
+
+def declutter(ranks: Iterable[float], gap: float) -> list[float]:
+    """Label positions at least `gap` apart, each group of crowded labels centred on its ranks' mean."""
+    desired = [float(r) for r in ranks]
+    order = sorted(range(len(desired)), key=lambda i: (desired[i], i))
+    clusters: list[list[int]] = []
+    for i in order:
+        clusters.append([i])
+        while len(clusters) > 1:
+            prev, cur = clusters[-2], clusters[-1]
+            if _top(prev, desired, gap) + len(prev) * gap <= _top(cur, desired, gap) + 1e-9:
+                break
+            clusters[-2:] = [prev + cur]
+    positions = [0.0] * len(desired)
+    for cluster in clusters:
+        top = _top(cluster, desired, gap)
+        for k, i in enumerate(cluster):
+            positions[i] = top + k * gap
+    return positions
+
+
+def _top(cluster: list[int], desired: list[float], gap: float) -> float:
+    return float(np.mean([desired[i] for i in cluster])) - (len(cluster) - 1) * gap / 2
