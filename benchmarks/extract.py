@@ -43,6 +43,9 @@ from crsbench.features.perturbations import parse_condition, perturb
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import Dataset, Task
 
+sys.path.insert(0, str(Path(__file__).parent))
+from extract_checksums import checksum_costs  # noqa: E402
+
 
 def make_dataset(folder: Path, n: int, size: int, splits: list[str], seed: int = 0) -> Dataset:
     """Two-class toy images (class 1 carries a bright blurred disc) written as PNG files."""
@@ -191,35 +194,6 @@ def standalone_costs(ds: Dataset, entry, model, dtype, batch_size: int, n: int) 
         torch.set_num_threads(previous)
     costs["depth pooling"] -= costs["forward"]  # the tap runs the forward too
     return {k: 1e3 * v / n for k, v in costs.items()}
-
-
-def checksum_costs(rows: int, dim: int, repeats: int = 30) -> dict[str, float]:
-    """Per stored chunk (`rows` x `dim` float16, ViT-B width at least): blosc encode alone, the
-    crc32c codec on top, the manifest's digest (ms; best of `repeats`, the two encodes interleaved)."""
-    import zarr
-
-    from crsbench.features.integrity import block_digest, checksummed_compressors
-
-    dim = max(dim, 768)
-    block = np.random.default_rng(0).normal(size=(rows, dim)).astype(np.float16)
-
-    def array(codecs):
-        store = zarr.storage.MemoryStore()
-        return zarr.create_array(store, shape=block.shape, chunks=block.shape, dtype="float16", compressors=codecs)
-
-    plain, checked = array(checksummed_compressors()[:1]), array(checksummed_compressors())
-    best = {"plain": float("inf"), "checked": float("inf")}
-    for _ in range(repeats):
-        for key, arr in (("plain", plain), ("checked", checked)):
-            t0 = time.perf_counter()
-            arr[:] = block
-            best[key] = min(best[key], time.perf_counter() - t0)
-    blosc, both = 1e3 * best["plain"], 1e3 * best["checked"]
-    t0 = time.perf_counter()
-    for _ in range(repeats):
-        block_digest(block)
-    digest = 1e3 * (time.perf_counter() - t0) / repeats
-    return {"mb": block.nbytes / 1e6, "blosc_ms": blosc, "crc_codec_ms": both - blosc, "digest_ms": digest}
 
 
 def fp16_auroc_effect(entry, model, device: str, folder: Path, size: int, n: int) -> tuple[float, float]:
