@@ -160,14 +160,14 @@ def test_the_table_exists_empty_before_the_analysis_runs(tmp_path):
     }
 
 
-@pytest.fixture
-def synthetic_db(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def synthetic_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`derm` with every split, `cxr` shift target of it, `pool` with no test split; features of two encoders."""
     derm = make_dataset("derm", "multilabel", 120, 3, seed=1)
     cxr = make_dataset("cxr", "multilabel", 90, 3, seed=2)
     pool = make_dataset("pool", "multiclass", 80, 3, seed=3)
     pool.images["split"] = np.where(pool.images["split"] == "test", "calib", pool.images["split"])
-    db = tmp_path / "w.duckdb"
+    db = tmp_path_factory.mktemp("synthetic") / "w.duckdb"
     synthetic_warehouse(db, [derm, cxr, pool], {"enc-a": (12, 1.0), "enc-b": (6, 1.0)}, [("derm", "cxr")])
     return db
 
