@@ -65,7 +65,16 @@ def analyze(
     model: Annotated[
         str | None, typer.Option("--model", help="Generative VLM: local folder or cached hub id (e5).")
     ] = None,
-    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (e5).")] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", "-d", help="Dataset name (e5, agreement, partition, resplit).")
+    ] = None,
+    encoder: Annotated[
+        list[str] | None,
+        typer.Option("--encoder", "-e", help="Encoder to include (agreement, partition, resplit; repeatable)."),
+    ] = None,
+    repeats: Annotated[
+        int | None, typer.Option("--repeats", help="Re-drawn train/calib partitions (resplit; at least 2).")
+    ] = None,
     key: Annotated[
         list[str] | None,
         typer.Option("--key", help="Metadata key to form subgroups by (subgroups; repeatable, default all)."),
@@ -96,6 +105,8 @@ def analyze(
         "resample": resample,
         "model": model,
         "dataset": dataset,
+        "encoders": encoder or None,
+        "repeats": repeats,
         "keys": key or None,
         "rules": rule or None,
         **parse_settings(settings or []),
