@@ -65,7 +65,9 @@ def analyze(
     model: Annotated[
         str | None, typer.Option("--model", help="Generative VLM: local folder or cached hub id (e5).")
     ] = None,
-    dataset: Annotated[str | None, typer.Option("--dataset", help="Dataset name (e5).")] = None,
+    dataset: Annotated[
+        str | None, typer.Option("--dataset", "-d", help="Dataset name (e5; shortcuts: only this one).")
+    ] = None,
     key: Annotated[
         list[str] | None,
         typer.Option("--key", help="Metadata key to form subgroups by (subgroups; repeatable, default all)."),

@@ -68,6 +68,7 @@ def status(db: DbOption = default_db_path()) -> None:
                 "sweeps_running": state.sweeps_running,
                 "stale": state.stale,
                 "flagged": state.flagged,
+                "shortcuts": state.shortcuts,
             }
         )
         return
@@ -105,6 +106,10 @@ def status(db: DbOption = default_db_path()) -> None:
     if state.flagged:
         console.print("degenerate feature sets (their encoders get no rank until confirmed):")
         for line in state.flagged:
+            console.print(f"  {escape(line)}")
+    if state.shortcuts:
+        console.print("shortcut warnings (labels predictable without looking at the anatomy):")
+        for line in state.shortcuts:
             console.print(f"  {escape(line)}")
     if state.stale:
         console.print("stale stored results (computed from runs that have changed since):")
