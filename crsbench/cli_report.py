@@ -19,9 +19,19 @@ def report(
     panel: Annotated[str | None, typer.Option("--panel", help="Frozen panel to report (default: the latest).")] = None,
     out: Annotated[Path, typer.Option("--out", help="HTML file to write (self-contained).")] = Path("report.html"),
     figures: Annotated[Path | None, typer.Option("--figures", help="Also write every figure as PNG here.")] = None,
+    card_only: Annotated[
+        bool, typer.Option("--card-only", help="Print only the reporting card, as markdown (writes no file).")
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Write the HTML report: CRS vs AUROC, profiles, rank reordering, per-dataset tables, analyses."""
+    if card_only:
+        card = Bench(db).card(panel)
+        if console.json_mode:
+            emit(card.as_dict())
+        else:
+            typer.echo(card.markdown(), nl=False)
+        return
     report_and_render(Bench(db), out, panel, figures)
 
 
