@@ -186,9 +186,9 @@ RECORDED = ("auroc", "ece", "brier", "nll", "accuracy", "qwk", "ordinal_mae")
 
 
 def _metrics(wh: Warehouse, present: set[str], panel: str | None) -> CardItem:
-    if "runs" not in present:
+    counts = _rows(wh, present, "runs", "select " + ", ".join(f"count({m}) as {m}" for m in RECORDED) + " from runs")
+    if counts.empty or int(counts["auroc"].iloc[0]) == 0:
         return CardItem("metrics", "Metrics", (), {}, (f"runs: {COMMANDS['probe']}",))
-    counts = wh.sql("select " + ", ".join(f"count({m}) as {m}" for m in RECORDED) + " from runs")
     recorded = [m for m in RECORDED if int(counts[m].iloc[0]) > 0]
     values: dict[str, Value] = {f"runs_with.{m}": int(counts[m].iloc[0]) for m in recorded}
     statements = [
