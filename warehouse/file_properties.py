@@ -86,7 +86,7 @@ def _sizes(root: Path, rel_paths: pd.Series) -> list[int]:
         except FileNotFoundError:
             raise CrsbenchError(
                 f"image file not found: {root / str(rel)} (the dataset's files moved: point it at their new "
-                "folder with 'crsbench ingest relocate NAME PATH')"
+                "folder with 'crsbench dataset relocate NAME PATH')"
             ) from None
     return sizes
 
