@@ -99,7 +99,7 @@ def make_suite(
         tmp = out_dir / f".{folder}.tmp-{uuid.uuid4().hex[:8]}"
         try:
             if name == "isic2019" and png_class is not None:
-                _build_isic(tmp, scale, image_size, seed, report, png_class=png_class)
+                _write_isic(tmp, scale, image_size, seed, report, png_class)
             else:
                 build(tmp, scale, image_size, seed, report)
             if final.exists():
@@ -154,9 +154,11 @@ def _cell(state: int) -> str:
 
 
 @_suite_dataset("isic2019", "isic2019")
-def _build_isic(
-    root: Path, scale: float, size: int, seed: int, report: ProgressFn, png_class: str | None = None
-) -> None:
+def _build_isic(root: Path, scale: float, size: int, seed: int, report: ProgressFn) -> None:
+    _write_isic(root, scale, size, seed, report, None)
+
+
+def _write_isic(root: Path, scale: float, size: int, seed: int, report: ProgressFn, png_class: str | None) -> None:
     rng = _rng(seed, "isic2019")
     lesions: list[tuple[str, int]] = []  # (class, number of images of that lesion)
     for cls, n in zip(ISIC_CLASSES, _counts(ISIC_BASE, scale)):

@@ -233,7 +233,7 @@ def _datasets(wh: Warehouse, requested: object) -> tuple[list[str], list[str]]:
     outputs={"summary": SUMMARY_COLUMNS},
     section="§19",
     columns={
-        "dataset": "Dataset audited.",
+        "dataset": "Dataset whose image files were audited (datasets.dataset_id).",
         "split": "pool_cv (out-of-fold inside train + calib) or test (fitted on the pool, scored on test).",
         "balanced_accuracy": "Balanced accuracy of the file-property classifier.",
         "auroc": "Macro one-vs-rest AUROC of the file-property classifier; 0.5 = chance.",
