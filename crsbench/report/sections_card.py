@@ -13,7 +13,7 @@ def _item(n: int, item: CardItem) -> str:
     warn = f'<div class="banner" role="alert"><strong>Warning:</strong> {esc(item.warn)}.</div>' if item.warn else ""
     measured = "".join(f"<li>{esc(s)}</li>" for s in item.statements)
     not_run = "".join(
-        f'<li class="missing">Not run: {esc(what)}: <code>{esc(command)}</code></li>'
+        f'<li class="not-run">Not run: {esc(what)}: <code>{esc(command)}</code></li>'
         for what, _, command in (n.partition(": ") for n in item.not_run)
     )
     return (
