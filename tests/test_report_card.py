@@ -19,7 +19,9 @@ from crsbench import Bench
 from crsbench.analyses import run_analysis
 from crsbench.card import card_for
 from crsbench.ingest import Dataset
-from crsbench.report import SECTION_IDS, build_report
+from crsbench.report import SECTION_IDS
+from crsbench.report.html import page
+from crsbench.report.sections_card import render_card
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 
@@ -133,15 +135,18 @@ def test_every_item_is_filled_and_each_number_is_its_relation_s_aggregate(card_d
         assert card.item("shortcuts").warn is None
 
 
-def test_card_opens_the_report_in_chromium_with_all_seven_items(card_db: Path, tmp_path: Path) -> None:
+def test_card_renders_in_chromium_with_all_seven_items(card_db: Path, tmp_path: Path) -> None:
+    # The card as the report renders it, in the report's page shell (tests/test_report_browser.py
+    # loads the whole report, which opens with it: SECTION_IDS[0]).
     if find_chromium() is None:
         pytest.skip("CHROMIUM NOT INSTALLED: install it with `bash scripts/test-deps.sh`")
     assert SECTION_IDS[0] == "card"
     with Warehouse.open(card_db, read_only=True) as wh:
-        build_report(wh, tmp_path / "report.html")
-    page = inspect_page(tmp_path / "report.html", timeout_s=120, probe=CARD_PROBE)
-    assert page.errors == [] and page.network_urls == []
-    rows = page.dom
+        body = render_card(card_for(wh))
+    (tmp_path / "card.html").write_text(page("card", "", "", [("card", "Reporting card", body, False)]))
+    shown = inspect_page(tmp_path / "card.html", timeout_s=120, probe=CARD_PROBE)
+    assert shown.errors == [] and shown.network_urls == []
+    rows = shown.dom
     assert [r["key"] for r in rows] == list(KEYS)
     assert all(r["visible"] and r["status"] == "measured" and r["first"] == "card" for r in rows)
     text = {r["key"]: r["text"] for r in rows}
