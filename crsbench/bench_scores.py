@@ -16,6 +16,7 @@ from crsbench.warehouse.connection import Warehouse
 if TYPE_CHECKING:
     from crsbench.analyses.registry import AnalysisResult
     from crsbench.analyses.successor import SuccessorOptions, SuccessorReport
+    from crsbench.card import Card
     from crsbench.report import ReportResult
     from crsbench.warehouse.panels import Panel
 
@@ -123,6 +124,13 @@ class Scores:
 
         with Warehouse.open(self.db, read_only=True) as wh:
             return successor(wh, current, candidate, dataset, options or SuccessorOptions())
+
+    def card(self, panel: str | None = None) -> Card:
+        """The reporting card: seven items, each with its number from this warehouse (`.markdown()`)."""
+        from crsbench.card import card_for
+
+        with Warehouse.open(self.db, read_only=True) as wh:
+            return card_for(wh, panel)
 
     def report(
         self,

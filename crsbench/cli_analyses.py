@@ -66,7 +66,7 @@ def analyze(
         str | None, typer.Option("--model", help="Generative VLM: local folder or cached hub id (e5).")
     ] = None,
     dataset: Annotated[
-        str | None, typer.Option("--dataset", "-d", help="Dataset name (e5, agreement, partition, resplit).")
+        str | None, typer.Option("--dataset", "-d", help="Dataset name (e5, agreement, partition, resplit, shortcuts).")
     ] = None,
     encoder: Annotated[
         list[str] | None,

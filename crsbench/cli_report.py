@@ -19,9 +19,19 @@ def report(
     panel: Annotated[str | None, typer.Option("--panel", help="Frozen panel to report (default: the latest).")] = None,
     out: Annotated[Path, typer.Option("--out", help="HTML file to write (self-contained).")] = Path("report.html"),
     figures: Annotated[Path | None, typer.Option("--figures", help="Also write every figure as PNG here.")] = None,
+    card_only: Annotated[
+        bool, typer.Option("--card-only", help="Print only the reporting card, as markdown (writes no file).")
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Write the HTML report: CRS vs AUROC, profiles, rank reordering, per-dataset tables, analyses."""
+    if card_only:
+        card = Bench(db).card(panel)
+        if console.json_mode:
+            emit(card.as_dict())
+        else:
+            typer.echo(card.markdown(), nl=False)
+        return
     report_and_render(Bench(db), out, panel, figures)
 
 
@@ -68,6 +78,7 @@ def status(db: DbOption = default_db_path()) -> None:
                 "sweeps_running": state.sweeps_running,
                 "stale": state.stale,
                 "flagged": state.flagged,
+                "shortcuts": state.shortcuts,
             }
         )
         return
@@ -105,6 +116,10 @@ def status(db: DbOption = default_db_path()) -> None:
     if state.flagged:
         console.print("degenerate feature sets (their encoders get no rank until confirmed):")
         for line in state.flagged:
+            console.print(f"  {escape(line)}")
+    if state.shortcuts:
+        console.print("shortcut warnings (labels predictable without looking at the anatomy):")
+        for line in state.shortcuts:
             console.print(f"  {escape(line)}")
     if state.stale:
         console.print("stale stored results (computed from runs that have changed since):")

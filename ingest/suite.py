@@ -69,15 +69,25 @@ def _suite_dataset(name: str, folder: str) -> Callable[[SuiteBuilder], SuiteBuil
 
 
 def make_suite(
-    out_dir: Path, *, scale: float = 1.0, image_size: int = 128, seed: int = 0, progress: ProgressFn | None = None
+    out_dir: Path,
+    *,
+    scale: float = 1.0,
+    image_size: int = 128,
+    seed: int = 0,
+    progress: ProgressFn | None = None,
+    png_class: str | None = None,
 ) -> dict[str, Path]:
     """Write the four toy datasets under `out_dir`; returns {adapter name: path to ingest}.
 
     Each dataset folder is built beside its final place and renamed over it, so a
     rerun replaces an older suite and an interrupted run leaves no half dataset.
+    `png_class` (an ISIC class) plants a file-format shortcut: that class's images are
+    written as PNG (under their .jpg names, the layout's), every other image as JPEG.
     """
     if not scale > 0:
         raise CrsbenchError(f"--scale must be positive, got {scale}")
+    if png_class is not None and png_class not in ISIC_CLASSES:
+        raise CrsbenchError(f"png_class must be an ISIC class ({', '.join(ISIC_CLASSES)}), got {png_class!r}")
     if not 32 <= image_size <= 1024:
         raise CrsbenchError(f"--image-size must be between 32 and 1024, got {image_size}")
     out_dir = Path(out_dir)
@@ -88,7 +98,10 @@ def make_suite(
         final = out_dir / folder
         tmp = out_dir / f".{folder}.tmp-{uuid.uuid4().hex[:8]}"
         try:
-            build(tmp, scale, image_size, seed, report)
+            if name == "isic2019" and png_class is not None:
+                _write_isic(tmp, scale, image_size, seed, report, png_class)
+            else:
+                build(tmp, scale, image_size, seed, report)
             if final.exists():
                 shutil.rmtree(final)
             tmp.rename(final)
@@ -142,6 +155,10 @@ def _cell(state: int) -> str:
 
 @_suite_dataset("isic2019", "isic2019")
 def _build_isic(root: Path, scale: float, size: int, seed: int, report: ProgressFn) -> None:
+    _write_isic(root, scale, size, seed, report, None)
+
+
+def _write_isic(root: Path, scale: float, size: int, seed: int, report: ProgressFn, png_class: str | None) -> None:
     rng = _rng(seed, "isic2019")
     lesions: list[tuple[str, int]] = []  # (class, number of images of that lesion)
     for cls, n in zip(ISIC_CLASSES, _counts(ISIC_BASE, scale)):
@@ -168,7 +185,8 @@ def _build_isic(root: Path, scale: float, size: int, seed: int, report: Progress
             if view:
                 pixels = np.rot90(pixels, k=1 + li % 3).copy()
                 pixels = np.clip(pixels.astype(np.int16) + int(rng.integers(-12, 12)), 0, 255).astype(np.uint8)
-            _save(pixels, root / "ISIC_2019_Training_Input" / f"{image_id}.jpg", "JPEG")
+            fmt = "PNG" if cls == png_class else "JPEG"
+            _save(pixels, root / "ISIC_2019_Training_Input" / f"{image_id}.jpg", fmt)
             truth.append([image_id] + ["1.0" if c == cls else "0.0" for c in ISIC_CLASSES] + ["0.0"])
             meta.append([image_id, age, site, lesion_id, sex])
             done += 1

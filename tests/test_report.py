@@ -352,10 +352,13 @@ def test_missing_data_names_the_command(tmp_path):
     html = (tmp_path / "r.html").read_text(encoding="utf-8")
     page = _parse(html)
     assert page.images == []
-    assert [k for k, v in page.sections.items() if v["missing"]] == [s for s in SECTION_IDS if s != "overview"]
+    # The overview and the reporting card always render (the card names each item's command).
+    assert [k for k, v in page.sections.items() if v["missing"]] == [
+        s for s in SECTION_IDS if s not in ("overview", "card")
+    ]
     assert result.sections["bootstrap"] == "crsbench analyze bootstrap"
     assert result.sections["leaderboard"].startswith("crsbench demo")
-    assert html.count('class="missing"') == len(SECTION_IDS) - 1
+    assert html.count('class="missing"') == len(SECTION_IDS) - 2
     assert "Run <code>crsbench analyze e2</code>" in html
 
 

@@ -31,7 +31,7 @@ from crsbench.warehouse.schema_ledger import BATCHES, EXTRA_TABLES, PART
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 10
+SCHEMA_VERSION = 12  # 11: no change of its own
 
 TABLES: tuple[Schema, ...] = (
     Schema(

@@ -6,6 +6,7 @@ feature sets, and the batch records; `EXTRA_TABLES` lists those the migrations c
 from __future__ import annotations
 
 from crsbench.core.schema import Column, Schema
+from crsbench.warehouse.file_properties import IMAGE_PROPERTIES
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
 from crsbench.warehouse.schema_columns import METHODS as _M
@@ -126,4 +127,5 @@ EXTRA_TABLES: tuple[Schema, ...] = (
     RETIRED_FEATURE_SETS,
     FEATURE_CHUNKS,
     ZEROSHOT_PROMPTS,
+    IMAGE_PROPERTIES,  # since 12: file header properties (METHODS.md §19)
 )

@@ -16,6 +16,7 @@ from crsbench.report import (  # noqa: F401  (registers the sections, in order)
     sections,
     sections_agreement,
     sections_beyond,
+    sections_card,
     sections_curves,
     sections_zeroshot,
 )

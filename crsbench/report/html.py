@@ -60,6 +60,10 @@ figcaption { font-size: 12px; color: #566573; }
 code { background: #f4f6f7; padding: 1px 4px; border-radius: 3px; font-size: 13px; }
 .up { color: #1e8449; font-weight: 600; } .down { color: #e67e22; font-weight: 600; }
 .note { font-size: 13px; color: #566573; }
+table.card td.card-text { white-space: normal; max-width: 900px; }
+table.card ul { margin: 0; padding-left: 18px; }
+table.card li.not-run { list-style: none; margin: 4px 0 4px -18px; padding: 4px 10px; background: #fef9e7;
+                        border: 1px dashed #b7950b; border-radius: 4px; }
 """
 
 

@@ -49,9 +49,11 @@ class Section:
 SECTIONS: list[Section] = []
 
 
-def section(section_id: str, title: str) -> Callable[[SectionFn], SectionFn]:
+def section(section_id: str, title: str, first: bool = False) -> Callable[[SectionFn], SectionFn]:
+    """Register a section after those registered so far (`first`: before them all)."""
+
     def register(fn: SectionFn) -> SectionFn:
-        SECTIONS.append(Section(section_id, title, fn))
+        SECTIONS.insert(0 if first else len(SECTIONS), Section(section_id, title, fn))
         return fn
 
     return register

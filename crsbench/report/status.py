@@ -24,6 +24,7 @@ class WarehouseStatus:
     sweeps_running: int = 0  # probe sweeps still writing parts
     stale: list[str] = dataclasses.field(default_factory=list)  # stored bootstraps/analyses whose runs changed
     flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, unranked until confirmed
+    shortcuts: list[str] = dataclasses.field(default_factory=list)  # datasets whose labels file properties predict
 
     @property
     def n_runs(self) -> int:
@@ -113,6 +114,7 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         sweeps_running=len(live_sweeps(wh.parts_dir)),
         stale=stale_lines(wh),
         flagged=flagged_lines(wh) if "feature_sets" in present else [],
+        shortcuts=shortcut_lines(wh) if "shortcut_audit" in present else [],
     )
 
 
@@ -138,3 +140,19 @@ def stale_lines(wh: Warehouse) -> list[str]:
         stale = wh.sql("select distinct analysis from analysis_freshness where stale order by 1")["analysis"]
         lines += [f"analysis {a}: stale (the runs changed since it ran); rerun 'crsbench analyze {a}'" for a in stale]
     return lines
+
+
+def shortcut_lines(wh: Warehouse) -> list[str]:
+    """One warning per dataset whose labels the shortcut audit found predictable from file properties."""
+    rows = wh.sql(
+        "select dataset, max(estimate) filter (where metric = 'balanced_accuracy') as ba, "
+        "max(chance) filter (where metric = 'balanced_accuracy') as chance, "
+        "max(estimate) filter (where metric = 'max_class_auroc') as best "
+        "from shortcut_audit where warn and properties = 'header' and split = 'pool_cv' group by all order by 1"
+    )
+    return [
+        f"dataset {r.dataset}: labels are predictable from file properties alone (pool_cv balanced accuracy "
+        f"{r.ba:.3f}, chance {r.chance:.3f}; best class AUROC {r.best:.3f}): check how its files were made "
+        "(crsbench analyze shortcuts, docs/METHODS.md §19)"
+        for r in rows.itertuples()
+    ]

@@ -1,0 +1,109 @@
+"""The reporting card: seven items a paper's reader needs, each with its number from this warehouse.
+
+`reporting_card(wh, panel)` reads the tables and views the analyses fill (METHODS.md §19.2):
+
+1. split: official or derived per dataset, groups crossing splits (0 = group-safe), the
+   partition classifier's AUROC (view partition_shift);
+2. training policy: the regimes probed, the frozen-to-LoRA rank agreement (rank_agreement_regime);
+3. threshold policy and transfer gap (operating_points);
+4. metrics: those recorded, the AUROC spread across encoders beside the balanced-accuracy spread
+   across threshold rules;
+5. calibration before and after recalibration (analysis_e2_cells);
+6. uncertainty: the bootstrap's resampling unit and interval widths (bootstrap_intervals), and
+   the split-level spread of repeated partitions (resplit_selection);
+7. shortcut audit (shortcut_audit).
+
+An item (or part of one) whose analysis was not run says so and names the command. The report
+renders the card (crsbench/report/sections_card.py); `Card.markdown()` is `crsbench report
+--card-only`. Every number is a plain aggregate of one relation, so a test can recompute it in SQL.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from crsbench.warehouse.connection import Warehouse
+
+Value = float | int | str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class CardItem:
+    key: str
+    title: str
+    statements: tuple[str, ...]  # what was measured, with its numbers
+    values: dict[str, Value]  # the numbers, by name (what tests and --json read)
+    not_run: tuple[str, ...] = ()  # "what: command" for each part whose analysis has not run
+    warn: str | None = None  # a warning the reader must see (the shortcut audit)
+
+    @property
+    def status(self) -> str:
+        if not self.not_run:
+            return "measured"
+        return "partial" if self.statements else "not run"
+
+    @property
+    def text(self) -> str:
+        parts = [*self.statements, *(f"Not run: {n}" for n in self.not_run)]
+        return " ".join(_sentence(p) for p in parts)
+
+
+@dataclasses.dataclass(frozen=True)
+class Card:
+    panel: str | None
+    items: tuple[CardItem, ...]
+
+    def item(self, key: str) -> CardItem:
+        return next(i for i in self.items if i.key == key)
+
+    def markdown(self) -> str:
+        """The card as a markdown table, for a paper's supplement."""
+        lines = [
+            "## Reporting card",
+            "",
+            f"Measured in this warehouse{f' (panel `{self.panel}`)' if self.panel else ''}.",
+            "",
+            "| # | Item | Measured |",
+            "|---|---|---|",
+        ]
+        for n, item in enumerate(self.items, start=1):
+            text = (f"**WARNING: {item.warn}** " if item.warn else "") + item.text
+            lines.append(f"| {n} | {item.title} | {text.replace('|', '/')} |")
+        return "\n".join(lines) + "\n"
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "panel": self.panel,
+            "items": [
+                {
+                    "key": i.key,
+                    "title": i.title,
+                    "status": i.status,
+                    "text": i.text,
+                    "values": i.values,
+                    "not_run": list(i.not_run),
+                    "warn": i.warn,
+                }
+                for i in self.items
+            ],
+        }
+
+
+def _sentence(text: str) -> str:
+    return text if text.endswith(".") else text + "."
+
+
+def reporting_card(wh: Warehouse, panel: str | None) -> Card:
+    """The seven items, read from `wh`; `panel` is the frozen panel whose scores the items use."""
+    from crsbench.card_items import ITEMS, present_relations
+
+    present = present_relations(wh)
+    return Card(panel, tuple(item(wh, present, panel) for item in ITEMS))
+
+
+def card_for(wh: Warehouse, panel: str | None = None) -> Card:
+    """The card for `panel`, or, as the report, for the latest frozen panel (an unknown one is an error)."""
+    from crsbench.report.data import relations, resolve_panel
+
+    chosen, _ = resolve_panel(wh, relations(wh), panel)
+    return reporting_card(wh, chosen)
