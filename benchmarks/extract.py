@@ -37,7 +37,8 @@ import psutil
 import torch
 from PIL import Image
 
-from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
+from crsbench.core import CONDITIONS, DEPTHS
+from crsbench.features import FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
 from crsbench.features.hooks import DepthTap
 from crsbench.features.perturbations import parse_condition, perturb
 from crsbench.features.transforms import decode_image, model_input

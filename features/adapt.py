@@ -30,13 +30,13 @@ import torch
 from torch import nn
 
 # regime_name is re-exported: the `lora-s<seed>` naming lives in crsbench.core.
-from crsbench.core import EncoderKey
+from crsbench.core import CrsbenchError, EncoderKey, ProgressFn, no_progress
 from crsbench.core import lora_regime as regime_name
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.transforms import decode_image, model_input
-from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, Task, no_progress
+from crsbench.ingest.types import Dataset, Task
 
 if TYPE_CHECKING:
     from peft import PeftModel

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import zarr
 
-from crsbench.core import __version__
+from crsbench.core import CLEAN, CONDITIONS, DEPTHS, FROZEN, CrsbenchError, ProgressFn, __version__, no_progress
 from crsbench.core.provenance import collect, to_json
 from crsbench.features.degenerate import assess
 from crsbench.features.extraction_chunks import ChunkExtractor
@@ -43,18 +43,9 @@ from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.loaders import state_dict_hash
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.repair import check_settings, count_repair, plan_repair, reset_chunks
-from crsbench.features.store import (
-    CLEAN,
-    CONDITIONS,
-    DEPTHS,
-    FROZEN,
-    FeatureSetRef,
-    FeatureStore,
-    claim_dataset,
-    depth_key,
-)
+from crsbench.features.store import FeatureSetRef, FeatureStore, claim_dataset, depth_key
 from crsbench.features.weights import download_policy, fingerprint, planned_weights, recording_loads
-from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
+from crsbench.ingest.types import Dataset
 
 
 def _resolve_device(device: str) -> torch.device:

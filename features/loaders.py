@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from crsbench.core import CrsbenchError
 from crsbench.features.checkpoints import load_checkpoint, mismatch_message
 from crsbench.features.hub import say
 from crsbench.features.registry import EncoderEntry
@@ -33,7 +34,6 @@ from crsbench.features.weights import (  # noqa: F401
     resolve_weights,
     weights_status,
 )
-from crsbench.ingest.types import CrsbenchError
 
 INIT_SEED = 0
 

@@ -8,6 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from crsbench.core import CrsbenchError
 from crsbench.features import get_encoder
 from crsbench.features.adapt import (
     ADAPTER_FILE,
@@ -21,7 +22,6 @@ from crsbench.features.adapt import (
     save_adapter,
 )
 from crsbench.features.hooks import DepthTap
-from crsbench.ingest.types import CrsbenchError
 
 torch.set_num_threads(1)
 FAST = LoraSettings(epochs=1, batch_size=34)  # two steps on the suite's 68 training images

@@ -15,10 +15,10 @@ import torch
 from fidelity_support import check_routes, inputs, offline_hub, seeded, small_entry, timm_vit_reference
 from safetensors.torch import save_file
 
+from crsbench.core import CrsbenchError
 from crsbench.features.checkpoints import convert_to_safetensors, read_checkpoint
 from crsbench.features.hub import CrsbenchWarning
 from crsbench.features.weights import recording_loads
-from crsbench.ingest.types import CrsbenchError
 
 SMALL_VIT = {"depth": 4, "embed_dim": 64, "num_heads": 2, "img_size": 32}
 

@@ -18,9 +18,10 @@ from runs_factory import DATASETS, SHIFT, cell_runs, frame
 
 from crsbench.bench import Bench
 from crsbench.cli import main
+from crsbench.core import InputError
 from crsbench.features import extract, get_encoder
 from crsbench.features.degenerate import degeneracy, numerical_rank
-from crsbench.ingest import InputError, ingest, make_suite
+from crsbench.ingest import ingest, make_suite
 from crsbench.output import console
 from crsbench.warehouse import catalog
 from crsbench.warehouse.connection import Warehouse

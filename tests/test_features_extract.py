@@ -17,11 +17,11 @@ import torch.nn.functional as F
 import zarr
 from PIL import Image
 
-from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key, extract, get_encoder, perturb
+from crsbench.core import CONDITIONS, DEPTHS, CrsbenchError
+from crsbench.features import FeatureSetRef, FeatureStore, depth_key, extract, get_encoder, perturb
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import state_dict_hash
 from crsbench.ingest import ingest, make_suite
-from crsbench.ingest.types import CrsbenchError
 
 torch.set_num_threads(1)
 ENTRY = dataclasses.replace(get_encoder("tiny-convnext"), input_size=32)

@@ -100,7 +100,7 @@ def test_panderm_cae_checkpoint(tmp_path, monkeypatch, hub):
     reference = _panderm_forward(state, x, 4, 2)
     check_routes(entry, path, reference, x, tmp_path, monkeypatch, hub, routes=("weights", "env"))
     # Without the declared layer-scale rename the gammas are not silently dropped.
-    from crsbench.ingest.types import CrsbenchError
+    from crsbench.core import CrsbenchError
 
     partial = dataclasses.replace(entry.convert, rename={})
     with pytest.raises(CrsbenchError, match=r"unexpected keys \(blocks.0.gamma_1"):

@@ -136,7 +136,7 @@ def test_a_partial_transformers_folder_is_refused(tmp_path, hub):
     import transformers as T
     from safetensors.torch import load_file
 
-    from crsbench.ingest.types import CrsbenchError
+    from crsbench.core import CrsbenchError
 
     config = T.Dinov2Config(
         hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=2, image_size=28, patch_size=14

@@ -18,8 +18,8 @@ import torch
 from fidelity_support import offline_hub
 from user_encoders_support import cli, isolate_registry, make_tiny_db
 
+from crsbench.core import CrsbenchError
 from crsbench.features.registry import get_encoder
-from crsbench.ingest.types import CrsbenchError
 
 
 @pytest.fixture(autouse=True)

@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 import torch
 
+from crsbench.core import CrsbenchError
 from crsbench.features import get_encoder, list_encoders, tiny_encoder_ids
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import resolve_weights, state_dict_hash
-from crsbench.ingest.types import CrsbenchError
 
 torch.set_num_threads(1)
 

@@ -12,9 +12,9 @@ import timm
 import torch
 from user_encoders_support import cli, isolate_registry, make_tiny_db, r18_weights, run_counts, stored_features
 
+from crsbench.core import CrsbenchError
 from crsbench.features.registry import get_encoder
 from crsbench.features.transforms import decode_image, model_input
-from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 

@@ -10,9 +10,9 @@ import pytest
 import torch
 from user_encoders_support import cli, isolate_registry, make_tiny_db, r18_weights
 
+from crsbench.core import CrsbenchError
 from crsbench.features.registry import get_encoder
 from crsbench.features.weights import download_policy, resolve_weights, weights_status
-from crsbench.ingest.types import CrsbenchError
 
 
 @pytest.fixture(autouse=True)

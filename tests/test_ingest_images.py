@@ -10,11 +10,12 @@ import torch
 from PIL import Image
 
 from crsbench.analyses.e5_prompting import _image as prompting_image
+from crsbench.core import InputError
 from crsbench.features import get_encoder
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest import open_image
 from crsbench.ingest.images import check_image, decode_pixels
-from crsbench.ingest.types import Dataset, InputError, Task
+from crsbench.ingest.types import Dataset, Task
 
 
 def _full_range_16bit(h: int = 48, w: int = 40) -> np.ndarray:

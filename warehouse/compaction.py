@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse import parts
 from crsbench.warehouse.claims import live_sweeps
 from crsbench.warehouse.upgrade import STORAGE_COMPATIBILITY

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crsbench.core import CrsbenchError, EncoderKey, lora_regime
-from crsbench.ingest.types import ProgressFn
+from crsbench.core import CrsbenchError, EncoderKey, ProgressFn, lora_regime
 from crsbench.pipeline.stores import default_adapter_root
 from crsbench.warehouse.connection import Warehouse
 

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crsbench.core import CrsbenchError
-from crsbench.ingest.types import ProgressFn
+from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.warehouse.connection import Warehouse
 
 ALL_DATASETS = "all"
