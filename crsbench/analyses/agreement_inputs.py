@@ -19,6 +19,7 @@ from crsbench.probes.reader import read_rows
 from crsbench.warehouse.catalog import resolve_url
 from crsbench.warehouse.connection import Warehouse
 
+
 @dataclasses.dataclass(frozen=True)
 class FeatureSource:
     key: str  # encoder key as printed: enc or enc@regime
