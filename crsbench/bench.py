@@ -256,7 +256,7 @@ class Bench(Scores):
 
     def _fold(self, compact: bool) -> dict[str, Any]:
         """What a command that appended parts does last: fold them in unless told not to (or unsafe)."""
-        from crsbench.warehouse.compaction import fold_at_rest
+        from crsbench.warehouse.at_rest import fold_at_rest
         from crsbench.warehouse.parts import data_parts, parts_dir_for
 
         if compact:
