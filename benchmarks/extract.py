@@ -47,6 +47,8 @@ from crsbench.ingest.types import Dataset, Task
 sys.path.insert(0, str(Path(__file__).parent))
 from extract_checksums import checksum_costs  # noqa: E402
 
+from crsbench.features.loaders import build_model
+
 
 def make_dataset(folder: Path, n: int, size: int, splits: list[str], seed: int = 0) -> Dataset:
     """Two-class toy images (class 1 carries a bright blurred disc) written as PNG files."""
@@ -250,7 +252,7 @@ def main() -> None:
         entry = dataclasses.replace(entry, pretrained=False)
     device = torch.device(args.device)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.compute_dtype]
-    model = entry.build().to(device).to(dtype).eval()
+    model = build_model(entry).to(device).to(dtype).eval()
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "bench"

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from crsbench.features.registry import EncoderEntry, get_encoder, list_encoders, register_encoder, tiny_encoder_ids
+from crsbench.features.lookup import get_encoder, list_encoders, tiny_encoder_ids
+from crsbench.features.registry import EncoderEntry, register_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key, encoder_key
 
 _LAZY = {

@@ -40,7 +40,7 @@ from crsbench.features.extraction_sets import (
 )
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY
-from crsbench.features.loaders import state_dict_hash
+from crsbench.features.loaders import build_model, state_dict_hash
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.repair import check_settings, count_repair, plan_repair, reset_chunks
 from crsbench.features.store import FeatureSetRef, FeatureStore, claim_dataset, depth_key
@@ -157,7 +157,7 @@ def extract(
 
     def build() -> torch.nn.Module:
         with recording_loads() as record:
-            built = entry.build(weights, allow_download=allow_download, trust_pickle=trust_pickle)
+            built = build_model(entry, weights, allow_download=allow_download, trust_pickle=trust_pickle)
         loads[:] = record
         return built
 

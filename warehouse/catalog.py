@@ -15,7 +15,8 @@ import duckdb
 import pandas as pd
 
 from crsbench.core import CONDITIONS, DEPTHS, CrsbenchError
-from crsbench.features.registry import EncoderEntry, get_encoder
+from crsbench.features.lookup import get_encoder
+from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.retire import retire_for_new_weights

@@ -93,7 +93,7 @@ def extract_all(
     """
     from crsbench.features.extraction import extract
     from crsbench.features.integrity import chunk_manifest
-    from crsbench.features.registry import get_encoder, tiny_encoder_ids
+    from crsbench.features.lookup import get_encoder, tiny_encoder_ids
     from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.features.weights import download_policy
     from crsbench.warehouse import catalog

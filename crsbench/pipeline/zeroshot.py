@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crsbench.core import CrsbenchError, ProgressFn
-from crsbench.features.registry import get_encoder
+from crsbench.features.lookup import get_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.records import FitKey
