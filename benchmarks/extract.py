@@ -40,14 +40,13 @@ from PIL import Image
 from crsbench.core import CONDITIONS, DEPTHS
 from crsbench.features import FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
 from crsbench.features.hooks import DepthTap
+from crsbench.features.loaders import build_model
 from crsbench.features.perturbations import parse_condition, perturb
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import Dataset, Task
 
 sys.path.insert(0, str(Path(__file__).parent))
 from extract_checksums import checksum_costs  # noqa: E402
-
-from crsbench.features.loaders import build_model
 
 
 def make_dataset(folder: Path, n: int, size: int, splits: list[str], seed: int = 0) -> Dataset:
