@@ -33,9 +33,9 @@ def second_doors(source: str, where: str) -> list[str]:
     than crsbench.core, at any depth of the module (functions, TYPE_CHECKING blocks included)."""
     bad = []
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module != CORE and (node.module == "crsbench" or node.module.startswith("crsbench.")):
-                bad += [f"{where}:{node.lineno}: {a.name} from {node.module}" for a in node.names if a.name in NAMES]
+        module = node.module if isinstance(node, ast.ImportFrom) and node.level == 0 else None
+        if module and module != CORE and (module == "crsbench" or module.startswith("crsbench.")):
+            bad += [f"{where}:{node.lineno}: {a.name} from {module}" for a in node.names if a.name in NAMES]
     return bad
 
 
