@@ -37,8 +37,10 @@ import psutil
 import torch
 from PIL import Image
 
-from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
+from crsbench.core import CONDITIONS, DEPTHS
+from crsbench.features import FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
 from crsbench.features.hooks import DepthTap
+from crsbench.features.loaders import build_model
 from crsbench.features.perturbations import parse_condition, perturb
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import Dataset, Task
@@ -249,7 +251,7 @@ def main() -> None:
         entry = dataclasses.replace(entry, pretrained=False)
     device = torch.device(args.device)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.compute_dtype]
-    model = entry.build().to(device).to(dtype).eval()
+    model = build_model(entry).to(device).to(dtype).eval()
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "bench"

@@ -22,7 +22,7 @@ import numpy as np
 import zarr
 
 from crsbench.bench import Bench, ExtractConfig, ProbeConfig
-from crsbench.features.registry import tiny_encoder_ids
+from crsbench.features.lookup import tiny_encoder_ids
 from crsbench.pipeline.ingest import SUITE_DATASETS
 
 

@@ -16,8 +16,9 @@ import numpy as np
 import torch
 from support.synthetic import make_dataset, write_features
 
-from crsbench.features.store import CLEAN, FeatureStore
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Task
+from crsbench.core import CLEAN, FRACTION_SEEDS, LABEL_FRACTIONS
+from crsbench.features.store import FeatureStore
+from crsbench.ingest.types import Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices, subset_rows
 from crsbench.probes.lbfgs import fit_logreg, predict_proba
 from crsbench.probes.metrics import all_metrics

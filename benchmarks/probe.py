@@ -38,8 +38,9 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from support.synthetic import make_dataset, write_features
 
-from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
+from crsbench.core import CLEAN, CONDITIONS, FRACTION_SEEDS, LABEL_FRACTIONS
+from crsbench.features.store import FeatureSetRef, FeatureStore
+from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.probes.records import FitKey
 

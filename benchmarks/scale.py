@@ -38,9 +38,10 @@ import _tests_support  # noqa: F401  (tests/ on sys.path, for support.synthetic)
 import numpy as np
 from support.synthetic import make_dataset
 
+from crsbench.core import CLEAN, CONDITIONS, SPLITS
 from crsbench.features.integrity import MANIFEST_ATTR, block_digest, checksummed_compressors
-from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore, depth_key
-from crsbench.ingest.types import SPLITS, Dataset
+from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
+from crsbench.ingest.types import Dataset
 
 ENCODER = "synthetic"
 DEPTH = 1.0

@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from crsbench.core.version import __version__
+from crsbench.core import __version__
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "ProbeConfig", "Warehouse", "__version__"]
 

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pandas as pd
 
 from crsbench.bench_scores import Leaderboard, Scores
-from crsbench.core import CrsbenchError
-from crsbench.ingest.types import Dataset, ProgressFn
+from crsbench.core import CrsbenchError, ProgressFn
+from crsbench.ingest.types import Dataset
 from crsbench.pipeline.adapt import AdaptConfig, AdaptResult
 from crsbench.pipeline.extract import ExtractConfig
 from crsbench.pipeline.ingest import IngestConfig
@@ -136,7 +136,7 @@ class Bench(Scores):
     def relocate(self, name: str, path: Path | str, progress: ProgressFn | None = None) -> int:
         """Point a dataset at the folder its images moved to (every SHA-256 checked first);
         returns the number of images checked."""
-        from crsbench.ingest.types import no_progress
+        from crsbench.core import no_progress
         from crsbench.warehouse.datasets import relocate_dataset
 
         with Warehouse.open(self.db) as wh:
@@ -256,7 +256,7 @@ class Bench(Scores):
 
     def _fold(self, compact: bool) -> dict[str, Any]:
         """What a command that appended parts does last: fold them in unless told not to (or unsafe)."""
-        from crsbench.warehouse.compaction import fold_at_rest
+        from crsbench.warehouse.at_rest import fold_at_rest
         from crsbench.warehouse.parts import data_parts, parts_dir_for
 
         if compact:

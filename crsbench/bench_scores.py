@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
-from crsbench.ingest.types import ProgressFn
+from crsbench.core import ProgressFn
 from crsbench.warehouse.connection import Warehouse
 
 if TYPE_CHECKING:
@@ -140,7 +140,7 @@ class Scores:
         progress: ProgressFn | None = None,
     ) -> ReportResult:
         """Write the self-contained HTML report (and, with `figures`, every figure as PNG)."""
-        from crsbench.ingest.types import no_progress
+        from crsbench.core import no_progress
         from crsbench.report import build_report
 
         with Warehouse.open(self.db, read_only=True) as wh:

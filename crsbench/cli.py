@@ -14,8 +14,7 @@ from typing import Annotated
 import typer
 
 from crsbench.cli_app import DbOption, app
-from crsbench.core import EXIT_BUG, EXIT_USER, CrsbenchError
-from crsbench.core.constants import default_db_path
+from crsbench.core import EXIT_BUG, EXIT_USER, CrsbenchError, default_db_path
 from crsbench.output import console, emit
 
 __all__ = ["DbOption", "app", "main"]
@@ -128,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _print_version(value: bool) -> None:
     if value:
-        from crsbench import __version__
+        from crsbench.core import __version__
 
         sys.stdout.write(f"crsbench {__version__}\n")
         raise typer.Exit(0)

@@ -9,7 +9,7 @@ import typer
 
 from crsbench.bench import AdaptConfig, Bench
 from crsbench.cli_app import DbOption, StoreOption, app
-from crsbench.core.constants import default_db_path
+from crsbench.core import default_db_path
 from crsbench.output import emit, progress
 from crsbench.pipeline.adapt import AdaptResult, parse_seeds
 from crsbench.pipeline.stores import default_adapter_root

@@ -12,8 +12,7 @@ from rich.markup import escape
 from crsbench.analyses import AnalysisResult, analyses, get_analysis, table_name
 from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
-from crsbench.core import CrsbenchError
-from crsbench.core.constants import default_db_path
+from crsbench.core import CrsbenchError, default_db_path
 from crsbench.output import console, emit, print_frame, progress
 
 

@@ -54,7 +54,7 @@ class _Steps:
 
 def _image_text(given: list[str] | None) -> list[str]:
     """The demo's image-text encoders: the tiny random-init ones, or those of --encoder with a text tower."""
-    from crsbench.features.registry import get_encoder, tiny_image_text_ids
+    from crsbench.features.lookup import get_encoder, tiny_image_text_ids
 
     return [e for e in given if get_encoder(e).text_tower is not None] if given else tiny_image_text_ids()
 
@@ -91,7 +91,7 @@ def demo(
     from crsbench.cli_panels import render_leaderboard
     from crsbench.cli_probes import render_probe
     from crsbench.cli_report import report_and_render
-    from crsbench.features.registry import tiny_encoder_ids
+    from crsbench.features.lookup import tiny_encoder_ids
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)

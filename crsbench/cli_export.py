@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from crsbench.cli_app import DbOption, app
-from crsbench.core.constants import default_db_path
+from crsbench.core import default_db_path
 from crsbench.output import console, emit
 
 EXPORT_FORMATS = ("csv", "parquet", "json", "markdown", "latex")

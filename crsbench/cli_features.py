@@ -10,8 +10,8 @@ import typer
 
 from crsbench.bench import Bench, ExtractConfig
 from crsbench.cli_app import DbOption, StoreOption, app
-from crsbench.core.constants import default_db_path
-from crsbench.features.registry import list_encoders
+from crsbench.core import default_db_path
+from crsbench.features.lookup import list_encoders
 from crsbench.output import console, emit, print_frame, progress
 from crsbench.pipeline.extract import use_encoder_files
 

@@ -9,7 +9,7 @@ from rich.markup import escape
 
 from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
-from crsbench.core.constants import default_db_path
+from crsbench.core import default_db_path
 from crsbench.output import emit, print_frame
 
 grid_app = typer.Typer(

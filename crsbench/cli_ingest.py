@@ -11,8 +11,7 @@ import typer
 
 from crsbench.bench import Bench, IngestConfig
 from crsbench.cli_app import DbOption, app
-from crsbench.core import CrsbenchError
-from crsbench.core.constants import default_db_path
+from crsbench.core import CrsbenchError, default_db_path
 from crsbench.ingest import ADAPTERS, make_suite
 from crsbench.output import emit, print_frame, progress
 

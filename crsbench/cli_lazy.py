@@ -114,10 +114,10 @@ class LazyGroup(TyperGroup):
         """Import the module of command `name` and add the command it registers."""
         import typer.main
 
-        from crsbench.cli_app import app
-
-        importlib.import_module(commands()[name][0])
-        group = typer.main.get_group(app)
+        # The module registers onto the shared `app` it imports from crsbench.cli_app (the name
+        # `_scan` reads); taking it from there keeps this module below cli_app, never both ways.
+        module = importlib.import_module(commands()[name][0])
+        group = typer.main.get_group(module.app)
         for command_name, command in group.commands.items():
             self.commands.setdefault(command_name, command)
         return self.commands[name]

@@ -10,7 +10,7 @@ from rich.markup import escape
 
 from crsbench.bench import Bench, Leaderboard
 from crsbench.cli_app import DbOption, app
-from crsbench.core.constants import default_db_path
+from crsbench.core import default_db_path
 from crsbench.output import console, emit, print_frame
 from crsbench.warehouse import panels
 

@@ -8,7 +8,7 @@ import typer
 
 from crsbench.bench import Bench, ProbeConfig
 from crsbench.cli_app import DbOption, StoreOption, app
-from crsbench.core.constants import default_db_path
+from crsbench.core import default_db_path
 from crsbench.output import emit, progress
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
 from crsbench.probes.grid import GridSummary

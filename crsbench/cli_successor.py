@@ -8,7 +8,7 @@ import typer
 
 from crsbench.bench import Bench
 from crsbench.cli_app import DbOption, app
-from crsbench.core.constants import default_db_path
+from crsbench.core import default_db_path
 from crsbench.output import console, emit, print_frame
 
 

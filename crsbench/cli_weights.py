@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from crsbench.cli_app import app
-from crsbench.core.constants import default_db_path
+from crsbench.core import default_db_path
 from crsbench.output import emit
 
 weights_app = typer.Typer(help="Convert encoder weight files.", no_args_is_help=True)

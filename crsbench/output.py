@@ -15,7 +15,7 @@ from rich.table import Table
 if TYPE_CHECKING:  # pandas and the stages load only when a command prints a frame (fast --help)
     import pandas as pd
 
-    from crsbench.ingest.types import ProgressFn
+    from crsbench.core import ProgressFn
 
 
 class _Output:

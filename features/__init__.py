@@ -11,19 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from crsbench.features.registry import EncoderEntry, get_encoder, list_encoders, register_encoder, tiny_encoder_ids
-from crsbench.features.store import (
-    CLEAN,
-    CONDITIONS,
-    DEPTHS,
-    PERTURBATIONS,
-    PERTURBED_CONDITIONS,
-    SEVERITIES,
-    FeatureSetRef,
-    FeatureStore,
-    depth_key,
-    encoder_key,
-)
+from crsbench.features.lookup import get_encoder, list_encoders, tiny_encoder_ids
+from crsbench.features.registry import EncoderEntry, register_encoder
+from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key, encoder_key
 
 _LAZY = {
     "extract": "crsbench.features.extraction",
@@ -37,12 +27,6 @@ _LAZY = {
 }
 
 __all__ = [
-    "CLEAN",
-    "CONDITIONS",
-    "DEPTHS",
-    "PERTURBATIONS",
-    "PERTURBED_CONDITIONS",
-    "SEVERITIES",
     "EncoderEntry",
     "FeatureSetRef",
     "FeatureStore",

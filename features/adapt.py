@@ -30,13 +30,13 @@ import torch
 from torch import nn
 
 # regime_name is re-exported: the `lora-s<seed>` naming lives in crsbench.core.
-from crsbench.core import EncoderKey
+from crsbench.core import CrsbenchError, EncoderKey, ProgressFn, no_progress
 from crsbench.core import lora_regime as regime_name
 from crsbench.features.hooks import DepthTap
-from crsbench.features.loaders import state_dict_hash
+from crsbench.features.loaders import build_model, state_dict_hash
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.transforms import decode_image, model_input
-from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, Task, no_progress
+from crsbench.ingest.types import Dataset, Task
 
 if TYPE_CHECKING:
     from peft import PeftModel
@@ -171,7 +171,7 @@ def adapt(
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CrsbenchError("--device cuda requested but no CUDA device is available")
-    base = model if model is not None else entry.build(weights)
+    base = model if model is not None else build_model(entry, weights)
     base_hash = state_dict_hash(base)
     peft_model = attach_lora(base, entry, settings, seed).to(dev)
     wrapped = peft_model.base_model.model  # the base model, its layers now holding the adapters
@@ -266,7 +266,7 @@ def load_adapted(
     meta = adapter_meta(folder)
     if meta.get("encoder_id") not in (None, entry.id):
         raise CrsbenchError(f"adapter in {folder} belongs to encoder {meta['encoder_id']!r}, not {entry.id!r}")
-    base = entry.build(weights)
+    base = build_model(entry, weights)
     if meta.get("base_weights_hash") and state_dict_hash(base) != meta["base_weights_hash"]:
         raise CrsbenchError(
             f"adapter in {folder} was trained on other base weights of {entry.id!r} (weights hash differs)"

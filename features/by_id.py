@@ -21,8 +21,8 @@ from typing import Any
 
 from torch import nn
 
+from crsbench.core import CrsbenchError
 from crsbench.features.registry import EncoderEntry, KeyConversion
-from crsbench.ingest.types import CrsbenchError
 
 ID_SOURCES = ("timm", "hf", "open_clip")
 _FINAL_NORMS = ("post_layernorm", "layernorm", "norm", "final_layernorm", "ln_post")

@@ -30,10 +30,10 @@ from typing import Any
 import torch
 from torch import nn
 
+from crsbench.core import CrsbenchError
 from crsbench.features.hub import CrsbenchWarning
 from crsbench.features.registry import KeyConversion
 from crsbench.features.weights import WEIGHT_SUFFIXES, note_load, pickles_trusted
-from crsbench.ingest.types import CrsbenchError
 
 SHOWN = 4
 STATE_KEYS = ("model", "state_dict", "module", "model_ema", "state_dict_ema")

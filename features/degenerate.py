@@ -21,7 +21,8 @@ import datetime as dt
 import numpy as np
 import zarr
 
-from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
+from crsbench.core import CLEAN, DEPTHS
+from crsbench.features.store import FeatureSetRef, depth_key
 
 SAMPLE_ROWS = 2048
 RANK_TOL = 1e-3
@@ -79,7 +80,7 @@ def assess(group: zarr.Group) -> str | None:
 def confirm(group: zarr.Group, path: str) -> str:
     """Record that a user accepts the flagged set `group` as it is; returns the reason confirmed.
     A set that is not flagged is an error (there is nothing to confirm)."""
-    from crsbench.ingest.types import CrsbenchError
+    from crsbench.core import CrsbenchError
 
     reason = group.attrs.get(DEGENERATE)
     if not reason:

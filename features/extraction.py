@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import zarr
 
-from crsbench.core import __version__
+from crsbench.core import CLEAN, CONDITIONS, DEPTHS, FROZEN, CrsbenchError, ProgressFn, __version__, no_progress
 from crsbench.core.provenance import collect, to_json
 from crsbench.features.degenerate import assess
 from crsbench.features.extraction_chunks import ChunkExtractor
@@ -40,21 +40,12 @@ from crsbench.features.extraction_sets import (
 )
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY
-from crsbench.features.loaders import state_dict_hash
+from crsbench.features.loaders import build_model, state_dict_hash
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.repair import check_settings, count_repair, plan_repair, reset_chunks
-from crsbench.features.store import (
-    CLEAN,
-    CONDITIONS,
-    DEPTHS,
-    FROZEN,
-    FeatureSetRef,
-    FeatureStore,
-    claim_dataset,
-    depth_key,
-)
+from crsbench.features.store import FeatureSetRef, FeatureStore, claim_dataset, depth_key
 from crsbench.features.weights import download_policy, fingerprint, planned_weights, recording_loads
-from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn, no_progress
+from crsbench.ingest.types import Dataset
 
 
 def _resolve_device(device: str) -> torch.device:
@@ -166,7 +157,7 @@ def extract(
 
     def build() -> torch.nn.Module:
         with recording_loads() as record:
-            built = entry.build(weights, allow_download=allow_download, trust_pickle=trust_pickle)
+            built = build_model(entry, weights, allow_download=allow_download, trust_pickle=trust_pickle)
         loads[:] = record
         return built
 

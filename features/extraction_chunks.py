@@ -19,6 +19,7 @@ import numpy as np
 import torch
 import zarr
 
+from crsbench.core import CLEAN, DEPTHS, CrsbenchError, ProgressFn
 from crsbench.features import transforms
 from crsbench.features.extraction_procs import Part, decode_and_perturb, pixel_pool
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, PROGRESS_ARRAY
@@ -27,9 +28,9 @@ from crsbench.features.integrity import DIGEST_ARRAY, block_digest
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
 from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
+from crsbench.features.store import FeatureSetRef, depth_key
 from crsbench.features.transforms import decode_image, model_input
-from crsbench.ingest.types import CrsbenchError, Dataset, ProgressFn
+from crsbench.ingest.types import Dataset
 
 
 @dataclasses.dataclass

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 
 _POOL: ProcessPoolExecutor | None = None
 _POOL_SIZE = 0

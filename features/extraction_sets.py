@@ -14,11 +14,12 @@ import numpy as np
 import torch
 import zarr
 
+from crsbench.core import CLEAN, DEPTHS, CrsbenchError
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, DIGEST_NAMES, checksummed_compressors, publish_manifest
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
-from crsbench.ingest.types import CrsbenchError, Dataset
+from crsbench.features.store import FeatureSetRef, depth_key
+from crsbench.ingest.types import Dataset
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
 DTYPES = {"float16": np.float16, "float32": np.float32}

@@ -23,10 +23,9 @@ import threading
 import torch
 from torch import nn
 
+from crsbench.core import DEPTHS, CrsbenchError
 from crsbench.features.loaders import submodule
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import DEPTHS
-from crsbench.ingest.types import CrsbenchError
 
 
 def depth_modules(

@@ -25,8 +25,8 @@ import zarr
 from zarr.codecs import BloscCodec, Crc32cCodec
 from zarr.core.sync import sync
 
-from crsbench.core.errors import CrsbenchError
-from crsbench.features.store import FROZEN, FeatureSetRef
+from crsbench.core import FROZEN, CrsbenchError
+from crsbench.features.store import FeatureSetRef
 
 DIGEST_ARRAY = "_chunk_digests"  # uint32 [n_chunks, n_arrays], one row per row chunk
 DIGEST_NAMES = "digest_arrays"  # group attr: the arrays, in the digest array's column order

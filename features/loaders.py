@@ -23,19 +23,39 @@ from typing import Any
 import torch
 from torch import nn
 
+from crsbench.core import CrsbenchError
 from crsbench.features.checkpoints import load_checkpoint, mismatch_message
-from crsbench.features.hub import say
+from crsbench.features.hub import library_calls, say
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.weights import (  # noqa: F401
     FOLDER_LAYOUTS,
     WEIGHTS_ENV,
+    download_policy,
     note_load,
+    pickle_policy,
     resolve_weights,
     weights_status,
 )
-from crsbench.ingest.types import CrsbenchError
 
 INIT_SEED = 0
+
+
+def build_model(
+    entry: EncoderEntry,
+    weights: Path | str | None = None,
+    *,
+    allow_download: bool | None = None,
+    trust_pickle: bool = False,
+) -> nn.Module:
+    """Construct the entry's model in eval mode; weights resolve offline unless downloads are allowed
+    (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`), and pickled
+    checkpoints load only with `trust_pickle` (or the entry's flag). The libraries' own output
+    is captured (`features.hub`)."""
+    if entry.constructor is None:
+        raise CrsbenchError(f"encoder {entry.id!r} has no constructor")
+    with download_policy(allow_download), pickle_policy(trust_pickle or entry.trust_pickle), library_calls():
+        model = entry.constructor(entry, Path(weights) if weights is not None else None)
+    return model.eval()
 
 
 def state_dict_hash(model: nn.Module) -> str:
@@ -226,6 +246,19 @@ def open_clip_config(entry: EncoderEntry, path: Path, arch: str | None) -> tuple
     return cfg, path
 
 
+def build_open_clip(cfg: dict[str, Any]) -> Any:
+    """The whole open_clip model of a config, random-init from crsbench's fixed seed (the image
+    tower is built first, as open_clip does, so its weights equal `open_clip_model`'s)."""
+    from open_clip.model import CLIP, CustomTextCLIP
+
+    vision = {**cfg["vision_cfg"], "timm_model_pretrained": False}
+    text = {**cfg["text_cfg"], "hf_model_pretrained": False}
+    cls = CustomTextCLIP if "hf_model_name" in text else CLIP
+    options = {k: v for k, v in cfg.items() if k in ("quick_gelu", "init_logit_scale", "init_logit_bias")}
+    with seeded():
+        return cls(embed_dim=cfg["embed_dim"], vision_cfg=vision, text_cfg=text, **options).eval()
+
+
 def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     """Only the image tower of an open_clip model: the text tower (and any second repo its
     config names, such as BiomedCLIP's PubMedBERT) is never built, since crsbench reads images.
@@ -237,8 +270,6 @@ def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     inline = entry.model_kwargs.get("model_cfg")
     if inline is not None and not entry.pretrained and weights is None and not entry.weights_path:
         # Random init: the image tower exactly as the whole model's (`features.text`) has it.
-        from crsbench.features.text import build_open_clip
-
         return OpenClipVision(build_open_clip(dict(inline)).visual)
     path = resolve_weights(entry, weights)
     if inline is not None:

@@ -7,14 +7,15 @@ Entries come from four places, each recorded as the entry's `origin`:
   `open_clip:<arch>` (`features.by_id`), resolved from the library's own configuration;
 * `toml:<file>`: `[encoder.<id>]` tables of a user's TOML file (`features.user`);
 * `plugin:<dist>`: the `crsbench.encoders` entry-point group of pip-installed packages.
-Nothing else in the code names a particular encoder. This module imports no torch so that
-listing the registry (`crsbench encoders`) stays instant.
+Nothing else in the code names a particular encoder. This module is the entries' data and
+imports nothing else from `crsbench.features` (those four sources import it): `features.lookup`
+finds an entry across them, `features.loaders.build_model` builds one. It imports no torch, so
+that listing the registry (`crsbench encoders`) stays instant.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import difflib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,22 +143,6 @@ class EncoderEntry:
         out["model_kwargs"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model_kwargs.items()}
         return out
 
-    def build(
-        self, weights: Path | str | None = None, *, allow_download: bool | None = None, trust_pickle: bool = False
-    ) -> nn.Module:
-        """Construct the model in eval mode; weights resolve offline unless downloads are allowed
-        (`allow_download`, else `$CRSBENCH_ALLOW_DOWNLOAD`; see `features.weights`), and pickled
-        checkpoints load only with `trust_pickle` (or the entry's flag). The libraries' own output
-        is captured (`features.hub`)."""
-        from crsbench.features.hub import library_calls
-        from crsbench.features.weights import download_policy, pickle_policy
-
-        if self.constructor is None:
-            raise CrsbenchError(f"encoder {self.id!r} has no constructor")
-        with download_policy(allow_download), pickle_policy(trust_pickle or self.trust_pickle), library_calls():
-            model = self.constructor(self, Path(weights) if weights is not None else None)
-        return model.eval()
-
 
 def library_defaults(fields: dict[str, Any]) -> dict[str, Any]:
     """Input size, mean and std a library publishes for an entry's checkpoint (timm's
@@ -184,7 +169,6 @@ ENCODERS: Registry[EncoderEntry] = Registry(
 )
 # Decorator: `@register_encoder("id", **fields)` on `fn(entry, weights) -> nn.Module`.
 register_encoder = ENCODERS.register
-_ORIGIN_ORDER = {"built-in": 0, "id": 1}
 
 
 def add_entry(entry: EncoderEntry) -> EncoderEntry:
@@ -203,44 +187,3 @@ def remove_entries(origin: str) -> None:
     for name, entry in ENCODERS.items():
         if entry.origin == origin:
             ENCODERS.remove(name)
-
-
-def _ensure_loaded() -> None:
-    from crsbench.features.user import load_user_encoders
-
-    ENCODERS.load()
-    load_user_encoders()
-
-
-def get_encoder(id: str) -> EncoderEntry:
-    """The entry registered under `id`, or one resolved from a `timm:`/`hf:`/`open_clip:` id."""
-    _ensure_loaded()
-    if id in ENCODERS:
-        return ENCODERS.get(id)
-    from crsbench.features.by_id import ID_SOURCES, entry_from_id
-
-    if id.partition(":")[0] in ID_SOURCES and ":" in id:
-        return entry_from_id(id)
-    close = difflib.get_close_matches(id, ENCODERS.names(), n=3, cutoff=0.5)
-    hint = f"did you mean {', '.join(close)}?" if close else f"known encoders: {', '.join(ENCODERS.names())}"
-    raise CrsbenchError(
-        f"unknown encoder {id!r}; {hint} (or name a library model: {', '.join(f'{s}:<name>' for s in ID_SOURCES)})"
-    )
-
-
-def list_encoders(*, pretrained: bool | None = None) -> list[EncoderEntry]:
-    """Registered entries: built-ins (pretrained first), then TOML and plugin entries, by id."""
-    _ensure_loaded()
-    entries = [e for _, e in ENCODERS.items() if pretrained is None or e.pretrained == pretrained]
-    return sorted(entries, key=lambda e: (_ORIGIN_ORDER.get(e.origin, 2), not e.pretrained, e.origin))
-
-
-def tiny_encoder_ids() -> list[str]:
-    """The random-initialised built-in image encoders used by tests and the demo (`all-tiny`); the
-    tiny image-text entries (`tiny_image_text_ids`) are run beside them, outside the CRS panel."""
-    return [e.id for e in list_encoders(pretrained=False) if e.origin == "built-in" and e.text_tower is None]
-
-
-def tiny_image_text_ids() -> list[str]:
-    """The random-initialised built-in entries with a text tower (zero-shot in tests and the demo)."""
-    return [e.id for e in list_encoders(pretrained=False) if e.origin == "built-in" and e.text_tower is not None]

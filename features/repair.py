@@ -14,10 +14,11 @@ from typing import Any, cast
 import numpy as np
 import zarr
 
+from crsbench.core import CrsbenchError
 from crsbench.features.extraction_sets import PROGRESS_ARRAY, stale_settings
 from crsbench.features.integrity import DIGEST_ARRAY, Damage, delete_chunk, feature_arrays, scan_set
 from crsbench.features.store import FeatureSetRef, FeatureStore
-from crsbench.ingest.types import CrsbenchError, Dataset
+from crsbench.ingest.types import Dataset
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,23 +17,13 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-# Re-exported for the stages that read them from here; their home is crsbench.core.
-from crsbench.core.constants import CLEAN, CONDITIONS, DEPTHS, FROZEN, PERTURBATIONS, PERTURBED_CONDITIONS, SEVERITIES
-from crsbench.core.errors import CrsbenchError
-from crsbench.core.keys import EncoderKey
+from crsbench.core import CONDITIONS, DEPTHS, FROZEN, CrsbenchError, EncoderKey
 from crsbench.ingest.types import Dataset
 
 if TYPE_CHECKING:
     import zarr  # imported where a store is opened, so the names and refs here stay light
 
 __all__ = [
-    "CLEAN",
-    "CONDITIONS",
-    "DEPTHS",
-    "FROZEN",
-    "PERTURBATIONS",
-    "PERTURBED_CONDITIONS",
-    "SEVERITIES",
     "FeatureSetRef",
     "FeatureStore",
     "claim_dataset",

@@ -179,21 +179,6 @@ def _hf_cache_folder(repo: str) -> Path | None:
         return None
 
 
-def build_open_clip(cfg: dict[str, Any]) -> Any:
-    """The whole open_clip model of a config, random-init from crsbench's fixed seed (the image
-    tower is built first, as open_clip does, so its weights equal `loaders.open_clip_model`'s)."""
-    from open_clip.model import CLIP, CustomTextCLIP
-
-    from crsbench.features.loaders import seeded
-
-    vision = {**cfg["vision_cfg"], "timm_model_pretrained": False}
-    text = {**cfg["text_cfg"], "hf_model_pretrained": False}
-    cls = CustomTextCLIP if "hf_model_name" in text else CLIP
-    options = {k: v for k, v in cfg.items() if k in ("quick_gelu", "init_logit_scale", "init_logit_bias")}
-    with seeded():
-        return cls(embed_dim=cfg["embed_dim"], vision_cfg=vision, text_cfg=text, **options).eval()
-
-
 def _open_clip_tokenizer(entry: EncoderEntry, cfg: dict[str, Any]) -> Callable[[Sequence[str]], Any]:
     from open_clip.tokenizer import HFTokenizer, SimpleTokenizer
 
@@ -212,6 +197,7 @@ def _open_clip(entry: EncoderEntry, weights: Path | None) -> TextTower:
     import torch
 
     from crsbench.features.checkpoints import load_checkpoint
+    from crsbench.features.loaders import build_open_clip
     from crsbench.features.registry import KeyConversion
     from crsbench.features.weights import resolve_weights
 

@@ -39,6 +39,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from crsbench.core import CrsbenchError
 from crsbench.features.registry import (
     DOMAINS,
     POOLINGS,
@@ -49,7 +50,6 @@ from crsbench.features.registry import (
     add_entry,
     remove_entries,
 )
-from crsbench.ingest.types import CrsbenchError
 
 ENCODERS_ENV = "CRSBENCH_ENCODERS"
 PROJECT_FILE = "crsbench.toml"

@@ -18,8 +18,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
+from crsbench.core import CrsbenchError
 from crsbench.features.registry import EncoderEntry
-from crsbench.ingest.types import CrsbenchError
 
 WEIGHTS_ENV = "CRSBENCH_WEIGHTS"
 ALLOW_ENV = "CRSBENCH_ALLOW_DOWNLOAD"

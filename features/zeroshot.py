@@ -15,7 +15,8 @@ from typing import Any, cast
 import numpy as np
 
 from crsbench.core import CrsbenchError
-from crsbench.features.registry import EncoderEntry, list_encoders
+from crsbench.features.lookup import list_encoders
+from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.features.text import TextTower
 from crsbench.ingest.prompts import PromptSet

@@ -13,15 +13,13 @@ from crsbench.ingest.core import check_name, ingest
 from crsbench.ingest.images import open_image
 from crsbench.ingest.registry import ADAPTERS, AdapterEntry, AdapterOption, get_adapter, register_adapter
 from crsbench.ingest.suite import make_suite
-from crsbench.ingest.types import CrsbenchError, Dataset, InputError, Task
+from crsbench.ingest.types import Dataset, Task
 
 __all__ = [
     "ADAPTERS",
     "AdapterEntry",
     "AdapterOption",
-    "CrsbenchError",
     "Dataset",
-    "InputError",
     "Task",
     "check_name",
     "get_adapter",

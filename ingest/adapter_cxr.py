@@ -17,9 +17,10 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
+from crsbench.core import InputError, ProgressFn
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source, csv_line, find_file, parse_binary, read_csv, safe_rel_path
-from crsbench.ingest.types import InputError, ProgressFn, Task
+from crsbench.ingest.types import Task
 
 CXR_LABELS: tuple[str, ...] = (
     "No Finding",

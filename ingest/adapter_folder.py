@@ -12,9 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from crsbench.core import InputError, ProgressFn
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source
-from crsbench.ingest.types import InputError, ProgressFn, Task
+from crsbench.ingest.types import Task
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".tif", ".tiff", ".bmp", ".webp")
 UNLABELED = "none"  # the value of option `labels` that --unlabeled sets

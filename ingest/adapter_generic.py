@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 
+from crsbench.core import InputError, ProgressFn
 from crsbench.ingest.adapter_folder import LABELS_OPTION, UNLABELED, unlabeled_source
 from crsbench.ingest.images import NPZ_SEPARATOR, read_npz
 from crsbench.ingest.labels import MAX_LABELS, check_label_count, clean_label, clean_names, is_missing
 from crsbench.ingest.metadata import check_key
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source, csv_line, parse_binary, read_csv, safe_rel_path
-from crsbench.ingest.types import InputError, ProgressFn, Task
+from crsbench.ingest.types import Task
 
 MEDMNIST_SPLITS = {"train": "train", "val": "calib", "test": "test"}
 TASK_CHOICES = tuple(t.value for t in Task)

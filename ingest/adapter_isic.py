@@ -6,10 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
+from crsbench.core import InputError, ProgressFn
 from crsbench.ingest.metadata import check_known_images
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source, csv_line, read_csv, safe_rel_path
-from crsbench.ingest.types import InputError, ProgressFn, Task
+from crsbench.ingest.types import Task
 
 ISIC_CLASSES: tuple[str, ...] = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC")
 ISIC_ONE_HOT = {"1.0": 1, "1": 1, "0.0": 0, "0": 0}

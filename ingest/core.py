@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from crsbench.core import SPLITS, CrsbenchError, InputError, ProgressFn, no_progress
 from crsbench.ingest.duplicates import DUPLICATE_CHOICES, check_no_leak, split_groups
 from crsbench.ingest.images import check_image, npz_member
 from crsbench.ingest.labels import (
@@ -32,7 +33,7 @@ from crsbench.ingest.metadata import metadata_frame, parse_bins
 from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
 from crsbench.ingest.source import Record, RowLog, resolve_path, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
-from crsbench.ingest.types import SPLITS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
+from crsbench.ingest.types import Dataset, Task
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 DOMAIN_PATTERN = re.compile(r"^[a-z][a-z_]{0,31}$")

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crsbench.ingest.types import InputError
+from crsbench.core import InputError
 
 DUPLICATE_CHOICES = ("refuse", "group", "keep")
 

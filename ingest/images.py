@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from crsbench.ingest.types import InputError
+from crsbench.core import InputError
 
 NPZ_SEPARATOR = "#"
 

@@ -20,7 +20,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crsbench.ingest.types import SPLITS, InputError, Task
+from crsbench.core import SPLITS, InputError
+from crsbench.ingest.types import Task
 
 MAX_LABELS = 10_000
 MISSING_SPELLINGS = frozenset({"", "nan", "na", "n/a", "null", "none"})

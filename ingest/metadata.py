@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from crsbench.core import InputError
 from crsbench.ingest.source import Record
-from crsbench.ingest.types import InputError
 
 METADATA_COLUMNS: tuple[str, ...] = ("image_id", "key", "value")
 AGE_EDGES: tuple[float, ...] = (0.0, 40.0, 60.0, 80.0)
@@ -159,9 +159,9 @@ def read_source_metadata(
     adapter: str, root: Path, options: Mapping[str, str], bins: Mapping[str, Sequence[float]]
 ) -> pd.DataFrame:
     """The metadata an adapter reads from a dataset's source (no image is decoded)."""
+    from crsbench.core import no_progress
     from crsbench.ingest.registry import get_adapter
     from crsbench.ingest.source import RowLog
-    from crsbench.ingest.types import no_progress
 
     entry = get_adapter(adapter)
     source = entry.read(Path(root), RowLog(skip_bad=True), dict(options), no_progress)

@@ -11,9 +11,9 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from crsbench.core import CrsbenchError, Registry
+from crsbench.core import CrsbenchError, ProgressFn, Registry
 from crsbench.ingest.source import RowLog, Source
-from crsbench.ingest.types import ProgressFn, Task
+from crsbench.ingest.types import Task
 
 
 @dataclasses.dataclass(frozen=True)

@@ -15,7 +15,8 @@ from pathlib import Path, PurePosixPath
 import numpy as np
 import pandas as pd
 
-from crsbench.ingest.types import InputError, Task
+from crsbench.core import InputError
+from crsbench.ingest.types import Task
 
 
 @dataclasses.dataclass

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, SPLITS, InputError
+from crsbench.core import FRACTION_SEEDS, LABEL_FRACTIONS, SPLITS, InputError
 
 DEFAULT_RATIOS: tuple[float, float, float] = (0.6, 0.2, 0.2)
 SPLIT_SEED = 20190101

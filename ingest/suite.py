@@ -27,10 +27,10 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from crsbench.core import CrsbenchError, ProgressFn, no_progress
 from crsbench.ingest import synth, synth_cxr
 from crsbench.ingest.adapter_cxr import CXR_LABELS
 from crsbench.ingest.splits import stratified_group_split
-from crsbench.ingest.types import CrsbenchError, ProgressFn, no_progress
 
 ISIC_CLASSES: tuple[str, ...] = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", "SCC")
 # Softened ISIC 2019 imbalance (NV dominant, DF/VASC rare) at scale 1.0.

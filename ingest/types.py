@@ -7,20 +7,13 @@ warehouse -> sql -> analyses), so every later stage may import it.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-# Re-exported: the errors live in crsbench.core; older imports from here keep working.
-from crsbench.core.errors import CrsbenchError as CrsbenchError
-from crsbench.core.errors import InputError as InputError
-
-SPLITS: tuple[str, ...] = ("train", "calib", "test")
-LABEL_FRACTIONS: tuple[float, ...] = (0.01, 0.05, 0.10, 0.25, 1.0)
-FRACTION_SEEDS: tuple[int, ...] = (0, 1, 2, 3, 4)
+from crsbench.core import InputError
 
 
 class Task(StrEnum):
@@ -118,12 +111,3 @@ class Dataset:
         for seed, fraction, image_id in sorted(fractions.itertuples(index=False, name=None)):
             h.update(f"{seed}\t{fraction:.6f}\t{image_id}\n".encode())
         return h.hexdigest()
-
-
-# A stage reports progress through this callback: (step description, done, total or None).
-# The CLI turns it into rich progress bars; library callers may pass None.
-ProgressFn = Callable[[str, int, int | None], None]
-
-
-def no_progress(description: str, done: int, total: int | None) -> None:
-    """The progress callback that reports nothing."""

@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 import dask
 import torch
 
+from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureStore
-from crsbench.ingest.types import CrsbenchError, Dataset
+from crsbench.ingest.types import Dataset
 from crsbench.probes.reader import TrainStats
 from crsbench.probes.tasks import Chunk, ChunkResult, run_chunk
 

@@ -28,9 +28,20 @@ from typing import Protocol
 
 import numpy as np
 
-from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
-from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset, ProgressFn, Task
+from crsbench.core import (
+    CLEAN,
+    CONDITIONS,
+    DEPTHS,
+    FRACTION_SEEDS,
+    LABEL_FRACTIONS,
+    PRIMARY_PROBE,
+    CrsbenchError,
+    EncoderKey,
+    ProgressFn,
+    __version__,
+)
+from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
+from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
 from crsbench.probes.executors import DistributedExecutor, InProcessExecutor, Job
 from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise, check_feature_set

@@ -42,9 +42,9 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
-from crsbench.core import Registry
+from crsbench.core import CrsbenchError, Registry
 from crsbench.core.schema import Column
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.ingest.types import Task
 
 N_BINS = 15
 _EPS = float(np.finfo(np.float64).eps)

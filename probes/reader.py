@@ -21,9 +21,10 @@ import dask
 import dask.array as da
 import numpy as np
 
+from crsbench.core import CONDITIONS, CrsbenchError
 from crsbench.features.integrity import manifest
-from crsbench.features.store import CONDITIONS, FeatureSetRef, FeatureStore, depth_key
-from crsbench.ingest.types import CrsbenchError, Dataset
+from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
+from crsbench.ingest.types import Dataset
 from crsbench.probes.checked import CheckedArray, checked_getitem
 
 

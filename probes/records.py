@@ -15,7 +15,7 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.core import FROZEN, SHIFT
+from crsbench.core import FROZEN
 from crsbench.core.schema import Schema, run_schema
 from crsbench.features.store import FeatureSetRef
 from crsbench.probes.metrics import metric_columns
@@ -45,10 +45,7 @@ def run_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=names)
 
 
-# Conditions beyond the store's 16: the source's clean calib split (for recalibration
-# analyses) and the clean test split of a shift target (no retraining).
-CALIB = "calib"
-__all__ = ["CALIB", "SHIFT", "FitKey", "run_frame", "run_id", "runs_schema"]
+__all__ = ["FitKey", "run_frame", "run_id", "runs_schema"]
 
 
 def _digest(*parts: object) -> str:

@@ -15,13 +15,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.core import PRIMARY_PROBE
+from crsbench.core import CALIB, CLEAN, CONDITIONS, PRIMARY_PROBE, SHIFT
 from crsbench.core.schema import COEFFICIENTS, PREDICTIONS
-from crsbench.features.store import CLEAN, CONDITIONS, FeatureSetRef, FeatureStore
+from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
-from crsbench.probes.records import CALIB, SHIFT, FitKey, run_frame, run_id
+from crsbench.probes.records import FitKey, run_frame, run_id
 from crsbench.probes.registry import Predictor, ProbeEntry, get_probe
 from crsbench.probes.zeroshot import prompt_digest, zeroshot_predictor
 

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 from support.synthetic import make_dataset
 
+from crsbench.core import FRACTION_SEEDS, LABEL_FRACTIONS, PERTURBED_CONDITIONS
 from crsbench.core.schema import PREDICTIONS
-from crsbench.features.store import PERTURBED_CONDITIONS
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
+from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.records import FitKey, run_id, runs_schema
 from crsbench.warehouse.connection import Warehouse

@@ -19,6 +19,7 @@ import torch
 
 from crsbench.features import get_encoder
 from crsbench.features.hooks import DepthTap
+from crsbench.features.loaders import build_model
 from crsbench.features.weights import hub_repo
 
 torch.set_num_threads(1)
@@ -81,7 +82,7 @@ def check_routes(
             repo = hub_repo(entry)
             assert repo is not None, entry.id
             hub(repo, artefact_files(artefact))
-        model = entry.build(weights)
+        model = build_model(entry, weights)
         tap = DepthTap(model, entry)
         with torch.no_grad():
             feats = tap(x)

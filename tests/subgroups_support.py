@@ -17,8 +17,8 @@ import pandas as pd
 from bootstrap_support import probs, run_records
 from support.synthetic import make_dataset
 
+from crsbench.core import PERTURBED_CONDITIONS
 from crsbench.core.schema import PREDICTIONS
-from crsbench.features.store import PERTURBED_CONDITIONS
 from crsbench.ingest.metadata import DEFAULT_BINS, metadata_frame
 from crsbench.ingest.source import Record
 from crsbench.ingest.types import Dataset

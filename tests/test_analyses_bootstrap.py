@@ -14,7 +14,7 @@ from crsbench.analyses import run_analysis
 from crsbench.analyses.bootstrap import dataset_seeds, leading_tier, ranks, replicate_scores, stored_metrics
 from crsbench.analyses.resample import draw_seeds
 from crsbench.analyses.rescore import scored_runs
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]

@@ -12,7 +12,7 @@ from sklearn.metrics import roc_auc_score
 from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
 

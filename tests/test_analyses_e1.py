@@ -10,7 +10,7 @@ from scipy import stats
 
 from crsbench.analyses import run_analysis
 from crsbench.analyses.e1_specialisation import specialisation
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
 

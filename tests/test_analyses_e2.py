@@ -10,7 +10,8 @@ from analyses_support import add_dataset, add_labels, append, prediction_rows, r
 from scipy.special import expit, softmax
 
 from crsbench.analyses import run_analysis
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.core import CrsbenchError
+from crsbench.ingest.types import Task
 from crsbench.probes import metrics
 
 N = 600  # images per split

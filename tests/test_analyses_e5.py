@@ -11,8 +11,8 @@ import torch
 from crsbench.analyses import run_analysis
 from crsbench.analyses.e5_prompting import ANSWERS_TABLE
 from crsbench.analyses.prompting import STYLES, build_prompt, display_name, parse_answer
+from crsbench.core import CrsbenchError
 from crsbench.ingest.adapter_cxr import CXR_LABELS
-from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import read_dataset
 

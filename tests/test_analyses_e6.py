@@ -8,7 +8,7 @@ from analyses_support import add_encoder, append, run_row
 
 from crsbench.analyses import run_analysis
 from crsbench.analyses.e6_label_scarcity import default_reference
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 # encoder -> fraction -> AUROC per seed (dyadic values so seed means are exact)

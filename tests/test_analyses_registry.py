@@ -10,7 +10,7 @@ from analyses_support import append, run_row
 
 from crsbench.analyses import AnalysisResult, analyses, register_analysis, registry, run_analysis
 from crsbench.cli import main
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 

@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from crsbench.analyses.resample import EvalImages, draw_images, draw_seeds
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.core import CrsbenchError
+from crsbench.ingest.types import Task
 
 
 def _images(labels, groups, task=Task.MULTICLASS, names=("a", "b", "c")):

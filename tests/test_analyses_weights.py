@@ -11,15 +11,9 @@ from runs_factory import reference_anchors, reference_crs
 from scipy import stats
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.criterion import (
-    AXIS_WEIGHTS,
-    DEFAULT_WEIGHTS,
-    TERM_WEIGHTS,
-    member_axes,
-    panel_anchors,
-    score_groups,
-)
+from crsbench.analyses.criterion import DEFAULT_WEIGHTS, member_axes, panel_anchors, score_groups
 from crsbench.analyses.weights import weight_draws, weight_sensitivity
+from crsbench.core import AXIS_WEIGHTS, TERM_WEIGHTS
 from crsbench.warehouse.connection import Warehouse
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]

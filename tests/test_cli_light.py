@@ -131,7 +131,7 @@ def test_light_command_imports_no_heavy_library_and_starts_fast(db: Path, tmp_pa
     if name == "--version":
         assert proc.stdout.startswith("crsbench ")
     elif name == "encoders":  # the registry's own list, input sizes and all (no timm asked)
-        from crsbench.features.registry import list_encoders
+        from crsbench.features.lookup import list_encoders
 
         listed = {row["id"]: row["input_size"] for row in json.loads(proc.stdout)["encoders"]}
         assert listed == {e.id: e.input_size for e in list_encoders()}

@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from PIL import Image
 
-from crsbench.ingest import CrsbenchError, ingest
+from crsbench.core import SPLITS, CrsbenchError
+from crsbench.ingest import ingest
 from crsbench.ingest.images import decode_pixels
 from crsbench.ingest.labels import MAX_LABELS, is_missing
-from crsbench.ingest.types import SPLITS
 
 SOAK = int(os.environ.get("CRSBENCH_SOAK", "0"))
 FUZZ = settings(

@@ -8,6 +8,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from crsbench.core import CrsbenchError
 from crsbench.features import get_encoder
 from crsbench.features.adapt import (
     ADAPTER_FILE,
@@ -21,7 +22,7 @@ from crsbench.features.adapt import (
     save_adapter,
 )
 from crsbench.features.hooks import DepthTap
-from crsbench.ingest.types import CrsbenchError
+from crsbench.features.loaders import build_model
 
 torch.set_num_threads(1)
 FAST = LoraSettings(epochs=1, batch_size=34)  # two steps on the suite's 68 training images
@@ -40,7 +41,7 @@ def _base_view(peft_state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 @pytest.fixture(scope="module")
 def trained(suite_datasets):
     entry = get_encoder("tiny-vit")
-    base = entry.build()
+    base = build_model(entry)
     before = {k: v.detach().clone() for k, v in base.state_dict().items()}
     result = adapt(suite_datasets["isic2019"], entry, seed=0, settings=FAST, model=base)
     return entry, before, result
@@ -48,12 +49,12 @@ def trained(suite_datasets):
 
 def test_targets_are_the_registry_modules_inside_the_blocks():
     vit = get_encoder("tiny-vit")
-    names = lora_target_modules(vit.build(), vit)
+    names = lora_target_modules(build_model(vit), vit)
     # timm ViT-Ti: 12 blocks x (attn.qkv, attn.proj, mlp.fc1, mlp.fc2); patch_embed.proj is not a block
     assert len(names) == 12 * 4 and "patch_embed.proj" not in names
     assert {n.split(".", 2)[2] for n in names} == {"attn.qkv", "attn.proj", "mlp.fc1", "mlp.fc2"}
     res = get_encoder("tiny-resnet18")
-    names = lora_target_modules(res.build(), res)
+    names = lora_target_modules(build_model(res), res)
     # ResNet-18: 4 stages x 2 BasicBlocks x (conv1, conv2); the stem conv1 stays frozen
     assert len(names) == 16 and "conv1" not in names and all(n.startswith("layer") for n in names)
 
@@ -87,9 +88,9 @@ def test_adapter_round_trips(trained, suite_datasets, tmp_path):
     got = tap(x)
     tap.close()
     merged = load_adapted(entry, folder)
-    assert type(merged) is type(entry.build())  # a plain module: the depth hooks apply as is
+    assert type(merged) is type(build_model(entry))  # a plain module: the depth hooks apply as is
     got_merged = DepthTap(merged, entry)(x)
-    frozen = DepthTap(entry.build(), entry)(x)
+    frozen = DepthTap(build_model(entry), entry)(x)
     for depth in want:
         assert torch.equal(got[depth], want[depth])
         torch.testing.assert_close(got_merged[depth], want[depth], atol=1e-4, rtol=1e-4)

@@ -15,10 +15,11 @@ import torch
 from fidelity_support import check_routes, inputs, offline_hub, seeded, small_entry, timm_vit_reference
 from safetensors.torch import save_file
 
+from crsbench.core import CrsbenchError
 from crsbench.features.checkpoints import convert_to_safetensors, read_checkpoint
 from crsbench.features.hub import CrsbenchWarning
+from crsbench.features.loaders import build_model
 from crsbench.features.weights import recording_loads
-from crsbench.ingest.types import CrsbenchError
 
 SMALL_VIT = {"depth": 4, "embed_dim": 64, "num_heads": 2, "img_size": 32}
 
@@ -34,7 +35,7 @@ def _vit(arch: str = "vit_base_patch16_224", **kwargs):
 
 def _loaded_from(entry, path) -> list[dict[str, str]]:
     with recording_loads() as loads:
-        entry.build(path)
+        build_model(entry, path)
     return loads
 
 
@@ -80,7 +81,7 @@ def test_no_variant_fits_names_the_closest(tmp_path):
     state = _vit(depth=3).state_dict()  # one block short
     torch.save({"model": state, "model_ema": {"x": torch.zeros(1)}}, tmp_path / "short.pth")
     with pytest.raises(CrsbenchError, match=r"closest: the 'model' state dict\): \d+ missing keys \(blocks\.3\."):
-        entry.build(tmp_path / "short.pth")
+        build_model(entry, tmp_path / "short.pth")
 
 
 # -- declared conversions are required -------------------------------------------------------------
@@ -91,7 +92,7 @@ def test_biovil_refuses_a_plain_resnet50(tmp_path):
     plain = timm.create_model("resnet50", pretrained=False, layers=(1, 1, 1, 1))
     torch.save(plain.state_dict(), tmp_path / "resnet50.pth")
     with pytest.raises(CrsbenchError) as info:
-        entry.build(tmp_path / "resnet50.pth")
+        build_model(entry, tmp_path / "resnet50.pth")
     text = str(info.value)
     assert "no key starts with 'encoder.encoder.' (keep_prefix)" in text and "keys seen: conv1.weight" in text
 
@@ -101,14 +102,14 @@ def test_panderm_refuses_a_plain_vit(tmp_path):
     entry = small_entry("panderm", input_size=32, model_kwargs=small)
     torch.save({"model": _vit("vit_large_patch16_224", init_values=0.1).state_dict()}, tmp_path / "vit.pth")
     with pytest.raises(CrsbenchError, match=r"no key starts with 'encoder\.' \(keep_prefix\); keys seen: cls_token"):
-        entry.build(tmp_path / "vit.pth")
+        build_model(entry, tmp_path / "vit.pth")
 
 
 def test_retfound_refuses_a_file_without_its_model_entry(tmp_path):
     entry = small_entry("retfound", input_size=32, model_kwargs=SMALL_VIT)
     torch.save(_vit("vit_large_patch16_224").state_dict(), tmp_path / "flat.pth")
     with pytest.raises(CrsbenchError, match=r"no 'model' entry \(state_key\); top-level keys seen: cls_token"):
-        entry.build(tmp_path / "flat.pth")
+        build_model(entry, tmp_path / "flat.pth")
 
 
 def test_a_declared_rename_that_matches_nothing_is_refused(tmp_path):
@@ -118,7 +119,7 @@ def test_a_declared_rename_that_matches_nothing_is_refused(tmp_path):
     state = _vit("vit_large_patch16_224", init_values=0.1).state_dict()
     torch.save({f"encoder.{k}": v for k, v in state.items()}, tmp_path / "timm-names.pth")
     with pytest.raises(CrsbenchError, match=r"no key contains '\.gamma_1' \(rename to '\.ls1\.gamma'\)"):
-        entry.build(tmp_path / "timm-names.pth")
+        build_model(entry, tmp_path / "timm-names.pth")
 
 
 # -- training checkpoints: pickled Python objects ------------------------------------------------------
@@ -150,7 +151,7 @@ def test_training_checkpoint_needs_trust_or_conversion(tmp_path, monkeypatch, hu
     x = inputs(32)
     reference = timm_vit_reference(upstream, x, "mean")
     with pytest.raises(CrsbenchError) as info:
-        entry.build(path)
+        build_model(entry, path)
     text = str(info.value)
     assert "\n" not in text and "pickled Python objects (argparse.Namespace)" in text
     assert "--trust-pickle" in text and f"crsbench weights convert {path} " in text
@@ -190,7 +191,7 @@ def test_bad_files_are_refused_in_one_line(tmp_path):
     }
     for name, message in cases.items():
         with pytest.raises(CrsbenchError) as info:
-            entry.build(tmp_path / name)
+            build_model(entry, tmp_path / name)
         assert message in str(info.value) and "\n" not in str(info.value), (name, str(info.value))
 
 

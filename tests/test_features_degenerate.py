@@ -18,9 +18,11 @@ from runs_factory import DATASETS, SHIFT, cell_runs, frame
 
 from crsbench.bench import Bench
 from crsbench.cli import main
+from crsbench.core import InputError
 from crsbench.features import extract, get_encoder
 from crsbench.features.degenerate import degeneracy, numerical_rank
-from crsbench.ingest import InputError, ingest, make_suite
+from crsbench.features.loaders import build_model
+from crsbench.ingest import ingest, make_suite
 from crsbench.output import console
 from crsbench.warehouse import catalog
 from crsbench.warehouse.connection import Warehouse
@@ -54,7 +56,7 @@ def test_rank_and_reasons_against_hand_built_matrices():
 
 
 def test_constant_features_warn_at_extraction_and_are_stored(aptos, tmp_path):
-    flat = ENTRY.build()
+    flat = build_model(ENTRY)
     with torch.no_grad():
         for p in flat.parameters():
             p.zero_()  # every image maps to the same features

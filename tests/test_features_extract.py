@@ -17,11 +17,11 @@ import torch.nn.functional as F
 import zarr
 from PIL import Image
 
-from crsbench.features import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key, extract, get_encoder, perturb
+from crsbench.core import CONDITIONS, DEPTHS, CrsbenchError
+from crsbench.features import FeatureSetRef, FeatureStore, depth_key, extract, get_encoder, perturb
 from crsbench.features.hooks import DepthTap
-from crsbench.features.loaders import state_dict_hash
+from crsbench.features.loaders import build_model, state_dict_hash
 from crsbench.ingest import ingest, make_suite
-from crsbench.ingest.types import CrsbenchError
 
 torch.set_num_threads(1)
 ENTRY = dataclasses.replace(get_encoder("tiny-convnext"), input_size=32)
@@ -53,7 +53,7 @@ def _files(url: str) -> dict[str, bytes]:
 
 def _by_hand(ds, rows: list[int], condition: str) -> np.ndarray:
     """Independent pipeline: PIL decode, reference perturbation, torch resize + normalise, hooks."""
-    model = ENTRY.build()
+    model = build_model(ENTRY)
     images = []
     for r in rows:
         with Image.open(ds.root / ds.images.rel_path[r]) as pil:
@@ -77,7 +77,7 @@ def test_layout_attrs_and_values(aptos, extracted):
     assert list(store.image_ids("aptos")) == aptos.images.image_id.tolist()
     stored = store.attrs(ref)
     assert stored["image_digest"] == aptos.image_digest()
-    assert stored["weights_hash"] == state_dict_hash(ENTRY.build())
+    assert stored["weights_hash"] == state_dict_hash(build_model(ENTRY))
     assert stored["pretrained"] is False and stored["pooling"] == "avgpool"
     assert stored["layers"] == {"d025": "stages.0", "d050": "stages.1", "d075": "stages.2", "d100": "stages.3"}
     assert stored["encoder"]["checkpoint"] == "convnext_atto" and stored["code_version"]
@@ -130,7 +130,7 @@ def test_parallel_forward_streams_write_the_same_bytes(aptos, extracted, tmp_pat
 def test_depth_tap_captures_per_thread():
     from concurrent.futures import ThreadPoolExecutor
 
-    model = ENTRY.build().eval()
+    model = build_model(ENTRY).eval()
     tap = DepthTap(model, ENTRY)
     inputs = [torch.randn(3 + i % 4, 3, 32, 32, generator=torch.Generator().manual_seed(i)) for i in range(24)]
     expected = [tap(x) for x in inputs]
@@ -176,7 +176,7 @@ def test_memory_store_and_chest_only_refusal(aptos):
 
 
 def test_non_finite_features_fail_naming_the_image(aptos, tmp_path):
-    model = ENTRY.build()
+    model = build_model(ENTRY)
     target = aptos.split_rows("test")[1]
     poison_id = aptos.images.image_id[target]
 

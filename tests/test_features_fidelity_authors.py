@@ -10,6 +10,8 @@ import pytest
 import torch
 from fidelity_support import check_routes, inputs, offline_hub, resnet_reference, small_entry
 
+from crsbench.features.loaders import build_model
+
 
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
@@ -100,11 +102,11 @@ def test_panderm_cae_checkpoint(tmp_path, monkeypatch, hub):
     reference = _panderm_forward(state, x, 4, 2)
     check_routes(entry, path, reference, x, tmp_path, monkeypatch, hub, routes=("weights", "env"))
     # Without the declared layer-scale rename the gammas are not silently dropped.
-    from crsbench.ingest.types import CrsbenchError
+    from crsbench.core import CrsbenchError
 
     partial = dataclasses.replace(entry.convert, rename={})
     with pytest.raises(CrsbenchError, match=r"unexpected keys \(blocks.0.gamma_1"):
-        dataclasses.replace(entry, convert=partial).build(path)
+        build_model(dataclasses.replace(entry, convert=partial), path)
 
 
 # -- BioViL: hi-ml-multimodal ImageModel, reproduced from microsoft/hi-ml ----------------------------

@@ -9,6 +9,8 @@ import torch
 from fidelity_support import check_routes, depth_grid, inputs, offline_hub, seeded, small_entry
 from safetensors.torch import save_file
 
+from crsbench.features.loaders import build_model
+
 
 @pytest.fixture
 def hub(tmp_path, monkeypatch):
@@ -127,7 +129,7 @@ def test_dinov2_families(encoder_id, tmp_path, monkeypatch, hub):
     # LoRA adapts the attention projections too, not only the MLPs.
     from crsbench.features.adapt import lora_target_modules
 
-    targets = lora_target_modules(entry.build(tmp_path / "dino"), entry)
+    targets = lora_target_modules(build_model(entry, tmp_path / "dino"), entry)
     assert {t.rsplit(".", 1)[1] for t in targets} == {"q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2"}
     assert len(targets) == 6 * 4
 
@@ -136,7 +138,7 @@ def test_a_partial_transformers_folder_is_refused(tmp_path, hub):
     import transformers as T
     from safetensors.torch import load_file
 
-    from crsbench.ingest.types import CrsbenchError
+    from crsbench.core import CrsbenchError
 
     config = T.Dinov2Config(
         hidden_size=32, intermediate_size=64, num_hidden_layers=4, num_attention_heads=2, image_size=28, patch_size=14
@@ -150,7 +152,7 @@ def test_a_partial_transformers_folder_is_refused(tmp_path, hub):
         metadata={"format": "pt"},
     )
     with pytest.raises(CrsbenchError, match=r"do not fit encoder 'dinov2' .*missing keys \(encoder.layer.2"):
-        small_entry("dinov2", input_size=28).build(tmp_path / "dino")
+        build_model(small_entry("dinov2", input_size=28), tmp_path / "dino")
 
 
 def test_medgemma_vision_stack(tmp_path, monkeypatch, hub):

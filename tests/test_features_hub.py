@@ -18,8 +18,9 @@ import torch
 from fidelity_support import offline_hub
 from user_encoders_support import cli, isolate_registry, make_tiny_db
 
-from crsbench.features.registry import get_encoder
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
+from crsbench.features.loaders import build_model
+from crsbench.features.lookup import get_encoder
 
 
 @pytest.fixture(autouse=True)
@@ -59,7 +60,7 @@ def test_a_refused_hf_checkpoint_prints_one_line(debug, tmp_path, monkeypatch, c
     logging.getLogger("transformers").addHandler(records)
     try:
         with pytest.raises(CrsbenchError) as info:
-            get_encoder("dinov2").build(folder)
+            build_model(get_encoder("dinov2"), folder)
     finally:
         logging.getLogger("transformers").removeHandler(records)
     assert "do not fit encoder 'dinov2'" in str(info.value) and "\n" not in str(info.value)
@@ -143,7 +144,7 @@ def test_auto_map_of_a_known_architecture_loads_the_library_class(tmp_path):
     config = json.loads((folder / "config.json").read_text())
     assert "auto_map" in config  # save_pretrained kept it
     entry = get_encoder(f"hf:{folder}")
-    model = entry.build()
+    model = build_model(entry)
     assert type(model.model).__name__ == "ViTModel" and not marker.exists()
 
 
@@ -202,7 +203,7 @@ def test_open_clip_hub_id_from_the_cache_opens_no_socket(no_network, tmp_path, m
         {n: tmp_path / n for n in ("open_clip_config.json", "open_clip_pytorch_model.bin")},
     )
     entry = get_encoder("open_clip:hf-hub:org/name")
-    model = entry.build()
+    model = build_model(entry)
     x = torch.randn(1, 3, 32, 32)
     with torch.no_grad():
         assert torch.allclose(model(x), visual.eval()(x), atol=1e-6)

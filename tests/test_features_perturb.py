@@ -14,9 +14,9 @@ import torch.nn.functional as F
 from PIL import Image
 from scipy import ndimage
 
-from crsbench.features import PERTURBATIONS, PERTURBED_CONDITIONS, SEVERITIES, perturb, perturb_batch
+from crsbench.core import PERTURBATIONS, PERTURBED_CONDITIONS, SEVERITIES, CrsbenchError
+from crsbench.features import perturb, perturb_batch
 from crsbench.features.perturbations import RICIAN_TOLERANCE, blur_kernel
-from crsbench.ingest.types import CrsbenchError
 
 torch.set_num_threads(1)
 

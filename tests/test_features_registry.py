@@ -7,10 +7,10 @@ import dataclasses
 import pytest
 import torch
 
+from crsbench.core import CrsbenchError
 from crsbench.features import get_encoder, list_encoders, tiny_encoder_ids
 from crsbench.features.hooks import DepthTap
-from crsbench.features.loaders import resolve_weights, state_dict_hash
-from crsbench.ingest.types import CrsbenchError
+from crsbench.features.loaders import build_model, resolve_weights, state_dict_hash
 
 torch.set_num_threads(1)
 
@@ -88,7 +88,7 @@ def test_missing_checkpoint_says_where_to_put_it_and_never_downloads(tmp_path, m
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     for encoder_id in ("resnet50", "rad-dino", "panderm"):
         with pytest.raises(CrsbenchError) as err:
-            get_encoder(encoder_id).build()
+            build_model(get_encoder(encoder_id))
         message = str(err.value)
         assert f"{tmp_path / 'weights'}" in message or "$CRSBENCH_WEIGHTS" in message
         assert "never downloads" in message
@@ -97,7 +97,7 @@ def test_missing_checkpoint_says_where_to_put_it_and_never_downloads(tmp_path, m
 
 def test_local_weights_are_loaded_and_a_mismatched_file_is_refused(tmp_path, monkeypatch):
     tiny = get_encoder("tiny-resnet18")
-    source = tiny.build()
+    source = build_model(tiny)
     with torch.no_grad():
         for p in source.parameters():
             p.add_(0.25)  # differ from the seeded random init
@@ -107,19 +107,19 @@ def test_local_weights_are_loaded_and_a_mismatched_file_is_refused(tmp_path, mon
     torch.save(source.state_dict(), weights)
     monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path))
     assert resolve_weights(entry) == weights
-    assert state_dict_hash(entry.build()) == state_dict_hash(source)
-    assert state_dict_hash(entry.build()) != state_dict_hash(tiny.build())
+    assert state_dict_hash(build_model(entry)) == state_dict_hash(source)
+    assert state_dict_hash(build_model(entry)) != state_dict_hash(build_model(tiny))
     torch.save({"conv1.weight": source.conv1.weight}, weights)
     with pytest.raises(CrsbenchError, match=r"missing keys \(bn1.weight"):
-        entry.build()
+        build_model(entry)
     torch.save({"conv1.weight": torch.zeros(1)}, weights)
     with pytest.raises(CrsbenchError, match="do not fit"):
-        entry.build()
+        build_model(entry)
 
 
 def test_random_init_is_identical_across_builds():
     e = get_encoder("tiny-vit")
-    assert state_dict_hash(e.build()) == state_dict_hash(e.build())
+    assert state_dict_hash(build_model(e)) == state_dict_hash(build_model(e))
 
 
 def _vit_by_hand(model, x, blocks):
@@ -136,7 +136,7 @@ def _vit_by_hand(model, x, blocks):
 def test_depth_hooks_match_a_hand_run_vit_and_resnet():
     x = torch.randn(3, 3, 64, 64, generator=torch.Generator().manual_seed(1))
     e = get_encoder("tiny-vit")
-    m = e.build()
+    m = build_model(e)
     feats = DepthTap(m, e)(x)
     with torch.no_grad():
         expected = _vit_by_hand(m, x, {2, 5, 8, 11})
@@ -144,7 +144,7 @@ def test_depth_hooks_match_a_hand_run_vit_and_resnet():
         torch.testing.assert_close(feats[depth], exp)
 
     e = get_encoder("tiny-resnet18")
-    m = e.build()
+    m = build_model(e)
     feats = DepthTap(m, e)(x)
     with torch.no_grad():
         h = m.maxpool(m.act1(m.bn1(m.conv1(x))))
@@ -155,7 +155,7 @@ def test_depth_hooks_match_a_hand_run_vit_and_resnet():
 
 def test_mean_pooling_skips_cls_and_register_tokens():
     e = get_encoder("tiny-dinov2")
-    m = e.build()
+    m = build_model(e)
     assert m.num_prefix_tokens == 5
     x = torch.randn(2, 3, 56, 56, generator=torch.Generator().manual_seed(2))
     feats = DepthTap(m, e)(x)
@@ -175,7 +175,7 @@ def test_transformers_loader_and_hooks_on_a_local_dinov2(tmp_path):
     torch.manual_seed(0)
     Dinov2Model(config).save_pretrained(tmp_path / "rad")
     entry = dataclasses.replace(get_encoder("rad-dino"), input_size=28)
-    model = entry.build(weights=tmp_path / "rad")
+    model = build_model(entry, weights=tmp_path / "rad")
     x = torch.randn(2, 3, 28, 28, generator=torch.Generator().manual_seed(3))
     feats = DepthTap(model, entry)(x)
     reference = Dinov2Model.from_pretrained(tmp_path / "rad").eval()

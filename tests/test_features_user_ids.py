@@ -12,9 +12,10 @@ import timm
 import torch
 from user_encoders_support import cli, isolate_registry, make_tiny_db, r18_weights, run_counts, stored_features
 
-from crsbench.features.registry import get_encoder
+from crsbench.core import CrsbenchError
+from crsbench.features.loaders import build_model
+from crsbench.features.lookup import get_encoder
 from crsbench.features.transforms import decode_image, model_input
-from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 
@@ -149,7 +150,7 @@ def test_hf_folder_id_reads_the_processor_config_and_blocks(tmp_path):
     assert (entry.depth_blocks, entry.final_norm, entry.origin) == ("encoder.layer", "layernorm", "id")
     assert entry.id == "hf:my-dino"  # one store path segment
     x = torch.randn(2, 3, 28, 28, generator=torch.Generator().manual_seed(1))
-    feats = DepthTap(entry.build(), entry)(x)
+    feats = DepthTap(build_model(entry), entry)(x)
     with torch.no_grad():
         out = upstream(pixel_values=x, output_hidden_states=True)
     torch.testing.assert_close(feats[1.0], out.pooler_output, rtol=1e-5, atol=1e-6)
@@ -174,6 +175,6 @@ def test_open_clip_arch_id_with_a_weights_file(tmp_path):
     entry = get_encoder("open_clip:crsbench-test-b32")
     assert entry.input_size == 64 and entry.depth_blocks == "transformer.resblocks"
     x = torch.randn(2, 3, 64, 64, generator=torch.Generator().manual_seed(1))
-    feats = DepthTap(entry.build(tmp_path / "clip.pt"), entry)(x)
+    feats = DepthTap(build_model(entry, tmp_path / "clip.pt"), entry)(x)
     with torch.no_grad():
         torch.testing.assert_close(feats[1.0], upstream.encode_image(x), rtol=1e-5, atol=1e-6)

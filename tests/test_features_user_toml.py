@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from user_encoders_support import cli, isolate_registry, make_tiny_db, r18_weights, run_counts
 
-from crsbench.features.registry import get_encoder
+from crsbench.features.lookup import get_encoder
 from crsbench.warehouse.connection import Warehouse
 
 

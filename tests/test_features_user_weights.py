@@ -10,9 +10,10 @@ import pytest
 import torch
 from user_encoders_support import cli, isolate_registry, make_tiny_db, r18_weights
 
-from crsbench.features.registry import get_encoder
+from crsbench.core import CrsbenchError
+from crsbench.features.loaders import build_model
+from crsbench.features.lookup import get_encoder
 from crsbench.features.weights import download_policy, resolve_weights, weights_status
-from crsbench.ingest.types import CrsbenchError
 
 
 @pytest.fixture(autouse=True)
@@ -67,7 +68,7 @@ def test_check_weights_and_offline_biomedclip_extraction_agree(tmp_path, monkeyp
     entry = get_encoder("biomedclip")
     assert weights_status(entry) == "missing"
     with pytest.raises(CrsbenchError, match="open_clip_config.json, open_clip_pytorch_model.bin"):
-        entry.build()
+        build_model(entry)
     folder = tmp_path / "w" / "biomedclip"
     folder.mkdir(parents=True)
     monkeypatch.setenv("CRSBENCH_WEIGHTS", str(tmp_path / "w"))
@@ -84,11 +85,11 @@ def test_check_weights_and_offline_biomedclip_extraction_agree(tmp_path, monkeyp
     (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg}))
     assert weights_status(entry) == "missing"  # config without weights: both say so
     with pytest.raises(CrsbenchError, match="lacks open_clip_pytorch_model.bin or open_clip_model.safetensors"):
-        entry.build()
+        build_model(entry)
     visual = _build_vision_tower(16, {**cfg["vision_cfg"], "timm_model_pretrained": False})
     torch.save({f"visual.{k}": v for k, v in visual.state_dict().items()}, folder / "open_clip_pytorch_model.bin")
     assert weights_status(entry) == "local"  # the text tower's repo is not needed, and not cached
-    assert entry.build()(torch.zeros(1, 3, 224, 224)).shape == (1, 16)
+    assert build_model(entry)(torch.zeros(1, 3, 224, 224)).shape == (1, 16)
 
 
 def test_a_second_repo_is_checked_by_check_weights_and_by_loading(tmp_path, monkeypatch):
@@ -102,11 +103,11 @@ def test_a_second_repo_is_checked_by_check_weights_and_by_loading(tmp_path, monk
     )
     assert weights_status(entry) == "missing"
     with pytest.raises(CrsbenchError, match="also needs the hub repo.* org/text-tower"):
-        entry.build()
+        build_model(entry)
     snap = Path(constants.HF_HUB_CACHE) / "models--org--text-tower" / "snapshots" / ("0" * 40)
     snap.mkdir(parents=True)
     (snap / "config.json").write_text("{}")
     (snap.parent.parent / "refs").mkdir()
     (snap.parent.parent / "refs" / "main").write_text("0" * 40)
     assert weights_status(entry) == "local"
-    assert entry.build() is not None
+    assert build_model(entry) is not None

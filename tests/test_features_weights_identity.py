@@ -15,8 +15,8 @@ import torch
 import zarr
 from user_encoders_support import cli, isolate_registry, make_tiny_db, stored_features
 
-from crsbench.features.loaders import state_dict_hash
-from crsbench.features.registry import get_encoder
+from crsbench.features.loaders import build_model, state_dict_hash
+from crsbench.features.lookup import get_encoder
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for
 
@@ -45,7 +45,7 @@ def db(tmp_path, tiny_db):
 def _weights(tmp_path, name: str, seed: int | None):
     """The tiny entry's own random init (seed None) or other weights, as timm publishes them."""
     if seed is None:
-        state = get_encoder(ENC).build().state_dict()
+        state = build_model(get_encoder(ENC)).state_dict()
     else:
         torch.manual_seed(seed)
         state = timm.create_model("resnet18", pretrained=False).state_dict()  # classifier included
@@ -76,7 +76,7 @@ def test_other_weights_are_refused_and_the_same_weights_skipped(db, tmp_path, ca
     capsys.readouterr()
     before = stored_features(db, "aptos", ENC)
     made_with = _attrs(db)["weights_hash"]
-    assert made_with == state_dict_hash(get_encoder(ENC).build())
+    assert made_with == state_dict_hash(build_model(get_encoder(ENC)))
 
     # The same weights in a file: read (the files differ), hashed equal, skipped.
     same = _weights(tmp_path, "same.pth", None)
@@ -86,7 +86,7 @@ def test_other_weights_are_refused_and_the_same_weights_skipped(db, tmp_path, ca
 
     # Other weights: one line naming both hashes and both ways out; nothing written.
     other = _weights(tmp_path, "other.pth", 7)
-    new_hash = state_dict_hash(get_encoder(ENC).build(other))
+    new_hash = state_dict_hash(build_model(get_encoder(ENC), other))
     assert new_hash != made_with
     assert _extract(db, "--weights", str(other)) == 1
     err = capsys.readouterr().err.strip()
@@ -138,7 +138,7 @@ def test_force_with_other_weights_retires_the_fits_and_probe_refits(db, tmp_path
     taken = "'state_dict' without its DataParallel 'module.' prefix"
     assert row["weights"] == f"{taken} of other.pth"
     assert _attrs(db)["weights_loaded"] == [{"file": str(other), "state": taken}]
-    assert _attrs(db)["weights_hash"] == state_dict_hash(get_encoder(ENC).build(other))
+    assert _attrs(db)["weights_hash"] == state_dict_hash(build_model(get_encoder(ENC), other))
     assert _fit_ids(db) == set() and _fit_ids(db, "retired_runs") == first
     with Warehouse.open(db, read_only=True) as wh:
         reasons = wh.sql("select distinct reason, data_digest from retired_fits")

@@ -14,8 +14,7 @@ from support.synthetic import make_dataset, write_features
 
 from crsbench.bench import Bench
 from crsbench.cli import main
-from crsbench.core import CALIB, CONDITIONS, PROTOCOL_PROBE_DEPTHS
-from crsbench.ingest.types import LABEL_FRACTIONS
+from crsbench.core import CALIB, CONDITIONS, LABEL_FRACTIONS, PROTOCOL_PROBE_DEPTHS
 from crsbench.output import console
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset

@@ -20,7 +20,8 @@ import pytest
 from PIL import Image
 
 from crsbench.cli import main
-from crsbench.ingest import InputError, ingest
+from crsbench.core import InputError
+from crsbench.ingest import ingest
 
 TABLES = ("datasets", "images", "labels", "label_fractions", "shift_pairs", "ingest_errors")
 

@@ -14,7 +14,8 @@ import pytest
 from PIL import Image
 
 from crsbench.cli import main
-from crsbench.ingest import InputError, ingest
+from crsbench.core import InputError
+from crsbench.ingest import ingest
 from crsbench.ingest.duplicates import split_groups
 
 RNG = np.random.default_rng(3)

@@ -10,11 +10,13 @@ import torch
 from PIL import Image
 
 from crsbench.analyses.e5_prompting import _image as prompting_image
+from crsbench.core import InputError
 from crsbench.features import get_encoder
+from crsbench.features.loaders import build_model
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest import open_image
 from crsbench.ingest.images import check_image, decode_pixels
-from crsbench.ingest.types import Dataset, InputError, Task
+from crsbench.ingest.types import Dataset, Task
 
 
 def _full_range_16bit(h: int = 48, w: int = 40) -> np.ndarray:
@@ -71,7 +73,7 @@ def test_16bit_png_and_8bit_twin_give_the_same_features(tmp_path):
     Image.fromarray((x16 >> 8).astype(np.uint8)).save(tmp_path / "a8.png")
     entry = dataclasses.replace(get_encoder("tiny-convnext"), input_size=32)
     torch.manual_seed(0)
-    model = entry.build().eval()
+    model = build_model(entry).eval()
     feats = []
     with torch.no_grad():
         for name in ("a16.png", "a8.png"):

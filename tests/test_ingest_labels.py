@@ -12,7 +12,8 @@ import pytest
 from PIL import Image
 
 from crsbench.cli import main
-from crsbench.ingest import InputError, ingest
+from crsbench.core import InputError
+from crsbench.ingest import ingest
 
 RNG = np.random.default_rng(0)
 

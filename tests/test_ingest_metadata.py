@@ -17,7 +17,8 @@ from PIL import Image
 from support.synthetic import make_dataset
 
 from crsbench.cli import main
-from crsbench.ingest import InputError, ingest
+from crsbench.core import InputError
+from crsbench.ingest import ingest
 from crsbench.ingest.metadata import bin_label, parse_bins
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from crsbench.core import InputError
 from crsbench.ingest.splits import (
     assign_splits,
     check_group_safe,
@@ -12,7 +13,6 @@ from crsbench.ingest.splits import (
     one_hot,
     stratified_group_split,
 )
-from crsbench.ingest.types import InputError
 
 
 def _toy(n_groups: int = 120, seed: int = 1):

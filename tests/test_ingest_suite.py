@@ -16,7 +16,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.preprocessing import StandardScaler
 
-from crsbench.ingest import CrsbenchError, make_suite, open_image
+from crsbench.core import CrsbenchError
+from crsbench.ingest import make_suite, open_image
 
 
 def _digests(root: Path) -> dict[str, str]:

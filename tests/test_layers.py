@@ -1,11 +1,17 @@
 """Data flows one way: no module imports a package above it in the flow, and no imports form a cycle.
 
 core < ingest < features < probes < warehouse < sql < crsbench (pipeline, bench, analyses, report, CLI)
+
+Every import counts, wherever it stands: at module level, inside a function (a lazy import is
+still a dependency: a cycle through one only waits for the call to bite), under TYPE_CHECKING,
+and `importlib.import_module("a.literal.name")`. A cycle the design accepts is named in ALLOWED,
+one edge a line with its reason; nothing else may close a cycle.
 """
 
 from __future__ import annotations
 
 import ast
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -20,16 +26,27 @@ FLOW = (
 )
 TOP = len(FLOW)  # everything else under crsbench: the top of the flow
 
+# (importer, imported): why this edge may close a cycle. Each must be a type-only import (under
+# `if TYPE_CHECKING:`), which runs no code; the test fails if one turns into a real import.
+ALLOWED: dict[tuple[str, str], str] = {
+    ("crsbench.warehouse.compaction", "crsbench.warehouse.connection"): (
+        "type-only: compact(wh: Warehouse) is the body of Warehouse.compact, called with the open warehouse"
+    ),
+    ("crsbench.warehouse.upgrade", "crsbench.warehouse.connection"): (
+        "type-only: check_version/migrate(wh: Warehouse) run inside Warehouse's own open"
+    ),
+}
+
 
 def _package_dirs() -> dict[str, Path]:
     config = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]
     return {package: REPO / folder for package, folder in config["package-dir"].items()}
 
 
-def _modules() -> dict[str, Path]:
-    """Every module of the installed package, by dotted name (crsbench/ and the mapped stage folders)."""
+def _modules(dirs: dict[str, Path] | None = None) -> dict[str, Path]:
+    """Every module of the package, by dotted name (crsbench/ and the mapped stage folders)."""
     found: dict[str, Path] = {}
-    dirs = _package_dirs()
+    dirs = _package_dirs() if dirs is None else dirs
     for package, folder in dirs.items():
         for path in folder.rglob("*.py"):
             parts = path.relative_to(folder).with_suffix("").parts
@@ -47,61 +64,130 @@ def layer(module: str) -> int:
     return TOP
 
 
-def _imports(path: Path, module: str, modules: dict[str, Path], top_level_only: bool) -> list[tuple[str, int]]:
-    """The crsbench modules `path` imports: `from pkg import name` is module pkg.name when that is
-    a module (a submodule import), else pkg itself."""
+def _type_only_lines(tree: ast.Module) -> set[int]:
+    """Lines of the imports under `if TYPE_CHECKING:` (or `typing.TYPE_CHECKING`)."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            isinstance(test, ast.Name | ast.Attribute)
+            and getattr(test, "id", getattr(test, "attr", "")) == "TYPE_CHECKING"
+        ):
+            lines |= {
+                n.lineno for stmt in node.body for n in ast.walk(stmt) if isinstance(n, ast.Import | ast.ImportFrom)
+            }
+    return lines
+
+
+def _import_module_literal(node: ast.AST) -> str | None:
+    """The name in `importlib.import_module("x.y")` / `import_module("x.y")`, when it is a literal."""
+    if not isinstance(node, ast.Call) or not node.args or not isinstance(node.args[0], ast.Constant):
+        return None
+    func = node.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    value = node.args[0].value
+    return value if name == "import_module" and isinstance(value, str) else None
+
+
+def _imports(path: Path, module: str, modules: dict[str, Path]) -> list[tuple[str, int, bool]]:
+    """(imported crsbench module, line, type-only) for every import anywhere in `path`:
+    `from pkg import name` is module pkg.name when that is a module (a submodule import), else pkg."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    nodes = tree.body if top_level_only else list(ast.walk(tree))
-    out = []
-    for node in nodes:
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out += [
-                (f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules else node.module, node.lineno)
-                for a in node.names
-            ]
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    type_only = _type_only_lines(tree)
+    out: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's own package upwards
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            out += [(f"{base}.{a.name}" if f"{base}.{a.name}" in modules else base, node.lineno) for a in node.names]
         elif isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
-    return [(name, line) for name, line in out if name in modules and name != module]
+        elif (literal := _import_module_literal(node)) is not None:
+            out.append((literal, node.lineno))
+    return [(name, line, line in type_only) for name, line in out if name in modules and name != module]
+
+
+def _where(path: Path) -> Path | str:
+    return path.relative_to(REPO) if REPO in path.parents else path.name
 
 
 def _upward(modules: dict[str, Path]) -> list[str]:
     bad = []
     for module, path in modules.items():
-        for target, line in _imports(path, module, modules, top_level_only=False):
+        for target, line, _ in _imports(path, module, modules):
             if layer(target) > layer(module):
-                where = path.relative_to(REPO) if REPO in path.parents else path.name
-                bad.append(f"{where}:{line}: {module} imports {target}")
+                bad.append(f"{_where(path)}:{line}: {module} imports {target}")
     return bad
 
 
-def _cycles(modules: dict[str, Path]) -> list[list[str]]:
-    # Module-level imports: a cycle among them makes import order matter (half-initialised
-    # modules). Function-level imports are how a registry loads its entries lazily; not counted.
-    graph = {m: sorted({t for t, _ in _imports(p, m, modules, top_level_only=True)}) for m, p in modules.items()}
-    cycles: list[list[str]] = []
-    state: dict[str, str] = {}
+def _graph(modules: dict[str, Path]) -> dict[str, dict[str, tuple[int, bool]]]:
+    """{module: {imported module: (first line, every import of it type-only)}}."""
+    graph: dict[str, dict[str, tuple[int, bool]]] = {}
+    for module, path in modules.items():
+        edges: dict[str, tuple[int, bool]] = {}
+        for target, line, type_only in _imports(path, module, modules):
+            first, all_type_only = edges.get(target, (line, True))
+            edges[target] = (min(first, line), all_type_only and type_only)
+        graph[module] = edges
+    return graph
 
-    def visit(node: str, stack: list[str]) -> None:
-        state[node] = "open"
+
+def _cycles(modules: dict[str, Path], allowed: dict[tuple[str, str], str] | None = None) -> list[list[str]]:
+    """The import cycles, one per strongly connected component of the import graph (without the
+    `allowed` edges): its modules sorted, then each edge inside it as `a -> b (file:line)`."""
+    allowed = ALLOWED if allowed is None else allowed
+    graph = {m: {t: e for t, e in edges.items() if (m, t) not in allowed} for m, edges in _graph(modules).items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def connect(node: str) -> None:  # Tarjan's algorithm
+        index[node] = low[node] = len(index)
+        stack.append(node)
         for nxt in graph[node]:
-            if state.get(nxt) == "open":
-                cycles.append(stack[stack.index(nxt) :] + [nxt])
-            elif nxt not in state:
-                visit(nxt, stack + [nxt])
-        state[node] = "done"
+            if nxt not in index:
+                connect(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while (member := stack.pop()) != node:
+                component.append(member)
+            component.append(node)
+            if len(component) > 1:
+                members = sorted(component)
+                edges = [
+                    f"{a} -> {b} ({_where(modules[a])}:{graph[a][b][0]})"
+                    for a in members
+                    for b in graph[a]
+                    if b in members
+                ]
+                found.append(members + edges)
 
     for node in graph:
-        if node not in state:
-            visit(node, [node])
-    return cycles
+        if node not in index:
+            connect(node)
+    return found
 
 
 def test_no_module_imports_a_stage_above_it():
     assert _upward(_modules()) == []
 
 
-def test_no_import_cycle():
+def test_no_import_cycle_at_module_or_function_level():
     assert _cycles(_modules()) == []
+
+
+def test_every_allowed_edge_exists_and_is_type_only():
+    graph = _graph(_modules())
+    for (module, target), reason in ALLOWED.items():
+        assert reason and target in graph[module], f"stale ALLOWED entry {module} -> {target}"
+        assert graph[module][target][1], f"{module} -> {target} is no longer type-only: {reason}"
 
 
 def test_the_walk_sees_every_stage_and_catches_an_upward_import(tmp_path):
@@ -114,7 +200,50 @@ def test_the_walk_sees_every_stage_and_catches_an_upward_import(tmp_path):
     assert _upward({"crsbench.probes.bad": bad, "crsbench.analyses": other}) == [
         "bad.py:2: crsbench.probes.bad imports crsbench.analyses"
     ]
-    bad.write_text("from crsbench.analyses import x\n")
-    assert _cycles({"crsbench.probes.bad": bad, "crsbench.analyses": other}) == [
-        ["crsbench.probes.bad", "crsbench.analyses", "crsbench.probes.bad"]
+    bad.write_text("import importlib\ndef f():\n    return importlib.import_module('crsbench.analyses')\n")
+    assert _upward({"crsbench.probes.bad": bad, "crsbench.analyses": other}) == [
+        "bad.py:3: crsbench.probes.bad imports crsbench.analyses"
     ]
+
+
+def _features_copy(tmp_path: Path) -> tuple[dict[str, Path], Path]:
+    """A copy of the real crsbench.features tree (every module as it is) and its registry.py."""
+    shutil.copytree(REPO / "features", tmp_path / "features", ignore=shutil.ignore_patterns("__pycache__"))
+    return {"crsbench.features": tmp_path / "features"}, tmp_path / "features" / "registry.py"
+
+
+def test_a_function_level_cycle_in_a_copy_of_the_features_tree_fails_the_check(tmp_path):
+    dirs, registry = _features_copy(tmp_path)
+    modules = _modules(dirs)
+    assert len(modules) > 20 and _cycles(modules, {}) == []  # the real tree, copied: no cycle
+    # The registry looking entries up itself, lazily, as it once did: the lookup imports it back.
+    source = registry.read_text(encoding="utf-8")
+    registry.write_text(
+        source
+        + "\n\ndef _lookup(id):\n    from crsbench.features.lookup import get_encoder\n\n    return get_encoder(id)\n"
+    )
+    (cycle,) = _cycles(_modules(dirs), {})
+    line = len(source.splitlines()) + 4
+    assert {"crsbench.features.registry", "crsbench.features.lookup"} <= set(cycle)
+    assert f"crsbench.features.registry -> crsbench.features.lookup (registry.py:{line})" in cycle
+    assert "crsbench.features.lookup -> crsbench.features.registry (lookup.py:15)" in cycle
+    # The same back-edge through importlib with a literal name, and as a relative import.
+    registry.write_text(
+        source + "\n\ndef _lookup():\n    import importlib\n\n    importlib.import_module('crsbench.features.lookup')\n"
+    )
+    assert len(_cycles(_modules(dirs), {})) == 1
+    registry.write_text(source + "\n\ndef _lookup():\n    from . import lookup\n")
+    assert len(_cycles(_modules(dirs), {})) == 1
+
+
+def test_allowed_edges_only_lift_the_cycles_they_name(tmp_path):
+    dirs, registry = _features_copy(tmp_path)
+    source = registry.read_text(encoding="utf-8")
+    registry.write_text(source + "\n\ndef _lookup():\n    from crsbench.features.lookup import get_encoder\n")
+    modules = _modules(dirs)
+    edge = ("crsbench.features.registry", "crsbench.features.lookup")
+    assert _cycles(modules, {edge: "justified"}) == [] and len(_cycles(modules, {("a", "b"): "other"})) == 1
+    # A type-only back-edge is still an edge the walk sees (and ALLOWED must name it).
+    registry.write_text(source + "\nif TYPE_CHECKING:\n    from crsbench.features.lookup import get_encoder\n")
+    assert _graph(_modules(dirs))["crsbench.features.registry"]["crsbench.features.lookup"][1] is True
+    assert len(_cycles(_modules(dirs), {})) == 1

@@ -8,7 +8,7 @@ import pytest
 from runs_factory import AXES, PROFILES, clone_encoder, encoder_runs, frame, reference_axes_cell, reference_axes_encoder
 
 from crsbench.cli import main
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel, get_panel, leaderboard, list_panels
 

@@ -7,7 +7,8 @@ import pytest
 from scipy.special import expit, softmax
 from sklearn.metrics import roc_auc_score
 
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.core import CrsbenchError
+from crsbench.ingest.types import Task
 from crsbench.probes import metrics
 from crsbench.probes.calibration import CALIBRATORS, TemperatureScaling, VectorScaling, make_calibrator
 

@@ -9,7 +9,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from sklearn.neighbors import KNeighborsClassifier
 
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.core import CrsbenchError
+from crsbench.ingest.types import Task
 from crsbench.probes.lbfgs import _Preconditioner, fit_logreg
 from crsbench.probes.registry import get_probe, probe_names
 

@@ -11,8 +11,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from support.synthetic import make_dataset, write_features
 
-from crsbench.features.store import CONDITIONS, FeatureStore
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CONDITIONS, CrsbenchError
+from crsbench.features.store import FeatureStore
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.probes.records import FitKey
 from crsbench.warehouse.connection import Warehouse

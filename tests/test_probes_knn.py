@@ -8,7 +8,8 @@ import torch
 from sklearn.neighbors import NearestNeighbors
 from support.synthetic import make_dataset, write_features
 
-from crsbench.features.store import CLEAN, FeatureStore
+from crsbench.core import CLEAN
+from crsbench.features.store import FeatureStore
 from crsbench.ingest.types import Task
 from crsbench.probes import knn
 from crsbench.probes.registry import get_probe

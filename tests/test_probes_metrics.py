@@ -8,7 +8,8 @@ import torch
 from sklearn.metrics import brier_score_loss, cohen_kappa_score, log_loss, roc_auc_score
 from torchmetrics.functional.classification import binary_calibration_error, multiclass_calibration_error
 
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.core import CrsbenchError
+from crsbench.ingest.types import Task
 from crsbench.probes import metrics as M
 
 

@@ -9,7 +9,8 @@ import pytest
 import torch
 from support.synthetic import make_dataset, write_features
 
-from crsbench.features.store import CLEAN, FeatureStore
+from crsbench.core import CLEAN
+from crsbench.features.store import FeatureStore
 from crsbench.probes import tasks
 from crsbench.probes.reader import TrainStats, read_rows
 from crsbench.probes.records import FitKey, run_frame, run_id, runs_schema

@@ -20,8 +20,7 @@ import pandas as pd
 import pytest
 
 from crsbench.analyses.registry import AnalysisResult, run_analysis, store_result
-from crsbench.features.store import DEPTHS, PERTURBED_CONDITIONS
-from crsbench.ingest.types import LABEL_FRACTIONS, CrsbenchError
+from crsbench.core import DEPTHS, LABEL_FRACTIONS, PERTURBED_CONDITIONS, CrsbenchError
 from crsbench.report import SECTION_IDS, build_report
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel

@@ -16,8 +16,8 @@ from support.synthetic import write_features
 from crsbench.cli import main
 from crsbench.output import console
 from crsbench.warehouse import connection
+from crsbench.warehouse.at_rest import fold_at_rest
 from crsbench.warehouse.claims import FitClaims
-from crsbench.warehouse.compaction import fold_at_rest
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import read_dataset
 from crsbench.warehouse.parts import data_parts, parts_dir_for

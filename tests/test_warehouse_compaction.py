@@ -11,7 +11,7 @@ import pytest
 from runs_factory import encoder_runs, frame
 
 from crsbench.cli import main
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
 

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import (
     declare_shift,

@@ -14,7 +14,7 @@ import pytest
 from runs_factory import encoder_runs, frame
 
 from crsbench.cli import main
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse import catalog
 from crsbench.warehouse.connection import MissingPartsWarning, Warehouse
 from crsbench.warehouse.parts import parts_dir_for

@@ -14,7 +14,7 @@ from sklearn.metrics import roc_auc_score
 
 from crsbench.bench import Bench, ExtractConfig
 from crsbench.core import CrsbenchError
-from crsbench.features.registry import get_encoder, tiny_encoder_ids, tiny_image_text_ids
+from crsbench.features.lookup import get_encoder, tiny_encoder_ids, tiny_image_text_ids
 from crsbench.features.text import text_tower_status
 from crsbench.ingest.prompts import ADAPTER_PROMPTS, make_prompt_set
 from crsbench.ingest.types import Task

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from crsbench.features.registry import get_encoder
+from crsbench.features.loaders import build_model
+from crsbench.features.lookup import get_encoder
 from crsbench.features.text import load_text_tower
 from crsbench.features.zeroshot import _unit
 
@@ -23,7 +24,7 @@ TEXTS = ["a chest x-ray showing effusion", "a photo of a cat", "skin with no dog
 def _ours(entry, folder: Path, pixels: torch.Tensor, texts: list[str]) -> np.ndarray:
     tower = load_text_tower(entry, folder)
     with torch.no_grad():
-        image = entry.build(weights=folder)(pixels).double().numpy()
+        image = build_model(entry, weights=folder)(pixels).double().numpy()
     return tower.logit_scale * (_unit(image) @ _unit(tower.encode(texts)).T) + tower.logit_bias
 
 
@@ -136,7 +137,7 @@ def test_open_clip_chexzero_bpe(tmp_path: Path) -> None:
     """CheXzero's layout: an OpenAI-CLIP state dict (quick GELU) read by open_clip, open_clip's BPE."""
     from open_clip.tokenizer import SimpleTokenizer
 
-    from crsbench.features.text import build_open_clip
+    from crsbench.features.loaders import build_open_clip
 
     cfg = {
         "embed_dim": 16,

@@ -12,7 +12,7 @@ import timm
 import torch
 
 from crsbench.cli import main
-from crsbench.features import registry, user
+from crsbench.features import lookup, registry, user
 from crsbench.ingest import ingest, make_suite
 from crsbench.output import console
 from crsbench.warehouse.connection import Warehouse
@@ -23,7 +23,7 @@ torch.set_num_threads(1)
 
 def isolate_registry(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
     """Each test sees only the built-in entries plus what it registers itself (the autouse fixture)."""
-    registry.list_encoders()
+    lookup.list_encoders()
     saved = (set(registry.ENCODERS.names()), dict(user._files), dict(user._loaded_files), set(user._loaded_plugins))
     monkeypatch.delenv("CRSBENCH_ENCODERS", raising=False)
     monkeypatch.delenv("CRSBENCH_ALLOW_CODE", raising=False)

@@ -14,9 +14,10 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from crsbench.features.registry import EncoderEntry, get_encoder
-from crsbench.features.store import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CONDITIONS, DEPTHS, CrsbenchError
+from crsbench.features.lookup import get_encoder
+from crsbench.features.registry import EncoderEntry
+from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.retire import retire_for_new_weights
 

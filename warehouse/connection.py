@@ -26,8 +26,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from crsbench.core import CrsbenchError
-from crsbench.core.constants import default_db_path
+from crsbench.core import CrsbenchError, default_db_path
 from crsbench.warehouse import parts, upgrade
 from crsbench.warehouse import sandbox as _sandbox
 from crsbench.warehouse.compaction import compact

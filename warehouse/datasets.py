@@ -17,7 +17,8 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from crsbench.ingest.types import IMAGE_COLUMNS, CrsbenchError, Dataset, InputError, ProgressFn, Task, no_progress
+from crsbench.core import CrsbenchError, InputError, ProgressFn, no_progress
+from crsbench.ingest.types import IMAGE_COLUMNS, Dataset, Task
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.grid import GridKey, declare_grid
 from crsbench.warehouse.parts import one_row

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from crsbench.core import CrsbenchError
 from crsbench.ingest.metadata import check_known_images, parse_bins, read_metadata_csv, read_source_metadata
-from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 

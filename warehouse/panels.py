@@ -16,8 +16,7 @@ from datetime import datetime, timezone
 import duckdb
 import pandas as pd
 
-from crsbench.core import AXES, __version__
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import AXES, CrsbenchError, __version__
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import one_row
 

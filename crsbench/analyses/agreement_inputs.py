@@ -13,14 +13,11 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from crsbench.core import CLEAN, CrsbenchError
-from crsbench.core.keys import EncoderKey
+from crsbench.core import CLEAN, SPLITS, CrsbenchError, EncoderKey
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.probes.reader import read_rows
 from crsbench.warehouse.catalog import resolve_url
 from crsbench.warehouse.connection import Warehouse
-
-SPLITS = ("train", "calib", "test")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -24,9 +24,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crsbench.analyses.common import CLEAN, SHIFT, datasets_frame, encoders_frame, seed_metrics
+from crsbench.analyses.common import datasets_frame, encoders_frame, seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.core import FROZEN
+from crsbench.core import CLEAN, FROZEN, SHIFT
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
 

@@ -18,18 +18,10 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
-from crsbench.analyses.common import (
-    CALIB,
-    CLEAN,
-    SHIFT,
-    dataset_task,
-    fit_predictions,
-    label_matrix,
-    labels_of,
-    load_runs,
-)
+from crsbench.analyses.common import dataset_task, fit_predictions, label_matrix, labels_of, load_runs
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.ingest.types import CrsbenchError, Task
+from crsbench.core import CALIB, CLEAN, SHIFT, CrsbenchError
+from crsbench.ingest.types import Task
 from crsbench.probes import metrics
 from crsbench.probes.calibration import CALIBRATORS, make_calibrator
 from crsbench.warehouse.connection import Warehouse

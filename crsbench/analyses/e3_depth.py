@@ -13,8 +13,9 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.analyses.common import CLEAN, seed_metrics
+from crsbench.analyses.common import seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import CLEAN
 from crsbench.warehouse.connection import Warehouse
 
 FINAL = 1.0

@@ -23,8 +23,9 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from crsbench.analyses.common import CLEAN, PERTURBED_CONDITIONS, SHIFT, seed_metrics
+from crsbench.analyses.common import seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import CLEAN, PERTURBED_CONDITIONS, SHIFT
 from crsbench.warehouse.connection import Warehouse
 
 MEASURES = ("auroc", "ece", "mean_confidence", "accuracy")

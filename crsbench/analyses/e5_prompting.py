@@ -26,10 +26,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.common import CLEAN, seed_metrics
+from crsbench.analyses.common import seed_metrics
 from crsbench.analyses.prompting import STYLES, UNPARSED, Prompt, build_prompt, parse_answer
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.ingest.types import CrsbenchError, Dataset, Task
+from crsbench.core import CLEAN, CrsbenchError
+from crsbench.ingest.types import Dataset, Task
 from crsbench.warehouse.connection import Warehouse
 
 ANSWERS_TABLE = "analysis_e5_answers"

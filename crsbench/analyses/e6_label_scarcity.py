@@ -19,9 +19,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.common import CLEAN, encoders_frame, seed_metrics
+from crsbench.analyses.common import encoders_frame, seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CLEAN, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 SCARCE = {"auroc_1pct": 0.01, "auroc_10pct": 0.10}

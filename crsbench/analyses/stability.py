@@ -35,7 +35,7 @@ from crsbench.analyses.criterion import (
     score_groups,
 )
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.ingest.types import CrsbenchError
+from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 FULL = "full"

@@ -21,8 +21,7 @@ from crsbench.analyses import agreement_matrix as am
 from crsbench.analyses import agreement_measures as m
 from crsbench.analyses import transfer
 from crsbench.analyses.transfer import DEFAULT_IMAGES, DEFAULT_RIDGE
-from crsbench.core import CrsbenchError
-from crsbench.core.keys import EncoderKey
+from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.features.store import depth_key
 from crsbench.warehouse.connection import Warehouse
 

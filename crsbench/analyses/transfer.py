@@ -20,8 +20,7 @@ import pandas as pd
 
 from crsbench.analyses import agreement_inputs as inputs
 from crsbench.analyses.agreement_measures import resample_counts
-from crsbench.core import CrsbenchError
-from crsbench.core.keys import EncoderKey
+from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.ingest.types import Task
 from crsbench.probes.metrics import ece, macro_auroc
 from crsbench.probes.weighted_metrics import RunScorer

@@ -1,6 +1,8 @@
 """The bottom of the flow: names, keys, errors and the registry class every stage shares.
 
-`crsbench.core` imports nothing else from crsbench; every other package may import it.
+`crsbench.core` imports nothing else from crsbench; every other package may import it. It is the
+one door to these names: every other module imports them from `crsbench.core` itself, never from
+a submodule of it or from a module that happens to hold them (tests/test_core_one_door.py).
 """
 
 from crsbench.core.constants import (
@@ -10,8 +12,11 @@ from crsbench.core.constants import (
     CLEAN,
     CONDITIONS,
     CRS_WEIGHTS,
+    DEFAULT_DB,
     DEPTHS,
+    FRACTION_SEEDS,
     FROZEN,
+    LABEL_FRACTIONS,
     LORA,
     PERTURBATIONS,
     PERTURBED_CONDITIONS,
@@ -19,11 +24,14 @@ from crsbench.core.constants import (
     PROTOCOL_PROBE_DEPTHS,
     SEVERITIES,
     SHIFT,
+    SPLITS,
     TERM_WEIGHTS,
+    default_db_path,
     lora_regime,
 )
 from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError
-from crsbench.core.keys import EncoderKey
+from crsbench.core.keys import SEPARATOR, EncoderKey
+from crsbench.core.progress import ProgressFn, no_progress
 from crsbench.core.registry import Registry
 from crsbench.core.sql import crs_constants_sql
 from crsbench.core.version import __version__
@@ -35,24 +43,32 @@ __all__ = [
     "CLEAN",
     "CONDITIONS",
     "CRS_WEIGHTS",
+    "DEFAULT_DB",
     "DEPTHS",
     "EXIT_BUG",
     "EXIT_OK",
     "EXIT_USER",
+    "FRACTION_SEEDS",
     "FROZEN",
+    "LABEL_FRACTIONS",
     "LORA",
     "PERTURBATIONS",
     "PERTURBED_CONDITIONS",
     "PRIMARY_PROBE",
     "PROTOCOL_PROBE_DEPTHS",
+    "SEPARATOR",
     "SEVERITIES",
     "SHIFT",
+    "SPLITS",
     "TERM_WEIGHTS",
     "CrsbenchError",
     "EncoderKey",
     "InputError",
+    "ProgressFn",
     "Registry",
     "__version__",
     "crs_constants_sql",
+    "default_db_path",
     "lora_regime",
+    "no_progress",
 ]

@@ -52,6 +52,11 @@ PROTOCOL_PROBE_DEPTHS: Final[tuple[tuple[str, float], ...]] = (
 # The evaluation condition of the clean calibration split (besides CONDITIONS and SHIFT).
 CALIB: Final = "calib"
 
+# The dataset splits, the nested label fractions of the train split and their seeds (METHODS §1).
+SPLITS: Final[tuple[str, ...]] = ("train", "calib", "test")
+LABEL_FRACTIONS: Final[tuple[float, ...]] = (0.01, 0.05, 0.10, 0.25, 1.0)
+FRACTION_SEEDS: Final[tuple[int, ...]] = (0, 1, 2, 3, 4)
+
 # Regimes: the frozen backbone, or one LoRA adaptation seed (`lora-s<seed>`).
 FROZEN: Final = "frozen"
 LORA: Final = "lora"

@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crsbench.core import CrsbenchError, EncoderKey, lora_regime
-from crsbench.ingest.types import ProgressFn
+from crsbench.core import CrsbenchError, EncoderKey, ProgressFn, lora_regime
 from crsbench.pipeline.stores import default_adapter_root
 from crsbench.warehouse.connection import Warehouse
 
@@ -58,7 +57,7 @@ def adapt_encoder(
     """Train (or reuse) one adapter per seed and extract each variant on the dataset and its shift targets."""
     from crsbench.features.adapt import ADAPTER_FILE, LoraSettings, adapt, adapter_dir, load_adapted, save_adapter
     from crsbench.features.extraction import extract
-    from crsbench.features.registry import get_encoder
+    from crsbench.features.lookup import get_encoder
     from crsbench.features.store import FeatureSetRef
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_targets

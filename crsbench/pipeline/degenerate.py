@@ -10,7 +10,7 @@ from crsbench.warehouse.connection import Warehouse
 def confirm_feature_set(db: Path, store_url: str, encoder: str, dataset: str) -> str:
     """Mark the flagged set of `encoder` (an encoder key, e.g. tiny-vit or tiny-vit@lora-s0) on
     `dataset` as confirmed, in the store's attrs and the catalog; returns the reason confirmed."""
-    from crsbench.core.keys import EncoderKey
+    from crsbench.core import EncoderKey
     from crsbench.features.degenerate import DEGENERATE, confirm_in_store
     from crsbench.features.store import FeatureSetRef
     from crsbench.warehouse import catalog

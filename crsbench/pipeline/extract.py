@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from crsbench.core import CrsbenchError
-from crsbench.ingest.types import ProgressFn
+from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.warehouse.connection import Warehouse
 
 ALL_DATASETS = "all"
@@ -94,7 +93,7 @@ def extract_all(
     """
     from crsbench.features.extraction import extract
     from crsbench.features.integrity import chunk_manifest
-    from crsbench.features.registry import get_encoder, tiny_encoder_ids
+    from crsbench.features.lookup import get_encoder, tiny_encoder_ids
     from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.features.weights import download_policy
     from crsbench.warehouse import catalog

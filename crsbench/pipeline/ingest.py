@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from crsbench.core import CrsbenchError
-from crsbench.ingest.types import Dataset, ProgressFn
+from crsbench.core import CrsbenchError, ProgressFn
+from crsbench.ingest.types import Dataset
 from crsbench.pipeline.stores import default_store
 from crsbench.warehouse.connection import Warehouse
 

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from crsbench.core import DEPTHS, CrsbenchError, EncoderKey
+from crsbench.core import DEPTHS, FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, EncoderKey, ProgressFn
 from crsbench.features.store import FeatureSetRef, FeatureStore
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, ProgressFn
+from crsbench.ingest.types import Dataset
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
 from crsbench.probes.records import FitKey
 from crsbench.warehouse.connection import Warehouse

@@ -14,10 +14,10 @@ import functools
 from collections.abc import Sequence
 from pathlib import Path
 
-from crsbench.core import CrsbenchError
-from crsbench.features.registry import get_encoder
+from crsbench.core import CrsbenchError, ProgressFn
+from crsbench.features.lookup import get_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore
-from crsbench.ingest.types import Dataset, ProgressFn, Task
+from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.records import FitKey
 from crsbench.warehouse.connection import Warehouse
 

@@ -10,8 +10,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from crsbench.core import __version__
-from crsbench.ingest.types import ProgressFn, no_progress
+from crsbench.core import ProgressFn, __version__, no_progress
 from crsbench.report import (  # noqa: F401  (registers the sections, in order)
     sections,
     sections_agreement,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from crsbench.core.keys import EncoderKey
+from crsbench.core import EncoderKey
 from crsbench.warehouse.connection import Warehouse
 
 RESAMPLE_PREFERENCE = ("images+seeds", "seeds", "images")

@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 import zarr
 
-from crsbench.core import CONDITIONS, DEPTHS, FROZEN
+from crsbench.core import CONDITIONS, DEPTHS, FRACTION_SEEDS, FROZEN, LABEL_FRACTIONS
 from crsbench.features.store import FeatureSetRef, depth_key
-from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, Dataset, Task
+from crsbench.ingest.types import Dataset, Task
 
 
 def make_dataset(

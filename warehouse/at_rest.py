@@ -1,0 +1,53 @@
+"""Folding a finished command's parts into the file, so a plain DuckDB client anywhere reads it at rest.
+
+A sweep still running elsewhere keeps its parts, and the persisted views keep reading the parts
+folder while one runs. This module opens the warehouse (`connection`), which compacts through
+`compaction`; it sits above both, so neither imports it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from crsbench.warehouse import parts
+from crsbench.warehouse.claims import live_sweeps
+from crsbench.warehouse.compaction import compact
+from crsbench.warehouse.connection import Warehouse, WarehouseBusy
+
+
+@dataclasses.dataclass(frozen=True)
+class Folded:
+    """What a writing command's closing compaction did."""
+
+    parts: int  # runs parts folded into the file
+    pending: int = 0  # runs parts left as Parquet files
+    reason: str = ""  # why they were left ('' when nothing is left)
+
+
+def fold_at_rest(db: Path, lock_timeout_s: float = 5.0) -> Folded:
+    """Fold the pending parts into `db` as a command that appended them finishes.
+
+    Never blocks or breaks anything: when another sweep is still writing parts, or another process
+    holds the file (an analyst's open connection, another command) past `lock_timeout_s`, the parts
+    stay pending and `reason` says why and what folds them later.
+    """
+    folder = parts.parts_dir_for(Path(db).absolute()) / "runs"
+    pending = len(parts.data_parts(folder))
+    if not pending:
+        return Folded(0)
+    later = f"'crsbench warehouse compact --db {db}' folds them"
+    try:
+        wh = Warehouse(db, lock_timeout_s=lock_timeout_s)
+    except WarehouseBusy:
+        return Folded(0, pending, f"another process has the file open; {later} once it is closed")
+    try:
+        # Checked under the file's write lock, which a sweep holds while it registers: a sweep
+        # starting now either is listed here or starts after this compaction has finished.
+        sweeps = live_sweeps(wh.parts_dir)
+        if sweeps:
+            return Folded(0, pending, f"{len(sweeps)} other sweep(s) still write parts; {later} when they end")
+        folded = compact(wh)
+        return Folded(folded, len(parts.data_parts(folder)))
+    finally:
+        wh.close()
