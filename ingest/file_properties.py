@@ -15,8 +15,8 @@ from pathlib import Path
 
 from PIL import Image, JpegImagePlugin, UnidentifiedImageError
 
+from crsbench.core import InputError
 from crsbench.ingest.images import npz_member
-from crsbench.ingest.types import InputError
 
 # Bits per sample of each Pillow mode (the sample depth the file stores).
 _BITS = {"1": 1, "L": 8, "P": 8, "LA": 8, "PA": 8, "RGB": 8, "RGBA": 8, "CMYK": 8, "YCbCr": 8, "LAB": 8}

@@ -15,11 +15,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from crsbench.core import CrsbenchError
+from crsbench.core import CrsbenchError, InputError, ProgressFn, no_progress
 from crsbench.core.schema import Column, Schema
 from crsbench.ingest.file_properties import FileProperties, file_properties
 from crsbench.ingest.images import npz_member
-from crsbench.ingest.types import InputError, ProgressFn, no_progress
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import IMAGE as _IMAGE
 from crsbench.warehouse.schema_columns import METHODS as _M
