@@ -21,16 +21,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from crsbench.bench_scores import Leaderboard, Scores
+from crsbench.bench_reads import Reads
+from crsbench.bench_scores import Scores
 from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.ingest.types import Dataset
+from crsbench.leaderboard import Leaderboard
 from crsbench.pipeline.adapt import AdaptConfig, AdaptResult
 from crsbench.pipeline.extract import ExtractConfig
 from crsbench.pipeline.ingest import IngestConfig
 from crsbench.pipeline.probe import ProbeConfig
 from crsbench.pipeline.stores import check_store_url, default_store
 from crsbench.warehouse.connection import Warehouse
-from crsbench.warehouse.snapshot import FRESHNESS_INPUTS
+from crsbench.warehouse.snapshot import FRESHNESS_INPUTS, inputs_read_by
 
 T = TypeVar("T")
 
@@ -38,14 +40,14 @@ if TYPE_CHECKING:
     from crsbench.pipeline.verify import VerifyReport
     from crsbench.pipeline.zeroshot import ZeroShotSummary
     from crsbench.probes.grid import GridSummary
-    from crsbench.report.status import WarehouseStatus
+    from crsbench.status import WarehouseStatus
     from crsbench.warehouse.dictionary import Entry
     from crsbench.warehouse.grid import Extension
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "Leaderboard", "ProbeConfig"]
 
 
-class Bench(Scores):
+class Bench(Reads, Scores):
     """One warehouse (a DuckDB file and its Parquet parts) and its feature store."""
 
     def __init__(self, db: Path | str, store: str | None = None) -> None:
@@ -70,10 +72,11 @@ class Bench(Scores):
     def sql(self, query: str, params: list[Any] | dict[str, Any] | None = None) -> pd.DataFrame:
         """Run a read-only query in a sandbox (queries only; DuckDB opens no file, the warehouse's
         own parts are read for it); a failing or refused query is a CrsbenchError with one line."""
-        with Warehouse.open(self.db, sandbox=True) as wh:
+        with Warehouse.open(self.db, sandbox=True, lean=True) as wh:
             wh.check_query(query)
             try:
-                return wh.sql(query, params)
+                with wh.snapshot(inputs_read_by(wh.con, query)):
+                    return wh.sql(query, params)
             except Exception as exc:  # duckdb raises many error types; all are the caller's query
                 raise CrsbenchError(f"query failed: {str(exc).splitlines()[0]}") from exc
 
@@ -82,18 +85,15 @@ class Bench(Scores):
         and columns (or parameters), or only the one called `name`."""
         from crsbench.warehouse.dictionary import describe
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True, lean=True) as wh:
             return describe(wh.con, name)
 
     def status(self) -> WarehouseStatus:
         """What the warehouse holds: datasets, encoders, feature sets, runs, panels, analyses."""
-        from crsbench.report.status import warehouse_status
-        from crsbench.report.uncertainty import missing_lines
+        from crsbench.status import read_status
 
-        with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot(FRESHNESS_INPUTS):
-            state = warehouse_status(wh)
-            state.incomplete_cells = missing_lines(wh, regime=None)
-            return state
+        with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot(FRESHNESS_INPUTS):
+            return read_status(wh)
 
     # -- ingest -------------------------------------------------------------------------------
 

@@ -3,7 +3,6 @@ and the report. Bench inherits it; every method opens the warehouse for its own 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from crsbench.core import ProgressFn
+from crsbench.leaderboard import Leaderboard
 from crsbench.warehouse.connection import Warehouse
 
 if TYPE_CHECKING:
@@ -19,20 +19,6 @@ if TYPE_CHECKING:
     from crsbench.card import Card
     from crsbench.report import ReportResult
     from crsbench.warehouse.panels import Panel
-
-
-@dataclasses.dataclass(frozen=True)
-class Leaderboard:
-    panel: str  # the panel used, or 'cohort' when none is frozen
-    board: pd.DataFrame  # frozen-regime CRS leaderboard, best first
-    agreement: pd.DataFrame  # AUROC ranking vs CRS ranking, one row per population
-    resample: str | None = None  # the bootstrap whose intervals the board carries (None: none yet)
-    agreement_intervals: pd.DataFrame | None = None  # statistic, estimate, lo, hi
-    warnings: list[str] = dataclasses.field(default_factory=list)  # anchor noise
-    incomplete: list[str] = dataclasses.field(default_factory=list)  # what incomplete cells lack
-    partial: list[str] = dataclasses.field(default_factory=list)  # partial-coverage encoders, why unranked
-    stale: list[str] = dataclasses.field(default_factory=list)  # stored intervals whose runs changed
-    flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, why unranked
 
 
 class Scores:
@@ -46,21 +32,21 @@ class Scores:
         """Freeze a reference panel: its members and their anchors per dataset and `global`."""
         from crsbench.warehouse.panels import freeze_panel
 
-        with Warehouse.open(self.db) as wh:
+        with Warehouse.open(self.db, lean=True) as wh:
             return freeze_panel(wh, name, list(encoders))
 
     def panels(self) -> pd.DataFrame:
         """The frozen panels, oldest first."""
         from crsbench.warehouse.panels import list_panels
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True, lean=True) as wh:
             return list_panels(wh)
 
     def panel(self, name: str) -> Panel:
         """One frozen panel: members and anchors."""
         from crsbench.warehouse.panels import get_panel
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True, lean=True) as wh:
             return get_panel(wh, name)
 
     def leaderboard(
@@ -77,35 +63,19 @@ class Scores:
         An encoder whose complete cells miss some of the panel's datasets is shown partial and
         unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'. `subgroup` adds the
         column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged)."""
-        from crsbench.analyses.subgroups import with_worst_group
-        from crsbench.report import uncertainty
-        from crsbench.warehouse.panels import leaderboard
+        from crsbench.leaderboard import read_leaderboard
 
-        with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot():
-            used, board, agreement = leaderboard(wh, panel, allow_partial)
-            board = with_worst_group(wh, board, subgroup)
-            boot = uncertainty.bootstrap_resample(wh, used, resample)
-            return Leaderboard(
-                used,
-                uncertainty.with_intervals(wh, used, board, boot),
-                agreement,
-                boot,
-                uncertainty.agreement_intervals(wh, used, boot),
-                uncertainty.anchor_noise_warnings(wh, used, boot),
-                uncertainty.missing_lines(wh),
-                uncertainty.partial_lines(board, allow_partial),
-                uncertainty.stale_lines(wh, used),
-                uncertainty.flagged_lines(wh),
-            )
+        with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot():
+            return read_leaderboard(wh, panel, resample, allow_partial, subgroup)
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
         """(whether any bootstrap informs the panel's anchor noise, one warning per axis and scope
         whose anchor range is below 2x its noise)."""
-        from crsbench.report import uncertainty
+        from crsbench.leaderboard import anchor_noise_warnings
 
-        with Warehouse.open(self.db, read_only=True) as wh:
+        with Warehouse.open(self.db, read_only=True, lean=True) as wh:
             known = bool(len(wh.sql("select 1 from panel_anchor_noise where panel = ? limit 1", [panel])))
-            return known, uncertainty.anchor_noise_warnings(wh, panel)
+            return known, anchor_noise_warnings(wh, panel)
 
     def analyze(self, name: str, **params: Any) -> AnalysisResult:
         """Run a registered analysis (params None mean its defaults) and store its tables."""

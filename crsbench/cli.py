@@ -53,17 +53,13 @@ def sql(
     """
     from crsbench.bench import Bench
     from crsbench.output import print_frame
-    from crsbench.warehouse.export import render
 
     if fmt not in ("table", "csv", "json", "markdown"):
         raise CrsbenchError(f"unknown --format {fmt!r}; choose table, csv, json or markdown")
-    frame = Bench(db).sql(query)
     if fmt == "table" or console.json_mode:
-        print_frame(frame, title=None)
-    else:
-        import pyarrow as pa
-
-        sys.stdout.write(render(pa.Table.from_pandas(frame, preserve_index=False), fmt))
+        print_frame(Bench(db).sql(query), title=None)
+    else:  # the rows as `crsbench export` writes them
+        sys.stdout.write(Bench(db).export(query, fmt)[1] or "")
 
 
 def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:

@@ -3,18 +3,30 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from crsbench.bench import AdaptConfig, Bench
 from crsbench.cli_app import DbOption, StoreOption, app
-from crsbench.core import default_db_path
+from crsbench.core import CrsbenchError, default_db_path
 from crsbench.output import emit, progress
-from crsbench.pipeline.adapt import AdaptResult, parse_seeds
-from crsbench.pipeline.stores import default_adapter_root
 
-__all__ = ["adapt_command", "default_adapter_root", "parse_seeds"]
+if TYPE_CHECKING:
+    from crsbench.pipeline.adapt import AdaptResult
+
+__all__ = ["adapt_command", "parse_seeds"]
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """'0,1,2' -> (0, 1, 2): non-negative, duplicates dropped."""
+    try:
+        seeds = [int(s) for s in text.split(",") if s.strip()]
+    except ValueError:
+        raise CrsbenchError(f"--seeds expects comma-separated integers, got {text!r}") from None
+    if not seeds or min(seeds) < 0:
+        raise CrsbenchError(f"--seeds expects non-negative integers, got {text!r}")
+    return tuple(dict.fromkeys(seeds))
 
 
 def render_adapt(bench: Bench, result: AdaptResult) -> None:

@@ -26,11 +26,9 @@ def export_command(
     db: DbOption = default_db_path(),
 ) -> None:
     """Export a view, table or read-only query as CSV, Parquet, JSON, Markdown or LaTeX."""
-    from crsbench.warehouse.connection import Warehouse
-    from crsbench.warehouse.export import export
+    from crsbench.bench import Bench
 
-    with Warehouse.open(db, sandbox=True) as wh:
-        rows, text = export(wh, name, fmt, out, force=force)
+    rows, text = Bench(db).export(name, fmt, out, force=force)
     if text is not None:
         sys.stdout.write(text)
     elif console.json_mode:

@@ -11,9 +11,7 @@ import typer
 from crsbench.bench import Bench, ExtractConfig
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.core import default_db_path
-from crsbench.features.lookup import list_encoders
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.pipeline.extract import use_encoder_files
 
 EncodersFileOption = Annotated[
     list[Path] | None,
@@ -191,29 +189,7 @@ def encoders_command(
     db: DbOption = default_db_path(),
 ) -> None:
     """List every encoder (built-in, TOML, plugin) with its origin, family, scope, loader, input size."""
-    use_encoder_files(encoders_file or [], db, allow_code)
-    rows = []
-    for e in list_encoders():
-        row = {
-            "id": e.id,
-            "origin": e.origin,
-            "family": e.family,
-            "scope": e.scope,
-            "domain": e.domain,
-            "loader": e.loader,
-            "checkpoint": e.checkpoint,
-            "input_size": e.input_size,
-            "pooling": e.pooling,
-            "pretrained": e.pretrained,
-            "chest_only": e.chest_only,
-        }
-        if check_weights:
-            from crsbench.features.text import text_tower_status
-            from crsbench.features.weights import weights_status
-
-            row["weights"] = weights_status(e)
-            row["text_tower"] = text_tower_status(e)
-        rows.append(row)
+    rows = Bench(db).encoders(encoders_file or [], allow_code, check_weights)
     print_frame(
         pd.DataFrame(rows), title="encoders (also: timm:<name>, hf:<repo or folder>, open_clip:<arch>)", key="encoders"
     )

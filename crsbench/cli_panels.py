@@ -12,7 +12,6 @@ from crsbench.bench import Bench, Leaderboard
 from crsbench.cli_app import DbOption, app
 from crsbench.core import default_db_path
 from crsbench.output import console, emit, print_frame
-from crsbench.warehouse import panels
 
 panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).", no_args_is_help=True)
 app.add_typer(panel_app, name="panel")
@@ -125,7 +124,7 @@ def render_leaderboard(result: Leaderboard) -> None:
     if boot is None:
         notes.append(
             f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
-            + ("" if used == panels.COHORT else f" --panel {used}")
+            + ("" if result.cohort else f" --panel {used}")
             + "'"
         )
     if console.json_mode:
@@ -144,7 +143,7 @@ def render_leaderboard(result: Leaderboard) -> None:
             }
         )
         return
-    mode = "cohort mode: no frozen panel" if used == panels.COHORT else f"panel {used}"
+    mode = "cohort mode: no frozen panel" if result.cohort else f"panel {used}"
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
     short = pd.DataFrame(
         {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -10,8 +10,9 @@ from crsbench.bench import Bench, ProbeConfig
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.core import default_db_path
 from crsbench.output import emit, progress
-from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
-from crsbench.probes.grid import GridSummary
+
+if TYPE_CHECKING:
+    from crsbench.probes.grid import GridSummary
 
 
 def render_probe(bench: Bench, summary: GridSummary) -> None:
@@ -87,7 +88,7 @@ def probe_command(
     ] = None,
     batch_size: Annotated[
         int, typer.Option("--batch-size", help="Fits per atomic batch of run records.")
-    ] = DEFAULT_BATCH_SIZE,
+    ] = ProbeConfig.batch_size,
     no_compact: Annotated[
         bool,
         typer.Option(

@@ -110,7 +110,7 @@ def test_user_errors_of_each_family_exit_1(warehouse, tmp_path, capsys):
 
 
 def test_internal_error_exit_2_one_line_and_debug_reraises(warehouse, capsys, monkeypatch):
-    import crsbench.report.status as status_module
+    import crsbench.status as status_module
 
     def broken(wh):
         raise RuntimeError("disk on fire\nsecond line")

@@ -34,7 +34,7 @@ from crsbench.warehouse.dictionary import apply_comments
 from crsbench.warehouse.parts import EMPTY_PART, PART_PATTERN, append_run_parts, glob_escape, parts_dir_for
 from crsbench.warehouse.schema import PART_SCHEMAS
 from crsbench.warehouse.shipped_sql import applied_digest, apply_sql_files, record_digest, shipped_digest
-from crsbench.warehouse.snapshot import SCORE_INPUTS, snapshot_views
+from crsbench.warehouse.snapshot import LEAN_CONFIG, SCORE_INPUTS, snapshot_views
 
 if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as IbisBackend
@@ -61,6 +61,7 @@ class Warehouse:
 
     `sandbox=True` opens it read-only for analysts' ad-hoc SQL in a private, locked DuckDB instance
     that opens no file (`crsbench.warehouse.sandbox`); check each query with `check_query` first.
+    `lean=True` connects with `snapshot.LEAN_CONFIG` (one thread, freed memory returned at once).
     """
 
     def __init__(
@@ -69,10 +70,12 @@ class Warehouse:
         read_only: bool = False,
         lock_timeout_s: float = 30.0,
         sandbox: bool = False,
+        lean: bool = False,
     ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
         self.parts_dir = parts_dir_for(self.path.absolute())
         self.sandbox = sandbox
+        self.lean = lean
         self._spill_dir: Path | None = None
         self.read_only = read_only or sandbox
         read_only = self.read_only
@@ -112,24 +115,24 @@ class Warehouse:
     @classmethod
     @contextmanager
     def open(
-        cls, path: Path | str | None = None, read_only: bool = False, sandbox: bool = False
+        cls, path: Path | str | None = None, read_only: bool = False, sandbox: bool = False, lean: bool = False
     ) -> Iterator["Warehouse"]:
-        wh = cls(path, read_only=read_only, sandbox=sandbox)
+        wh = cls(path, read_only=read_only, sandbox=sandbox, lean=lean)
         try:
             yield wh
         finally:
             wh.close()
 
     def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
-        config: dict[str, str | bool | int | float | list[str]] = (
-            {} if self.read_only else {"storage_compatibility_version": upgrade.STORAGE_COMPATIBILITY}
-        )
+        config: dict[str, str | bool | int | float | list[str]] = dict(LEAN_CONFIG) if self.lean else {}
+        if not self.read_only:
+            config["storage_compatibility_version"] = upgrade.STORAGE_COMPATIBILITY
         if not self.read_only:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         target = self._connect_path()
         if self.sandbox:
             self._spill_dir = Path(tempfile.mkdtemp(prefix="crsbench-sql-"))
-            return _sandbox.connect(self.path, lock_timeout_s, self._spill_dir)
+            return _sandbox.connect(self.path, lock_timeout_s, self._spill_dir, LEAN_CONFIG if self.lean else {})
         deadline = time.monotonic() + lock_timeout_s
         delay = 0.05
         while True:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.snapshot import inputs_read_by
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
@@ -48,10 +49,11 @@ def query_table(wh: Warehouse, name_or_query: str) -> pa.Table:
     sql = relation_sql(wh, name_or_query)
     wh.check_query(sql)
     try:
-        relation = wh.con.sql(sql)
-        if relation is None:
-            raise CrsbenchError("export needs a view, a table or a query that returns rows")
-        return relation.to_arrow_table()
+        with wh.snapshot(inputs_read_by(wh.con, sql)):  # a lean open then peaks far lower
+            relation = wh.con.sql(sql)
+            if relation is None:
+                raise CrsbenchError("export needs a view, a table or a query that returns rows")
+            return relation.to_arrow_table()
     except CrsbenchError:
         raise
     except Exception as exc:  # duckdb raises many error types; all are the user's query

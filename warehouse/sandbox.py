@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
@@ -41,13 +42,16 @@ def quote_identifier(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def connect(path: Path, lock_timeout_s: float, spill_dir: Path) -> duckdb.DuckDBPyConnection:
-    """A private instance with `path` attached read-only and made the default database.
+def connect(
+    path: Path, lock_timeout_s: float, spill_dir: Path, config: Mapping[str, str | int] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """A private instance with `path` attached read-only and made the default database (and the
+    DuckDB `config` given, e.g. a lean connection's thread count).
 
     DuckDB keeps its temporary directory (for spilling large queries) accessible with external
     access off, so it is `spill_dir`, a fresh private folder, never the working directory's `.tmp`.
     """
-    con = duckdb.connect(":memory:", config={"temp_directory": str(spill_dir)})
+    con = duckdb.connect(":memory:", config={**(config or {}), "temp_directory": str(spill_dir)})
     name = quote_identifier(database_name(path))
     deadline = time.monotonic() + lock_timeout_s
     delay = 0.05

@@ -30,8 +30,7 @@ from crsbench.analyses.partition_cv import (
 )
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.analyses.subgroups import _listed, replace_rows
-from crsbench.core import CrsbenchError
-from crsbench.core import EncoderKey
+from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import shift_targets
 

@@ -40,17 +40,6 @@ class AdaptResult:
     first_key: EncoderKey  # the variant of the first seed, to probe next
 
 
-def parse_seeds(text: str) -> tuple[int, ...]:
-    """'0,1,2' -> (0, 1, 2): non-negative, duplicates dropped."""
-    try:
-        seeds = [int(s) for s in text.split(",") if s.strip()]
-    except ValueError:
-        raise CrsbenchError(f"--seeds expects comma-separated integers, got {text!r}") from None
-    if not seeds or min(seeds) < 0:
-        raise CrsbenchError(f"--seeds expects non-negative integers, got {text!r}")
-    return tuple(dict.fromkeys(seeds))
-
-
 def adapt_encoder(
     db: Path, store_url: str, encoder: str, dataset: str, config: AdaptConfig, progress: ProgressFn | None = None
 ) -> AdaptResult:

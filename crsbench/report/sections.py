@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from crsbench import leaderboard as read_models
 from crsbench.core import AXES
 from crsbench.report import figures as figs
-from crsbench.report import uncertainty
 from crsbench.report.coverage import section_coverage
 from crsbench.report.data import AXIS_LABELS, ReportData
 from crsbench.report.html import Cell, FigureSink, colour_key, encoder_cell, esc, fmt_number, number_cell, table
@@ -115,9 +115,9 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     resample = None
     if "bootstrap_intervals" in data.relations:
         # Intervals and ties of the stored bootstrap_intervals (images+seeds preferred).
-        resample = uncertainty.bootstrap_resample(data.wh, data.panel)
+        resample = read_models.bootstrap_resample(data.wh, data.panel)
     if resample is not None:
-        board = uncertainty.with_intervals(data.wh, data.panel, board, resample)
+        board = read_models.with_intervals(data.wh, data.panel, board, resample)
         cols = {
             "lo": "crs_lo",
             "hi": "crs_hi",
@@ -208,7 +208,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         else f'<p class="note">No bootstrap intervals yet: run <code>{esc(FILL["bootstrap"])}</code>.</p>'
     )
     if resample is not None:
-        agree = uncertainty.agreement_intervals(data.wh, data.panel, resample)
+        agree = read_models.agreement_intervals(data.wh, data.panel, resample)
         stats = "; ".join(
             f"{r.statistic} {fmt_number(r.estimate)} [{fmt_number(r.lo)}, {fmt_number(r.hi)}]"
             for r in agree.itertuples()
@@ -221,13 +221,13 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         )
         note += "".join(
             f'<p class="note warning">Warning: {esc(w)}.</p>'
-            for w in uncertainty.anchor_noise_warnings(data.wh, data.panel, resample)
+            for w in read_models.anchor_noise_warnings(data.wh, data.panel, resample)
         )
     note += "".join(
         f'<p class="note warning">Incomplete (left out of the CRS): {esc(m)}</p>'
-        for m in uncertainty.missing_lines(data.wh)
+        for m in read_models.missing_lines(data.wh)
     )
-    note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in uncertainty.partial_lines(board))
+    note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in read_models.partial_lines(board))
     return (
         f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
         f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "

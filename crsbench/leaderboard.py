@@ -1,8 +1,11 @@
-"""What the leaderboard, status and the report say about uncertainty and gaps: bootstrap
-intervals and ties (crs_encoder_ci), interval-carrying rank agreement, anchor-noise warnings
-(panel_anchor_noise) and the runs incomplete cells lack (grid_missing), as frames and lines."""
+"""The leaderboard read-model (`Bench.leaderboard`, `crsbench leaderboard`), and what it, status
+and the report say about uncertainty and gaps: bootstrap intervals and ties (crs_encoder_ci),
+interval-carrying rank agreement, anchor-noise warnings (panel_anchor_noise) and the runs
+incomplete cells lack (grid_missing), as frames and lines. The report only renders them."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pandas as pd
 
@@ -11,6 +14,51 @@ from crsbench.warehouse.connection import Warehouse
 
 RESAMPLE_PREFERENCE = ("images+seeds", "seeds", "images")
 CI_COLUMNS = ["encoder_id", "tier", "crs_lo", "crs_hi", "auroc_lo", "auroc_hi", "gap_lo", "gap_hi"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Leaderboard:
+    panel: str  # the panel used, or 'cohort' when none is frozen
+    board: pd.DataFrame  # frozen-regime CRS leaderboard, best first
+    agreement: pd.DataFrame  # AUROC ranking vs CRS ranking, one row per population
+    resample: str | None = None  # the bootstrap whose intervals the board carries (None: none yet)
+    agreement_intervals: pd.DataFrame | None = None  # statistic, estimate, lo, hi
+    warnings: list[str] = dataclasses.field(default_factory=list)  # anchor noise
+    incomplete: list[str] = dataclasses.field(default_factory=list)  # what incomplete cells lack
+    partial: list[str] = dataclasses.field(default_factory=list)  # partial-coverage encoders, why unranked
+    stale: list[str] = dataclasses.field(default_factory=list)  # stored intervals whose runs changed
+    flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, why unranked
+
+    @property
+    def cohort(self) -> bool:
+        """Whether no panel is frozen and the board ranks in cohort mode."""
+        from crsbench.warehouse.panels import COHORT
+
+        return self.panel == COHORT
+
+
+def read_leaderboard(
+    wh: Warehouse, panel: str | None, resample: str | None, allow_partial: bool, subgroup: str | None
+) -> Leaderboard:
+    """The leaderboard of `Bench.leaderboard` (run inside a score snapshot)."""
+    from crsbench.analyses.subgroups import with_worst_group
+    from crsbench.warehouse.panels import leaderboard
+
+    used, board, agreement = leaderboard(wh, panel, allow_partial)
+    board = with_worst_group(wh, board, subgroup)
+    boot = bootstrap_resample(wh, used, resample)
+    return Leaderboard(
+        used,
+        with_intervals(wh, used, board, boot),
+        agreement,
+        boot,
+        agreement_intervals(wh, used, boot),
+        anchor_noise_warnings(wh, used, boot),
+        missing_lines(wh),
+        partial_lines(board, allow_partial),
+        stale_lines(wh, used),
+        flagged_lines(wh),
+    )
 
 
 def bootstrap_resample(wh: Warehouse, panel: str, resample: str | None = None) -> str | None:

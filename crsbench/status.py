@@ -1,4 +1,5 @@
-"""`crsbench status`: what the warehouse holds, as frames (datasets, encoders, feature sets, runs, panels, analyses)."""
+"""The status read-model (`Bench.status`, `crsbench status`): what the warehouse holds, as frames
+(datasets, encoders, feature sets, runs, panels, analyses) and lines (gaps, stale results, flags)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import dataclasses
 
 import pandas as pd
 
-from crsbench.report.data import relations
+from crsbench.leaderboard import flagged_lines, missing_lines
 from crsbench.warehouse.connection import Warehouse
 
 
@@ -41,6 +42,18 @@ class WarehouseStatus:
             "panels": len(self.panels),
             "analyses": len(self.analyses),
         }
+
+
+def relations(wh: Warehouse) -> set[str]:
+    """The tables and views the file holds."""
+    return {r[0] for r in wh.con.execute("select table_name from information_schema.tables").fetchall()}
+
+
+def read_status(wh: Warehouse) -> WarehouseStatus:
+    """The whole status, incomplete cells of every regime included (run inside a freshness snapshot)."""
+    state = warehouse_status(wh)
+    state.incomplete_cells = missing_lines(wh, regime=None)
+    return state
 
 
 def warehouse_status(wh: Warehouse) -> WarehouseStatus:
@@ -98,7 +111,6 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
         "max(created_at) as created_at from analyses group by analysis order by analysis",
         ["analysis", "tables", "created_at"],
     )
-    from crsbench.report.uncertainty import flagged_lines
     from crsbench.warehouse.claims import live_sweeps
     from crsbench.warehouse.parts import data_parts
 

@@ -1,0 +1,42 @@
+"""The encoder listing of `Bench.encoders` (`crsbench encoders`): one row per registered encoder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from crsbench.features.registry import list_encoders
+from crsbench.pipeline.extract import use_encoder_files
+
+
+def encoder_rows(
+    db: Path, files: Sequence[Path] = (), allow_code: bool = False, check_weights: bool = False
+) -> list[dict[str, Any]]:
+    """Every encoder (built-in, TOML, plugin) once the `files` and the warehouse's crsbench.toml are
+    registered: origin, family, scope, loader, input size, ...; with `check_weights` also whether its
+    weights and text tower are available locally (which imports what the check needs)."""
+    use_encoder_files(list(files), db, allow_code)
+    rows = []
+    for e in list_encoders():
+        row: dict[str, Any] = {
+            "id": e.id,
+            "origin": e.origin,
+            "family": e.family,
+            "scope": e.scope,
+            "domain": e.domain,
+            "loader": e.loader,
+            "checkpoint": e.checkpoint,
+            "input_size": e.input_size,
+            "pooling": e.pooling,
+            "pretrained": e.pretrained,
+            "chest_only": e.chest_only,
+        }
+        if check_weights:
+            from crsbench.features.text import text_tower_status
+            from crsbench.features.weights import weights_status
+
+            row["weights"] = weights_status(e)
+            row["text_tower"] = text_tower_status(e)
+        rows.append(row)
+    return rows

@@ -1,0 +1,101 @@
+"""The CLI goes through `crsbench.Bench`: no `crsbench/cli_*.py` module imports the stages or the
+pipeline (features, pipeline, probes, warehouse), at module level or inside a function, except the
+imports the allow-list below names with the reason each is one. Imports under `if TYPE_CHECKING:`
+are annotations only and never run."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+from pathlib import Path
+
+CLI_DIR = Path(__file__).resolve().parents[1] / "crsbench"
+FORBIDDEN = ("crsbench.features", "crsbench.pipeline", "crsbench.probes", "crsbench.warehouse")
+
+# (cli module, imported module): why it is not behind a Bench method.
+ALLOWED = {
+    ("cli_app", "crsbench.pipeline.stores"): "--store is refused at parse time when its URL embeds a "
+    "password (check_store_url, a pure function of the text), before any command builds a Bench",
+    ("cli_demo", "crsbench.pipeline.ingest"): "the demo scripts many Bench calls over the embedded suite "
+    "and prints the suite's dataset names and shift pair (constants)",
+    ("cli_demo", "crsbench.features.registry"): "the demo runs the registry's tiny random-init encoders "
+    "(their ids, and which have a text tower) unless --encoder names others",
+}
+
+
+def _type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and (
+        (isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING")
+        or (isinstance(node.test, ast.Attribute) and node.test.attr == "TYPE_CHECKING")
+    )
+
+
+def imported_modules(source: str) -> list[tuple[str, int]]:
+    """(module, line) of every absolute import that runs: module level and in functions alike, but
+    not those under `if TYPE_CHECKING:`."""
+    found: list[tuple[str, int]] = []
+
+    def visit(node: ast.AST) -> None:
+        if _type_checking_block(node):
+            return
+        if isinstance(node, ast.Import):
+            found.extend((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.module, node.lineno))
+            found.extend((f"{node.module}.{alias.name}", node.lineno) for alias in node.names)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(source))
+    return found
+
+
+def leaks(name: str, source: str) -> list[str]:
+    """What CLI module `name` imports past Bench, one line each (empty: none)."""
+    out = []
+    for module, line in imported_modules(source):
+        hit = next((f for f in FORBIDDEN if module == f or module.startswith(f + ".")), None)
+        if hit is None:
+            continue
+        # `from crsbench.warehouse import panels` names crsbench.warehouse.panels: either is allowed by its entry
+        if any((name, m) in ALLOWED for m in (module, module.rpartition(".")[0])):
+            continue
+        out.append(f"crsbench/{name}.py:{line} imports {module}")
+    return sorted(set(out))
+
+
+def test_no_cli_module_reaches_past_bench() -> None:
+    modules = [*sorted(CLI_DIR.glob("cli_*.py")), CLI_DIR / "cli.py"]
+    assert len(modules) > 15
+    found = [line for path in modules for line in leaks(path.stem, path.read_text(encoding="utf-8"))]
+    assert found == [], "\n".join(found)
+
+
+def test_every_allowed_import_is_still_made() -> None:
+    """A stale allow-list entry would let a later import through unseen."""
+    for (name, module), reason in ALLOWED.items():
+        assert reason
+        made = {m for m, _ in imported_modules((CLI_DIR / f"{name}.py").read_text(encoding="utf-8"))}
+        assert module in made, (name, module)
+
+
+def test_the_check_sees_function_level_and_aliased_imports_but_not_typing_only_ones() -> None:
+    source = textwrap.dedent(
+        """
+        from typing import TYPE_CHECKING
+        import crsbench.probes.grid as grid
+        from crsbench.bench import Bench
+        if TYPE_CHECKING:
+            from crsbench.pipeline.adapt import AdaptResult
+        def command():
+            from crsbench.warehouse import panels
+            from crsbench.features.registry import list_encoders
+        """
+    )
+    assert leaks("cli_example", source) == [
+        "crsbench/cli_example.py:3 imports crsbench.probes.grid",
+        "crsbench/cli_example.py:8 imports crsbench.warehouse",
+        "crsbench/cli_example.py:8 imports crsbench.warehouse.panels",
+        "crsbench/cli_example.py:9 imports crsbench.features.registry",
+        "crsbench/cli_example.py:9 imports crsbench.features.registry.list_encoders",
+    ]
