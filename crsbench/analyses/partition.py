@@ -35,7 +35,7 @@ from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import shift_targets
 
 POOL_VS_TEST = "pool_vs_test"
-SHIFT = "shift"
+SHIFT_PAIR = "shift"
 POOL = ("train", "calib")
 COLUMNS = (
     "dataset",
@@ -162,7 +162,7 @@ def dataset_rows(
                 continue
             (other,) = timages.sides(tsource, [["test"]])
             row = pair_row(pool, other, params, f"{dataset_id} {source.key} pool vs {target} test")
-            rows.append({**base, "pair": SHIFT, "other_dataset": target, **row})
+            rows.append({**base, "pair": SHIFT_PAIR, "other_dataset": target, **row})
     return rows, notes
 
 

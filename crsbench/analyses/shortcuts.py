@@ -39,7 +39,7 @@ METRICS = ("balanced_accuracy", "auroc", "max_class_auroc")
 # header: every property but the file size (the warning rule reads it); header_and_size adds the
 # size, which also reflects how compressible the pixels are, i.e. the image content (§19).
 PROPERTIES = ("header", "header_and_size")
-SPLITS = ("pool_cv", "test")
+AUDIT_SPLITS = ("pool_cv", "test")
 # The warning rule (METHODS.md §19): within-pool balanced accuracy more than BA_MARGIN above chance
 # with macro AUROC above AUROC_WARN, or any one class/label separated at MAX_CLASS_WARN.
 BA_MARGIN, AUROC_WARN, MAX_CLASS_WARN = 0.25, 0.80, 0.95
