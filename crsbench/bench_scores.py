@@ -78,6 +78,7 @@ class Scores:
         column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged)."""
         from crsbench.analyses.subgroups import with_worst_group
         from crsbench.report import uncertainty
+        from crsbench.warehouse.conditions import condition_warnings
         from crsbench.warehouse.panels import leaderboard
 
         with Warehouse.open(self.db, read_only=True) as wh, wh.snapshot():
@@ -90,7 +91,7 @@ class Scores:
                 agreement,
                 boot,
                 uncertainty.agreement_intervals(wh, used, boot),
-                uncertainty.anchor_noise_warnings(wh, used, boot),
+                uncertainty.anchor_noise_warnings(wh, used, boot) + condition_warnings(wh.con, used),
                 uncertainty.missing_lines(wh),
                 uncertainty.partial_lines(board, allow_partial),
                 uncertainty.stale_lines(wh, used),

@@ -137,8 +137,10 @@ class FeatureStore:
         """The zarr array of one depth and condition (for `dask.array.from_zarr`)."""
         import zarr
 
-        if condition not in CONDITIONS:
-            raise CrsbenchError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")
+        from crsbench.features.conditions import is_condition, registered_conditions
+
+        if not is_condition(condition):
+            raise CrsbenchError(f"unknown condition {condition!r}; expected one of {registered_conditions()}")
         path = f"{ref.path}/{depth_key(depth)}/{condition}"
         try:
             node = self.root()[path]

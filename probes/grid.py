@@ -29,7 +29,8 @@ from typing import Protocol
 import numpy as np
 
 from crsbench.core import PRIMARY_PROBE, EncoderKey, __version__
-from crsbench.features.store import CLEAN, CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
+from crsbench.features.conditions import stored_conditions
+from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import FRACTION_SEEDS, LABEL_FRACTIONS, CrsbenchError, Dataset, ProgressFn, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
 from crsbench.probes.executors import DistributedExecutor, InProcessExecutor, Job
@@ -179,7 +180,8 @@ def _read_checks(
     for ref, depths in by_ref.items():
         source = datasets[ref.dataset]
         targets = _targets_of(ref.dataset, shift_targets, datasets)
-        check_feature_set(store, ref, source, depths, CONDITIONS)
+        conditions = stored_conditions(store.attrs(ref))  # what the set holds (features.conditions)
+        check_feature_set(store, ref, source, depths, conditions)
         if len(source.split_rows("test")) == 0:
             raise CrsbenchError(f"dataset {ref.dataset!r} has no test split")
         for target in targets:
@@ -190,7 +192,8 @@ def _read_checks(
         for depth in depths:
             checks.append(ReadCheck(ref, depth, CLEAN, source.split_rows("train"), stats=True))
             checks.extend(
-                ReadCheck(ev.ref, depth, ev.store_condition, ev.rows) for ev in eval_sets(source, ref, targets)
+                ReadCheck(ev.ref, depth, ev.store_condition, ev.rows)
+                for ev in eval_sets(source, ref, targets, conditions)
             )
     return checks
 
@@ -325,8 +328,9 @@ def run_grid(
                     members = [f for f in members if f.fit_id in held]
                     if not members:
                         continue
-                pretrained = bool(store.attrs(ref).get("pretrained", True))
-                chunk = Chunk(ref, depth, tuple(members), pretrained, version)
+                attrs = store.attrs(ref)
+                pretrained = bool(attrs.get("pretrained", True))
+                chunk = Chunk(ref, depth, tuple(members), pretrained, version, stored_conditions(attrs))
                 targets = _targets_of(ref.dataset, shift_targets, datasets)
                 yield chunk, store, datasets[ref.dataset], targets, stats[(ref, depth)]
 
@@ -336,7 +340,10 @@ def run_grid(
         def rows_of(ref: FeatureSetRef) -> tuple[int, int]:
             source = datasets[ref.dataset]
             targets = _targets_of(ref.dataset, shift_targets, datasets)
-            return len(source.split_rows("train")), sum(len(ev.rows) for ev in eval_sets(source, ref, targets))
+            conditions = stored_conditions(store.attrs(ref))
+            return len(source.split_rows("train")), sum(
+                len(ev.rows) for ev in eval_sets(source, ref, targets, conditions)
+            )
 
         pending = list(_chunks(todo, batch_size, rows_of))
         while pending:

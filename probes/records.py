@@ -45,8 +45,8 @@ def run_frame(rows: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(list(rows), columns=names)
 
 
-# Conditions beyond the store's 16: the source's clean calib split (for recalibration
-# analyses) and the clean test split of a shift target (no retraining).
+# Conditions beyond the store's (clean and the perturbed ones, `features.conditions`): the
+# source's clean calib split (for recalibration analyses) and the clean test split of a shift target (no retraining).
 CALIB = "calib"
 __all__ = ["CALIB", "SHIFT", "FitKey", "run_frame", "run_id", "runs_schema"]
 

@@ -14,8 +14,9 @@ from typing import Any
 import duckdb
 import pandas as pd
 
+from crsbench.features.conditions import stored_conditions
 from crsbench.features.registry import EncoderEntry, get_encoder
-from crsbench.features.store import CONDITIONS, DEPTHS, FeatureSetRef, FeatureStore, depth_key
+from crsbench.features.store import DEPTHS, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.retire import retire_for_new_weights
@@ -85,7 +86,7 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]
         ref.regime,
         store_url,
         list(attrs.get("depths", [depth_key(d) for d in DEPTHS])),
-        list(attrs.get("conditions", CONDITIONS)),
+        list(stored_conditions(attrs)),
         int(attrs["dim"]),
         attrs.get("dtype", "float16"),
         int(attrs["n_images"]),
