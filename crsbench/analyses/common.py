@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from crsbench.core import CLEAN, FROZEN, PERTURBED_CONDITIONS, PRIMARY_PROBE, CrsbenchError
+from crsbench.core import CLEAN, FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.ingest.types import Task
 from crsbench.probes.metrics import METRICS
 from crsbench.probes.records import CALIB, SHIFT
@@ -21,7 +21,6 @@ from crsbench.warehouse.connection import Warehouse
 __all__ = [
     "CALIB",
     "CLEAN",
-    "PERTURBED_CONDITIONS",
     "PRIMARY_PROBE",
     "SHIFT",
     "load_runs",
