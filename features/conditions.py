@@ -7,16 +7,21 @@ paper's protocol, core's CONDITIONS (clean + 5 perturbations x 3 severities = 16
 writes these conditions by default, each dataset's grid is declared over them at ingest, and a
 probe evaluates the conditions its feature set records (`stored_conditions`).
 
-The perturbation kernels import torch, so the registry is loaded on the first call that needs
-more than the protocol's names.
+The perturbation kernels import torch, so the registry is loaded only where it may hold more than
+the protocol's entries (`registered_conditions`).
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterable, Mapping
+from importlib.metadata import entry_points
 from typing import Any
 
 from crsbench.core import CLEAN, CONDITIONS, CrsbenchError
+
+PERTURBATIONS_MODULE = "crsbench.features.perturbations"
+ENTRY_POINT_GROUP = "crsbench.perturbations"  # the group features.perturbations.REGISTRY loads
 
 
 def condition_name(perturbation: str, severity: int) -> str:
@@ -32,7 +37,13 @@ def perturbed_conditions() -> tuple[str, ...]:
 
 
 def registered_conditions() -> tuple[str, ...]:
-    """`clean`, then every registered perturbed condition: the default condition list."""
+    """`clean`, then every registered perturbed condition: the default condition list.
+
+    Without the perturbation module imported (nothing can have registered into it) and without
+    entry-point plugins, the registry would hold the built-ins alone, the protocol's conditions:
+    those are returned without importing torch (ingest declares its grid with them)."""
+    if PERTURBATIONS_MODULE not in sys.modules and not entry_points(group=ENTRY_POINT_GROUP):
+        return CONDITIONS
     return (CLEAN, *perturbed_conditions())
 
 

@@ -37,6 +37,7 @@ import torch
 from PIL import Image
 
 from crsbench.core import CLEAN, CrsbenchError, Registry
+from crsbench.features.conditions import ENTRY_POINT_GROUP
 
 REFERENCE_SIZE = 224  # blur sigmas are given at 224 px and scale with the image's short side
 RICIAN_TOLERANCE = 1  # grey levels; every other perturbation is exact
@@ -57,7 +58,7 @@ def _entry(name: str, cls: type, levels: dict[int, float], on_cpu: bool = False)
 
 # The built-in entries below are registered as this module loads; their names and severities are core's
 # PERTURBATIONS x SEVERITIES (the protocol). Plugins add theirs; `features.conditions` derives the conditions.
-REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group="crsbench.perturbations")
+REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group=ENTRY_POINT_GROUP)
 
 
 def register_perturbation(name: str, levels: dict[int, float], on_cpu: bool = False) -> Callable[[type], type]:

@@ -14,7 +14,12 @@ from pathlib import Path
 import pytest
 
 from crsbench.core import CONDITIONS, PERTURBATIONS, SEVERITIES, CrsbenchError
-from crsbench.features.conditions import check_conditions, registered_conditions, stored_conditions
+from crsbench.features.conditions import (
+    check_conditions,
+    perturbed_conditions,
+    registered_conditions,
+    stored_conditions,
+)
 
 # The whole plugin: one function pair and its registration (what a user's package would hold).
 PLUGIN = '''
@@ -78,9 +83,27 @@ def _install_plugin(site: Path) -> None:
 
 def test_the_protocol_conditions_are_the_default_without_plugins():
     expected = ("clean", *(f"{p}-s{s}" for p in PERTURBATIONS for s in SEVERITIES))
-    assert registered_conditions() == CONDITIONS == expected and len(expected) == 16
+    assert CONDITIONS == expected and len(expected) == 16
+    assert ("clean", *perturbed_conditions()) == expected  # the registry's built-ins are the protocol's
+    assert registered_conditions() == expected
     assert stored_conditions({}) == CONDITIONS  # a set written before conditions were recorded
     assert stored_conditions({"conditions": ["clean", "jpeg-s1"]}) == ("clean", "jpeg-s1")
+
+
+def test_a_perturbation_registered_in_process_adds_its_conditions():
+    from crsbench.features import perturbations
+
+    class Same:
+        reference = staticmethod(lambda img, level, key: img)
+        batched = staticmethod(lambda imgs, level, keys: imgs)
+
+    perturbations.register_perturbation("same", {1: 0.0, 3: 0.0})(Same)
+    try:
+        assert registered_conditions() == (*CONDITIONS, "same-s1", "same-s3")
+        assert check_conditions(["clean", "same-s3"]) == ("clean", "same-s3")
+    finally:
+        perturbations.REGISTRY.remove("same")
+    assert registered_conditions() == CONDITIONS
 
 
 @pytest.mark.parametrize(
