@@ -19,6 +19,8 @@ from rich.markup import escape
 
 from crsbench.bench import Bench, ExtractConfig, ProbeConfig
 from crsbench.cli_app import app
+from crsbench.core import DEPTHS
+from crsbench.features.conditions import registered_conditions
 from crsbench.output import console, emit, print_frame, progress
 from crsbench.pipeline.ingest import SUITE_DATASETS, SUITE_SHIFT
 
@@ -111,7 +113,10 @@ def demo(
     console.print("\n".join(f"  {r.dataset_id}: {r.task}, {r.n_images} images" for r in summary.itertuples()))
     console.print(f"  shift pair: {SUITE_SHIFT[0]} -> {SUITE_SHIFT[1]}")
 
-    step = steps.start("2/6 extract features once: 4 depths x 16 conditions per encoder and dataset")
+    n_conditions = len(registered_conditions())  # 16 in the protocol; plugins add theirs
+    step = steps.start(
+        f"2/6 extract features once: {len(DEPTHS)} depths x {n_conditions} conditions per encoder and dataset"
+    )
     with progress(step) as bar:
         extracted = bench.extract(encoders, [name for _, name in SUITE_DATASETS], ExtractConfig(), progress=bar)
     render_extract(bench.store, extracted)

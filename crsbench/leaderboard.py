@@ -42,6 +42,7 @@ def read_leaderboard(
 ) -> Leaderboard:
     """The leaderboard of `Bench.leaderboard` (run inside a score snapshot)."""
     from crsbench.analyses.subgroups import with_worst_group
+    from crsbench.warehouse.conditions import condition_warnings
     from crsbench.warehouse.panels import leaderboard
 
     used, board, agreement = leaderboard(wh, panel, allow_partial)
@@ -53,7 +54,7 @@ def read_leaderboard(
         agreement,
         boot,
         agreement_intervals(wh, used, boot),
-        anchor_noise_warnings(wh, used, boot),
+        anchor_noise_warnings(wh, used, boot) + condition_warnings(wh.con, used),
         missing_lines(wh),
         partial_lines(board, allow_partial),
         stale_lines(wh, used),

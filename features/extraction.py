@@ -2,9 +2,9 @@
 
 Work is done row-chunk by row-chunk. For a chunk, every image is decoded once (on CPU
 threads, one chunk ahead of the model); train/calib rows give the `clean` condition,
-test rows all 16 conditions; one forward per batch yields all four depths through the
-depth hooks. Batches never span chunks, so a chunk's bytes depend only on the chunk
-itself: a killed run resumes at the first chunk without its progress marker and ends
+test rows every condition (clean and the registered perturbations: 16 in the protocol); one
+forward per batch yields all four depths through the depth hooks. Batches never span chunks,
+so a chunk's bytes depend only on the chunk itself: a killed run resumes at the first chunk without its progress marker and ends
 byte-identical to an uninterrupted run. The feature-set group's `complete` attribute is
 written last, after checking that every expected chunk exists in every array.
 
@@ -26,8 +26,9 @@ import numpy as np
 import torch
 import zarr
 
-from crsbench.core import CLEAN, CONDITIONS, DEPTHS, FROZEN, CrsbenchError, ProgressFn, __version__, no_progress
+from crsbench.core import DEPTHS, FROZEN, CrsbenchError, ProgressFn, __version__, no_progress
 from crsbench.core.provenance import collect, to_json
+from crsbench.features.conditions import check_conditions, registered_conditions
 from crsbench.features.degenerate import assess
 from crsbench.features.extraction_chunks import ChunkExtractor
 from crsbench.features.extraction_sets import (
@@ -112,7 +113,7 @@ def extract(
     chunk_rows: int = 256,
     dtype: str = "float16",
     compute_dtype: str = "float32",
-    conditions: Sequence[str] = CONDITIONS,
+    conditions: Sequence[str] | None = None,
     workers: int = 4,
     perturb_backend: str = "auto",
     threads: int | None = None,
@@ -139,9 +140,8 @@ def extract(
         raise CrsbenchError(f"dtype must be one of {list(DTYPES)}, compute dtype one of {list(COMPUTE_DTYPES)}")
     if batch_size < 1 or chunk_rows < 1:
         raise CrsbenchError("--batch-size and chunk rows must be positive")
-    unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown or CLEAN not in conditions:
-        raise CrsbenchError(f"conditions must include 'clean' and come from {CONDITIONS}")
+    # Default: clean and every registered perturbation x severity (the protocol's 16 without plugins).
+    conditions = registered_conditions() if conditions is None else check_conditions(conditions)
     if entry.chest_only and dataset.domain != "rad":
         raise CrsbenchError(
             f"encoder {entry.id!r} is chest-only; dataset {dataset.name!r} has "

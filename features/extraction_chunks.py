@@ -1,7 +1,7 @@
 """The per-chunk work of extraction: decode, perturb, forward, check and write one row chunk.
 
 For a chunk, every image is decoded once (on CPU threads, one chunk ahead of the model);
-train/calib rows give the `clean` condition, test rows all 16 conditions; one forward per
+train/calib rows give the `clean` condition, test rows every condition (16 in the protocol); one forward per
 batch yields all four depths through the depth hooks. Batches never span chunks, so a chunk's
 bytes depend only on the chunk itself.
 """

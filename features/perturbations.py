@@ -36,7 +36,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from crsbench.core import CLEAN, SEVERITIES, CrsbenchError, Registry
+from crsbench.core import CLEAN, CrsbenchError, Registry
+from crsbench.features.conditions import ENTRY_POINT_GROUP
 
 REFERENCE_SIZE = 224  # blur sigmas are given at 224 px and scale with the image's short side
 RICIAN_TOLERANCE = 1  # grey levels; every other perturbation is exact
@@ -55,8 +56,9 @@ def _entry(name: str, cls: type, levels: dict[int, float], on_cpu: bool = False)
     return Perturbation(name, levels, cls.reference, cls.batched, on_cpu)  # type: ignore[attr-defined]
 
 
-# The built-in entries below are registered as this module loads; their names are core's PERTURBATIONS.
-REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group="crsbench.perturbations")
+# The built-in entries below are registered as this module loads; their names and severities are core's
+# PERTURBATIONS x SEVERITIES (the protocol). Plugins add theirs; `features.conditions` derives the conditions.
+REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group=ENTRY_POINT_GROUP)
 
 
 def register_perturbation(name: str, levels: dict[int, float], on_cpu: bool = False) -> Callable[[type], type]:
@@ -81,7 +83,7 @@ def parse_condition(condition: str) -> tuple[str, int] | None:
 def _lookup(perturbation: str, severity: int) -> tuple[Perturbation, float]:
     entry = REGISTRY.get(perturbation)
     if severity not in entry.levels:
-        raise CrsbenchError(f"severity {severity!r} of {perturbation}; expected one of {SEVERITIES}")
+        raise CrsbenchError(f"severity {severity!r} of {perturbation}; expected one of {tuple(sorted(entry.levels))}")
     return entry, entry.levels[severity]
 
 

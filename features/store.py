@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
-from crsbench.core import CONDITIONS, DEPTHS, FROZEN, CrsbenchError, EncoderKey
+from crsbench.core import DEPTHS, FROZEN, CrsbenchError, EncoderKey
 from crsbench.ingest.types import Dataset
 
 if TYPE_CHECKING:
@@ -127,8 +127,10 @@ class FeatureStore:
         """The zarr array of one depth and condition (for `dask.array.from_zarr`)."""
         import zarr
 
-        if condition not in CONDITIONS:
-            raise CrsbenchError(f"unknown condition {condition!r}; expected one of {CONDITIONS}")
+        from crsbench.features.conditions import is_condition, registered_conditions
+
+        if not is_condition(condition):
+            raise CrsbenchError(f"unknown condition {condition!r}; expected one of {registered_conditions()}")
         path = f"{ref.path}/{depth_key(depth)}/{condition}"
         try:
             node = self.root()[path]

@@ -30,7 +30,6 @@ import numpy as np
 
 from crsbench.core import (
     CLEAN,
-    CONDITIONS,
     DEPTHS,
     FRACTION_SEEDS,
     LABEL_FRACTIONS,
@@ -40,6 +39,7 @@ from crsbench.core import (
     ProgressFn,
     __version__,
 )
+from crsbench.features.conditions import stored_conditions
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
@@ -190,7 +190,8 @@ def _read_checks(
     for ref, depths in by_ref.items():
         source = datasets[ref.dataset]
         targets = _targets_of(ref.dataset, shift_targets, datasets)
-        check_feature_set(store, ref, source, depths, CONDITIONS)
+        conditions = stored_conditions(store.attrs(ref))  # what the set holds (features.conditions)
+        check_feature_set(store, ref, source, depths, conditions)
         if len(source.split_rows("test")) == 0:
             raise CrsbenchError(f"dataset {ref.dataset!r} has no test split")
         for target in targets:
@@ -201,7 +202,8 @@ def _read_checks(
         for depth in depths:
             checks.append(ReadCheck(ref, depth, CLEAN, source.split_rows("train"), stats=True))
             checks.extend(
-                ReadCheck(ev.ref, depth, ev.store_condition, ev.rows) for ev in eval_sets(source, ref, targets)
+                ReadCheck(ev.ref, depth, ev.store_condition, ev.rows)
+                for ev in eval_sets(source, ref, targets, conditions)
             )
     return checks
 
@@ -336,8 +338,9 @@ def run_grid(
                     members = [f for f in members if f.fit_id in held]
                     if not members:
                         continue
-                pretrained = bool(store.attrs(ref).get("pretrained", True))
-                chunk = Chunk(ref, depth, tuple(members), pretrained, version)
+                attrs = store.attrs(ref)
+                pretrained = bool(attrs.get("pretrained", True))
+                chunk = Chunk(ref, depth, tuple(members), pretrained, version, stored_conditions(attrs))
                 targets = _targets_of(ref.dataset, shift_targets, datasets)
                 yield chunk, store, datasets[ref.dataset], targets, stats[(ref, depth)]
 
@@ -347,7 +350,10 @@ def run_grid(
         def rows_of(ref: FeatureSetRef) -> tuple[int, int]:
             source = datasets[ref.dataset]
             targets = _targets_of(ref.dataset, shift_targets, datasets)
-            return len(source.split_rows("train")), sum(len(ev.rows) for ev in eval_sets(source, ref, targets))
+            conditions = stored_conditions(store.attrs(ref))
+            return len(source.split_rows("train")), sum(
+                len(ev.rows) for ev in eval_sets(source, ref, targets, conditions)
+            )
 
         pending = list(_chunks(todo, batch_size, rows_of))
         while pending:

@@ -21,7 +21,8 @@ import dask
 import dask.array as da
 import numpy as np
 
-from crsbench.core import CONDITIONS, CrsbenchError
+from crsbench.core import CrsbenchError
+from crsbench.features.conditions import is_condition
 from crsbench.features.integrity import manifest
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset
@@ -55,7 +56,7 @@ def lazy_features(
     content manifest (`probes.checked`); `False` reads through `dask.array.from_zarr` unchecked
     (for measuring the check's cost).
     """
-    if condition not in CONDITIONS:
+    if not is_condition(condition):
         raise CrsbenchError(f"unknown condition {condition!r}")
     name_in_set = f"{depth_key(depth)}/{condition}"
     component = f"{ref.path}/{name_in_set}"

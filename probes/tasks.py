@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -35,6 +36,7 @@ class Chunk:
     fits: tuple[FitKey, ...]
     pretrained: bool
     code_version: str
+    conditions: tuple[str, ...] = CONDITIONS  # the test conditions its feature set holds
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,10 +48,14 @@ class EvalSet:
     rows: np.ndarray  # rows of the eval dataset, store order
 
 
-def eval_sets(source: Dataset, ref: FeatureSetRef, targets: list[Dataset]) -> list[EvalSet]:
-    """Clean + 15 perturbed test conditions, the clean calib split, each shift target."""
+def eval_sets(
+    source: Dataset, ref: FeatureSetRef, targets: list[Dataset], conditions: Sequence[str] = CONDITIONS
+) -> list[EvalSet]:
+    """The test split under each condition of the feature set (clean + the 15 perturbed ones of the
+    protocol, or those `features.conditions.stored_conditions` reads), the clean calib split, each
+    shift target."""
     test = source.split_rows("test")
-    sets = [EvalSet(source.name, c, ref, c, test) for c in CONDITIONS]
+    sets = [EvalSet(source.name, c, ref, c, test) for c in conditions]
     calib = source.split_rows("calib")
     if len(calib):
         sets.append(EvalSet(source.name, CALIB, ref, CLEAN, calib))
@@ -131,7 +137,7 @@ def _refitting(
 
 
 def _batches(sets: list[EvalSet]) -> list[list[EvalSet]]:
-    """Eval sets of one dataset and the same rows (the 16 test conditions) go together."""
+    """Eval sets of one dataset and the same rows (the test conditions) go together."""
     groups: dict[tuple[str, bytes], list[EvalSet]] = {}
     for ev in sets:
         groups.setdefault((ev.eval_dataset_id, ev.rows.tobytes()), []).append(ev)
@@ -177,8 +183,8 @@ def evaluate_chunk(
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Evaluate every fit on every eval set; returns (runs, predictions).
 
-    The 16 conditions of the test split are stacked and each predictor is called once on
-    the stack (one matrix product per fit instead of 16); calib and each shift target are
+    The conditions of the test split (16 in the protocol) are stacked and each predictor is called
+    once on the stack (one matrix product per fit instead of one per condition); calib and each shift target are
     their own batches. Batches are read in blocks of EVAL_BLOCK_ROWS stacked rows, so a
     shift target of 243k rows never sits in memory as one float64 matrix.
     """
@@ -186,7 +192,7 @@ def evaluate_chunk(
     run_rows: list[dict[str, Any]] = []
     pred_parts: list[tuple[str, str, str, str, np.ndarray, np.ndarray, np.ndarray]] = []
     datasets = {source.name: source, **{t.name: t for t in targets}}
-    for batch in _batches(eval_sets(source, chunk.ref, targets)):
+    for batch in _batches(eval_sets(source, chunk.ref, targets, chunk.conditions)):
         data = datasets[batch[0].eval_dataset_id]
         rows = batch[0].rows
         probs_by_fit = _predict_batch(store, chunk.depth, batch, stats, fitted)

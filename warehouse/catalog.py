@@ -14,7 +14,8 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from crsbench.core import CONDITIONS, DEPTHS, CrsbenchError
+from crsbench.core import DEPTHS, CrsbenchError
+from crsbench.features.conditions import stored_conditions
 from crsbench.features.lookup import get_encoder
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
@@ -86,7 +87,7 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]
         ref.regime,
         store_url,
         list(attrs.get("depths", [depth_key(d) for d in DEPTHS])),
-        list(attrs.get("conditions", CONDITIONS)),
+        list(stored_conditions(attrs)),
         int(attrs["dim"]),
         attrs.get("dtype", "float16"),
         int(attrs["n_images"]),

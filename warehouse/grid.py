@@ -2,9 +2,10 @@
 
 The grid of a dataset is declared when it is ingested (the protocol's grid: the primary probe
 at every depth, the check probes at full depth, each at every label fraction x seed of the
-dataset's subsets, evaluated on the clean and 15 perturbed test conditions, the calib split
-when there is one, and each declared shift target). It lives in the table `dataset_grid` (one
-row per probe, depth, label_fraction, seed and condition), and changes only by
+dataset's subsets, evaluated on the clean and every registered perturbed test condition (15 in
+the protocol; `features.conditions`), the calib split when there is one, and each declared
+shift target). It lives in the table `dataset_grid` (one row per probe, depth, label_fraction,
+seed and condition), and changes only by
 `extend_grid` (`crsbench grid extend`), for every encoder at once. Completeness, the axes and
 the CRS read it through the views `grid_declared` and `runs_grid`; a run outside it is *extra*:
 stored and queryable, never part of a score.
@@ -21,7 +22,8 @@ import duckdb
 import pandas as pd
 
 from crsbench.core import CALIB, CONDITIONS, DEPTHS, PROTOCOL_PROBE_DEPTHS, SHIFT, CrsbenchError
-from crsbench.core.schema import Column, Schema
+from crsbench.core.schema import Column, Schema, sql_literal
+from crsbench.features.conditions import registered_conditions
 
 _M = "docs/METHODS.md §3"
 _DATASET = Column("dataset_id", "VARCHAR", f"Dataset the probes are fitted on (datasets.dataset_id). {_M}.")
@@ -66,13 +68,14 @@ _INSERT = (
 )
 
 
-def fill_protocol_sql() -> list[str]:
+def fill_protocol_sql(test_conditions: Sequence[str] = CONDITIONS) -> list[str]:
     """The statement giving every dataset without a declared grid the protocol's grid: the
     (probe, depth) pairs of PROTOCOL_PROBE_DEPTHS x the dataset's label-fraction subsets x the
-    clean and perturbed conditions, calib when the dataset has a calib split, and shift (the
-    migration to schema v5 runs it; so does `declare_grid` without explicit keys)."""
+    `test_conditions` (clean and the perturbed ones), calib when the dataset has a calib split,
+    and shift. The migration to schema v5 runs it with the protocol's conditions (what the sets
+    of that time held); `declare_grid` without explicit keys with the registered ones."""
     pairs = ", ".join(f"('{p}', {d!r})" for p, d in PROTOCOL_PROBE_DEPTHS)
-    conditions = ", ".join(f"('{c}')" for c in (*CONDITIONS, SHIFT))
+    conditions = ", ".join(f"({sql_literal(c)})" for c in (*test_conditions, SHIFT))
     return [
         f"""insert into dataset_grid (dataset_id, probe, depth, label_fraction, seed, condition, origin, declared_at)
             with subsets as (
@@ -100,7 +103,7 @@ def declare_grid(con: duckdb.DuckDBPyConnection, dataset_id: str, keys: Sequence
     if con.execute("select count(*) from dataset_grid where dataset_id = ?", [dataset_id]).fetchall() != [(0,)]:
         return
     if keys is None:
-        for statement in fill_protocol_sql():
+        for statement in fill_protocol_sql(registered_conditions()):
             con.execute(statement)
         return
     con.executemany(

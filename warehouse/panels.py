@@ -17,6 +17,7 @@ import duckdb
 import pandas as pd
 
 from crsbench.core import AXES, CrsbenchError, __version__
+from crsbench.warehouse.conditions import member_condition_sets, record_panel_conditions
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import one_row
 
@@ -106,8 +107,9 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
             "freeze the new membership under a new name"
         )
     _refuse_flagged(wh, name, members)
-    with wh.snapshot(("axes_cell",)):  # its three reads below evaluate the cells once
+    with wh.snapshot(("axes_cell",)):  # its reads below evaluate the cells once
         member_axes, anchors = _member_axes_and_anchors(wh, members)
+        condition_sets = member_condition_sets(wh.con, name, members)  # one set per dataset, else refused
     scored = set(member_axes.loc[member_axes.scope == GLOBAL_SCOPE, "encoder_id"])
     missing = [m for m in members if m not in scored]
     if missing:
@@ -125,6 +127,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
                 "insert into reference_anchors values (?, ?, ?, ?, ?, ?)",
                 [[name, r.scope, r.axis, r.lo, r.hi, frozen_at] for r in anchors.itertuples()],
             )
+            record_panel_conditions(con, name, condition_sets)
     except duckdb.ConstraintException as exc:  # another process froze the same name meanwhile
         raise CrsbenchError(f"panel {name!r} is already frozen; frozen panels are immutable") from exc
     return Panel(name, PANEL_MODE, frozen_at, members, anchors)

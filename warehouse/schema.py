@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 
 from crsbench.core.schema import COEFFICIENTS, PREDICTIONS, Column, Schema
 from crsbench.probes.records import runs_schema
+from crsbench.warehouse.conditions import PANEL_CONDITIONS
 from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
@@ -31,7 +32,7 @@ from crsbench.warehouse.schema_ledger import BATCHES, EXTRA_TABLES, PART
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 12  # 11: no change of its own
+SCHEMA_VERSION = 13
 
 TABLES: tuple[Schema, ...] = (
     Schema(
@@ -202,7 +203,13 @@ TABLES: tuple[Schema, ...] = (
             Column("regime", "VARCHAR", f"frozen, or an adapted variant such as lora-s0. {_M} §13."),
             Column("store_url", "VARCHAR", f"Feature store (fsspec URL) holding the arrays. {_M} §2."),
             Column("depths", "VARCHAR[]", f"Depth keys extracted (d025, d050, d075, d100). {_M} §2."),
-            Column("conditions", "VARCHAR[]", f"Conditions extracted: clean and the 15 perturbed ones. {_M} §2."),
+            Column(
+                "conditions",
+                "VARCHAR[]",
+                "Conditions extracted: clean and each registered perturbation x severity when extracted "
+                f"(the protocol's 15 perturbed ones without plugins); robustness and CRS compare encoders "
+                f"only over one condition set (view cell_conditions). {_M} §2.3.",
+            ),
             Column("dim", "INTEGER", f"Feature dimension. {_M} §2."),
             Column("dtype", "VARCHAR", f"Stored feature dtype (float16 by default). {_M} §2."),
             Column("n_images", "INTEGER", f"Images (rows) in the feature set; count. {_M} §2."),
@@ -300,6 +307,7 @@ TABLES: tuple[Schema, ...] = (
         ),
     ),
     DATASET_GRID,
+    PANEL_CONDITIONS,
 )
 
 # Created by the migration step itself (before any numbered migration), with all its columns.

@@ -1,7 +1,8 @@
 """E4: corruption vs confidence (METHODS.md §12).
 
 Per cell (encoder x dataset; primary probe, full depth, full labels, frozen, seed means)
-and condition (the 15 corruptions, plus the shift target where one exists):
+and condition (every perturbed condition of the dataset's grid: the protocol's 15 corruptions
+and any a registered plugin perturbation adds; plus the shift target where one exists):
 
 * AUROC drop = AUROC_clean - AUROC_condition,
 * ECE rise = ECE_condition - ECE_clean,
@@ -25,7 +26,7 @@ from scipy import stats
 
 from crsbench.analyses.common import seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.core import CLEAN, PERTURBED_CONDITIONS, SHIFT
+from crsbench.core import CALIB, CLEAN, SHIFT
 from crsbench.warehouse.connection import Warehouse
 
 MEASURES = ("auroc", "ece", "mean_confidence", "accuracy")
@@ -53,7 +54,9 @@ CORRELATION_COLUMNS = ("level", "x", "y", "n", "pearson_r", "p_value")
 
 def condition_effects(wh: Warehouse) -> pd.DataFrame:
     """One row per cell x non-clean condition with the four effects."""
-    means = seed_metrics(wh, MEASURES, depth=1.0, fraction=1.0, conditions=[CLEAN, SHIFT, *PERTURBED_CONDITIONS])
+    means = seed_metrics(wh, MEASURES, depth=1.0, fraction=1.0)
+    # Clean, shift and every perturbed condition of the grid (not only the protocol's 15).
+    means = means[means["condition"] != CALIB]
     clean = means[(means["condition"] == CLEAN) & (means["eval_dataset_id"] == means["dataset_id"])]
     clean = (
         clean[["encoder_id", "dataset_id", *MEASURES]]

@@ -12,7 +12,7 @@ and scores with `fn_crs_scores`, all variants in one query with grp = variant:
                             so lower MAE is higher and a perfect grader scores 1 (the min-max
                             normalisation makes only the direction matter within a dataset);
                             label efficiency and robustness stay AUROC-based in both;
-* robustness_corruption_only: robustness over the 15 perturbations only (no shift term).
+* robustness_corruption_only: robustness over the perturbed conditions only (the protocol's 15; no shift term).
 `default` is the same pipeline with nothing swapped (equal to crs_encoder while the panel's runs
 are those it was frozen on). Each variant's ranking of the members is compared with the
 default's: Kendall tau-b, Top-3 (fn_rank_agreement), mean and max |CRS change|.
