@@ -37,6 +37,7 @@ from crsbench.warehouse.snapshot import FRESHNESS_INPUTS, inputs_read_by
 T = TypeVar("T")
 
 if TYPE_CHECKING:
+    from crsbench.pipeline.demo import DemoPlan
     from crsbench.pipeline.verify import VerifyReport
     from crsbench.pipeline.zeroshot import ZeroShotSummary
     from crsbench.probes.grid import GridSummary
@@ -109,6 +110,12 @@ class Bench(Reads, Scores):
         from crsbench.ingest import make_suite
 
         return make_suite(Path(out), scale=scale, image_size=image_size, seed=seed, progress=progress)
+
+    def demo_plan(self, encoders: Sequence[str] = ()) -> DemoPlan:
+        """What `crsbench demo` runs: encoders (default the tiny random-init ones), the suite's datasets."""
+        from crsbench.pipeline.demo import demo_plan
+
+        return demo_plan(encoders)
 
     def ingest(
         self,

@@ -16,7 +16,7 @@ from crsbench.warehouse.connection import Warehouse
 if TYPE_CHECKING:
     from crsbench.analyses.registry import AnalysisResult
     from crsbench.analyses.successor import SuccessorOptions, SuccessorReport
-    from crsbench.card import Card
+    from crsbench.card_model import Card
     from crsbench.report import ReportResult
     from crsbench.warehouse.panels import Panel
 

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from crsbench.card import CardItem, Value
+from crsbench.card_model import CardItem, Value
 from crsbench.core import FROZEN
 from crsbench.warehouse.connection import Warehouse
 

@@ -20,9 +20,7 @@ from rich.markup import escape
 from crsbench.bench import Bench, ExtractConfig, ProbeConfig
 from crsbench.cli_app import app
 from crsbench.core import DEPTHS
-from crsbench.features.conditions import registered_conditions
 from crsbench.output import console, emit, print_frame, progress
-from crsbench.pipeline.ingest import SUITE_DATASETS, SUITE_SHIFT
 
 DEMO_PANEL = "demo"
 DEMO_ANALYSES = ("e1", "e2", "e3", "e4", "e6", "subgroups", "operating_points", "agreement")
@@ -54,17 +52,9 @@ class _Steps:
         return "\n".join(f"  {t:<{width}}  {s:7.1f} s" for t, s in self.seconds.items())
 
 
-def _image_text(given: list[str] | None) -> list[str]:
-    """The demo's image-text encoders: the tiny random-init ones, or those of --encoder with a text tower."""
-    from crsbench.features.lookup import get_encoder, tiny_image_text_ids
-
-    return [e for e in given if get_encoder(e).text_tower is not None] if given else tiny_image_text_ids()
-
-
-def _zero_shot(bench: Bench, encoders: list[str]) -> None:
+def _zero_shot(bench: Bench, encoders: list[str], datasets: list[str]) -> None:
     """Extract, probe (logreg at full depth, 1 % and 100 % of the labels, seed 0) and classify
     zero-shot; the CRS panel stays the image encoders' (zero-shot runs are grid extras)."""
-    datasets = [name for _, name in SUITE_DATASETS]
     bench.extract(encoders, datasets, ExtractConfig())
     only = ProbeConfig(probes=("logreg",), depths=(1.0,), fractions=(0.01, 1.0), seeds=(0,), compact=False)
     bench.probe(encoders, (), only)
@@ -93,13 +83,13 @@ def demo(
     from crsbench.cli_panels import render_leaderboard
     from crsbench.cli_probes import render_probe
     from crsbench.cli_report import report_and_render
-    from crsbench.features.lookup import tiny_encoder_ids
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
     db = out / "crsbench.duckdb"
     bench = Bench(db)
-    encoders = encoder or tiny_encoder_ids()
+    plan = bench.demo_plan(encoder)
+    encoders, datasets = list(plan.encoders), list(plan.datasets)
     console.print(f"[bold]crsbench demo[/] -> {out}/ (warehouse {db.name}); encoders: {', '.join(encoders)}")
     console.print(
         "[yellow]All encoders here are random-init (pretrained = false): the numbers show the "
@@ -111,14 +101,13 @@ def demo(
     with progress(step) as bar:
         summary = bench.ingest_suite(out / "suite", scale, image_size, progress=bar)
     console.print("\n".join(f"  {r.dataset_id}: {r.task}, {r.n_images} images" for r in summary.itertuples()))
-    console.print(f"  shift pair: {SUITE_SHIFT[0]} -> {SUITE_SHIFT[1]}")
+    console.print(f"  shift pair: {plan.shift[0]} -> {plan.shift[1]}")
 
-    n_conditions = len(registered_conditions())  # 16 in the protocol; plugins add theirs
     step = steps.start(
-        f"2/6 extract features once: {len(DEPTHS)} depths x {n_conditions} conditions per encoder and dataset"
+        f"2/6 extract features once: {len(DEPTHS)} depths x {plan.n_conditions} conditions per encoder and dataset"
     )
     with progress(step) as bar:
-        extracted = bench.extract(encoders, [name for _, name in SUITE_DATASETS], ExtractConfig(), progress=bar)
+        extracted = bench.extract(encoders, datasets, ExtractConfig(), progress=bar)
     render_extract(bench.store, extracted)
 
     step = steps.start("3/6 probe grid: logreg x 4 depths, mlp and knn at full depth, 5 fractions x 5 seeds")
@@ -145,10 +134,10 @@ def demo(
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, {})
         report_and_render(bench, report_path, DEMO_PANEL, None)
-    image_text = _image_text(encoder)
+    image_text = list(plan.image_text)
     if image_text:
         steps.start(f"zero-shot: {', '.join(image_text)} (outside the panel) vs its logreg probe at 1 % and 100 %")
-        _zero_shot(bench, image_text)
+        _zero_shot(bench, image_text, datasets)
     bench.compact()  # the file alone now answers every view (copy it, open it in any DuckDB)
     elapsed = time.perf_counter() - started
     timings = steps.summary()

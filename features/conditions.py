@@ -18,10 +18,9 @@ from collections.abc import Iterable, Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-from crsbench.core import CLEAN, CONDITIONS, CrsbenchError
+from crsbench.core import CLEAN, CONDITIONS, PERTURBATION_PLUGINS, CrsbenchError
 
 PERTURBATIONS_MODULE = "crsbench.features.perturbations"
-ENTRY_POINT_GROUP = "crsbench.perturbations"  # the group features.perturbations.REGISTRY loads
 
 
 def condition_name(perturbation: str, severity: int) -> str:
@@ -42,7 +41,7 @@ def registered_conditions() -> tuple[str, ...]:
     Without the perturbation module imported (nothing can have registered into it) and without
     entry-point plugins, the registry would hold the built-ins alone, the protocol's conditions:
     those are returned without importing torch (ingest declares its grid with them)."""
-    if PERTURBATIONS_MODULE not in sys.modules and not entry_points(group=ENTRY_POINT_GROUP):
+    if PERTURBATIONS_MODULE not in sys.modules and not entry_points(group=PERTURBATION_PLUGINS):
         return CONDITIONS
     return (CLEAN, *perturbed_conditions())
 

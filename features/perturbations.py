@@ -36,8 +36,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from crsbench.core import CLEAN, CrsbenchError, Registry
-from crsbench.features.conditions import ENTRY_POINT_GROUP
+from crsbench.core import CLEAN, PERTURBATION_PLUGINS, CrsbenchError, Registry
 
 REFERENCE_SIZE = 224  # blur sigmas are given at 224 px and scale with the image's short side
 RICIAN_TOLERANCE = 1  # grey levels; every other perturbation is exact
@@ -58,7 +57,7 @@ def _entry(name: str, cls: type, levels: dict[int, float], on_cpu: bool = False)
 
 # The built-in entries below are registered as this module loads; their names and severities are core's
 # PERTURBATIONS x SEVERITIES (the protocol). Plugins add theirs; `features.conditions` derives the conditions.
-REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group=ENTRY_POINT_GROUP)
+REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group=PERTURBATION_PLUGINS)
 
 
 def register_perturbation(name: str, levels: dict[int, float], on_cpu: bool = False) -> Callable[[type], type]:

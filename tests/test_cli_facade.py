@@ -16,10 +16,6 @@ FORBIDDEN = ("crsbench.features", "crsbench.pipeline", "crsbench.probes", "crsbe
 ALLOWED = {
     ("cli_app", "crsbench.pipeline.stores"): "--store is refused at parse time when its URL embeds a "
     "password (check_store_url, a pure function of the text), before any command builds a Bench",
-    ("cli_demo", "crsbench.pipeline.ingest"): "the demo scripts many Bench calls over the embedded suite "
-    "and prints the suite's dataset names and shift pair (constants)",
-    ("cli_demo", "crsbench.features.registry"): "the demo runs the registry's tiny random-init encoders "
-    "(their ids, and which have a text tower) unless --encoder names others",
 }
 
 

@@ -16,48 +16,13 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from crsbench.core import CrsbenchError, InputError, ProgressFn, no_progress
-from crsbench.core.schema import Column, Schema
 from crsbench.ingest.file_properties import FileProperties, file_properties
 from crsbench.ingest.images import npz_member
-from crsbench.warehouse.schema_columns import DATASET as _DATASET
-from crsbench.warehouse.schema_columns import IMAGE as _IMAGE
-from crsbench.warehouse.schema_columns import METHODS as _M
 
-if TYPE_CHECKING:  # the schema declarations import this module; the connection imports them
+if TYPE_CHECKING:  # only the type: the connection imports the schema declarations this module reads
     from crsbench.warehouse.connection import Warehouse
 
 PROPERTY_COLUMNS: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(FileProperties))
-IMAGE_PROPERTIES = Schema(
-    "image_properties",
-    f"One row per (dataset, image): properties of the image file read from its header, without "
-    f"decoding pixels (crsbench analyze shortcuts caches them here). {_M} §19.",
-    (
-        _DATASET,
-        _IMAGE,
-        Column("sha256", "VARCHAR", f"images.sha256 when the row was read; a changed image is read again. {_M} §19."),
-        Column("bytes", "BIGINT", f"File size on disk in bytes; a file of another size is read again. {_M} §19."),
-        Column("width", "INTEGER", f"Width in pixels, from the header. {_M} §19."),
-        Column("height", "INTEGER", f"Height in pixels, from the header. {_M} §19."),
-        Column("aspect", "DOUBLE", f"Aspect ratio width / height. {_M} §19."),
-        Column("mode", "VARCHAR", f"Pillow mode: L, RGB, RGBA, P, I;16, ... {_M} §19."),
-        Column("bit_depth", "INTEGER", f"Bits per sample of the mode (1, 8, 16 or 32). {_M} §19."),
-        Column("format", "VARCHAR", f"File format from the file's signature (JPEG, PNG, TIFF, ...). {_M} §19."),
-        Column(
-            "jpeg_quality",
-            "DOUBLE",
-            f"IJG quality (1-100) estimated from the luminance quantisation table; NULL unless JPEG. {_M} §19.",
-        ),
-        Column(
-            "chroma_subsampling",
-            "VARCHAR",
-            f"JPEG chroma subsampling 4:4:4, 4:2:2, 4:2:0 or other; none for greyscale or other formats. {_M} §19.",
-        ),
-        Column("exif", "BOOLEAN", f"True when the file carries EXIF data. {_M} §19."),
-        Column("icc", "BOOLEAN", f"True when the file carries an ICC colour profile. {_M} §19."),
-        Column("read_at", "TIMESTAMP", f"When the header was read. {_M} §19."),
-    ),
-    since=12,
-)
 
 
 def _images(wh: Warehouse, dataset: str) -> tuple[Path, pd.DataFrame]:

@@ -6,9 +6,9 @@ feature sets, and the batch records; `EXTRA_TABLES` lists those the migrations c
 from __future__ import annotations
 
 from crsbench.core.schema import Column, Schema
-from crsbench.warehouse.file_properties import IMAGE_PROPERTIES
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
+from crsbench.warehouse.schema_columns import IMAGE as _IMAGE
 from crsbench.warehouse.schema_columns import METHODS as _M
 from crsbench.warehouse.zeroshot import ZEROSHOT_PROMPTS
 
@@ -119,6 +119,39 @@ BATCHES = Schema(
         ),
     ),
 )
+
+IMAGE_PROPERTIES = Schema(
+    "image_properties",
+    f"One row per (dataset, image): properties of the image file read from its header, without "
+    f"decoding pixels (crsbench analyze shortcuts caches them here). {_M} §19.",
+    (
+        _DATASET,
+        _IMAGE,
+        Column("sha256", "VARCHAR", f"images.sha256 when the row was read; a changed image is read again. {_M} §19."),
+        Column("bytes", "BIGINT", f"File size on disk in bytes; a file of another size is read again. {_M} §19."),
+        Column("width", "INTEGER", f"Width in pixels, from the header. {_M} §19."),
+        Column("height", "INTEGER", f"Height in pixels, from the header. {_M} §19."),
+        Column("aspect", "DOUBLE", f"Aspect ratio width / height. {_M} §19."),
+        Column("mode", "VARCHAR", f"Pillow mode: L, RGB, RGBA, P, I;16, ... {_M} §19."),
+        Column("bit_depth", "INTEGER", f"Bits per sample of the mode (1, 8, 16 or 32). {_M} §19."),
+        Column("format", "VARCHAR", f"File format from the file's signature (JPEG, PNG, TIFF, ...). {_M} §19."),
+        Column(
+            "jpeg_quality",
+            "DOUBLE",
+            f"IJG quality (1-100) estimated from the luminance quantisation table; NULL unless JPEG. {_M} §19.",
+        ),
+        Column(
+            "chroma_subsampling",
+            "VARCHAR",
+            f"JPEG chroma subsampling 4:4:4, 4:2:2, 4:2:0 or other; none for greyscale or other formats. {_M} §19.",
+        ),
+        Column("exif", "BOOLEAN", f"True when the file carries EXIF data. {_M} §19."),
+        Column("icc", "BOOLEAN", f"True when the file carries an ICC colour profile. {_M} §19."),
+        Column("read_at", "TIMESTAMP", f"When the header was read. {_M} §19."),
+    ),
+    since=12,
+)
+
 
 # The tables declared outside TABLES (each with its own `since`), for migrations and the dictionary.
 EXTRA_TABLES: tuple[Schema, ...] = (

@@ -51,6 +51,8 @@ PROTOCOL_PROBE_DEPTHS: Final[tuple[tuple[str, float], ...]] = (
 )
 # The evaluation condition of the clean calibration split (besides CONDITIONS and SHIFT).
 CALIB: Final = "calib"
+# The entry-point group of perturbation plugins (features.perturbations.REGISTRY loads it).
+PERTURBATION_PLUGINS: Final = "crsbench.perturbations"
 
 # The dataset splits, the nested label fractions of the train split and their seeds (METHODS §1).
 SPLITS: Final[tuple[str, ...]] = ("train", "calib", "test")

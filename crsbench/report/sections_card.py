@@ -3,7 +3,8 @@
 
 from __future__ import annotations
 
-from crsbench.card import Card, CardItem, reporting_card
+from crsbench.card import reporting_card
+from crsbench.card_model import Card, CardItem
 from crsbench.report.data import ReportData
 from crsbench.report.html import FigureSink, esc
 from crsbench.report.sections import Missing, section
