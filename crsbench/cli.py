@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         console.fail(f"error: {exc.format_message()}{hint}", 1)
         return 1
-    except Exception as exc:  # noqa: BLE001 - last-resort handler for the CLI
+    except Exception as exc:  # last-resort handler for the CLI
         if os.environ.get("CRSBENCH_DEBUG"):
             raise
         from crsbench.cli_faults import user_fault

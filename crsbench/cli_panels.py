@@ -153,9 +153,11 @@ def render_leaderboard(result: Leaderboard) -> None:
             "encoder": board["encoder_id"],
             "datasets": [_coverage(r) for r in board.to_dict("records")],
             "crs": board["crs"],
-            "crs 95% CI": [_ci(lo, hi, boot is not None) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
+            "crs 95% CI": [
+                _ci(lo, hi, boot is not None) for lo, hi in zip(board["crs_lo"], board["crs_hi"], strict=True)
+            ],
             "auroc": board["auroc"],
-            "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"])],
+            "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"], strict=True)],
             "auroc_rank": board["auroc_rank"],
             "panel": board["in_panel"],
         }

@@ -167,14 +167,16 @@ class ChunkExtractor:
             return self.tap(torch.cat([self._inputs(group, pixels, chunk) for group in groups(batch, pixels.images)]))
 
         outputs: list[dict[float, torch.Tensor]] = []
-        for batch, out in zip(batches, self.streams.map(forward, batches) if self.streams else map(forward, batches)):
+        for batch, out in zip(
+            batches, self.streams.map(forward, batches) if self.streams else map(forward, batches), strict=True
+        ):
             outputs.append(out)  # stays on the device: one synchronisation per chunk
             done += len(batch)
             self.progress(self.label, done, total)
         feats = {d: torch.cat([o[d] for o in outputs]).cpu().numpy() for d in DEPTHS}
         return items, feats, done
 
-    def _inputs(self, group: list[tuple[str, int, int]], pixels: "Pixels", chunk: Chunk) -> torch.Tensor:
+    def _inputs(self, group: list[tuple[str, int, int]], pixels: Pixels, chunk: Chunk) -> torch.Tensor:
         cond = group[0][0]
         t = pixels.take(cond, group)
         if cond != CLEAN and not pixels.on_host(cond):

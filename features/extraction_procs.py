@@ -49,7 +49,7 @@ def pixel_pool(workers: int) -> ProcessPoolExecutor:
     global _POOL, _POOL_SIZE
     # `_broken` is how concurrent.futures marks a pool whose worker died; submitting to it raises.
     broken = _POOL is not None and getattr(_POOL, "_broken", False)
-    if _POOL is None or broken or _POOL_SIZE != workers:
+    if _POOL is None or broken or workers != _POOL_SIZE:
         if _POOL is not None:
             _POOL.shutdown(wait=False, cancel_futures=True)
         _POOL = ProcessPoolExecutor(

@@ -87,7 +87,7 @@ def _captured(downloads: bool = False) -> Iterator[None]:
                 yield
     finally:
         _terminal.pop()
-        for logger, level in zip(loggers, levels):
+        for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
             # A library imported inside the block bound its log handler to the sink: rebind it.
             for handler in logger.handlers:

@@ -113,7 +113,7 @@ def perturb_batch(
         backend = "numpy" if images.device.type == "cpu" else "torch"
     if backend == "numpy":
         arrays = images.cpu().numpy()
-        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]), zip(arrays, keys)))
+        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]), zip(arrays, keys, strict=True)))
         return torch.from_numpy(np.stack(out)).to(images.device)
     if backend != "torch":
         raise CrsbenchError(f"unknown perturbation backend {backend!r}")

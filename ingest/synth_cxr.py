@@ -79,7 +79,7 @@ def _cxr_findings(
             )
     if a := amp("Edema"):
         streaks = np.clip(smooth_noise(rng, size, 45), 0, None)
-        for lx, ly, rx, ry in lungs:
+        for lx, ly, _rx, _ry in lungs:
             hilum = blob(size, lx * 0.7, ly + 0.05, 0.22 * s, 0.3 * s)
             img += a * hilum * (0.15 + 0.2 * streaks)
     if a := amp("Consolidation"):

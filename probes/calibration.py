@@ -44,7 +44,7 @@ DIRICHLET_EPS = 1e-7
 
 
 class Calibrator(Protocol):
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "Calibrator": ...
+    def fit(self, p: np.ndarray, y: np.ndarray) -> Calibrator: ...
 
     def transform(self, p: np.ndarray) -> np.ndarray: ...
 
@@ -138,7 +138,7 @@ class _Scaling:
     def __init__(self, task: Task) -> None:
         self.task = task
 
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "_Scaling":
+    def fit(self, p: np.ndarray, y: np.ndarray) -> _Scaling:
         p, y = _check(p, y, self.task)
         if self.task is Task.MULTILABEL:
             z = _logit(p)
@@ -187,7 +187,7 @@ class IsotonicCalibration:
     def __init__(self, task: Task) -> None:
         self.task = task
 
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "IsotonicCalibration":
+    def fit(self, p: np.ndarray, y: np.ndarray) -> IsotonicCalibration:
         p, y = _check(p, y, self.task)
         targets = y if self.task is Task.MULTILABEL else np.eye(p.shape[1])[y.astype(int)]
         self.maps = [
@@ -228,7 +228,7 @@ class DirichletCalibration:
             return None  # one class only in calib: nothing to learn, keep p unchanged
         return LogisticRegression(C=self.c, max_iter=2000).fit(x, y)
 
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "DirichletCalibration":
+    def fit(self, p: np.ndarray, y: np.ndarray) -> DirichletCalibration:
         p, y = _check(p, y, self.task)
         if self.task is Task.MULTILABEL:
             self.models = [self._fit_one(self._features(p, j), y[:, j]) for j in range(p.shape[1])]

@@ -249,7 +249,7 @@ def _two_loop(
     """The L-BFGS inverse-Hessian product H g per problem, H0 = gamma * precond."""
     q = g.clone()
     alphas = []
-    for s, yy, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rho_hist)):
+    for s, yy, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rho_hist), strict=True):
         a = rho * (s * q).sum(dim=(1, 2))
         q -= a[:, None, None] * yy
         alphas.append(a)
@@ -261,7 +261,7 @@ def _two_loop(
         sy = (s * yy).sum(dim=(1, 2))
         gamma = torch.where((yhy > 0) & (sy > 0), sy / yhy.clamp_min(1e-300), torch.ones_like(sy))
         r = gamma[:, None, None] * r
-    for (s, yy, rho), a in zip(zip(s_hist, y_hist, rho_hist), reversed(alphas)):
+    for (s, yy, rho), a in zip(zip(s_hist, y_hist, rho_hist, strict=True), reversed(alphas), strict=True):
         beta = rho * (yy * r).sum(dim=(1, 2))
         r += s * (a - beta)[:, None, None]
     return r

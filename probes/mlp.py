@@ -39,7 +39,7 @@ class AdamW:
         step = self.step_count.item()
         step_size = self.lr / (1 - self.beta1**step)
         bias_correction2_sqrt = (1 - self.beta2**step) ** 0.5
-        for param, grad, (exp_avg, exp_avg_sq) in zip(params, grads, self.moments):
+        for param, grad, (exp_avg, exp_avg_sq) in zip(params, grads, self.moments, strict=True):
             param.mul_(1 - self.lr * self.weight_decay)
             exp_avg.lerp_(grad, 1 - self.beta1)
             exp_avg_sq.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -80,7 +80,7 @@ def run_row(
         fit_seconds=0.1,
         pretrained=False,
         code_version="test",
-        created_at=datetime.now(timezone.utc),
+        created_at=datetime.now(UTC),
     )
     for name in ("ece_adaptive", "brier", "nll", "accuracy", "mean_confidence", "qwk", "ordinal_mae"):
         row[name] = metrics.pop(name, np.nan)

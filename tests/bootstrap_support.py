@@ -8,7 +8,7 @@ stored float32 predictions with `probes.metrics`, as the grid does."""
 from __future__ import annotations
 
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +102,7 @@ def cell_batches(
     the perturbed conditions at fraction 1.0."""
     rows = ds.split_rows("test")
     runs, preds = [], []
-    created = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    created = datetime(2026, 1, 1, tzinfo=UTC)
     for fraction in LABEL_FRACTIONS:
         for seed in FRACTION_SEEDS:
             key = FitKey(encoder, ds.name, 1.0, "logreg", fraction, seed)

@@ -9,6 +9,7 @@ Test support (not shipped in the package): used by the report's browser test and
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -194,10 +195,8 @@ class _Pipe:
     def close(self) -> None:
         try:
             if self.proc.poll() is None:
-                try:
+                with contextlib.suppress(BrowserError):
                     self.send("Browser.close", timeout_s=5)
-                except BrowserError:
-                    pass
                 try:
                     self.proc.wait(timeout=10)
                 except subprocess.TimeoutExpired:
@@ -205,10 +204,8 @@ class _Pipe:
                     self.proc.wait()
         finally:
             for fd in (self._to_chrome, self._from_chrome):
-                try:
+                with contextlib.suppress(OSError):
                     os.close(fd)
-                except OSError:
-                    pass
             self.stderr_file.close()
 
 

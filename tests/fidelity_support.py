@@ -130,7 +130,7 @@ def resnet_reference(stem, layers, x) -> dict[float, torch.Tensor]:
     with torch.no_grad():
         h = stem(x)
         out = {}
-        for depth, layer in zip(DEPTHS, layers):
+        for depth, layer in zip(DEPTHS, layers, strict=True):
             h = layer(h)
             out[depth] = h.mean(dim=(2, 3))
     return out

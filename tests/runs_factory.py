@@ -6,7 +6,7 @@ from __future__ import annotations
 import itertools
 import uuid
 from collections.abc import Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
@@ -60,7 +60,7 @@ def run_row(
         "fit_seconds": 0.1,
         "pretrained": pretrained,
         "code_version": "test",
-        "created_at": datetime(2025, 1, 1, tzinfo=timezone.utc),
+        "created_at": datetime(2025, 1, 1, tzinfo=UTC),
     }
 
 
@@ -178,7 +178,7 @@ def reference_axes_cell(runs: pd.DataFrame, regime: str = "frozen") -> pd.DataFr
 
 def reference_axes_encoder(cells: pd.DataFrame) -> pd.DataFrame:
     complete = cells.dropna(subset=list(AXES))
-    agg = complete.groupby("encoder_id")[list(AXES) + ["aulc"]].mean()
+    agg = complete.groupby("encoder_id")[[*list(AXES), "aulc"]].mean()
     agg["n_datasets"] = complete.groupby("encoder_id").size()
     return agg.reset_index()
 

@@ -142,7 +142,7 @@ class DaskCluster:
                 )
             )
 
-    def __enter__(self) -> "DaskCluster":
+    def __enter__(self) -> DaskCluster:
         try:
             self._spawn(
                 "scheduler",

@@ -9,7 +9,7 @@ Predictions are generated as in bootstrap_support (no probe is fitted).
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -57,7 +57,7 @@ def datasets() -> dict[str, Dataset]:
 
 def cell(ds: Dataset, encoder: str, quality: float, k: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     runs, preds = [], []
-    created = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    created = datetime(2026, 1, 1, tzinfo=UTC)
     for fraction, seed in ((f, s) for f in FRACTIONS for s in SEEDS):
         key = FitKey(encoder, ds.name, 1.0, "logreg", fraction, seed)
         conditions = ("clean", PERTURBED, "calib") if fraction == 1.0 else ("clean",)

@@ -81,12 +81,12 @@ def derm_metadata(ids: np.ndarray):
     rng = np.random.default_rng(7)
     rows = [
         (i, "sex", str(v))
-        for i, v, keep in zip(ids, rng.choice(["f", "m"], len(ids)), rng.random(len(ids)))
+        for i, v, keep in zip(ids, rng.choice(["f", "m"], len(ids)), rng.random(len(ids)), strict=True)
         if keep > 1 / 3
     ]
     rows += [
         (i, "site", str(v))
-        for j, (i, v) in enumerate(zip(ids, rng.choice(["head", "trunk", "leg"], len(ids))))
+        for j, (i, v) in enumerate(zip(ids, rng.choice(["head", "trunk", "leg"], len(ids)), strict=True))
         if j % 7
     ]
     rows += [(i, "group", "a" if j % 2 else "b") for j, i in enumerate(ids)]
@@ -288,7 +288,7 @@ def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
         result = run_analysis(wh, "agreement", {"dataset": "derm", "replicates": 100}, store=False)
     moved = result.tables["classifier_transfer"]
     # every ordered pair whose second encoder has a stored probe: enc-c has none (a note says so)
-    assert sorted(zip(moved["encoder_a"], moved["encoder_b"])) == [
+    assert sorted(zip(moved["encoder_a"], moved["encoder_b"], strict=True)) == [
         ("enc-a", "enc-b"),
         ("enc-b", "enc-a"),
         ("enc-c", "enc-a"),

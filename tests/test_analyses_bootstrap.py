@@ -52,7 +52,7 @@ def test_replicates_equal_an_independent_resampling_of_the_runs(world):
     for replicate in range(6):
         chosen = resamples.combos[resamples.combos["replicate"] == replicate]
         parts = []
-        for dataset_id, combo in zip(chosen["dataset_id"], chosen["combo"]):
+        for dataset_id, combo in zip(chosen["dataset_id"], chosen["combo"], strict=True):
             drawn = resamples.draws.loc[resamples.draws["combo"] == combo, "seed"].tolist()
             assert len(drawn) == 5 and set(drawn) <= set(range(5))
             if replicate == 0:
@@ -178,9 +178,8 @@ def test_same_seed_same_result_and_errors(world, tmp_path):
             run_analysis(wh, "bootstrap", {"panel": "nope"})
     pd.testing.assert_frame_equal(one.tables["encoders"], two.tables["encoders"])
     assert not one.tables["encoders"]["crs_lo"].equals(other.tables["encoders"]["crs_lo"])
-    with Warehouse.open(tmp_path / "empty.duckdb") as wh:
-        with pytest.raises(CrsbenchError, match="analyze bootstrap"):
-            leading_tier(wh)
+    with Warehouse.open(tmp_path / "empty.duckdb") as wh, pytest.raises(CrsbenchError, match="analyze bootstrap"):
+        leading_tier(wh)
 
 
 def test_cli_analyze_bootstrap_takes_replicates_and_seed(world, capsys):

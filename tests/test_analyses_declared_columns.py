@@ -46,7 +46,7 @@ def _comments(db, table: str) -> dict[str | None, str]:
             "select column_name, comment from duckdb_columns() where table_name = ? order by column_index", [table]
         )
         comment = wh.sql("select comment from duckdb_tables() where table_name = ?", [table])["comment"].item()
-    return {None: comment, **dict(zip(columns["column_name"], columns["comment"]))}
+    return {None: comment, **dict(zip(columns["column_name"], columns["comment"], strict=True))}
 
 
 def test_an_analysis_declared_in_one_module_gets_its_tables_and_comments(toy, tmp_path):

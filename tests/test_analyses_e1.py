@@ -57,7 +57,7 @@ def _warehouse(tmp_path):
     wh.con.execute("insert into shift_pairs values ('chex', 'mimic', current_timestamp)")
     rows = []
     for k, (encoder_id, values) in enumerate(AUROC.items()):
-        for dataset_id, auroc in zip(("isic", "aptos", "chex"), values):
+        for dataset_id, auroc in zip(("isic", "aptos", "chex"), values, strict=True):
             shift = dict(shift_target="mimic", shift_auroc=SHIFT[encoder_id]) if dataset_id == "chex" else {}
             rows += complete_cell(encoder_id, dataset_id, auroc, k, **shift)
     append(wh, rows)

@@ -89,7 +89,7 @@ def warehouse(tmp_path):
         preds += p
     # Ignored: another probe; and a primary fit without calib predictions (reported as skipped).
     r, p = _fit("enc", "mc", 0, [("calib", "mc", ids["calib"], data["calib"][1])], probe="mlp")
-    runs += r + [run_row("other", "mc", seed=0)]
+    runs += [*r, run_row("other", "mc", seed=0)]
     preds += p
     append(wh, runs, pd.concat(preds, ignore_index=True))
     yield wh, truth

@@ -47,7 +47,7 @@ def _warehouse(tmp_path):
     for cell in CELLS:
         for seed, jitter in ((0, 0.01), (1, -0.01)):  # seed means equal the table values
             rows.append(_row(*cell, "clean", CLEAN[cell], seed, jitter))
-            rows += [_row(*cell, c, v, seed, jitter) for c, v in zip(CONDITIONS, PERTURBED[cell])]
+            rows += [_row(*cell, c, v, seed, jitter) for c, v in zip(CONDITIONS, PERTURBED[cell], strict=True)]
     rows.append(
         run_row(
             "a", "d1", condition="shift", eval_dataset_id="d9", auroc=0.6, ece=0.3, mean_confidence=0.9, accuracy=0.5
@@ -72,7 +72,7 @@ def test_effects_and_correlations_match_hand_computation(tmp_path):
     drops = {c: [CLEAN[c][0] - v[0] for v in PERTURBED[c]] for c in CELLS}
     rises = {c: [v[1] - CLEAN[c][1] for v in PERTURBED[c]] for c in CELLS}
     corr = result.tables["correlation"].set_index("level")
-    flat = stats.pearsonr(sum(drops.values(), []), sum(rises.values(), []))
+    flat = stats.pearsonr([d for v in drops.values() for d in v], [r for v in rises.values() for r in v])
     assert corr.loc["cell_conditions", "n"] == 12  # the shift row is not a corruption
     assert corr.loc["cell_conditions", "pearson_r"] == pytest.approx(flat.statistic)
     assert corr.loc["cell_conditions", "p_value"] == pytest.approx(flat.pvalue)

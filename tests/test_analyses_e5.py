@@ -81,7 +81,7 @@ def _answers(ds, style_answers: dict[str, list[str]]) -> pd.DataFrame:
     rows = []
     test = ds.split_rows("test")
     for style, answers in style_answers.items():
-        for r, a in zip(test, answers):
+        for r, a in zip(test, answers, strict=True):
             rows.append(
                 {
                     "model_id": "m",

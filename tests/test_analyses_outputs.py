@@ -40,18 +40,18 @@ def declared(tmp_path):
 
 def test_a_result_missing_a_declared_column_is_a_bug(declared):
     run_analysis(declared, "declared_toy")  # as declared: fine
-    with pytest.raises(ValueError, match="part 'numbers' lacks declared column.s. label"):
+    with pytest.raises(ValueError, match=r"part 'numbers' lacks declared column.s. label"):
         run_analysis(declared, "declared_toy", {"drop": "label"})
     assert declared.sql("select * from analysis_declared_toy_numbers").columns.tolist() == ["i", "label"]
 
 
 def test_a_result_with_an_undeclared_column_is_a_bug_and_stores_nothing(declared):
     run_analysis(declared, "declared_toy")
-    with pytest.raises(ValueError, match="analysis 'declared_toy' part 'numbers' wrote undeclared column.s. secret"):
+    with pytest.raises(ValueError, match=r"analysis 'declared_toy' part 'numbers' wrote undeclared column.s. secret"):
         run_analysis(declared, "declared_toy", {"extra": "secret"})
     # the earlier run's table stands: a refused result is never written
     assert declared.sql("select * from analysis_declared_toy_numbers").columns.tolist() == ["i", "label"]
-    with pytest.raises(ValueError, match="undeclared column.s. secret"):
+    with pytest.raises(ValueError, match=r"undeclared column.s. secret"):
         run_analysis(declared, "declared_toy", {"extra": "secret"}, store=False)
 
 
@@ -75,9 +75,8 @@ def test_an_undeclared_part_is_a_bug(tmp_path):
         return AnalysisResult(tables={"secret": pd.DataFrame({"x": [1]})}, summary=pd.DataFrame({"n": [1]}))
 
     try:
-        with Warehouse.open(tmp_path / "w.duckdb") as wh:
-            with pytest.raises(ValueError, match="undeclared part.s. secret"):
-                run_analysis(wh, "undeclared_part")
+        with Warehouse.open(tmp_path / "w.duckdb") as wh, pytest.raises(ValueError, match=r"undeclared part.s. secret"):
+            run_analysis(wh, "undeclared_part")
     finally:
         registry.ANALYSES.remove("undeclared_part")
 

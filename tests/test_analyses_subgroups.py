@@ -133,7 +133,7 @@ def test_stored_rows_match_an_independent_computation(db):
     assert (
         set(metrics["condition"]) == {"clean"} and len(metrics.run_id.unique()) == 3 * 2 * 2
     )  # datasets x enc x seeds
-    sex_of = dict(zip(sex["image_id"], sex["value"]))
+    sex_of = dict(zip(sex["image_id"], sex["value"], strict=True))
     groups = np.array([sex_of[i] for i in ids], dtype=object)
     mine = metrics[(metrics["run_id"] == run.run_id) & (metrics["key"] == "sex")].set_index("value")
     per_group = {}

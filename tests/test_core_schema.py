@@ -126,7 +126,7 @@ def test_a_metric_is_one_function_and_one_registration(fake_metric, tmp_path):
     # The two lines: a metric function and its registration. Its value here is the number of
     # evaluated images, so the expected value is the run's own n_test.
     @register_metric("n_scored", "Images scored; count. Test-only metric.")
-    def n_scored(y, p, task):  # noqa: ARG001
+    def n_scored(y, p, task):
         return float(len(p))
 
     ds = make_dataset("derm", "multiclass", 90, 3, seed=1)

@@ -42,7 +42,7 @@ def test_a_duplicated_batch_never_reaches_a_view(tmp_path):
     import shutil
 
     db = synthetic_warehouse(tmp_path)
-    finish(start(PROBE_ARGS[:-2] + ["--batch-size", "4", "--no-compact"], db))
+    finish(start([*PROBE_ARGS[:-2], "--batch-size", "4", "--no-compact"], db))
     parts = db.with_name(db.name + ".parts")
     with Warehouse.open(db, read_only=True) as wh:
         before = wh.sql("select * from metrics_seed order by all")

@@ -136,7 +136,7 @@ def test_depth_tap_captures_per_thread():
     expected = [tap(x) for x in inputs]
     with ThreadPoolExecutor(4) as pool:
         got = list(pool.map(tap, inputs))
-    for e, g in zip(expected, got):
+    for e, g in zip(expected, got, strict=True):
         assert all(torch.equal(e[d], g[d]) for d in DEPTHS)
 
 

@@ -42,8 +42,8 @@ def _digests(ids: list[str]) -> dict[str, str]:
 def test_same_bytes_in_another_process():
     ids = ["ISIC_0001", "patient7/view1.jpg"]
     code = (
-        "import json, sys; sys.path.insert(0, %r); from test_features_perturb import _digests; "
-        "print(json.dumps(_digests(%r)))" % (str(__import__("pathlib").Path(__file__).parent), ids)
+        "import json, sys; sys.path.insert(0, {!r}); from test_features_perturb import _digests; "
+        "print(json.dumps(_digests({!r})))".format(str(__import__("pathlib").Path(__file__).parent), ids)
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout.strip().splitlines()[-1]) == _digests(ids)
@@ -62,7 +62,7 @@ def test_batched_torch_path_equals_the_reference(shape):
     ids = [f"img-{s}" for s in range(3)]
     for name in PERTURBATIONS:
         for sev in SEVERITIES:
-            ref = np.stack([perturb(im, i, name, sev) for im, i in zip(imgs, ids)])
+            ref = np.stack([perturb(im, i, name, sev) for im, i in zip(imgs, ids, strict=True)])
             for backend in ("torch", "numpy"):
                 got = perturb_batch(torch.from_numpy(imgs), ids, name, sev, backend=backend).numpy()
                 diff = np.abs(ref.astype(int) - got.astype(int))
@@ -98,7 +98,7 @@ def test_rician_matches_the_definition_with_another_maths_library():
     differing = total = 0
     for seed in range(12):
         img = structured(128, 100, seed=seed)
-        for sev, sigma in zip(SEVERITIES, (0.03, 0.06, 0.12)):
+        for sev, sigma in zip(SEVERITIES, (0.03, 0.06, 0.12), strict=True):
             diff = np.abs(
                 perturb(img, f"img-{seed}", "rician", sev).astype(int)
                 - _rician_with_numpy_libm(img, sigma, f"img-{seed}", sev).astype(int)
@@ -118,14 +118,14 @@ def test_pixel_error_grows_with_severity():
 def test_contrast_is_the_table_formula():
     img = structured()
     m = img.mean()
-    for sev, c in zip(SEVERITIES, (0.7, 0.5, 0.3)):
+    for sev, c in zip(SEVERITIES, (0.7, 0.5, 0.3), strict=True):
         expected = np.clip(np.round(m + c * (img.astype(float) - m)), 0, 255)
         assert np.abs(perturb(img, "x", "contrast", sev).astype(float) - expected).max() <= 1
 
 
 def test_blur_matches_scipy_and_scales_sigma_with_size():
     img = structured(224, 224)
-    for sev, sigma in zip(SEVERITIES, (1.0, 2.0, 4.0)):
+    for sev, sigma in zip(SEVERITIES, (1.0, 2.0, 4.0), strict=True):
         expected = ndimage.gaussian_filter(img.astype(float), sigma=(sigma, sigma, 0), mode="mirror", truncate=3)
         got = perturb(img, "x", "gaussian_blur", sev).astype(float)
         assert np.abs(got - np.round(expected)).max() <= 1
@@ -134,7 +134,7 @@ def test_blur_matches_scipy_and_scales_sigma_with_size():
 
 def test_fov_crop_keeps_the_centre_and_resizes_back():
     img = structured(100, 120)
-    for sev, keep in zip(SEVERITIES, (0.9, 0.75, 0.6)):
+    for sev, keep in zip(SEVERITIES, (0.9, 0.75, 0.6), strict=True):
         kh, kw = round(100 * keep), round(120 * keep)
         top, left = (100 - kh) // 2, (120 - kw) // 2
         crop = torch.from_numpy(img[top : top + kh, left : left + kw]).permute(2, 0, 1)[None].float()
@@ -147,7 +147,7 @@ def test_jpeg_is_the_pil_codec_at_the_table_quality():
     img = structured()
     import io
 
-    for sev, quality in zip(SEVERITIES, (30, 15, 5)):
+    for sev, quality in zip(SEVERITIES, (30, 15, 5), strict=True):
         buf = io.BytesIO()
         Image.fromarray(img).save(buf, format="JPEG", quality=quality)
         expected = np.asarray(Image.open(buf))
@@ -157,7 +157,7 @@ def test_jpeg_is_the_pil_codec_at_the_table_quality():
 def test_rician_noise_has_the_table_sigma():
     # On a black image x' = sqrt(n_r^2 + n_i^2): Rayleigh with mean sigma * sqrt(pi / 2).
     black = np.zeros((256, 256, 3), dtype=np.uint8)
-    for sev, sigma in zip(SEVERITIES, (0.03, 0.06, 0.12)):
+    for sev, sigma in zip(SEVERITIES, (0.03, 0.06, 0.12), strict=True):
         out = perturb(black, "flat", "rician", sev).astype(float) / 255
         assert out.mean() == pytest.approx(sigma * np.sqrt(np.pi / 2), rel=0.02)
     grey = perturb(np.zeros((64, 64), dtype=np.uint8), "g", "rician", 3)

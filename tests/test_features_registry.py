@@ -140,7 +140,7 @@ def test_depth_hooks_match_a_hand_run_vit_and_resnet():
     feats = DepthTap(m, e)(x)
     with torch.no_grad():
         expected = _vit_by_hand(m, x, {2, 5, 8, 11})
-    for depth, exp in zip((0.25, 0.5, 0.75, 1.0), expected):
+    for depth, exp in zip((0.25, 0.5, 0.75, 1.0), expected, strict=True):
         torch.testing.assert_close(feats[depth], exp)
 
     e = get_encoder("tiny-resnet18")
@@ -148,7 +148,7 @@ def test_depth_hooks_match_a_hand_run_vit_and_resnet():
     feats = DepthTap(m, e)(x)
     with torch.no_grad():
         h = m.maxpool(m.act1(m.bn1(m.conv1(x))))
-        for depth, layer in zip((0.25, 0.5, 0.75, 1.0), (m.layer1, m.layer2, m.layer3, m.layer4)):
+        for depth, layer in zip((0.25, 0.5, 0.75, 1.0), (m.layer1, m.layer2, m.layer3, m.layer4), strict=True):
             h = layer(h)
             torch.testing.assert_close(feats[depth], h.mean(dim=(2, 3)))
 
@@ -181,5 +181,5 @@ def test_transformers_loader_and_hooks_on_a_local_dinov2(tmp_path):
     reference = Dinov2Model.from_pretrained(tmp_path / "rad").eval()
     with torch.no_grad():
         hidden = reference(pixel_values=x, output_hidden_states=True).hidden_states
-    for depth, layer in zip((0.25, 0.5, 0.75, 1.0), (1, 2, 3, 4)):
+    for depth, layer in zip((0.25, 0.5, 0.75, 1.0), (1, 2, 3, 4), strict=True):
         torch.testing.assert_close(feats[depth], reference.layernorm(hidden[layer])[:, 0])

@@ -115,7 +115,7 @@ def test_wrong_architecture_is_refused_naming_keys_and_writes_nothing(tiny_db, t
 
 
 def test_unknown_id_suggests_close_matches():
-    with pytest.raises(CrsbenchError, match="did you mean.*biomedclip"):
+    with pytest.raises(CrsbenchError, match=r"did you mean.*biomedclip"):
         get_encoder("biomedclp")
     with pytest.raises(CrsbenchError, match="timm has no model 'resnet1800'"):
         get_encoder("timm:resnet1800")

@@ -4,6 +4,7 @@ looked for, downloads happen only when allowed, and `check-weights` agrees with 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def test_check_weights_and_offline_biomedclip_extraction_agree(tmp_path, monkeyp
 
     entry = get_encoder("biomedclip")
     assert weights_status(entry) == "missing"
-    with pytest.raises(CrsbenchError, match="open_clip_config.json, open_clip_pytorch_model.bin"):
+    with pytest.raises(CrsbenchError, match=re.escape("open_clip_config.json, open_clip_pytorch_model.bin")):
         entry.build()
     folder = tmp_path / "w" / "biomedclip"
     folder.mkdir(parents=True)
@@ -83,7 +84,9 @@ def test_check_weights_and_offline_biomedclip_extraction_agree(tmp_path, monkeyp
     }
     (folder / "open_clip_config.json").write_text(json.dumps({"model_cfg": cfg}))
     assert weights_status(entry) == "missing"  # config without weights: both say so
-    with pytest.raises(CrsbenchError, match="lacks open_clip_pytorch_model.bin or open_clip_model.safetensors"):
+    with pytest.raises(
+        CrsbenchError, match=re.escape("lacks open_clip_pytorch_model.bin or open_clip_model.safetensors")
+    ):
         entry.build()
     visual = _build_vision_tower(16, {**cfg["vision_cfg"], "timm_model_pretrained": False})
     torch.save({f"visual.{k}": v for k, v in visual.state_dict().items()}, folder / "open_clip_pytorch_model.bin")
@@ -101,7 +104,7 @@ def test_a_second_repo_is_checked_by_check_weights_and_by_loading(tmp_path, monk
         get_encoder("timm:resnet18"), extra_repos=("org/text-tower",), weights_path=str(weights)
     )
     assert weights_status(entry) == "missing"
-    with pytest.raises(CrsbenchError, match="also needs the hub repo.* org/text-tower"):
+    with pytest.raises(CrsbenchError, match=r"also needs the hub repo.* org/text-tower"):
         entry.build()
     snap = Path(constants.HF_HUB_CACHE) / "models--org--text-tower" / "snapshots" / ("0" * 40)
     snap.mkdir(parents=True)

@@ -52,7 +52,7 @@ def _check_common(ds) -> None:
     assert list(images.columns) == ["image_id", "rel_path", "sha256", "group_id", "split"]
     assert images["image_id"].is_unique
     order = images["split"].map({"train": 0, "calib": 1, "test": 2})
-    assert list(zip(order, images["image_id"])) == sorted(zip(order, images["image_id"]))
+    assert list(zip(order, images["image_id"], strict=True)) == sorted(zip(order, images["image_id"], strict=True))
     for g, splits in images.groupby("group_id")["split"]:
         assert splits.nunique() == 1, g
     # the stored hash is the SHA-256 of the file bytes
@@ -76,7 +76,7 @@ def test_isic2019_round_trip(suite_dir, suite_datasets):
     expected = {r["image"]: [float(r[c]) for c in classes].index(1.0) for r in truth}
     assert _labels_by_id(ds) == expected
     lesions = {r["image"]: r["lesion_id"] for r in _rows(suite_dir / "isic2019" / "ISIC_2019_Training_Metadata.csv")}
-    groups = dict(zip(ds.images["image_id"], ds.images["group_id"]))
+    groups = dict(zip(ds.images["image_id"], ds.images["group_id"], strict=True))
     assert all(groups[i] == (lesions[i] or i) for i in expected)
     assert len(set(lesions.values()) - {""}) < len(expected)  # some lesions really have 2 images
     _check_common(ds)
@@ -114,7 +114,9 @@ def test_chexpert_round_trip(suite_dir, suite_datasets, policy):
     assert _labels_by_id(ds) == expected
     test_ids = set(ds.images.loc[ds.images["split"] == "test", "image_id"])
     assert test_ids == {r["Path"].split("/", 1)[1].rsplit(".", 1)[0] for r in valid}  # valid.csv is the test split
-    assert all(g.startswith("patient") and g in i for g, i in zip(ds.images["group_id"], ds.images["image_id"]))
+    assert all(
+        g.startswith("patient") and g in i for g, i in zip(ds.images["group_id"], ds.images["image_id"], strict=True)
+    )
     _check_common(ds)
 
 
@@ -154,9 +156,9 @@ def test_mimic_round_trip(suite_dir, suite_datasets):
         r["dicom_id"]: {"validate": "calib"}.get(r["split"], r["split"])
         for r in _rows(root / "mimic-cxr-2.0.0-split.csv")
     }
-    assert all(official[i] == s for i, s in zip(ds.images["image_id"], ds.images["split"]))
+    assert all(official[i] == s for i, s in zip(ds.images["image_id"], ds.images["split"], strict=True))
     subject = {m["dicom_id"]: "p" + m["subject_id"] for m in meta}
-    assert all(subject[i] == g for i, g in zip(ds.images["image_id"], ds.images["group_id"]))
+    assert all(subject[i] == g for i, g in zip(ds.images["image_id"], ds.images["group_id"], strict=True))
     _check_common(ds)
 
 

@@ -216,7 +216,8 @@ def test_existing_name_needs_replace(suite_dir, ingested_db, capsys):
 
 def test_skip_bad_records_bad_rows_and_ingests_the_rest(suite_dir, tmp_path, ingested_db, capsys):
     root = _copy(suite_dir, tmp_path, "aptos2019")
-    n_rows = len(list(csv.reader(open(root / "train.csv")))) - 1
+    with open(root / "train.csv", newline="") as fh:
+        n_rows = len(list(csv.reader(fh))) - 1
     missing_image(root)
     _edit_csv(root / "train.csv", lambda rows: rows[8].__setitem__(1, "x"))  # malformed grade
     _edit_csv(root / "train.csv", lambda rows: rows.append(list(rows[2])))  # duplicate id

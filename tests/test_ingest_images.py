@@ -57,7 +57,7 @@ def test_16bit_png_and_its_8bit_twin_agree_through_every_path(tmp_path):
     Image.fromarray((x16 >> 8).astype(np.uint8)).save(tmp_path / "a8.png")
     assert Image.open(tmp_path / "a16.png").mode == "I;16"
     eight = _all_paths(tmp_path, "a8.png")
-    for sixteen, twin in zip(_all_paths(tmp_path, "a16.png"), eight):
+    for sixteen, twin in zip(_all_paths(tmp_path, "a16.png"), eight, strict=True):
         assert np.abs(sixteen - twin).max() <= 1
     assert np.array_equal(eight[0], (x16 >> 8).astype(int))
     # Bit depth, not the image's range: 16-bit pixels all below 256 decode near black.

@@ -71,15 +71,15 @@ def test_chexpert_and_mimic_metadata_land(suite_dir, ingested_db):
     for row in source.itertuples():
         image = row.Path.removeprefix("CheXpert-v1.0-small/").removesuffix(".jpg")
         assert chex[(image, "sex")] == row.Sex.lower() and chex[(image, "age")] == _hand_age(row.Age)
-        assert chex[(image, "view")] == getattr(row, "_4").lower()  # Frontal/Lateral
-        appa = getattr(row, "_5")  # AP/PA: blank for lateral views, so no row
+        assert chex[(image, "view")] == row._4.lower()  # Frontal/Lateral
+        appa = row._5  # AP/PA: blank for lateral views, so no row
         assert chex.get((image, "projection")) == (appa.lower() if appa else None)
     mimic = _stored(ingested_db, "mimic-cxr")
     meta = pd.read_csv(suite_dir / "mimic-cxr" / "mimic-cxr-2.0.0-metadata.csv", dtype=str)
     frontal = meta[meta["ViewPosition"].isin(["PA", "AP"])]
-    expected = sorted(zip(frontal["dicom_id"], frontal["ViewPosition"].str.lower()))
+    expected = sorted(zip(frontal["dicom_id"], frontal["ViewPosition"].str.lower(), strict=True))
     assert set(mimic["key"]) == {"projection"}
-    assert sorted(zip(mimic["image_id"], mimic["value"])) == expected
+    assert sorted(zip(mimic["image_id"], mimic["value"], strict=True)) == expected
 
 
 def test_metadata_round_trips_and_aptos_has_none(ingested_db, suite_datasets):

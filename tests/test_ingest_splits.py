@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import numpy as np
 import pytest
 
@@ -102,7 +104,7 @@ def test_fractions_are_nested_sized_and_keep_a_positive_per_class():
         subsets = {f: set(g["image_id"]) for f, g in per_seed.groupby("fraction")}
         fracs = sorted(subsets)
         assert fracs == [0.01, 0.05, 0.10, 0.25, 1.0]
-        for small, large in zip(fracs, fracs[1:]):
+        for small, large in pairwise(fracs):
             assert subsets[small] <= subsets[large]
         assert subsets[1.0] == set(ids)
         for f in fracs:
@@ -133,7 +135,7 @@ def test_multilabel_fractions_cover_every_label_and_are_deterministic():
     a = label_fraction_subsets(y, ids)
     b = label_fraction_subsets(y, ids)
     assert a.equals(b)
-    for (seed, f), g in a.groupby(["seed", "fraction"]):
+    for (_seed, _f), g in a.groupby(["seed", "fraction"]):
         rows = np.isin(ids, g["image_id"])
         present = y.sum(axis=0) > 0
         assert (y[rows][:, present].sum(axis=0) >= 1).all()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import numpy as np
@@ -115,7 +116,7 @@ def test_lesion_load_grows_with_the_aptos_grade(suite_datasets):
         local = np.abs(img - ndimage.median_filter(img, size=(7, 7, 1))).sum(axis=2)
         load[i] = (local > 60).mean()
     means = [load[ds.labels == g].mean() for g in range(5)]
-    assert all(a < b for a, b in zip(means, means[1:])), means
+    assert all(a < b for a, b in pairwise(means)), means
 
 
 def _random_features(images: list[Image.Image]) -> np.ndarray:

@@ -85,9 +85,9 @@ def _cycles(modules: dict[str, Path]) -> list[list[str]]:
         state[node] = "open"
         for nxt in graph[node]:
             if state.get(nxt) == "open":
-                cycles.append(stack[stack.index(nxt) :] + [nxt])
+                cycles.append([*stack[stack.index(nxt) :], nxt])
             elif nxt not in state:
-                visit(nxt, stack + [nxt])
+                visit(nxt, [*stack, nxt])
         state[node] = "done"
 
     for node in graph:

@@ -82,5 +82,5 @@ def test_a_sweep_stores_them_with_its_runs_and_compaction_folds_them(tmp_path):
         pending = wh.con.execute("select count(*) from coefficients_pending").fetchone()[0]
         compacted = wh.con.execute("select count(*) from coefficients_compacted").fetchone()[0]
     assert (pending, compacted, len(coefs)) == (0, 4, 4)  # folded into the file with their runs
-    assert set(zip(coefs["depth"], coefs["seed"])) == {(0.5, 0), (0.5, 1), (1.0, 0), (1.0, 1)}
+    assert set(zip(coefs["depth"], coefs["seed"], strict=True)) == {(0.5, 0), (0.5, 1), (1.0, 0), (1.0, 1)}
     assert (coefs["n_train"] == len(ds.split_rows("train"))).all()

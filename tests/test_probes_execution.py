@@ -30,22 +30,24 @@ def test_two_worker_cluster_with_a_killed_worker_gives_the_same_rows_as_in_proce
     setup = make_setup(tmp_path)
     local, sink = collect()
     sweep(setup, sink, batch_size=3)
-    with LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster:
-        with Client(cluster.scheduler_address) as client:
-            killed: dict[str, object] = {}
+    with (
+        LocalCluster(processes=True, n_workers=2, threads_per_worker=1, dashboard_address=None) as cluster,
+        Client(cluster.scheduler_address) as client,
+    ):
+        killed: dict[str, object] = {}
 
-            def kill_a_busy_worker(what: str, done: int, total: int) -> None:
-                if what != "probe fits" or killed or done == 0 or done >= total:
-                    return
-                busy = {w: keys for w, keys in client.processing().items() if keys}
-                if busy:
-                    worker = sorted(busy)[0]
-                    pid = client.run(os.getpid, workers=[worker])[worker]
-                    os.kill(pid, signal.SIGKILL)  # a worker process this test's cluster started
-                    killed.update(worker=worker, tasks=list(busy[worker]))
+        def kill_a_busy_worker(what: str, done: int, total: int) -> None:
+            if what != "probe fits" or killed or done == 0 or done >= total:
+                return
+            busy = {w: keys for w, keys in client.processing().items() if keys}
+            if busy:
+                worker = sorted(busy)[0]
+                pid = client.run(os.getpid, workers=[worker])[worker]
+                os.kill(pid, signal.SIGKILL)  # a worker process this test's cluster started
+                killed.update(worker=worker, tasks=list(busy[worker]))
 
-            remote, sink = collect()
-            summary = sweep(setup, sink, batch_size=3, scheduler=cluster.scheduler_address, progress=kill_a_busy_worker)
+        remote, sink = collect()
+        summary = sweep(setup, sink, batch_size=3, scheduler=cluster.scheduler_address, progress=kill_a_busy_worker)
     assert killed and killed["tasks"], "no worker was busy after the first result; nothing was killed"
     assert summary.batches == len(remote) == len(local) > 1
     expected = comparable(pd.concat([r for r, _ in local]))

@@ -186,7 +186,7 @@ def test_nan_features_are_an_error(tmp_path):
 def test_fraction_without_a_class_is_an_error(tmp_path):
     def drop_class(datasets, store):
         ds = datasets["derm"]
-        label_of = dict(zip(ds.images["image_id"], ds.labels))
+        label_of = dict(zip(ds.images["image_id"], ds.labels, strict=True))
         subset = (ds.fractions["fraction"] == 0.1) & (ds.fractions["seed"] == 1)
         ds.fractions = ds.fractions[~subset | (ds.fractions["image_id"].map(label_of) != 2)]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import re
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -85,7 +85,7 @@ def _run_rows() -> pd.DataFrame:
                             "fit_seconds": 0.1,
                             "pretrained": encoder not in RANDOM_INIT,
                             "code_version": "test",
-                            "created_at": datetime(2025, 1, 1, tzinfo=timezone.utc),
+                            "created_at": datetime(2025, 1, 1, tzinfo=UTC),
                         }
                     )
 

@@ -13,6 +13,7 @@ import io
 import re
 import warnings
 from html import unescape
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -89,7 +90,7 @@ def test_every_figure_passes_the_layout_and_colour_check(report, tmp_path):
                         (int(left + (x0 + x1) / 2 * figure["width"]), int(top + (y0 + y1) / 2 * figure["height"]))
                     )
                     want = tuple(int(entry["color"][i : i + 2], 16) for i in (1, 3, 5))
-                    assert max(abs(a - b) for a, b in zip(pixel, want)) <= 12, (figure["id"], entry, pixel)
+                    assert max(abs(a - b) for a, b in zip(pixel, want, strict=True)) <= 12, (figure["id"], entry, pixel)
                     checked += 1
     assert checked >= 8
 
@@ -180,7 +181,7 @@ def test_layout_map_matches_the_png():
 def test_declutter_spreads_crowded_ranks_around_their_mean():
     positions = declutter([1, 2, 2, 2, 3, 7], gap=0.5)
     crowded = sorted(positions[:5])
-    assert all(b - a >= 0.5 - 1e-9 for a, b in zip(crowded, crowded[1:]))
+    assert all(b - a >= 0.5 - 1e-9 for a, b in pairwise(crowded))
     assert sum(crowded) / 5 == pytest.approx(2.0)  # centred on the ranks' mean
     assert positions[5] == 7.0  # a label with room keeps its place
     assert declutter([1, 2, 3], gap=0.5) == [1.0, 2.0, 3.0]

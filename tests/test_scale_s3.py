@@ -186,7 +186,7 @@ def test_readers_of_complete_sets_run_while_another_set_is_uploaded(s3, suite_di
                         assert store.is_complete(growing)
             except AssertionError:
                 raise
-            except Exception as exc:  # noqa: BLE001 - any read failure is what we are looking for
+            except Exception as exc:  # any read failure is what we are looking for
                 errors.append(repr(exc))
             time.sleep(0.05)  # two cores: leave the writer and the server room
     finally:

@@ -98,9 +98,8 @@ def test_every_view_answers_read_only_as_pandas_and_ibis(db):
 def test_read_only_open_refuses_writes(db):
     import duckdb
 
-    with crsbench.Warehouse.open(db, read_only=True) as wh:
-        with pytest.raises(duckdb.Error):
-            wh.sql("insert into panels values ('x', 'fixed', now(), 'v')")
+    with crsbench.Warehouse.open(db, read_only=True) as wh, pytest.raises(duckdb.Error):
+        wh.sql("insert into panels values ('x', 'fixed', now(), 'v')")
 
 
 def test_sql_cli_prints_a_view(db, capsys):

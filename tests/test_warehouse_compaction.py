@@ -74,7 +74,7 @@ def test_compaction_folds_every_part_into_the_file_and_keeps_every_score(db, tmp
     alone = tmp_path / "alone" / "copy.duckdb"
     alone.parent.mkdir()
     shutil.copyfile(db, alone)
-    for frame_a, frame_b in zip(_state(alone), (runs, preds, crs)):
+    for frame_a, frame_b in zip(_state(alone), (runs, preds, crs), strict=True):
         pd.testing.assert_frame_equal(frame_a, frame_b, check_exact=True)
     with Warehouse.open(db) as wh:
         assert wh.compact_parts() == 0

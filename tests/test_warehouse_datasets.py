@@ -97,6 +97,8 @@ def test_failed_load_rolls_back(ingested_db, suite_datasets):
 
 
 def test_missing_dataset_is_a_clear_error(ingested_db):
-    with Warehouse.open(ingested_db, read_only=True) as wh:
-        with pytest.raises(CrsbenchError, match="no dataset 'nope'.*datasets: aptos2019, chexpert"):
-            read_dataset(wh, "nope")
+    with (
+        Warehouse.open(ingested_db, read_only=True) as wh,
+        pytest.raises(CrsbenchError, match=r"no dataset 'nope'.*datasets: aptos2019, chexpert"),
+    ):
+        read_dataset(wh, "nope")

@@ -122,7 +122,7 @@ def test_the_duckdb_1_5_shell_reads_the_compacted_file_alone(compacted, tmp_path
     assert theirs == counts
     got = _shell(shell, relative, "select * from crs_encoder order by panel, encoder_id", elsewhere)
     assert len(got) == len(want) > 0
-    for row_got, row_want in zip(got, want):
+    for row_got, row_want in zip(got, want, strict=True):
         assert set(row_got) == set(row_want)
         for key, value in row_want.items():
             if isinstance(value, float) and not math.isnan(value):

@@ -89,7 +89,7 @@ def _runs_grid(con: duckdb.DuckDBPyConnection) -> None:
                     "pretrained": seed != 2 or e == "a",
                     "in_grid": True,
                 }
-                row.update({m: float(v) for m, v in zip(METRICS.names(), rng.random(len(METRICS)))})
+                row.update({m: float(v) for m, v in zip(METRICS.names(), rng.random(len(METRICS)), strict=True)})
                 rows.append(row)
     rows[0]["auroc"], rows[1]["ece"], rows[4]["qwk"] = np.nan, np.inf, None
     rows.append({**rows[2], "seed": 7, "auroc": 0.0, "in_grid": False})

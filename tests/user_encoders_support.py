@@ -82,4 +82,4 @@ def stored_features(db: Path, dataset: str, encoder: str) -> np.ndarray:
 def run_counts(db: Path) -> dict[str, int]:
     with Warehouse.open(db, read_only=True) as wh:
         frame = wh.sql("select encoder_id, count(*) n from runs group by encoder_id")
-    return dict(zip(frame.encoder_id, frame.n))
+    return dict(zip(frame.encoder_id, frame.n, strict=True))

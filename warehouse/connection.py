@@ -114,7 +114,7 @@ class Warehouse:
     @contextmanager
     def open(
         cls, path: Path | str | None = None, read_only: bool = False, sandbox: bool = False
-    ) -> Iterator["Warehouse"]:
+    ) -> Iterator[Warehouse]:
         wh = cls(path, read_only=read_only, sandbox=sandbox)
         try:
             yield wh

@@ -24,15 +24,15 @@ __all__ = [
     "PERTURBED_CONDITIONS",
     "PRIMARY_PROBE",
     "SHIFT",
-    "load_runs",
-    "metric_names",
-    "seed_metrics",
-    "encoders_frame",
     "datasets_frame",
+    "encoders_frame",
+    "fit_predictions",
     "label_matrix",
     "labels_of",
-    "fit_predictions",
+    "load_runs",
+    "metric_names",
     "same_value",
+    "seed_metrics",
 ]
 
 

@@ -77,7 +77,7 @@ def _load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.n
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)]
     offsets = np.r_[0, np.cumsum(widths)]
-    for a, b in zip(starts, ends):
+    for a, b in zip(starts, ends, strict=True):
         width = int(widths[a])
         if not np.all(widths[a:b] == width):
             raise CrsbenchError(f"run key {int(keys[a])}: prediction rows differ in length")

@@ -150,7 +150,7 @@ def gaps(scores: Sequence[GroupScore]) -> list[Gap]:
                 float(abs(point[best_i] - point[worst_i])),
                 float(lo),
                 float(hi),
-                int(len(spread)),
+                len(spread),
             )
         )
     return out

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pandas as pd
@@ -199,7 +199,7 @@ def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
             analysis_tables.setdefault(name, []).append(table)
     return ReportData(
         wh=wh,
-        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         relations=present,
         panel=chosen,
         panels=panels,

@@ -106,7 +106,7 @@ def figure_layout(fig: Figure, dpi: int) -> dict[str, Any]:
                             "color": _artist_color(h),
                             "handle_box": box(h.get_window_extent(renderer)),
                         }
-                        for t, h in zip(legend.get_texts(), handles)
+                        for t, h in zip(legend.get_texts(), handles, strict=True)
                     ],
                 }
             )
