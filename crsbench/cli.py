@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
@@ -67,7 +67,14 @@ def sql(
         sys.stdout.write(render(pa.Table.from_pandas(frame, preserve_index=False), fmt))
 
 
-def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+def _warn_one_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     console.err(f"warning: {message}")
 
 

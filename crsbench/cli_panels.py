@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
@@ -183,7 +183,7 @@ def render_leaderboard(result: Leaderboard) -> None:
         console.print(escape(line))
 
 
-def _rank(row: dict) -> str:
+def _rank(row: dict[str, Any]) -> str:
     if row.get("flagged") is True:
         return "flagged"
     if pd.isna(row.get("crs_rank")):
@@ -191,7 +191,7 @@ def _rank(row: dict) -> str:
     return f"{int(row['crs_rank'])}" + str(row.get("rank_marker") or "")
 
 
-def _tier(row: dict) -> str:
+def _tier(row: dict[str, Any]) -> str:
     """'=1' (or '1' for a leader alone) when the bootstrap cannot separate the encoder from the
     leader; blank otherwise (the rank is in its own column)."""
     if row.get("coverage") == "partial" or row.get("flagged") is True or pd.isna(row.get("gap_lo")):
@@ -199,7 +199,7 @@ def _tier(row: dict) -> str:
     return str(row["tier"]) if str(row.get("tier")) in ("=1", "1") else ""
 
 
-def _coverage(row: dict) -> str:
+def _coverage(row: dict[str, Any]) -> str:
     if pd.isna(row.get("n_panel_datasets")):
         return "" if pd.isna(row.get("n_datasets")) else str(int(row["n_datasets"]))
     return f"{int(row['n_datasets'] or 0)}/{int(row['n_panel_datasets'])}"

@@ -62,7 +62,7 @@ def pixel_pool(workers: int) -> ProcessPoolExecutor:
 class Part:
     """One element of a worker's (image, [perturbed...]) result, awaited like a future."""
 
-    def __init__(self, future: Future, index: int | None) -> None:
+    def __init__(self, future: Future[tuple[np.ndarray, list[np.ndarray]]], index: int | None) -> None:
         self.future, self.index = future, index
 
     def result(self) -> Any:

@@ -103,7 +103,12 @@ def _progress_bars_off(keep_hub: bool = False) -> Callable[[], None]:
     """Turn the hub's (unless `keep_hub`) and transformers' progress bars off; returns what turns
     them back on."""
     undo: list[Callable[[], None]] = []
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    # huggingface_hub.utils imports these from its `tqdm` module without listing them in __all__.
+    from huggingface_hub.utils import (  # type: ignore[attr-defined]
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
 
     if not keep_hub and not are_progress_bars_disabled():
         disable_progress_bars()

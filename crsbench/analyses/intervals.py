@@ -18,7 +18,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.criterion import AXES, GLOBAL, agreement
+from crsbench.analyses.criterion import GLOBAL, agreement
+from crsbench.core import AXES
 from crsbench.warehouse.connection import Warehouse
 
 COLUMNS = [

@@ -55,11 +55,12 @@ def scored_runs(wh: Warehouse, members: Sequence[str]) -> pd.DataFrame:
 
 def _needs_ece(runs: pd.DataFrame) -> np.ndarray:
     # Only the full-label clean ECE reaches an axis (calibration).
-    return (
+    needs: np.ndarray = (
         (runs["condition"] == "clean")
         & (runs["eval_dataset_id"] == runs["dataset_id"])
         & np.isclose(runs["label_fraction"].to_numpy(float), 1.0)
     ).to_numpy()
+    return needs
 
 
 def _load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:

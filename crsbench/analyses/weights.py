@@ -21,10 +21,8 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.criterion import (
-    AXIS_WEIGHTS,
     DEFAULT_WEIGHTS,
     GLOBAL,
-    TERM_WEIGHTS,
     member_axes,
     panel_anchors,
     rank_agreement,
@@ -32,6 +30,7 @@ from crsbench.analyses.criterion import (
     score_groups,
 )
 from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.core import AXIS_WEIGHTS, TERM_WEIGHTS
 from crsbench.warehouse.connection import Warehouse
 
 DEFAULT = "default"

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -95,7 +96,7 @@ def relations(wh: Warehouse) -> set[str]:
 
 
 def _if_present(
-    wh: Warehouse, present: set[str], relation: str, query: str, params: list | None = None
+    wh: Warehouse, present: set[str], relation: str, query: str, params: list[Any] | None = None
 ) -> pd.DataFrame | None:
     if relation not in present:
         return None

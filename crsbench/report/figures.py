@@ -40,6 +40,7 @@ from crsbench.report.roles import (
 )
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.colors import Colormap
     from matplotlib.figure import Figure
 
@@ -225,7 +226,7 @@ def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str, roles
     return fig
 
 
-def _facets(keys: Sequence[str], width: float = 4.2, height: float = 3.2, cols: int = 3) -> tuple[Figure, list]:
+def _facets(keys: Sequence[str], width: float = 4.2, height: float = 3.2, cols: int = 3) -> tuple[Figure, list[Axes]]:
     cols = min(cols, max(len(keys), 1))
     rows = math.ceil(len(keys) / cols)
     fig = new_figure(figsize=(width * cols, height * rows + 0.6))
