@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from bootstrap_support import cell_batches  # the tests' generator, same folder tree
+from support.bootstrap_support import cell_batches  # the tests' generator, same folder tree
 from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis

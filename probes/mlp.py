@@ -1,7 +1,7 @@
 """The MLP probe's training loop, written out: the forward and backward ATen calls that
 autograd makes for Linear + ReLU + Linear and the loss, and torch's single-tensor AdamW
 update, in the same order on the same tensors, so the weights are bit-for-bit those of
-`nn.Sequential` + `loss.backward()` + `torch.optim.AdamW.step()` (tests/test_probes_mlp.py
+`nn.Sequential` + `loss.backward()` + `torch.optim.AdamW.step()` (tests/probes/test_mlp.py
 checks this against the module version). What it saves is the per-step machinery around
 those calls (autograd graph, optimizer hooks and bookkeeping): at the demo's sizes a step
 is ~25 small kernels, and the machinery cost more than the arithmetic.

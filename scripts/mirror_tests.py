@@ -147,11 +147,11 @@ def deeper(text: str) -> str:
 
 def rewrite_imports(text: str, helpers: set[str], tests: dict[str, str]) -> str:
     for mod in helpers:
-        text = re.sub(rf"(^|\n)(\s*)from {mod} import ", rf"\1\2from support.{mod} import ", text)
+        text = re.sub(rf"(^|\n)(\s*)from (?:tests\.)?{mod} import ", rf"\1\2from support.{mod} import ", text)
         text = re.sub(rf"(^|\n)(\s*)import {mod}(\s|$)", rf"\1\2import support.{mod} as {mod}\3", text)
     for old, new in tests.items():
-        text = re.sub(rf"(^|\n)(\s*)from {old} import ", rf"\1\2from {new} import ", text)
-        text = re.sub(rf"(^|\n)(\s*)import {old} as ", rf"\1\2import {new} as ", text)
+        text = re.sub(rf"(^|\n)(\s*)from (?:tests\.)?{old} import ", rf"\1\2from {new} import ", text)
+        text = re.sub(rf"(^|\n)(\s*)import (?:tests\.)?{old} as ", rf"\1\2import {new} as ", text)
     return text
 
 

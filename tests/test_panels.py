@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from runs_factory import AXES, PROFILES, clone_encoder, encoder_runs, frame, reference_axes_cell, reference_axes_encoder
+from support.runs_factory import (
+    AXES,
+    PROFILES,
+    clone_encoder,
+    encoder_runs,
+    frame,
+    reference_axes_cell,
+    reference_axes_encoder,
+)
 
 from crsbench.cli import main
 from crsbench.ingest.types import CrsbenchError
