@@ -152,10 +152,11 @@ class _Scaling:
     def transform(self, p: np.ndarray) -> np.ndarray:
         p, _ = _check(p, None, self.task)
         out: np.ndarray
-        if self.task is Task.MULTILABEL:
-            out = expit(self.w * _logit(p) + self.b)
-        else:
-            out = softmax(self.w * _log(p) + self.b, axis=1)
+        out = (
+            expit(self.w * _logit(p) + self.b)
+            if self.task is Task.MULTILABEL
+            else softmax(self.w * _log(p) + self.b, axis=1)
+        )
         return out
 
     @property

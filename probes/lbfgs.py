@@ -104,10 +104,7 @@ def fit_logreg(
     """
     n, d = x.shape
     x1 = x.to(torch_dtype)  # no copy when the caller already holds float64
-    if softmax:
-        y3 = y.to(torch_dtype).reshape(n, 1, -1)
-    else:
-        y3 = y.to(torch_dtype).reshape(n, -1, 1)
+    y3 = y.to(torch_dtype).reshape(n, 1, -1) if softmax else y.to(torch_dtype).reshape(n, -1, 1)
     b, k = y3.shape[1], y3.shape[2]
     lam = 1.0 / n
     precond = _Preconditioner(x1, lam)
@@ -192,10 +189,9 @@ class _Preconditioner:
     def __call__(self, v: torch.Tensor) -> torch.Tensor:
         b, d1, k = v.shape
         flat = v.permute(1, 0, 2).reshape(d1, b * k)
-        if self.low_rank:
-            out = (flat - self.x1.T @ (self.inner_inv @ (self.x1 @ flat))) / self.lam
-        else:
-            out = self.dense @ flat
+        out = (
+            (flat - self.x1.T @ (self.inner_inv @ (self.x1 @ flat))) / self.lam if self.low_rank else self.dense @ flat
+        )
         return out.reshape(d1, b, k).permute(1, 0, 2)
 
 

@@ -38,10 +38,7 @@ def _independent_interval(
 ) -> tuple[float, float]:
     """Percentile bootstrap of the macro AUROC, resampling images within each class stratum
     (multilabel: the lowest-index positive label, or none), scored by scikit-learn."""
-    if multilabel:
-        strata = np.where(y.any(axis=1), np.argmax(y > 0, axis=1), y.shape[1])
-    else:
-        strata = y
+    strata = np.where(y.any(axis=1), np.argmax(y > 0, axis=1), y.shape[1]) if multilabel else y
     groups = [np.flatnonzero(strata == s) for s in np.unique(strata)]
     values = []
     for _ in range(REPLICATES):
