@@ -28,9 +28,9 @@ test: lint
 # The fault suite at length: many fuzz examples, several kill points per stage, a fresh seed.
 soak: $(STAMP)
 	seed=$${CRSBENCH_FAULT_SEED:-$$(date +%s)}; echo "fault seed $$seed"; \
-	CRSBENCH_SOAK=1 CRSBENCH_FAULT_SEED=$$seed $(VENV)/bin/python -m pytest -q tests/test_fault_fuzz.py \
-	  tests/test_fault_kill.py tests/test_fault_concurrency.py tests/test_cli_probes.py \
-	  tests/test_features_extract.py tests/test_scale_cluster.py
+	CRSBENCH_SOAK=1 CRSBENCH_FAULT_SEED=$$seed $(VENV)/bin/python -m pytest -q tests/fault/test_fuzz.py \
+	  tests/fault/test_kill.py tests/fault/test_concurrency.py tests/cli/test_probes.py \
+	  tests/features/test_extract.py tests/scale/test_cluster.py
 
 bench: $(STAMP)
 	for b in extract probe crs_query analyses scale; do $(VENV)/bin/python benchmarks/$$b.py || exit 1; done

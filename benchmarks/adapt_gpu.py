@@ -24,10 +24,10 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from extract import make_dataset  # noqa: E402  (the benchmarks share one toy dataset)
+from extract import make_dataset  # the benchmarks share one toy dataset
 
-from crsbench.features import get_encoder  # noqa: E402
-from crsbench.features.adapt import LoraSettings, adapt, load_adapted, save_adapter  # noqa: E402
+from crsbench.features import get_encoder
+from crsbench.features.adapt import LoraSettings, adapt, load_adapted, save_adapter
 
 
 def main() -> None:

@@ -19,14 +19,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from bootstrap_support import cell_batches  # noqa: E402  (the tests' generator, same folder tree)
-from support.synthetic import make_dataset  # noqa: E402
+from support.bootstrap_support import cell_batches  # the tests' generator, same folder tree
+from support.synthetic import make_dataset
 
-from crsbench.analyses import run_analysis  # noqa: E402
-from crsbench.core import PERTURBED_CONDITIONS  # noqa: E402
-from crsbench.warehouse.connection import Warehouse  # noqa: E402
-from crsbench.warehouse.datasets import load_dataset  # noqa: E402
-from crsbench.warehouse.panels import freeze_panel  # noqa: E402
+from crsbench.analyses import run_analysis
+from crsbench.core import PERTURBED_CONDITIONS
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.datasets import load_dataset
+from crsbench.warehouse.panels import freeze_panel
 
 
 def build(db: Path, test_images: int, n_encoders: int) -> int:

@@ -25,7 +25,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -57,14 +57,16 @@ def cell_configs(shift_target: str | None, full: bool) -> list[tuple[str, float,
 
 def cell_frame(encoder: str, dataset: str, seed: int, configs, rng: np.random.Generator) -> pd.DataFrame:
     n = len(configs)
-    probe, depth, fraction, condition, target = map(list, zip(*configs))
+    probe, depth, fraction, condition, target = map(list, zip(*configs, strict=True))
     quality = 0.65 + 0.3 * rng.random()
     auroc = np.clip(quality * (0.8 + 0.2 * np.asarray(fraction) ** 0.3) - 0.1 * rng.random(n), 0.5, 1.0)
     auroc = np.where(np.asarray(condition) == "clean", auroc, auroc - 0.05 * rng.random(n))
     return pd.DataFrame(
         {
             "run_id": [uuid.uuid4().hex for _ in range(n)],
-            "fit_id": [f"{encoder}|{dataset}|{p}|{d}|{f}|{seed}" for p, d, f in zip(probe, depth, fraction)],
+            "fit_id": [
+                f"{encoder}|{dataset}|{p}|{d}|{f}|{seed}" for p, d, f in zip(probe, depth, fraction, strict=True)
+            ],
             "encoder_id": encoder,
             "dataset_id": dataset,
             "eval_dataset_id": [t or dataset for t in target],
@@ -88,7 +90,7 @@ def cell_frame(encoder: str, dataset: str, seed: int, configs, rng: np.random.Ge
             "fit_seconds": rng.random(n),
             "pretrained": True,
             "code_version": "bench",
-            "created_at": datetime.now(timezone.utc),
+            "created_at": datetime.now(UTC),
         }
     )
 

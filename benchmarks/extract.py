@@ -46,7 +46,7 @@ from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import Dataset, Task
 
 sys.path.insert(0, str(Path(__file__).parent))
-from extract_checksums import checksum_costs  # noqa: E402
+from extract_checksums import checksum_costs
 
 
 def make_dataset(folder: Path, n: int, size: int, splits: list[str], seed: int = 0) -> Dataset:
@@ -112,7 +112,7 @@ def naive(ds: Dataset, entry, model, device, dtype, batch_size: int, n: int) -> 
         parsed = parse_condition(cond)
         for b in range(0, n, batch_size):
             imgs = []
-            for image_id, rel in zip(ids[b : b + batch_size], paths[b : b + batch_size]):
+            for image_id, rel in zip(ids[b : b + batch_size], paths[b : b + batch_size], strict=True):
                 img = decode_image(ds.root, rel)
                 imgs.append(img if parsed is None else perturb(img, image_id, *parsed))
             x = model_input(torch.from_numpy(np.stack(imgs)).to(device), entry, dtype)
@@ -184,7 +184,7 @@ def standalone_costs(ds: Dataset, entry, model, dtype, batch_size: int, n: int) 
         for cond in CONDITIONS:
             parsed = parse_condition(cond)
             if parsed is not None:
-                for img, image_id in zip(images, ids):
+                for img, image_id in zip(images, ids, strict=True):
                     timed("perturbations", perturb, img, image_id, *parsed)
             for b in range(0, n, batch_size):
                 x = timed("model input", model_input, batch[: min(batch_size, n - b)], entry, dtype)

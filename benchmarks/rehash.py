@@ -32,7 +32,7 @@ def main() -> None:
     args = ap.parse_args()
     ds = ingest("isic2019", args.dataset_dir, "bench")
     entry = get_encoder(args.encoder)
-    rows = list(zip(ds.images["rel_path"].astype(str), ds.images["sha256"].astype(str)))
+    rows = list(zip(ds.images["rel_path"].astype(str), ds.images["sha256"].astype(str), strict=True))
     decode, hashed, plain, checked = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sys
 import warnings
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 
@@ -62,7 +62,14 @@ def sql(
         sys.stdout.write(Bench(db).export(query, fmt)[1] or "")
 
 
-def _warn_one_line(message, category, filename, lineno, file=None, line=None) -> None:
+def _warn_one_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
     console.err(f"warning: {message}")
 
 
@@ -107,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
         console.fail(f"error: {exc.format_message()}{hint}", 1)
         return 1
-    except Exception as exc:  # noqa: BLE001 - last-resort handler for the CLI
+    except Exception as exc:  # last-resort handler for the CLI
         if os.environ.get("CRSBENCH_DEBUG"):
             raise
         from crsbench.cli_faults import user_fault

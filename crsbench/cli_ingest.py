@@ -139,7 +139,7 @@ def ingest_command(
             "task": ds.task.value,
             "n_images": ds.n_images,
             "splits": {k: int(v) for k, v in counts.items()},
-            "skipped": int(len(ds.errors)),
+            "skipped": len(ds.errors),
             "db": str(db),
         },
         human,

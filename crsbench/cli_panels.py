@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import pandas as pd
 import typer
@@ -152,9 +152,11 @@ def render_leaderboard(result: Leaderboard) -> None:
             "encoder": board["encoder_id"],
             "datasets": [_coverage(r) for r in board.to_dict("records")],
             "crs": board["crs"],
-            "crs 95% CI": [_ci(lo, hi, boot is not None) for lo, hi in zip(board["crs_lo"], board["crs_hi"])],
+            "crs 95% CI": [
+                _ci(lo, hi, boot is not None) for lo, hi in zip(board["crs_lo"], board["crs_hi"], strict=True)
+            ],
             "auroc": board["auroc"],
-            "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"])],
+            "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"], strict=True)],
             "auroc_rank": board["auroc_rank"],
             "panel": board["in_panel"],
         }
@@ -180,7 +182,7 @@ def render_leaderboard(result: Leaderboard) -> None:
         console.print(escape(line))
 
 
-def _rank(row: dict) -> str:
+def _rank(row: dict[str, Any]) -> str:
     if row.get("flagged") is True:
         return "flagged"
     if pd.isna(row.get("crs_rank")):
@@ -188,7 +190,7 @@ def _rank(row: dict) -> str:
     return f"{int(row['crs_rank'])}" + str(row.get("rank_marker") or "")
 
 
-def _tier(row: dict) -> str:
+def _tier(row: dict[str, Any]) -> str:
     """'=1' (or '1' for a leader alone) when the bootstrap cannot separate the encoder from the
     leader; blank otherwise (the rank is in its own column)."""
     if row.get("coverage") == "partial" or row.get("flagged") is True or pd.isna(row.get("gap_lo")):
@@ -196,7 +198,7 @@ def _tier(row: dict) -> str:
     return str(row["tier"]) if str(row.get("tier")) in ("=1", "1") else ""
 
 
-def _coverage(row: dict) -> str:
+def _coverage(row: dict[str, Any]) -> str:
     if pd.isna(row.get("n_panel_datasets")):
         return "" if pd.isna(row.get("n_datasets")) else str(int(row["n_datasets"]))
     return f"{int(row['n_datasets'] or 0)}/{int(row['n_panel_datasets'])}"

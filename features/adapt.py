@@ -253,7 +253,8 @@ def adapter_meta(folder: Path | str) -> dict[str, Any]:
     path = Path(folder) / META_FILE
     if not path.exists():
         raise CrsbenchError(f"no saved adapter in {folder} (missing {META_FILE})")
-    return json.loads(path.read_text())
+    meta: dict[str, Any] = json.loads(path.read_text())
+    return meta
 
 
 def load_adapted(

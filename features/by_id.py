@@ -68,7 +68,7 @@ def _common(loader: str, checkpoint: str, constructor: Any) -> dict[str, Any]:
 @functools.lru_cache(maxsize=32)
 def _timm(name: str) -> dict[str, Any]:
     import timm
-    from timm.data import resolve_data_config
+    from timm.data.config import resolve_data_config
 
     from crsbench.features.loaders import seeded
 
@@ -156,7 +156,7 @@ def _vision_part(model: nn.Module) -> nn.Module:
 
 
 def _longest_block_list(root: nn.Module) -> str:
-    lists = [(len(m), name) for name, m in root.named_modules() if isinstance(m, nn.ModuleList)]
+    lists: list[tuple[int, str]] = [(len(m), name) for name, m in root.named_modules() if isinstance(m, nn.ModuleList)]
     if not lists:
         raise CrsbenchError(f"{type(root).__name__} has no block list; declare depth_blocks")
     return max(lists, key=lambda t: (t[0], -len(t[1])))[1]

@@ -171,7 +171,9 @@ def _is_state(value: Any) -> bool:
     return isinstance(value, dict) and bool(value) and all(isinstance(v, torch.Tensor) for v in value.values())
 
 
-def candidates(raw: dict[str, Any], rules: KeyConversion, source: str, encoder_id: str) -> list[tuple[str, dict]]:
+def candidates(
+    raw: dict[str, Any], rules: KeyConversion, source: str, encoder_id: str
+) -> list[tuple[str, dict[str, Any]]]:
     """(label, state dict) pairs the file offers, in the order they are tried."""
     if rules.state_key is not None:
         if not isinstance(raw.get(rules.state_key), dict):

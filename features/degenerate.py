@@ -85,7 +85,7 @@ def confirm(group: zarr.Group, path: str) -> str:
     reason = group.attrs.get(DEGENERATE)
     if not reason:
         raise CrsbenchError(f"feature set {path} is not flagged as degenerate; there is nothing to confirm")
-    group.attrs[CONFIRMED] = dt.datetime.now(dt.timezone.utc).replace(tzinfo=None).isoformat(timespec="seconds")
+    group.attrs[CONFIRMED] = dt.datetime.now(dt.UTC).replace(tzinfo=None).isoformat(timespec="seconds")
     return str(reason)
 
 

@@ -4,7 +4,7 @@
 Checkpoint ids, input sizes and normalisation are the ones each publisher released
 (hub model cards / preprocessor configs, or the authors' inference code where the weights
 live outside the hub, noted in `source`); timm entries write out what timm's pretrained_cfg
-says, so listing them needs no timm (tests/test_features_registry.py compares the two).
+says, so listing them needs no timm (tests/features/test_registry.py compares the two).
 Checkpoints written `name:file` are published outside the Hugging Face Hub and must be placed
 under `$CRSBENCH_WEIGHTS/<id>/`. Where a published checkpoint's keys differ from the library
 model, the entry declares the conversion (`KeyConversion`); loading is strict, so anything the

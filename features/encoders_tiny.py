@@ -84,7 +84,7 @@ def tiny_convnext(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="derm",
     input_size=64,
     pooling="avgpool",
-    depth_blocks=tuple(f"blocks.{i}" for i in range(7)) + ("bn2",),
+    depth_blocks=(*tuple(f"blocks.{i}" for i in range(7)), "bn2"),
     lora_targets=("conv_pw", "conv_pwl"),
     **TINY,
 )

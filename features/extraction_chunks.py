@@ -12,6 +12,7 @@ import dataclasses
 import functools
 import os
 import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -103,7 +104,7 @@ class ChunkExtractor:
             self.pool.submit(decode_image, self.ds.root, self.paths[r], self.hashes[r]) for r in range(start, stop)
         ]
         test = np.flatnonzero(self.test_mask[start:stop])
-        host: dict[str, list[Future]] = {}
+        host: dict[str, list[Future[np.ndarray]]] = {}
         for cond in self.host_conditions:
             name, sev = parse_condition(cond)  # type: ignore[misc]
             ref = PERTURBATION_REGISTRY.get(name)
@@ -152,7 +153,9 @@ class ChunkExtractor:
         return out
 
     # -- compute ------------------------------------------------------------------------------
-    def run_chunk(self, chunk: Chunk, done: int, total: int):
+    def run_chunk(
+        self, chunk: Chunk, done: int, total: int
+    ) -> tuple[list[tuple[str, int, int]], dict[float, np.ndarray], int]:
         """Forward every item of the chunk; returns (items, {depth: [n_items, dim]}, done).
 
         A batch waits only for the pixels it needs, so the forwards of the clean rows start
@@ -168,14 +171,16 @@ class ChunkExtractor:
             return self.tap(torch.cat([self._inputs(group, pixels, chunk) for group in groups(batch, pixels.images)]))
 
         outputs: list[dict[float, torch.Tensor]] = []
-        for batch, out in zip(batches, self.streams.map(forward, batches) if self.streams else map(forward, batches)):
+        for batch, out in zip(
+            batches, self.streams.map(forward, batches) if self.streams else map(forward, batches), strict=True
+        ):
             outputs.append(out)  # stays on the device: one synchronisation per chunk
             done += len(batch)
             self.progress(self.label, done, total)
         feats = {d: torch.cat([o[d] for o in outputs]).cpu().numpy() for d in DEPTHS}
         return items, feats, done
 
-    def _inputs(self, group: list[tuple[str, int, int]], pixels: "Pixels", chunk: Chunk) -> torch.Tensor:
+    def _inputs(self, group: list[tuple[str, int, int]], pixels: Pixels, chunk: Chunk) -> torch.Tensor:
         cond = group[0][0]
         t = pixels.take(cond, group)
         if cond != CLEAN and not pixels.on_host(cond):
@@ -186,7 +191,7 @@ class ChunkExtractor:
 
     def store_chunk(
         self,
-        arrays: dict[str, zarr.Array],
+        arrays: dict[str, zarr.Array[Any]],
         chunk: Chunk,
         items: list[tuple[str, int, int]],
         feats: dict[float, np.ndarray],
@@ -227,11 +232,11 @@ class ChunkExtractor:
             f"the feature set {self.ref.path} stays incomplete"
         )
 
-    def run(self, arrays: dict[str, zarr.Array], pending: list[int], done: int, total: int) -> None:
+    def run(self, arrays: dict[str, zarr.Array[Any]], pending: list[int], done: int, total: int) -> None:
         """Three stages overlap: decoding (and CPU perturbations) of chunk k+1 on the thread pool,
         the forwards of chunk k on this thread, checking + writing chunk k-1 on the writer thread."""
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crsbench-write")
-        in_flight: Future | None = None
+        in_flight: Future[None] | None = None
         try:
             ahead = self.prefetch(pending[0]) if pending else None
             for pos in range(len(pending)):
@@ -249,7 +254,7 @@ class ChunkExtractor:
 
     # -- writing ------------------------------------------------------------------------------
     def write_chunk(
-        self, arrays: dict[str, zarr.Array], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
+        self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
     ) -> None:
         name = ""
         try:
@@ -270,7 +275,7 @@ class ChunkExtractor:
             raise OSError(exc.errno, os.strerror(exc.errno), where) from exc
 
     def _digests(
-        self, arrays: dict[str, zarr.Array], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
+        self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
     ) -> np.ndarray:
         """CRC-32C of each array's decoded chunk as a reader will see it (unwritten: the NaN fill)."""
         by_name = {f"{depth_key(d)}/{c}": b for (d, c), b in blocks.items() if c == CLEAN or chunk.test.size}
@@ -330,11 +335,13 @@ class Pixels:
         return torch.from_numpy(np.stack([arrays[j if on_host else i] for _, i, j in group])).to(self.device)
 
 
-def host_perturb(fn, image_future: Future, level: float, key: bytes) -> np.ndarray:
+def host_perturb(
+    fn: Callable[[np.ndarray, float, bytes], np.ndarray], image_future: Future[np.ndarray], level: float, key: bytes
+) -> np.ndarray:
     return fn(image_future.result(), level, key)
 
 
-def groups(batch: list[tuple[str, int, int]], images: list[np.ndarray]):
+def groups(batch: list[tuple[str, int, int]], images: list[np.ndarray]) -> Iterator[list[tuple[str, int, int]]]:
     """Consecutive items with the same condition and image shape (stackable together)."""
     group: list[tuple[str, int, int]] = []
     for item in batch:

@@ -49,7 +49,7 @@ def pixel_pool(workers: int) -> ProcessPoolExecutor:
     global _POOL, _POOL_SIZE
     # `_broken` is how concurrent.futures marks a pool whose worker died; submitting to it raises.
     broken = _POOL is not None and getattr(_POOL, "_broken", False)
-    if _POOL is None or broken or _POOL_SIZE != workers:
+    if _POOL is None or broken or workers != _POOL_SIZE:
         if _POOL is not None:
             _POOL.shutdown(wait=False, cancel_futures=True)
         _POOL = ProcessPoolExecutor(
@@ -62,7 +62,7 @@ def pixel_pool(workers: int) -> ProcessPoolExecutor:
 class Part:
     """One element of a worker's (image, [perturbed...]) result, awaited like a future."""
 
-    def __init__(self, future: Future, index: int | None) -> None:
+    def __init__(self, future: Future[tuple[np.ndarray, list[np.ndarray]]], index: int | None) -> None:
         self.future, self.index = future, index
 
     def result(self) -> Any:

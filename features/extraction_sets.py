@@ -50,7 +50,7 @@ def compressor() -> list[Any]:
     return codecs if CHECKSUMS else codecs[:1]
 
 
-def group_array(group: zarr.Group, name: str) -> zarr.Array:
+def group_array(group: zarr.Group, name: str) -> zarr.Array[Any]:
     node = group[name]
     assert isinstance(node, zarr.Array)
     return node
@@ -132,7 +132,7 @@ def open_feature_group(
 
 def finish_feature_set(
     group: zarr.Group,
-    arrays: dict[str, zarr.Array],
+    arrays: dict[str, zarr.Array[Any]],
     ref: FeatureSetRef,
     test_mask: np.ndarray,
     settings: dict[str, Any],

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 
 import torch
 from torch import nn
@@ -83,9 +84,10 @@ class DepthTap:
     def _captured(self) -> dict[float, torch.Tensor]:
         if not hasattr(self._local, "captured"):
             self._local.captured = {}
-        return self._local.captured
+        captured: dict[float, torch.Tensor] = self._local.captured  # threading.local is untyped
+        return captured
 
-    def _hook(self, depth: float):
+    def _hook(self, depth: float) -> Callable[[nn.Module, object, object], None]:
         def capture(module: nn.Module, args: object, output: object) -> None:
             # tuples (open_clip, older transformers) and ModelOutput both put the hidden states first
             tensor = output if isinstance(output, torch.Tensor) else output[0]  # type: ignore[index]

@@ -87,7 +87,7 @@ def _captured(downloads: bool = False) -> Iterator[None]:
                 yield
     finally:
         _terminal.pop()
-        for logger, level in zip(loggers, levels):
+        for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)
             # A library imported inside the block bound its log handler to the sink: rebind it.
             for handler in logger.handlers:
@@ -103,7 +103,12 @@ def _progress_bars_off(keep_hub: bool = False) -> Callable[[], None]:
     """Turn the hub's (unless `keep_hub`) and transformers' progress bars off; returns what turns
     them back on."""
     undo: list[Callable[[], None]] = []
-    from huggingface_hub.utils import are_progress_bars_disabled, disable_progress_bars, enable_progress_bars
+    # huggingface_hub.utils imports these from its `tqdm` module without listing them in __all__.
+    from huggingface_hub.utils import (  # type: ignore[attr-defined]
+        are_progress_bars_disabled,
+        disable_progress_bars,
+        enable_progress_bars,
+    )
 
     if not keep_hub and not are_progress_bars_disabled():
         disable_progress_bars()

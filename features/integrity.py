@@ -38,7 +38,7 @@ def checksummed_compressors() -> list[Any]:
     return [BloscCodec(cname="zstd", clevel=3, shuffle="shuffle"), Crc32cCodec()]
 
 
-def has_codec_checksum(arr: zarr.Array) -> bool:
+def has_codec_checksum(arr: zarr.Array[Any]) -> bool:
     return any(isinstance(c, Crc32cCodec) for c in arr.metadata.codecs)  # type: ignore[union-attr]
 
 
@@ -72,19 +72,19 @@ class ChunkDamage(CrsbenchError):
         return (ChunkDamage, (self.ref, self.name, self.chunk, self.what))
 
 
-def chunk_key(arr: zarr.Array, chunk: int) -> str:
-    return f"{arr.path}/{arr.metadata.encode_chunk_key((chunk, 0))}"  # type: ignore[union-attr]
+def chunk_key(arr: zarr.Array[Any], chunk: int) -> str:
+    return f"{arr.path}/{arr.metadata.encode_chunk_key((chunk, 0))}"
 
 
-def chunk_present(arr: zarr.Array, chunk: int) -> bool:
+def chunk_present(arr: zarr.Array[Any], chunk: int) -> bool:
     return bool(sync(arr.store.exists(chunk_key(arr, chunk))))
 
 
-def delete_chunk(arr: zarr.Array, chunk: int) -> None:
+def delete_chunk(arr: zarr.Array[Any], chunk: int) -> None:
     sync(arr.store.delete(chunk_key(arr, chunk)))
 
 
-def read_chunk(arr: zarr.Array, ref: FeatureSetRef, name: str, chunk: int, expected: int | None) -> np.ndarray:
+def read_chunk(arr: zarr.Array[Any], ref: FeatureSetRef, name: str, chunk: int, expected: int | None) -> np.ndarray:
     """Decode one row chunk and check it against its manifest digest (`None`: no manifest)."""
     rows = int(arr.chunks[0])
     try:
@@ -98,9 +98,9 @@ def read_chunk(arr: zarr.Array, ref: FeatureSetRef, name: str, chunk: int, expec
     return block
 
 
-def manifest(arr: zarr.Array) -> list[int] | None:
+def manifest(arr: zarr.Array[Any]) -> list[int] | None:
     values = arr.attrs.get(MANIFEST_ATTR)
-    return [int(v) for v in values] if isinstance(values, list) else None  # type: ignore[union-attr]
+    return [int(v) for v in values] if isinstance(values, list) else None
 
 
 def publish_manifest(group: zarr.Group) -> None:

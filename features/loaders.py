@@ -136,10 +136,11 @@ class HFVision(nn.Module):
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
         out = self.model(pixel_values=pixel_values)
         for name in ("image_embeds", "pooler_output"):
-            value = getattr(out, name, None)
+            value: torch.Tensor | None = getattr(out, name, None)
             if value is not None:
                 return value
-        return out.last_hidden_state[:, 0]
+        cls: torch.Tensor = out.last_hidden_state[:, 0]
+        return cls
 
 
 def check_loading_report(entry: EncoderEntry, info: dict[str, Any], source: str, model: nn.Module) -> None:
@@ -227,7 +228,8 @@ class OpenClipVision(nn.Module):
         return self.visual
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.visual(x)
+        pooled: torch.Tensor = self.visual(x)
+        return pooled
 
 
 def open_clip_config(entry: EncoderEntry, path: Path, arch: str | None) -> tuple[dict[str, Any], Path]:

@@ -31,6 +31,8 @@ import io
 import math
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from types import ModuleType
+from typing import Any, TypeAlias
 
 import numpy as np
 import torch
@@ -114,7 +116,7 @@ def perturb_batch(
         backend = "numpy" if images.device.type == "cpu" else "torch"
     if backend == "numpy":
         arrays = images.cpu().numpy()
-        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]), zip(arrays, keys)))
+        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]), zip(arrays, keys, strict=True)))
         return torch.from_numpy(np.stack(out)).to(images.device)
     if backend != "torch":
         raise CrsbenchError(f"unknown perturbation backend {backend!r}")
@@ -123,7 +125,13 @@ def perturb_batch(
     return entry.batched(images, level, keys)
 
 
-def _to_uint8(x, xp):
+# The kernels below run one code path on numpy arrays (the reference) and on torch tensors (the
+# batched path); `xp` is the backend module. Neither library's types describe the other's, so an
+# array of either backend is typed as the union's common ground, Any.
+_Array: TypeAlias = Any
+
+
+def _to_uint8(x: _Array, xp: ModuleType) -> _Array:
     """Round half to even and clip, identically in numpy and torch."""
     if xp is np:
         return np.clip(np.rint(x), 0, 255).astype(np.uint8)
@@ -138,10 +146,11 @@ def blur_kernel(sigma_at_224: float, height: int, width: int) -> np.ndarray:
     sigma = sigma_at_224 * min(height, width) / REFERENCE_SIZE
     radius = min(max(1, math.ceil(3 * sigma)), min(height, width) - 1)
     taps = np.exp(-(np.arange(-radius, radius + 1, dtype=np.float64) ** 2) / (2 * sigma * sigma))
-    return (taps / taps.sum()).astype(np.float32)
+    normalised: np.ndarray = (taps / taps.sum()).astype(np.float32)
+    return normalised
 
 
-def _blur_axis(x, taps, axis: int, xp):
+def _blur_axis(x: _Array, taps: Sequence[Any], axis: int, xp: ModuleType) -> _Array:
     """Separable correlation along `axis` with mirror padding; taps accumulated in order."""
     r = len(taps) // 2
     n = x.shape[axis]
@@ -150,7 +159,11 @@ def _blur_axis(x, taps, axis: int, xp):
     idx = torch.arange(-r, n + r, device=x.device).abs()
     idx = torch.where(idx > n - 1, 2 * (n - 1) - idx, idx)
     padded = x.index_select(axis, idx)
-    take = lambda k: padded.narrow(axis, k, n)  # noqa: E731
+
+    def take(k: int) -> torch.Tensor:
+        narrowed: torch.Tensor = padded.narrow(axis, k, n)
+        return narrowed
+
     # Symmetric taps: centre first, then each mirrored pair summed before its multiply.
     acc = take(r) * taps[r]
     for j in range(1, r + 1):
@@ -158,7 +171,7 @@ def _blur_axis(x, taps, axis: int, xp):
     return acc
 
 
-def _blur_axis_numpy(x: np.ndarray, taps, axis: int) -> np.ndarray:
+def _blur_axis_numpy(x: np.ndarray, taps: Sequence[Any], axis: int) -> np.ndarray:
     """The same sums and products in the same order, on views and in place: the CPU hot path
     (fresh temporaries per tap cost more than the arithmetic at these sizes)."""
     r, n = len(taps) // 2, x.shape[axis]
@@ -177,7 +190,8 @@ def _blur_axis_numpy(x: np.ndarray, taps, axis: int) -> np.ndarray:
         np.add(take(r + j), take(r - j), out=pair)
         pair *= taps[r + j]
         acc += pair
-    return acc
+    summed: np.ndarray = acc
+    return summed
 
 
 @register_perturbation("gaussian_blur", {1: 1.0, 2: 2.0, 3: 4.0})
@@ -186,14 +200,16 @@ class GaussianBlur:
     def reference(img: np.ndarray, sigma: float, key: bytes) -> np.ndarray:
         taps = [np.float32(t) for t in blur_kernel(sigma, img.shape[0], img.shape[1])]
         x = img.astype(np.float32)
-        return _to_uint8(_blur_axis(_blur_axis(x, taps, 1, np), taps, 0, np), np)
+        out: np.ndarray = _to_uint8(_blur_axis(_blur_axis(x, taps, 1, np), taps, 0, np), np)
+        return out
 
     @staticmethod
     def batched(imgs: torch.Tensor, sigma: float, keys: list[bytes]) -> torch.Tensor:
         kernel = blur_kernel(sigma, imgs.shape[1], imgs.shape[2])
         taps = [torch.tensor(t, dtype=torch.float32, device=imgs.device) for t in kernel]
         x = imgs.to(torch.float32)
-        return _to_uint8(_blur_axis(_blur_axis(x, taps, 2, torch), taps, 1, torch), torch)
+        out: torch.Tensor = _to_uint8(_blur_axis(_blur_axis(x, taps, 2, torch), taps, 1, torch), torch)
+        return out
 
 
 # -- jpeg -----------------------------------------------------------------------------------------
@@ -233,7 +249,8 @@ class Contrast:
     def reference(img: np.ndarray, c: float, key: bytes) -> np.ndarray:
         m = np.float32(img.mean(dtype=np.float64))
         x = img.astype(np.float32)
-        return _to_uint8((x - m) * np.float32(c) + m, np)
+        out: np.ndarray = _to_uint8((x - m) * np.float32(c) + m, np)
+        return out
 
     @staticmethod
     def batched(imgs: torch.Tensor, c: float, keys: list[bytes]) -> torch.Tensor:
@@ -242,7 +259,8 @@ class Contrast:
         m = (sums / imgs[0].numel()).to(torch.float32).view(-1, 1, 1, 1)
         x = imgs.to(torch.float32)
         cc = torch.tensor(c, dtype=torch.float32, device=imgs.device)
-        return _to_uint8((x - m) * cc + m, torch)
+        out: torch.Tensor = _to_uint8((x - m) * cc + m, torch)
+        return out
 
 
 # -- rician noise ---------------------------------------------------------------------------------
@@ -251,14 +269,14 @@ _M32 = 0xFFFFFFFF
 _RICIAN_PIECE = 32768  # elements: torch's intra-op grain size
 
 
-def _mul32(x, c: int):
+def _mul32(x: _Array, c: int) -> _Array:
     """(x * c) mod 2**32: numpy uint32 wraps natively; torch int64 splits c to avoid overflow."""
     if isinstance(x, np.ndarray):
         return x * np.uint32(c)
     return ((x * (c & 0xFFFF)) + (((x * (c >> 16)) & 0xFFFF) << 16)) & _M32
 
 
-def _mix32(x):
+def _mix32(x: _Array) -> _Array:
     """A 32-bit integer hash (lowbias32): a bijection with full avalanche."""
     x = x ^ (x >> 16)
     x = _mul32(x, 0x7FEB352D)
@@ -267,7 +285,7 @@ def _mix32(x):
     return x ^ (x >> 16)
 
 
-def _uniforms(counter, k0, k1):
+def _uniforms(counter: _Array, k0: Any, k1: Any) -> _Array:
     """Uniform (0, 1) float64 from a counter and a 64-bit key: the same in numpy and torch."""
     h = _mix32(_mix32(counter ^ k0) ^ k1)
     h = h.astype(np.float64) if isinstance(h, np.ndarray) else h.to(torch.float64)
@@ -278,7 +296,7 @@ def _key_words(key: bytes) -> tuple[int, int]:
     return int.from_bytes(key[:4], "little"), int.from_bytes(key[4:8], "little")
 
 
-def _gaussian_pair(counter, k0, k1, xp):
+def _gaussian_pair(counter: _Array, k0: Any, k1: Any, xp: ModuleType) -> tuple[_Array, _Array]:
     """Box-Muller on two hashed uniform streams: (z0, z1) ~ N(0, 1), float64."""
     if xp is np:
         k0, k1 = np.uint32(k0), np.uint32(k1)
@@ -296,14 +314,14 @@ def _box_muller(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch
     return r * torch.cos(theta), r * torch.sin(theta)
 
 
-def _f32(value: float, like, xp):
+def _f32(value: float, like: _Array, xp: ModuleType) -> Any:
     """A float32 scalar of the backend (so every product is a float32 product)."""
     if xp is np:
         return np.float32(value)
     return torch.tensor(value, dtype=torch.float32, device=like.device)
 
 
-def _rician(x, sigma: float, nr, ni, xp):
+def _rician(x: _Array, sigma: float, nr: _Array, ni: _Array, xp: ModuleType) -> _Array:
     """x' = sqrt((x + n_r)^2 + n_i^2) on [0, 1] intensities, back to uint8."""
     s = _f32(sigma, x, xp)
     a = x + nr * s
@@ -311,7 +329,7 @@ def _rician(x, sigma: float, nr, ni, xp):
     return _to_uint8(_sqrt32(a * a + b * b, xp) * _f32(255, x, xp), xp)
 
 
-def _sqrt32(v, xp):
+def _sqrt32(v: _Array, xp: ModuleType) -> _Array:
     """Correctly rounded float32 sqrt. torch's CPU float32 sqrt is not always (off by one ulp
     where numpy's is exact); its float64 sqrt rounded to float32 is, since 53 >= 2 * 24 + 2."""
     if xp is np:
@@ -371,14 +389,19 @@ def crop_box(size: int, keep: float) -> tuple[int, int]:
     return (size - kept) // 2, kept
 
 
-def _resize_axis(x, plan, axis: int, xp):
+def _resize_axis(
+    x: _Array, plan: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], axis: int, xp: ModuleType
+) -> _Array:
     i0, i1, w0, w1 = plan
     shape = [1] * x.ndim
     shape[axis] = -1
     if xp is np:
         return np.take(x, i0, axis=axis) * w0.reshape(shape) + np.take(x, i1, axis=axis) * w1.reshape(shape)
     dev = x.device
-    t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
+
+    def t(a: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(a).to(dev)
+
     return x.index_select(axis, t(i0)) * t(w0).view(shape) + x.index_select(axis, t(i1)) * t(w1).view(shape)
 
 
@@ -389,7 +412,8 @@ class FovCrop:
         (top, kh), (left, kw) = crop_box(img.shape[0], keep), crop_box(img.shape[1], keep)
         x = img[top : top + kh, left : left + kw].astype(np.float32)
         x = _resize_axis(x, linear_plan(kh, img.shape[0]), 0, np)
-        return _to_uint8(_resize_axis(x, linear_plan(kw, img.shape[1]), 1, np), np)
+        out: np.ndarray = _to_uint8(_resize_axis(x, linear_plan(kw, img.shape[1]), 1, np), np)
+        return out
 
     @staticmethod
     def batched(imgs: torch.Tensor, keep: float, keys: list[bytes]) -> torch.Tensor:
@@ -397,4 +421,5 @@ class FovCrop:
         (top, kh), (left, kw) = crop_box(h, keep), crop_box(w, keep)
         x = imgs[:, top : top + kh, left : left + kw].to(torch.float32)
         x = _resize_axis(x, linear_plan(kh, h), 1, torch)
-        return _to_uint8(_resize_axis(x, linear_plan(kw, w), 2, torch), torch)
+        out: torch.Tensor = _to_uint8(_resize_axis(x, linear_plan(kw, w), 2, torch), torch)
+        return out

@@ -123,7 +123,7 @@ class FeatureStore:
         except CrsbenchError:
             return False
 
-    def array(self, ref: FeatureSetRef, depth: float, condition: str) -> zarr.Array:
+    def array(self, ref: FeatureSetRef, depth: float, condition: str) -> zarr.Array[Any]:
         """The zarr array of one depth and condition (for `dask.array.from_zarr`)."""
         import zarr
 

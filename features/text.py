@@ -186,11 +186,13 @@ def _open_clip_tokenizer(entry: EncoderEntry, cfg: dict[str, Any]) -> Callable[[
     length = int(text_cfg.get("context_length", 77))
     name = text_cfg.get("hf_tokenizer_name")
     if not name:
-        return SimpleTokenizer(context_length=length)  # open_clip's own BPE vocabulary (shipped)
+        simple: Callable[[Sequence[str]], Any] = SimpleTokenizer(context_length=length)  # open_clip's own BPE (shipped)
+        return simple
     folder = _hf_cache_folder(name)
     if folder is None or _gaps(folder, "open_clip_hf"):
         raise _missing_line(entry, f"the Hugging Face cache (repo {name})", "open_clip_hf")
-    return HFTokenizer(str(folder), context_length=length)
+    hf: Callable[[Sequence[str]], Any] = HFTokenizer(str(folder), context_length=length)
+    return hf
 
 
 def _open_clip(entry: EncoderEntry, weights: Path | None) -> TextTower:
@@ -249,7 +251,8 @@ def cxr_bert_module(config: Any) -> Any:
             self.dense_to_output = nn.Linear(size, size)
 
         def forward(self, x: torch.Tensor) -> torch.Tensor:
-            return self.dense_to_output(self.LayerNorm(nn.functional.gelu(self.dense_to_hidden(x))))
+            out: torch.Tensor = self.dense_to_output(self.LayerNorm(nn.functional.gelu(self.dense_to_hidden(x))))
+            return out
 
     class CxrBert(nn.Module):
         def __init__(self) -> None:
@@ -259,7 +262,8 @@ def cxr_bert_module(config: Any) -> Any:
 
         def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
             hidden = self.bert(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            return self.cls_projection_head(hidden[:, 0, :])
+            projected: torch.Tensor = self.cls_projection_head(hidden[:, 0, :])
+            return projected
 
     return CxrBert()
 

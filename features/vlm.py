@@ -11,13 +11,37 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from crsbench.core import CrsbenchError
 
+if TYPE_CHECKING:
+    from PIL.Image import Image as PILImage
+
 # Option letters of a multiple-choice prompt, in order; the generator scores the first n.
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+class _Prompt(Protocol):
+    @property
+    def text(self) -> str: ...
+    @property
+    def letters(self) -> bool: ...
+
+
+class PromptLike(Protocol):
+    """What a generator reads of one prompt item (the analyses' `PromptItem` is one)."""
+
+    @property
+    def image(self) -> np.ndarray: ...
+    @property
+    def prompt(self) -> _Prompt: ...
+    @property
+    def shots(self) -> Sequence[tuple[np.ndarray, str]]: ...
+    @property
+    def n_options(self) -> int: ...
 
 
 class HFGenerator:
@@ -60,10 +84,11 @@ class HFGenerator:
             ids.append(sorted(options))
         return ids
 
-    def _messages(self, item) -> tuple[list[dict], list]:
+    def _messages(self, item: PromptLike) -> tuple[list[dict[str, Any]], list[PILImage]]:
         from PIL import Image
 
-        messages, images = [], []
+        messages: list[dict[str, Any]] = []
+        images: list[PILImage] = []
         for pixels, answer in item.shots:
             messages += [
                 {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": item.prompt.text}]},
@@ -74,7 +99,7 @@ class HFGenerator:
         images.append(Image.fromarray(item.image))
         return messages, images
 
-    def __call__(self, items: Sequence) -> list[tuple[str, list[float] | None]]:
+    def __call__(self, items: Sequence[PromptLike]) -> list[tuple[str, list[float] | None]]:
         torch = self.torch
         out = []
         for item in items:

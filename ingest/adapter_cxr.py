@@ -55,7 +55,7 @@ FRONTAL_POSITIONS = ("PA", "AP")
 
 
 def _labels(cells: np.ndarray, policy: dict[str, int]) -> np.ndarray:
-    return np.array([parse_binary(v, c, policy) for v, c in zip(cells, CXR_LABELS)], dtype=np.int8)
+    return np.array([parse_binary(v, c, policy) for v, c in zip(cells, CXR_LABELS, strict=True)], dtype=np.int8)
 
 
 def _chexpert_root(path: Path) -> Path:
@@ -189,7 +189,7 @@ def _official_split(root: Path, use: bool) -> dict[str, str]:
     split_file = find_file(root, MIMIC_FILES["split"], "MIMIC-CXR split CSV")
     frame = read_csv(split_file, ["dicom_id", "split"])
     out = {}
-    for i, (dicom, split) in enumerate(zip(frame["dicom_id"], frame["split"])):
+    for i, (dicom, split) in enumerate(zip(frame["dicom_id"], frame["split"], strict=True)):
         if split.strip() not in MIMIC_SPLITS:
             raise InputError(
                 f"{split_file.name}: line {csv_line(i)}: unknown split {split!r} (expected train, validate or test)"

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from crsbench.core import InputError, ProgressFn
 from crsbench.ingest.adapter_folder import LABELS_OPTION, UNLABELED, unlabeled_source
@@ -211,7 +212,7 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     return Source(root, task, names, records)
 
 
-def _unlabeled_manifest(frame, root: Path, name: str, log: RowLog) -> Source:
+def _unlabeled_manifest(frame: pd.DataFrame, root: Path, name: str, log: RowLog) -> Source:
     """--unlabeled: only path (and image_id, group, split) are read; label columns are refused."""
     labelled = [c for c in frame.columns if c not in MANIFEST_RESERVED or c == "label"]
     if labelled:
@@ -234,7 +235,7 @@ def _unlabeled_manifest(frame, root: Path, name: str, log: RowLog) -> Source:
     return unlabeled_source(root, records)
 
 
-def _explain_missing_label_column(frame, name: str) -> None:
+def _explain_missing_label_column(frame: pd.DataFrame, name: str) -> None:
     """A multiclass/ordinal manifest without 'label': say so, not 'malformed value in column X'."""
     others = [c for c in frame.columns if c not in MANIFEST_RESERVED]
     near = [c for c in frame.columns if c != "label" and clean_label(c).lower() in ("label", "labels", "class")]
@@ -245,7 +246,7 @@ def _explain_missing_label_column(frame, name: str) -> None:
         raise InputError(f"{name}: missing required column 'label'{hint} (found: {found})")
 
 
-def _class_names(values, task: Task, name: str) -> list[str]:
+def _class_names(values: pd.Series, task: Task, name: str) -> list[str]:
     distinct = sorted({clean_label(v) for v in values} - {""})
     distinct = [v for v in distinct if not is_missing(v)]
     if task is Task.ORDINAL:
@@ -273,7 +274,7 @@ BINARY = {"1": 1, "1.0": 1, "0": 0, "0.0": 0}
 MISSING_CELLS = ("", "nan", "NaN", "NAN", "NA", "na", "N/A", "n/a", "null", "NULL", "None", "none")
 
 
-def _one_hot_row(row: dict, columns: list[str], task: Task, allowed: dict[str, int]) -> int | np.ndarray:
+def _one_hot_row(row: dict[str, Any], columns: list[str], task: Task, allowed: dict[str, int]) -> int | np.ndarray:
     values = np.array([parse_binary(clean_label(row[c]), c, allowed) for c in columns], dtype=np.int8)
     if task is Task.MULTILABEL:
         return values

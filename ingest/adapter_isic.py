@@ -52,7 +52,7 @@ def read_isic2019(path: Path, log: RowLog, options: dict[str, str], progress: Pr
     unk = frame["UNK"].to_numpy() if "UNK" in frame.columns else np.full(len(frame), "0.0", dtype=object)
     for i, image in enumerate(frame["image"].to_numpy()):
         with log.row(csv_name, csv_line(i)):
-            row = [_one_hot_cell(v, c) for v, c in zip(values[i], ISIC_CLASSES)]
+            row = [_one_hot_cell(v, c) for v, c in zip(values[i], ISIC_CLASSES, strict=True)]
             if _one_hot_cell(unk[i], "UNK"):
                 raise InputError(f"image {image!r} is labelled UNK, which is not one of the 8 ISIC 2019 classes")
             if sum(row) != 1:
@@ -90,7 +90,7 @@ def _metadata(root: Path, name: str, known: set[str]) -> tuple[dict[str, str], d
     columns = {c: key for c, key in ISIC_METADATA.items() if c in meta.columns}
     cells = {key: meta[c].to_numpy() for c, key in columns.items()}
     values = {img: {key: str(v[i]) for key, v in cells.items()} for i, img in enumerate(ids)}
-    lesions = {img: les.strip() for img, les in zip(ids, meta["lesion_id"]) if les.strip()}
+    lesions = {img: les.strip() for img, les in zip(ids, meta["lesion_id"], strict=True) if les.strip()}
     return lesions, values
 
 
@@ -112,7 +112,7 @@ def read_aptos2019(path: Path, log: RowLog, options: dict[str, str], progress: P
     root, csv_name = _folder_and_file(path, options["csv"])
     frame = read_csv(root / csv_name, ["id_code", "diagnosis"])
     records = []
-    for i, (code, diagnosis) in enumerate(zip(frame["id_code"], frame["diagnosis"])):
+    for i, (code, diagnosis) in enumerate(zip(frame["id_code"], frame["diagnosis"], strict=True)):
         with log.row(csv_name, csv_line(i)):
             text = diagnosis.strip()
             if not text.lstrip("-").isdigit():

@@ -207,7 +207,7 @@ def _checked_images(root: Path, records: Sequence[Record], log: RowLog, report: 
     total = len(records)
     workers = min(8, (os.cpu_count() or 1) + 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:  # decoding releases the GIL
-        for done, (rec, (sha, error)) in enumerate(zip(records, pool.map(attempt, records)), start=1):
+        for done, (rec, (sha, error)) in enumerate(zip(records, pool.map(attempt, records), strict=True), start=1):
             if error is not None:
                 log.bad(rec.file, rec.line, error)
             else:

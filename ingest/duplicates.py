@@ -30,7 +30,7 @@ def split_groups(groups: Sequence[str], hashes: Sequence[str]) -> list[str]:
         return g
 
     first: dict[str, str] = {}
-    for g, sha in zip(groups, hashes):
+    for g, sha in zip(groups, hashes, strict=True):
         if not sha:
             continue
         other = first.setdefault(sha, g)

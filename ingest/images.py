@@ -68,7 +68,8 @@ def npz_image(root: Path, rel_path: str) -> np.ndarray:
     array = _npz_array(str(Path(root) / file), key)
     if not 0 <= index < len(array):
         raise InputError(f"{rel_path}: no image {index} in {key} ({len(array)} images)")
-    return array[index]
+    result: np.ndarray = array[index]
+    return result
 
 
 # -- the one decoder ---------------------------------------------------------------------------

@@ -43,11 +43,11 @@ def is_missing(text: str) -> bool:
 def clean_names(names: Sequence[str], where: str) -> list[str]:
     """Class/label names cleaned; a missing spelling or a duplicate after cleaning is an error."""
     out = [clean_label(n) for n in names]
-    for raw, name in zip(names, out):
+    for raw, name in zip(names, out, strict=True):
         if is_missing(name):
             raise InputError(f"{where}: {raw!r} cannot be a class or label name (it spells a missing label)")
     seen: dict[str, str] = {}
-    for raw, name in zip(names, out):
+    for raw, name in zip(names, out, strict=True):
         if name in seen:
             raise InputError(
                 f"{where}: labels {seen[name]!r} and {raw!r} are the same label once "
@@ -131,7 +131,7 @@ def check_splits(
 def merge_classes(labels: np.ndarray, names: Sequence[str], rare: Sequence[str]) -> tuple[np.ndarray, list[str]]:
     """Fold the classes `rare` into one class MERGED_CLASS (multiclass indices)."""
     keep = [n for n in names if n not in rare and n != MERGED_CLASS]
-    merged = keep + [MERGED_CLASS]
+    merged = [*keep, MERGED_CLASS]
     index = {n: (merged.index(n) if n in keep else len(keep)) for n in names}
     remap = np.asarray([index[n] for n in names], dtype=np.int64)
     return remap[np.asarray(labels, dtype=np.int64)], merged

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -59,7 +60,7 @@ def parse_bins(option: str) -> dict[str, tuple[float, ...]]:
             edges = tuple(float(e) for e in edges_text.split(",") if e.strip())
         except ValueError:
             edges = ()
-        if not sep or not edges or any(b <= a for a, b in zip(edges, edges[1:])) or not all(map(math.isfinite, edges)):
+        if not sep or not edges or any(b <= a for a, b in pairwise(edges)) or not all(map(math.isfinite, edges)):
             raise InputError(
                 f"option bins: {part!r} is not KEY=EDGES with increasing numbers (e.g. bins=age=0,40,60,80)"
             )
@@ -71,7 +72,7 @@ def bin_label(value: float, edges: Sequence[float]) -> str | None:
     """'lo-hi' for lo <= value < hi, 'last+' at or above the last edge, None below the first."""
     if value < edges[0]:
         return None
-    for lo, hi in zip(edges, edges[1:]):
+    for lo, hi in pairwise(edges):
         if value < hi:
             return f"{_num(lo)}-{_num(hi)}"
     return f"{_num(edges[-1])}+"

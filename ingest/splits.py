@@ -111,7 +111,7 @@ def assign_splits(
     fixed_arr = np.array([f if f is not None else "" for f in fixed], dtype=object)
     out = fixed_arr.copy()
     group_split: dict[str, str] = {}
-    for g, f in zip(groups_arr.tolist(), fixed_arr.tolist()):
+    for g, f in zip(groups_arr.tolist(), fixed_arr.tolist(), strict=True):
         if not f:
             continue
         if f not in SPLITS:
@@ -119,7 +119,7 @@ def assign_splits(
         prev = group_split.setdefault(g, f)
         if prev != f:
             raise InputError(f"group {g!r} appears in both the {prev} and the {f} split of the source")
-    for i, (g, f) in enumerate(zip(groups_arr.tolist(), fixed_arr.tolist())):
+    for i, (g, f) in enumerate(zip(groups_arr.tolist(), fixed_arr.tolist(), strict=True)):
         if not f and g in group_split:
             out[i] = group_split[g]
     free = np.flatnonzero(out == "")
@@ -136,7 +136,7 @@ def assign_splits(
 def check_group_safe(groups: Sequence[str], splits: Sequence[str] | np.ndarray) -> None:
     """InputError naming the first group found in more than one split."""
     seen: dict[str, str] = {}
-    for g, s in zip(map(str, groups), map(str, splits)):
+    for g, s in zip(map(str, groups), map(str, splits), strict=True):
         if seen.setdefault(g, s) != s:
             raise InputError(f"group {g!r} appears in both the {seen[g]} and the {s} split")
 

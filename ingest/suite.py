@@ -161,7 +161,7 @@ def _build_isic(root: Path, scale: float, size: int, seed: int, report: Progress
 def _write_isic(root: Path, scale: float, size: int, seed: int, report: ProgressFn, png_class: str | None) -> None:
     rng = _rng(seed, "isic2019")
     lesions: list[tuple[str, int]] = []  # (class, number of images of that lesion)
-    for cls, n in zip(ISIC_CLASSES, _counts(ISIC_BASE, scale)):
+    for cls, n in zip(ISIC_CLASSES, _counts(ISIC_BASE, scale), strict=True):
         # Frequent classes get some lesions photographed twice (a grouping the splits
         # must respect); rare classes keep single images so each split gets its share.
         pairs = n // 6 if n >= 20 else 0
@@ -253,7 +253,10 @@ def sample_study_states(rng: np.random.Generator, n: int, min_pos: int, min_norm
 
 def _strengths(states: np.ndarray) -> dict[str, float]:
     # Uncertain findings are drawn faintly: the image shows something the label hedges on.
-    return {name: (1.0 if s == PRESENT else 0.5 if s == UNCERTAIN else 0.0) for name, s in zip(CXR_LABELS, states)}
+    return {
+        name: (1.0 if s == PRESENT else 0.5 if s == UNCERTAIN else 0.0)
+        for name, s in zip(CXR_LABELS, states, strict=True)
+    }
 
 
 @_suite_dataset("chexpert", "chexpert")
@@ -291,7 +294,7 @@ def _build_chexpert(root: Path, scale: float, size: int, seed: int, report: Prog
                     )
                     images.append((view, split, states[study], base / rel, len(images)))
                 study += 1
-    for done, (view, split, st, path, i) in enumerate(images, start=1):
+    for done, (view, _split, st, path, i) in enumerate(images, start=1):
         pixels = synth_cxr.render_cxr(_rng(seed, "chexpert", "image", i), _strengths(st), view, "chexpert", size)
         _save(pixels, path, "JPEG")
         report("generating chexpert", done, len(images))
@@ -314,7 +317,7 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
     meta_rows: list[list[int | str]] = []
     images: list[tuple[str, str, int]] = []
     st = 0
-    for subject, k in zip(subjects, per_subject):
+    for subject, k in zip(subjects, per_subject, strict=True):
         for _ in range(k):
             study = int(studies[st])
             views = [str(rng.choice(["PA", "AP"], p=[0.6, 0.4]))]
@@ -358,7 +361,7 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
     y = (states == PRESENT).astype(np.int64)
     y_rows = np.array([y[study_index[int(m[2])]] for m in meta_rows])
     parts = stratified_group_split(y_rows, [str(m[1]) for m in meta_rows], (0.6, 0.2, 0.2), seed=f"mimic-{seed}")
-    split_rows = [[m[0], m[2], m[1], ("train", "validate", "test")[p]] for m, p in zip(meta_rows, parts)]
+    split_rows = [[m[0], m[2], m[1], ("train", "validate", "test")[p]] for m, p in zip(meta_rows, parts, strict=True)]
     _write_csv(root / "mimic-cxr-2.0.0-chexpert.csv", ["subject_id", "study_id", *MIMIC_LABEL_ORDER], label_rows)
     _write_csv(
         root / "mimic-cxr-2.0.0-metadata.csv",

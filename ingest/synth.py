@@ -13,6 +13,7 @@ chest radiographs are drawn by `synth_cxr`.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 from PIL import Image, ImageDraw, ImageFilter
@@ -32,7 +33,8 @@ def smooth_noise(rng: np.random.Generator, size: int, cells: int) -> np.ndarray:
     small = rng.standard_normal((cells, cells)).astype(np.float32)
     img = Image.fromarray(small, mode="F").resize((size, size), Image.Resampling.BICUBIC)
     out = np.asarray(img, dtype=np.float32)
-    return out / (out.std() + 1e-6)
+    result: np.ndarray = out / (out.std() + 1e-6)
+    return result
 
 
 def blob(size: int, cx: float, cy: float, rx: float, ry: float, angle: float = 0.0) -> np.ndarray:
@@ -41,7 +43,8 @@ def blob(size: int, cx: float, cy: float, rx: float, ry: float, angle: float = 0
     dx, dy = xx - cx, yy - cy
     ca, sa = np.cos(angle), np.sin(angle)
     u, v = (ca * dx + sa * dy) / rx, (-sa * dx + ca * dy) / ry
-    return np.exp(-0.5 * (u * u + v * v)).astype(np.float32)
+    result: np.ndarray = np.exp(-0.5 * (u * u + v * v)).astype(np.float32)
+    return result
 
 
 def disc(size: int, cx: float, cy: float, rx: float, ry: float, edge: float = 0.02) -> np.ndarray:
@@ -103,14 +106,15 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
 
 
 def to_uint8(img: np.ndarray) -> np.ndarray:
-    return (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    result: np.ndarray = (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
+    return result
 
 
 # ------------------------------------------------------------------ dermoscopy (ISIC)
 
 # Per class: lesion RGB, radius, border irregularity, edge softness, texture (amplitude,
 # cells) and an extra structure drawn on top. Roughly follows the dermoscopic look.
-DERM_STYLE: dict[str, dict] = {
+DERM_STYLE: dict[str, dict[str, Any]] = {
     "MEL": dict(rgb=(0.30, 0.17, 0.13), radius=0.50, irregular=0.30, edge=0.02, tex=(0.45, 10), extra="veil"),
     "NV": dict(rgb=(0.52, 0.33, 0.22), radius=0.36, irregular=0.05, edge=0.03, tex=(0.12, 6), extra="network"),
     "BCC": dict(rgb=(0.85, 0.62, 0.62), radius=0.34, irregular=0.10, edge=0.05, tex=(0.10, 5), extra="vessels"),

@@ -21,7 +21,10 @@ def render_cxr(rng: np.random.Generator, findings: dict[str, float], view: str, 
     """
     zoom = rng.uniform(0.95, 1.05) * (1.1 if site == "mimic" else 1.0)
     ox, oy = rng.normal(0, 0.03, 2)
-    g = lambda x, y: (ox + x / zoom, oy + y / zoom)  # noqa: E731 - anatomy placement
+
+    def g(x: float, y: float) -> tuple[float, float]:  # anatomy placement
+        return (ox + x / zoom, oy + y / zoom)
+
     s = 1.0 / zoom
     img = np.full((size, size), 0.06, dtype=np.float32)
     img += 0.42 * disc(size, *g(0, 0.05), 0.86 * s, 0.92 * s, 0.05)
@@ -57,12 +60,20 @@ def render_cxr(rng: np.random.Generator, findings: dict[str, float], view: str, 
     return _acquire(rng, img, site, size)
 
 
-def _pick(rng: np.random.Generator, lungs: list) -> tuple[float, float, float, float]:
-    return lungs[int(rng.integers(len(lungs)))]
+def _pick(
+    rng: np.random.Generator, lungs: list[tuple[float, float, float, float]]
+) -> tuple[float, float, float, float]:
+    result: tuple[float, float, float, float] = lungs[int(rng.integers(len(lungs)))]
+    return result
 
 
 def _cxr_findings(
-    rng: np.random.Generator, img: np.ndarray, f: dict[str, float], lungs: list, size: int, s: float
+    rng: np.random.Generator,
+    img: np.ndarray,
+    f: dict[str, float],
+    lungs: list[tuple[float, float, float, float]],
+    size: int,
+    s: float,
 ) -> np.ndarray:
     def amp(name: str) -> float:
         return float(f.get(name, 0.0))
@@ -79,7 +90,7 @@ def _cxr_findings(
             )
     if a := amp("Edema"):
         streaks = np.clip(smooth_noise(rng, size, 45), 0, None)
-        for lx, ly, rx, ry in lungs:
+        for lx, ly, _rx, _ry in lungs:
             hilum = blob(size, lx * 0.7, ly + 0.05, 0.22 * s, 0.3 * s)
             img += a * hilum * (0.15 + 0.2 * streaks)
     if a := amp("Consolidation"):

@@ -22,7 +22,7 @@ class Task(StrEnum):
     MULTILABEL = "multilabel"
 
     @classmethod
-    def parse(cls, value: str) -> "Task":
+    def parse(cls, value: str) -> Task:
         try:
             return cls(value)
         except ValueError:
@@ -89,7 +89,7 @@ class Dataset:
         import hashlib
 
         h = hashlib.sha256()
-        for image_id, sha in zip(self.images["image_id"], self.images["sha256"]):
+        for image_id, sha in zip(self.images["image_id"], self.images["sha256"], strict=True):
             h.update(f"{image_id}\t{sha}\n".encode())
         return h.hexdigest()
 

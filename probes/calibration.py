@@ -44,7 +44,7 @@ DIRICHLET_EPS = 1e-7
 
 
 class Calibrator(Protocol):
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "Calibrator": ...
+    def fit(self, p: np.ndarray, y: np.ndarray) -> Calibrator: ...
 
     def transform(self, p: np.ndarray) -> np.ndarray: ...
 
@@ -138,7 +138,7 @@ class _Scaling:
     def __init__(self, task: Task) -> None:
         self.task = task
 
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "_Scaling":
+    def fit(self, p: np.ndarray, y: np.ndarray) -> _Scaling:
         p, y = _check(p, y, self.task)
         if self.task is Task.MULTILABEL:
             z = _logit(p)
@@ -152,10 +152,11 @@ class _Scaling:
     def transform(self, p: np.ndarray) -> np.ndarray:
         p, _ = _check(p, None, self.task)
         out: np.ndarray
-        if self.task is Task.MULTILABEL:
-            out = expit(self.w * _logit(p) + self.b)
-        else:
-            out = softmax(self.w * _log(p) + self.b, axis=1)
+        out = (
+            expit(self.w * _logit(p) + self.b)
+            if self.task is Task.MULTILABEL
+            else softmax(self.w * _log(p) + self.b, axis=1)
+        )
         return out
 
     @property
@@ -187,7 +188,7 @@ class IsotonicCalibration:
     def __init__(self, task: Task) -> None:
         self.task = task
 
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "IsotonicCalibration":
+    def fit(self, p: np.ndarray, y: np.ndarray) -> IsotonicCalibration:
         p, y = _check(p, y, self.task)
         targets = y if self.task is Task.MULTILABEL else np.eye(p.shape[1])[y.astype(int)]
         self.maps = [
@@ -228,7 +229,7 @@ class DirichletCalibration:
             return None  # one class only in calib: nothing to learn, keep p unchanged
         return LogisticRegression(C=self.c, max_iter=2000).fit(x, y)
 
-    def fit(self, p: np.ndarray, y: np.ndarray) -> "DirichletCalibration":
+    def fit(self, p: np.ndarray, y: np.ndarray) -> DirichletCalibration:
         p, y = _check(p, y, self.task)
         if self.task is Task.MULTILABEL:
             self.models = [self._fit_one(self._features(p, j), y[:, j]) for j in range(p.shape[1])]

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-import dask
+import dask.base
 import torch
 
 from crsbench.core import CrsbenchError
@@ -39,7 +39,7 @@ class InProcessExecutor:
         self.workers = max(1, workers or (os.cpu_count() or 1))
 
     def compute(self, graphs: list[da.Array]) -> list[Any]:
-        return list(dask.compute(graphs, scheduler="threads")[0])
+        return list(dask.base.compute(graphs, scheduler="threads")[0])
 
     def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, ChunkResult]]:
         """Run jobs as they are drawn from `jobs`, at most one per worker in flight."""

@@ -104,10 +104,7 @@ def fit_logreg(
     """
     n, d = x.shape
     x1 = x.to(torch_dtype)  # no copy when the caller already holds float64
-    if softmax:
-        y3 = y.to(torch_dtype).reshape(n, 1, -1)
-    else:
-        y3 = y.to(torch_dtype).reshape(n, -1, 1)
+    y3 = y.to(torch_dtype).reshape(n, 1, -1) if softmax else y.to(torch_dtype).reshape(n, -1, 1)
     b, k = y3.shape[1], y3.shape[2]
     lam = 1.0 / n
     precond = _Preconditioner(x1, lam)
@@ -192,10 +189,9 @@ class _Preconditioner:
     def __call__(self, v: torch.Tensor) -> torch.Tensor:
         b, d1, k = v.shape
         flat = v.permute(1, 0, 2).reshape(d1, b * k)
-        if self.low_rank:
-            out = (flat - self.x1.T @ (self.inner_inv @ (self.x1 @ flat))) / self.lam
-        else:
-            out = self.dense @ flat
+        out = (
+            (flat - self.x1.T @ (self.inner_inv @ (self.x1 @ flat))) / self.lam if self.low_rank else self.dense @ flat
+        )
         return out.reshape(d1, b, k).permute(1, 0, 2)
 
 
@@ -249,7 +245,7 @@ def _two_loop(
     """The L-BFGS inverse-Hessian product H g per problem, H0 = gamma * precond."""
     q = g.clone()
     alphas = []
-    for s, yy, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rho_hist)):
+    for s, yy, rho in zip(reversed(s_hist), reversed(y_hist), reversed(rho_hist), strict=True):
         a = rho * (s * q).sum(dim=(1, 2))
         q -= a[:, None, None] * yy
         alphas.append(a)
@@ -261,7 +257,7 @@ def _two_loop(
         sy = (s * yy).sum(dim=(1, 2))
         gamma = torch.where((yhy > 0) & (sy > 0), sy / yhy.clamp_min(1e-300), torch.ones_like(sy))
         r = gamma[:, None, None] * r
-    for (s, yy, rho), a in zip(zip(s_hist, y_hist, rho_hist), reversed(alphas)):
+    for (s, yy, rho), a in zip(zip(s_hist, y_hist, rho_hist, strict=True), reversed(alphas), strict=True):
         beta = rho * (yy * r).sum(dim=(1, 2))
         r += s * (a - beta)[:, None, None]
     return r

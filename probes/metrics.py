@@ -106,9 +106,8 @@ def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[n
         return y.astype(np.int64), p, task
     if y.ndim != 1 or y.shape[0] != p.shape[0]:
         raise CrsbenchError(f"{task} y must have shape ({p.shape[0]},), got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer):
-        if not np.all(np.equal(np.mod(y, 1), 0)):
-            raise CrsbenchError(f"{task} y must hold integer class indices")
+    if not np.issubdtype(y.dtype, np.integer) and not np.all(np.equal(np.mod(y, 1), 0)):
+        raise CrsbenchError(f"{task} y must hold integer class indices")
     y = y.astype(np.int64)
     if y.min() < 0 or y.max() >= p.shape[1]:
         raise CrsbenchError(f"class index out of range [0, {p.shape[1]}) in y")

@@ -1,7 +1,7 @@
 """The MLP probe's training loop, written out: the forward and backward ATen calls that
 autograd makes for Linear + ReLU + Linear and the loss, and torch's single-tensor AdamW
 update, in the same order on the same tensors, so the weights are bit-for-bit those of
-`nn.Sequential` + `loss.backward()` + `torch.optim.AdamW.step()` (tests/test_probes_mlp.py
+`nn.Sequential` + `loss.backward()` + `torch.optim.AdamW.step()` (tests/probes/test_mlp.py
 checks this against the module version). What it saves is the per-step machinery around
 those calls (autograd graph, optimizer hooks and bookkeeping): at the demo's sizes a step
 is ~25 small kernels, and the machinery cost more than the arithmetic.
@@ -39,7 +39,7 @@ class AdamW:
         step = self.step_count.item()
         step_size = self.lr / (1 - self.beta1**step)
         bias_correction2_sqrt = (1 - self.beta2**step) ** 0.5
-        for param, grad, (exp_avg, exp_avg_sq) in zip(params, grads, self.moments):
+        for param, grad, (exp_avg, exp_avg_sq) in zip(params, grads, self.moments, strict=True):
             param.mul_(1 - self.lr * self.weight_decay)
             exp_avg.lerp_(grad, 1 - self.beta1)
             exp_avg_sq.mul_(self.beta2).addcmul_(grad, grad, value=1 - self.beta2)

@@ -17,8 +17,8 @@ import hashlib
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import dask
 import dask.array as da
+import dask.base
 import numpy as np
 
 from crsbench.core import CrsbenchError
@@ -161,7 +161,7 @@ class ReadCheck:
 
 
 def _threads(graphs: list[da.Array]) -> list[Any]:
-    return list(dask.compute(graphs, scheduler="threads")[0])
+    return list(dask.base.compute(graphs, scheduler="threads")[0])
 
 
 def check_and_standardise(

@@ -199,9 +199,9 @@ def evaluate_chunk(
         y_eval = data.labels[rows]
         image_ids = data.images["image_id"].to_numpy()[rows]
         row_index = rows.astype(np.int32)
-        for fit, per_set in zip(fitted, probs_by_fit):
+        for fit, per_set in zip(fitted, probs_by_fit, strict=True):
             key = fit.key
-            for ev, probs in zip(batch, per_set):
+            for ev, probs in zip(batch, per_set, strict=True):
                 rid = run_id(key.fit_id, ev.eval_dataset_id, ev.condition)
                 run_rows.append(
                     {

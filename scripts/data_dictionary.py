@@ -5,7 +5,7 @@
     python scripts/data_dictionary.py --db demo-out/crsbench.duckdb --out /tmp/dd.md
 
 The default reads a warehouse created in a temporary folder, so the document depends on the
-code alone (not on which analyses some warehouse happens to hold); tests/test_warehouse_dictionary.py
+code alone (not on which analyses some warehouse happens to hold); tests/warehouse/test_dictionary.py
 fails when the committed file differs from it.
 """
 

@@ -11,4 +11,4 @@ fi
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 python="${PYTHON:-$here/.venv/bin/python}"
 [ -x "$python" ] || python=python3
-exec "$python" "$here/tests/browser_support.py" "$@"
+exec "$python" "$here/tests/support/browser_support.py" "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # System packages the tests use: headless Chromium for the report's browser test
-# (tests/test_report_browser.py). Best effort: that test skips, loudly, if Chromium is
+# (tests/report/test_browser.py). Best effort: that test skips, loudly, if Chromium is
 # still missing afterwards. Set CRSBENCH_CHROMIUM=/path/to/chrome to use another binary.
 set -u
 have_chromium() {

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from runs_factory import DATASETS, encoder_runs, frame, run_row
+from support.runs_factory import DATASETS, encoder_runs, frame, run_row
 
 import crsbench
 from crsbench.analyses.registry import run_analysis

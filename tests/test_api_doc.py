@@ -35,7 +35,7 @@ def test_the_documented_demo_chain_runs(tmp_path, capsys):
     assert probe_line in script
     script = script.replace(probe_line, "bench.restrict_grid(GRID); " + probe_line)
     namespace = {"OUT_DIR": str(tmp_path / "out"), "__name__": "__main__"}
-    exec(compile(script, str(DOC), "exec"), namespace)  # noqa: S102 - the repository's own documented script
+    exec(compile(script, str(DOC), "exec"), namespace)  # the repository's own documented script
 
     bench = namespace["bench"]
     board = bench.leaderboard("demo").board
@@ -54,4 +54,4 @@ def test_the_documented_demo_chain_runs(tmp_path, capsys):
     assert main(["--json", "leaderboard", "--panel", "demo", "--db", str(bench.db)]) == 0
     printed = capsys.readouterr().out.strip().splitlines()[-1]
     cli_board = {r["encoder_id"]: r["crs"] for r in json.loads(printed)["leaderboard"]}
-    assert cli_board == pytest.approx(dict(zip(board.encoder_id, board.crs)))
+    assert cli_board == pytest.approx(dict(zip(board.encoder_id, board.crs, strict=True)))

@@ -9,7 +9,7 @@ import pandas as pd
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from bootstrap_support import ENCODERS, PANEL, _datasets, build_world, cell_batches, copy_world
+from support.bootstrap_support import ENCODERS, PANEL, _datasets, build_world, cell_batches, copy_world
 
 from crsbench.analyses import run_analysis
 from crsbench.bench import Bench

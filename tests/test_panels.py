@@ -5,7 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from runs_factory import AXES, PROFILES, clone_encoder, encoder_runs, frame, reference_axes_cell, reference_axes_encoder
+from support.runs_factory import (
+    AXES,
+    PROFILES,
+    clone_encoder,
+    encoder_runs,
+    frame,
+    reference_axes_cell,
+    reference_axes_encoder,
+)
 
 from crsbench.cli import main
 from crsbench.core import CrsbenchError
@@ -27,7 +35,7 @@ def test_freeze_stores_members_and_min_max_anchors_per_scope(db):
     path, runs = db
     members = ["e1", "e3", "e5"]
     with Warehouse.open(path) as wh:
-        panel = freeze_panel(wh, "main", members + ["e3"])  # duplicates are ignored
+        panel = freeze_panel(wh, "main", [*members, "e3"])  # duplicates are ignored
         stored = get_panel(wh, "main")
     assert stored.members == ("e1", "e3", "e5") == panel.members
     cells = reference_axes_cell(runs)

@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from PIL import Image
 from support.synthetic import write_features
-from test_analyses_agreement import brute_overlap, catalogued, closed_form_cka
 
 from crsbench.analyses.successor import SuccessorOptions
 from crsbench.bench import Bench
@@ -19,6 +18,7 @@ from crsbench.ingest import ingest
 from crsbench.warehouse.catalog import sync_catalog
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
+from tests.analyses.test_agreement import brute_overlap, catalogued, closed_form_cka
 
 ENCODERS = {"cur": (12, 0, True), "cand": (10, 1, True), "rand": (8, 2, False)}  # dim, seed, pretrained
 

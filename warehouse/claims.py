@@ -29,6 +29,7 @@ store without conditional writes; put the warehouse elsewhere there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -181,9 +182,8 @@ class FitClaims:
             holder = {}
         if holder.get("owner") == self.token:
             return False
-        if holder.get("host") == self.host and isinstance(holder.get("pid"), int):
-            if not _pid_alive(holder["pid"]):
-                return True
+        if holder.get("host") == self.host and isinstance(holder.get("pid"), int) and not _pid_alive(holder["pid"]):
+            return True
         return self._storage_now() - _mtime(info) > self.lease_s
 
     def _storage_now(self) -> float:
@@ -193,10 +193,8 @@ class FitClaims:
         return _mtime(self.fs.info(probe))
 
     def _remove(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             self.fs.rm_file(path)  # never `rm`: it expands glob characters in the path
-        except FileNotFoundError:
-            pass
 
     def _heartbeat(self) -> None:
         interval = max(0.05, self.lease_s / 4)
@@ -204,10 +202,9 @@ class FitClaims:
             with self._lock:
                 held = [self._path(f) for f in self.held]
             for path in [self.marker, *held]:
-                try:
+                # A transient store error: the next beat retries within the lease.
+                with contextlib.suppress(OSError):
                     self._touch(path)
-                except OSError:
-                    pass  # a transient store error: the next beat retries within the lease
         probe = f"{self.folder}/.clock-{self.token.replace(':', '-')}"
         self._remove(probe)
 

@@ -116,7 +116,7 @@ class Warehouse:
     @contextmanager
     def open(
         cls, path: Path | str | None = None, read_only: bool = False, sandbox: bool = False, lean: bool = False
-    ) -> Iterator["Warehouse"]:
+    ) -> Iterator[Warehouse]:
         wh = cls(path, read_only=read_only, sandbox=sandbox, lean=lean)
         try:
             yield wh

@@ -273,7 +273,7 @@ def _declare(con: duckdb.DuckDBPyConnection, source: str, target: str) -> None:
         raise CrsbenchError(
             f"cannot declare shift {source} -> {target}: label names differ "
             f"({len(src)} vs {len(tgt)} labels; first difference: "
-            f"{next((a, b) for a, b in zip(src + [None], tgt + [None]) if a != b)})"
+            f"{next((a, b) for a, b in zip([*src, None], [*tgt, None], strict=False) if a != b)})"
         )
     done = one_row(
         con.execute(

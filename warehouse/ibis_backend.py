@@ -19,17 +19,17 @@ class IbisConnection:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._con, name)
 
-    def __enter__(self) -> "IbisConnection":
+    def __enter__(self) -> IbisConnection:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._con.close()
 
-    def execute(self, *args: Any, **kwargs: Any) -> "IbisConnection":
+    def execute(self, *args: Any, **kwargs: Any) -> IbisConnection:
         self._con.execute(*args, **kwargs)
         return self
 
-    def cursor(self) -> "IbisConnection":
+    def cursor(self) -> IbisConnection:
         return IbisConnection(self._con.cursor())
 
     def fetch_arrow_table(self) -> pa.Table:

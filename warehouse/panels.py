@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import duckdb
 import pandas as pd
@@ -118,7 +118,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
             f"{', '.join(missing)}; probe it first (see the axes_cell view)"
         )
     check_anchors(anchors, member_axes, name)
-    frozen_at = datetime.now(timezone.utc).replace(tzinfo=None)
+    frozen_at = datetime.now(UTC).replace(tzinfo=None)
     try:
         with wh.transaction() as con:
             con.execute("insert into panels values (?, ?, ?, ?)", [name, PANEL_MODE, frozen_at, __version__])

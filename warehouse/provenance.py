@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pyarrow as pa
 
@@ -13,6 +13,6 @@ from crsbench.warehouse.schema_ledger import BATCHES
 def batch_record(batch: str, device: str = "cpu") -> pa.Table:
     """The one-row `batches` part of `batch`: when it was written and the software that computed it."""
     return pa.table(
-        {"batch": [batch], "created_at": [datetime.now(timezone.utc)], "provenance": [to_json(collect(device=device))]},
+        {"batch": [batch], "created_at": [datetime.now(UTC)], "provenance": [to_json(collect(device=device))]},
         schema=BATCHES.arrow(),
     )

@@ -109,7 +109,7 @@ def retire_for_new_weights(
     (`extract --force`): retire the fits trained on it and its old catalog row. Their ids carry
     the old weights hash, so the next `probe` refits under new ids; going back to weights used
     before restores the fits retired with them. Returns how many fits were retired."""
-    dataset, encoder_id, regime = key
+    dataset, _encoder_id, _regime = key
     before = one_row(con.execute("select count(*) from retired_fits").fetchone())[0]
     of_set = "from runs where dataset_id = ? and encoder_id = ? and regime = ?"
     con.execute(

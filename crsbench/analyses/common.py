@@ -18,15 +18,15 @@ from crsbench.probes.metrics import METRICS
 from crsbench.warehouse.connection import Warehouse
 
 __all__ = [
-    "load_runs",
-    "metric_names",
-    "seed_metrics",
-    "encoders_frame",
     "datasets_frame",
+    "encoders_frame",
+    "fit_predictions",
     "label_matrix",
     "labels_of",
-    "fit_predictions",
+    "load_runs",
+    "metric_names",
     "same_value",
+    "seed_metrics",
 ]
 
 
@@ -124,12 +124,13 @@ def labels_of(matrix: pd.DataFrame, image_ids: Sequence[str], task: Task, datase
     missing = pd.Index(image_ids).difference(matrix.index)
     if len(missing):
         raise CrsbenchError(f"dataset {dataset_id}: no labels for image {missing[0]!r} (and {len(missing) - 1} more)")
-    values = matrix.loc[list(image_ids)].to_numpy(dtype=np.int64)
+    values: np.ndarray = matrix.loc[list(image_ids)].to_numpy(dtype=np.int64)
     if task is Task.MULTILABEL:
         return values
     if not np.all(values.sum(axis=1) == 1):
         raise CrsbenchError(f"dataset {dataset_id}: a {task} label row is not one-hot")
-    return values.argmax(axis=1)
+    indices: np.ndarray = values.argmax(axis=1)
+    return indices
 
 
 def fit_predictions(wh: Warehouse, fit_id: str) -> dict[tuple[str, str], tuple[list[str], np.ndarray]]:

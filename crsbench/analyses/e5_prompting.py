@@ -118,7 +118,7 @@ def generate_answers(
             PromptItem(_image(ds, r), prompt, [(shot_images[s], a) for s, a in prompt.shots], len(ds.label_names))
             for r in todo
         ]
-        for r, (answer, probs) in zip(todo, generate(items) if items else []):
+        for r, (answer, probs) in zip(todo, generate(items) if items else [], strict=False):
             out.append(
                 {
                     "model_id": model_id,

@@ -164,8 +164,8 @@ def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult
     ).drop_duplicates("run_id")
     keyed.insert(0, "key", np.arange(len(keyed), dtype=np.int64))
     predictions = _load_predictions(wh, keyed)
-    key_of = dict(zip(keyed["run_id"], keyed["key"]))
-    calib_of = dict(zip(calib["fit_id"], calib["run_id"]))
+    key_of = dict(zip(keyed["run_id"], keyed["key"], strict=True))
+    calib_of = dict(zip(calib["fit_id"], calib["run_id"], strict=True))
     targets = {d: _targets(wh, d) for d in sorted(set(runs["dataset_id"]) | set(runs["eval_dataset_id"]))}
     rows: list[dict[str, Any]] = []
     sensitivity = float(params["sensitivity"])

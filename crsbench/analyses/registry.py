@@ -155,7 +155,7 @@ def check_outputs(spec: AnalysisSpec, result: AnalysisResult) -> None:
     analysis, not the user's: ValueError (exit 2) naming the analysis, part and column.
     """
     if not spec.outputs:
-        return  # an analysis that declares nothing (tests/test_analyses_outputs.py flags built-in ones)
+        return  # an analysis that declares nothing (tests/analyses/test_outputs.py flags built-in ones)
     frames = {**result.tables, "summary": result.summary}
     undeclared = sorted(set(frames) - set(spec.outputs))
     if undeclared:

@@ -55,11 +55,12 @@ def scored_runs(wh: Warehouse, members: Sequence[str]) -> pd.DataFrame:
 
 def _needs_ece(runs: pd.DataFrame) -> np.ndarray:
     # Only the full-label clean ECE reaches an axis (calibration).
-    return (
+    needs: np.ndarray = (
         (runs["condition"] == "clean")
         & (runs["eval_dataset_id"] == runs["dataset_id"])
         & np.isclose(runs["label_fraction"].to_numpy(float), 1.0)
     ).to_numpy()
+    return needs
 
 
 def _load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
@@ -77,7 +78,7 @@ def _load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.n
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     ends = np.r_[starts[1:], len(keys)]
     offsets = np.r_[0, np.cumsum(widths)]
-    for a, b in zip(starts, ends):
+    for a, b in zip(starts, ends, strict=True):
         width = int(widths[a])
         if not np.all(widths[a:b] == width):
             raise CrsbenchError(f"run key {int(keys[a])}: prediction rows differ in length")

@@ -47,14 +47,18 @@ def scored_columns(target: np.ndarray, min_positives: int, min_negatives: int) -
 
 def per_image_brier(y: np.ndarray, p: np.ndarray, task: Task) -> np.ndarray:
     if task is Task.MULTILABEL:
-        return np.mean((p - y) ** 2, axis=1)
-    return np.sum((p - _onehot(y, p.shape[1])) ** 2, axis=1)
+        multilabel: np.ndarray = np.mean((p - y) ** 2, axis=1)
+        return multilabel
+    result: np.ndarray = np.sum((p - _onehot(y, p.shape[1])) ** 2, axis=1)
+    return result
 
 
 def per_image_accuracy(y: np.ndarray, p: np.ndarray, task: Task) -> np.ndarray:
     if task is Task.MULTILABEL:
-        return np.mean((p >= 0.5).astype(np.int64) == y, axis=1)
-    return (p.argmax(axis=1) == y).astype(np.float64)
+        multilabel: np.ndarray = np.mean((p >= 0.5).astype(np.int64) == y, axis=1)
+        return multilabel
+    result: np.ndarray = (p.argmax(axis=1) == y).astype(np.float64)
+    return result
 
 
 def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -150,7 +154,7 @@ def gaps(scores: Sequence[GroupScore]) -> list[Gap]:
                 float(abs(point[best_i] - point[worst_i])),
                 float(lo),
                 float(hi),
-                int(len(spread)),
+                len(spread),
             )
         )
     return out

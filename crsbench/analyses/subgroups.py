@@ -93,7 +93,7 @@ def metadata_groups(wh: Warehouse, test: EvalImages, key: str) -> np.ndarray | N
     )
     if frame.empty:
         return None
-    values = dict(zip(frame["row_index"].astype(np.int64), frame["value"].astype(str)))
+    values = dict(zip(frame["row_index"].astype(np.int64), frame["value"].astype(str), strict=True))
     return np.array([values.get(int(r)) for r in test.row_index], dtype=object)
 
 

@@ -52,12 +52,19 @@ def weight_draws(draws: int, alpha: float, rng: np.random.Generator) -> pd.DataF
     """The alternative axis weights and the Dirichlet draws: grp, family, w_*, one row per grp."""
     default = dict(DEFAULT_WEIGHTS)
     rows = [
-        {"grp": "alternative", "family": "alternative", **default, **dict(zip(AXIS_WEIGHTS, ALTERNATIVE_AXIS_WEIGHTS))}
+        {
+            "grp": "alternative",
+            "family": "alternative",
+            **default,
+            **dict(zip(AXIS_WEIGHTS, ALTERNATIVE_AXIS_WEIGHTS, strict=True)),
+        }
     ]
     for i, w in enumerate(rng.dirichlet([alpha] * len(AXIS_WEIGHTS), size=draws)):
-        rows.append({"grp": f"axis:{i}", "family": "axis", **default, **dict(zip(AXIS_WEIGHTS, w))})
+        rows.append({"grp": f"axis:{i}", "family": "axis", **default, **dict(zip(AXIS_WEIGHTS, w, strict=True))})
     for i, w in enumerate(rng.dirichlet([alpha] * len(TERM_WEIGHTS), size=draws)):
-        rows.append({"grp": f"component:{i}", "family": "component", **default, **dict(zip(TERM_WEIGHTS, w))})
+        rows.append(
+            {"grp": f"component:{i}", "family": "component", **default, **dict(zip(TERM_WEIGHTS, w, strict=True))}
+        )
     return pd.DataFrame(rows)
 
 

@@ -73,7 +73,7 @@ def lora_regime(seed: int) -> str:
 DEFAULT_DB: Final[str] = "crsbench.duckdb"
 
 
-def default_db_path() -> "Path":
+def default_db_path() -> Path:
     """`$CRSBENCH_DB`, else `crsbench.duckdb` in the working directory."""
     import os
     from pathlib import Path

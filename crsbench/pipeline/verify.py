@@ -30,7 +30,8 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        return self.damaged.empty
+        result: bool = self.damaged.empty
+        return result
 
 
 def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets: Sequence[str] = ()) -> VerifyReport:

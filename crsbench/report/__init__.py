@@ -23,7 +23,7 @@ from crsbench.report.data import ReportData, gather
 from crsbench.report.html import FigureSink, badge_random, esc, missing, page
 from crsbench.warehouse.connection import Warehouse
 
-__all__ = ["ReportResult", "build_report", "render_html", "SECTION_IDS"]
+__all__ = ["SECTION_IDS", "ReportResult", "build_report", "render_html"]
 
 SECTION_IDS: tuple[str, ...] = tuple(s.id for s in sections.SECTIONS)
 

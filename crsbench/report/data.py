@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -95,7 +96,7 @@ def relations(wh: Warehouse) -> set[str]:
 
 
 def _if_present(
-    wh: Warehouse, present: set[str], relation: str, query: str, params: list | None = None
+    wh: Warehouse, present: set[str], relation: str, query: str, params: list[Any] | None = None
 ) -> pd.DataFrame | None:
     if relation not in present:
         return None
@@ -199,7 +200,7 @@ def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
             analysis_tables.setdefault(name, []).append(table)
     return ReportData(
         wh=wh,
-        generated_at=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         relations=present,
         panel=chosen,
         panels=panels,

@@ -40,10 +40,11 @@ from crsbench.report.roles import (
 )
 
 if TYPE_CHECKING:
+    from matplotlib.axes import Axes
     from matplotlib.colors import Colormap
     from matplotlib.figure import Figure
 
-__all__ = ["palette", "png_bytes", "new_figure"]  # palette lives in roles; kept importable here
+__all__ = ["new_figure", "palette", "png_bytes"]  # palette lives in roles; kept importable here
 
 RANDOM_INIT_COLOR = ROLE_COLORS["random-init"]
 UP, DOWN, SAME = DIRECTION_COLORS[RISES], DIRECTION_COLORS[FALLS], DIRECTION_COLORS[UNCHANGED]
@@ -105,7 +106,7 @@ def profile_chart(
         ax.set_yticklabels([])
         ax.set_xticks(angles)
         ax.set_xticklabels([])
-        for angle, axis in zip(angles, axes):
+        for angle, axis in zip(angles, axes, strict=True):
             # names beside the circle start at its edge instead of straddling it
             cos, sin = math.cos(angle), math.sin(angle)
             ax.text(
@@ -175,7 +176,7 @@ def slope_chart(ranks: pd.DataFrame, subtitle: str, roles: Roles = None) -> Figu
 
 
 def _tag_ticks(ticks: Sequence[Any], labels: Sequence[str], roles: Roles) -> None:
-    for tick, label in zip(ticks, labels):
+    for tick, label in zip(ticks, labels, strict=True):
         tick.set_color(text_color(str(label), roles))
         tag_series(tick, role_of(str(label), roles), str(label))
 
@@ -225,7 +226,7 @@ def rank_probability_chart(frame: pd.DataFrame, p_first: str, p_top3: str, roles
     return fig
 
 
-def _facets(keys: Sequence[str], width: float = 4.2, height: float = 3.2, cols: int = 3) -> tuple[Figure, list]:
+def _facets(keys: Sequence[str], width: float = 4.2, height: float = 3.2, cols: int = 3) -> tuple[Figure, list[Axes]]:
     cols = min(cols, max(len(keys), 1))
     rows = math.ceil(len(keys) / cols)
     fig = new_figure(figsize=(width * cols, height * rows + 0.6))
@@ -255,7 +256,7 @@ def curves_chart(
     fig, axes = _facets(datasets)
     legend: dict[str, Any] = {}
     shapes = role_markers(frame["label"].astype(str).tolist(), roles)
-    for ax, dataset in zip(axes, datasets):
+    for ax, dataset in zip(axes, datasets, strict=True):
         part = frame[frame["dataset_id"] == dataset]
         for label, line in part.groupby("label", sort=True):
             line = line.sort_values(x)
@@ -308,7 +309,7 @@ def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, titl
     series = sorted(frame[series_key].unique(), key=lambda s: (s not in UNCALIBRATED, str(s)))
     method_colors = categorical(len(series))
     legend: dict[str, Any] = {}
-    for ax, key in zip(axes, keys):
+    for ax, key in zip(axes, keys, strict=True):
         part = frame[frame[panel_key] == key]
         legend["perfect calibration"] = ax.plot([0, 1], [0, 1], color="black", linestyle=":", linewidth=1)[0]
         for i, name in enumerate(series):

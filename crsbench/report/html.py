@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -156,7 +156,7 @@ class FigureSink:
     def __init__(self, dpi: int = 110) -> None:
         self.dpi = dpi
         self.pngs: dict[str, bytes] = {}
-        self.layouts: dict[str, dict] = {}
+        self.layouts: dict[str, dict[str, Any]] = {}
 
     def embed(self, figure_id: str, fig: Figure, caption: str) -> str:
         # The id doubles as a file name under --figures.

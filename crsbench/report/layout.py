@@ -58,14 +58,17 @@ def figure_layout(fig: Figure, dpi: int) -> dict[str, Any]:
         drawn: list[Text] = []
         draw_text = renderer.draw_text
 
-        def recording(gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False, mtext=None):
+        # matplotlib's renderer arguments (graphics context, font properties) are its own untyped objects.
+        def recording(
+            gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False, mtext: Text | None = None
+        ) -> None:
             if mtext is not None and s.strip():
                 drawn.append(mtext)
-            return draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+            draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
 
-        renderer.draw_text = recording  # type: ignore[method-assign]
+        renderer.draw_text = recording
         fig.draw(renderer)
-        renderer.draw_text = draw_text  # type: ignore[method-assign]
+        renderer.draw_text = draw_text
         tight = fig.get_tightbbox(renderer)
         x0, y0 = tight.x0 - PAD_INCHES, tight.y0 - PAD_INCHES
         width, height = tight.width + 2 * PAD_INCHES, tight.height + 2 * PAD_INCHES
@@ -106,7 +109,7 @@ def figure_layout(fig: Figure, dpi: int) -> dict[str, Any]:
                             "color": _artist_color(h),
                             "handle_box": box(h.get_window_extent(renderer)),
                         }
-                        for t, h in zip(legend.get_texts(), handles)
+                        for t, h in zip(legend.get_texts(), handles, strict=True)
                     ],
                 }
             )

@@ -161,7 +161,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         return f'<span class="{"up" if moved > 0 else "down"}">{"+" if moved > 0 else ""}{moved}</span>'
 
     def partial(row: pd.Series) -> bool:
-        return row.get("coverage") == "partial"
+        return bool(row.get("coverage") == "partial")
 
     def rank_cell(row: pd.Series) -> str:
         if partial(row):

@@ -31,7 +31,7 @@ def crs_order(data: ReportData, encoders: list[str]) -> list[str]:
         frame = data.crs_encoder.dropna(subset=["crs"])
         if "regime" in frame.columns:
             frame = frame[frame["regime"].isin(["frozen", None])]
-        crs = dict(zip(frame["encoder_id"], frame["crs"].astype(float)))
+        crs = dict(zip(frame["encoder_id"], frame["crs"].astype(float), strict=True))
     return sorted(encoders, key=lambda e: (e not in crs, -crs.get(e, 0.0), e))
 
 
@@ -39,7 +39,7 @@ def _matrix(pairs: pd.DataFrame, order: list[str], value: str, symmetric: bool, 
     index = {e: i for i, e in enumerate(order)}
     out = np.full((len(order), len(order)), np.nan)
     np.fill_diagonal(out, diagonal)
-    for a, b, v in zip(pairs["encoder_a"], pairs["encoder_b"], pairs[value]):
+    for a, b, v in zip(pairs["encoder_a"], pairs["encoder_b"], pairs[value], strict=True):
         if a in index and b in index:
             out[index[a], index[b]] = v
             if symmetric:

@@ -211,7 +211,7 @@ def generic_table(frame: pd.DataFrame, data: ReportData | None = None, max_rows:
         c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) or pd.api.types.is_bool_dtype(frame[c])
     ]
 
-    def cell(column: str):
+    def cell(column: str) -> Cell:
         if column == "encoder_id" and data is not None:
             return lambda r: encoder_cell(r[column], data.random_init)
         if column in text:

@@ -1,0 +1,166 @@
+"""Operating points (METHODS.md §16.3): thresholds chosen on calib equal a brute force over every
+threshold, the rates equal scikit-learn, every in-grid run gets its rows, and bad input is one line."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+from sklearn.metrics import balanced_accuracy_score, confusion_matrix, roc_curve
+from support.subgroups_support import GRID, build
+
+from crsbench.analyses import run_analysis
+from crsbench.analyses.common import fit_predictions
+from crsbench.analyses.thresholds import best_balanced_accuracy, rates, sensitivity_threshold, youden_threshold
+from crsbench.cli import main
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.parts import parts_dir_for
+
+
+def brute(positive, score):
+    """Every observed score as threshold: (J, sensitivity) per threshold, by counting."""
+    out = {}
+    for t in np.unique(score):
+        called = score >= t
+        sens = (called & positive).sum() / positive.sum()
+        spec = (~called & ~positive).sum() / (~positive).sum()
+        out[float(t)] = (sens + spec - 1, sens)
+    return out
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_thresholds_equal_a_brute_force_and_sklearn(seed):
+    rng = np.random.default_rng(seed)
+    positive = rng.random(90) < 0.3
+    score = np.round(np.clip(positive * 0.25 + rng.random(90) * 0.75, 0, 1), 2)  # ties
+    table = brute(positive, score)
+    best_j = max(j for j, _ in table.values())
+    assert youden_threshold(positive, score) == max(t for t, (j, _) in table.items() if j == best_j)
+    fpr, tpr, thr = roc_curve(positive, score, drop_intermediate=False)
+    assert youden_threshold(positive, score) == thr[np.argmax(tpr - fpr)]
+    assert sensitivity_threshold(positive, score, 0.9) == max(t for t, (_, s) in table.items() if s >= 0.9)
+    opt_t, opt_ba = best_balanced_accuracy(positive, score)
+    assert opt_ba == pytest.approx(max(balanced_accuracy_score(positive, score >= t) for t in table))
+    called = score >= opt_t
+    r = rates(positive, called)
+    tn, fp, fn, tp = confusion_matrix(positive, called).ravel()
+    assert r["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(positive, called))
+    assert (r["sensitivity"], r["specificity"]) == pytest.approx((tp / (tp + fn), tn / (tn + fp)))
+    assert (r["ppv"], r["npv"]) == pytest.approx((tp / (tp + fp), tn / (tn + fn)))
+
+
+def test_undefined_columns_give_nan():
+    assert np.isnan(youden_threshold(np.ones(5, bool), np.linspace(0, 1, 5)))
+    assert np.isnan(rates(np.array([True, False]), np.array([False, False]))["ppv"])
+
+
+@pytest.fixture(scope="module")
+def stored(tmp_path_factory):
+    db = build(tmp_path_factory.mktemp("op"))
+    with Warehouse.open(db) as wh:
+        result = run_analysis(wh, "operating_points", {})
+        points = wh.sql("select * from operating_points")
+        calib = wh.sql(
+            "select i.row_index, l.label_idx, l.value, i.dataset_id from labels l join images i "
+            "using (dataset_id, image_id)"
+        )
+        preds = {f: fit_predictions(wh, f) for f in points["fit_id"].unique()}
+        runs = wh.sql(
+            "select run_id, condition from runs_grid where in_grid and label_fraction = 1.0 and condition <> 'calib'"
+        )
+    return db, result, points, calib, preds, runs
+
+
+def _truth(calib, dataset, rows, j):
+    sub = calib[(calib["dataset_id"] == dataset) & (calib["label_idx"] == j)].set_index("row_index")["value"]
+    return sub.loc[rows].to_numpy() == 1
+
+
+def test_every_grid_run_has_rows_for_each_rule_and_label(stored):
+    _, result, points, _, _, runs = stored
+    assert set(points["run_id"]) == set(runs["run_id"])
+    per_run = points.groupby(["dataset_id", "run_id"]).size().groupby("dataset_id").unique()
+    assert {d: list(v) for d, v in per_run.items()} == {"bin": [2], "cxr": [6], "derm": [6]}  # rules x labels
+    assert set(points.loc[points["dataset_id"] == "derm", "rule"]) == {"argmax", "youden_ovr"}
+    assert set(points.loc[points["dataset_id"] == "cxr", "rule"]) == {"youden", "sens90"}
+    assert set(result.summary["condition_kind"]) == {"clean", "perturbed"}
+    thresholded = points[points["rule"] != "argmax"]  # argmax calls are no threshold on p_k: its gap may be < 0
+    assert len(GRID) and (thresholded["transfer_gap"] >= -1e-12).all()
+
+
+@pytest.mark.parametrize("dataset", ["bin", "cxr", "derm"])
+def test_thresholds_and_balanced_accuracy_equal_an_independent_computation(stored, dataset):
+    _, _, points, labels, preds, _ = stored
+    mine = points[(points["dataset_id"] == dataset) & (points["condition"] == "clean")]
+    with Warehouse.open(stored[0], read_only=True) as wh:
+        rows_of = dict(wh.sql("select image_id, row_index from images where dataset_id = ?", [dataset]).values)
+    for row in mine.itertuples():
+        ids_c, p_c = preds[row.fit_id][("calib", dataset)]
+        ids_t, p_t = preds[row.fit_id][("clean", dataset)]
+        pos_c = _truth(labels, dataset, [rows_of[i] for i in ids_c], row.label_idx)
+        pos_t = _truth(labels, dataset, [rows_of[i] for i in ids_t], row.label_idx)
+        table = brute(pos_c, p_c[:, row.label_idx])
+        if row.rule == "argmax":
+            called = p_t.argmax(axis=1) == row.label_idx
+            assert np.isnan(row.threshold)
+        else:
+            if row.rule == "sens90":
+                expected = max(t for t, (_, s) in table.items() if s >= 0.9)
+            else:
+                best = max(j for j, _ in table.values())
+                expected = max(t for t, (j, _) in table.items() if j == best)
+            assert row.threshold == pytest.approx(expected)
+            called = p_t[:, row.label_idx] >= row.threshold
+        assert row.balanced_accuracy == pytest.approx(balanced_accuracy_score(pos_t, called))
+        oracle = max(
+            balanced_accuracy_score(pos_t, p_t[:, row.label_idx] >= t) for t in np.unique(p_t[:, row.label_idx])
+        )
+        assert row.transfer_gap == pytest.approx(oracle - row.balanced_accuracy)
+
+
+def test_bad_operating_point_input_is_one_line_and_writes_nothing(stored, tmp_path, capsys):
+    db = tmp_path / "w.duckdb"
+    shutil.copy(stored[0], db)
+    shutil.copytree(parts_dir_for(stored[0]), parts_dir_for(db))
+    with Warehouse.open(db, read_only=True) as wh:
+        before = wh.sql("select * from operating_points order by all").to_csv()
+    cases = [
+        (["--rule", "f1max"], "unknown threshold rule 'f1max' (rules: youden, sens90, argmax, youden_ovr)"),
+        (["--set", "sensitivity=1.5"], "sensitivity must be in (0, 1]"),
+    ]
+    for args, message in cases:
+        capsys.readouterr()
+        assert main(["analyze", "operating_points", *args, "--db", str(db)]) == 1
+        err = capsys.readouterr().err.strip()
+        assert message in " ".join(err.split()) and len(err.splitlines()) == 1, err
+    with Warehouse.open(db) as wh:
+        wh.con.execute("update images set split = 'train' where dataset_id = 'bin' and split = 'calib'")
+    capsys.readouterr()
+    assert main(["analyze", "operating_points", "--db", str(db)]) == 1
+    err = " ".join(capsys.readouterr().err.split())
+    assert "dataset bin has no 'calib' split: operating points are chosen on the calibration split" in err
+    with Warehouse.open(db, read_only=True) as wh:
+        assert wh.sql("select * from operating_points order by all").to_csv() == before
+
+
+def test_every_new_column_carries_a_comment(stored):
+    with Warehouse.open(stored[0], read_only=True) as wh:
+        cols = wh.sql(
+            "select table_name, column_name, comment from duckdb_columns() where table_name in "
+            "('operating_points', 'subgroup_metrics', 'subgroup_gaps', 'image_metadata', "
+            "'analysis_operating_points_summary')"
+        )
+        tables = wh.sql(
+            "select table_name, comment from duckdb_tables() where table_name in "
+            "('operating_points', 'subgroup_metrics', 'subgroup_gaps', 'image_metadata')"
+        )
+    assert set(cols["table_name"]) == {
+        "operating_points",
+        "subgroup_metrics",
+        "subgroup_gaps",
+        "image_metadata",
+        "analysis_operating_points_summary",
+    }
+    assert cols["comment"].notna().all() and (cols["comment"].str.len() > 20).all(), cols[cols["comment"].isna()]
+    assert len(tables) == 4 and tables["comment"].str.contains("docs/METHODS.md §16").all()

@@ -1,0 +1,395 @@
+"""The HTML report: data gathering, sections, figures and the self-contained page.
+
+`build_warehouse` makes a small warehouse from hand-built run records (5 encoders, a
+multiclass dataset and a multilabel one with a shift target, every depth, fraction and
+corruption), freezes a panel and stores hand-made analysis tables, so each section has
+data. The browser test (test_report_browser.py) reuses it.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from collections.abc import Callable
+from datetime import UTC, datetime
+from html.parser import HTMLParser
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from crsbench.analyses.registry import AnalysisResult, run_analysis, store_result
+from crsbench.core import DEPTHS, LABEL_FRACTIONS, PERTURBED_CONDITIONS, CrsbenchError
+from crsbench.report import SECTION_IDS, build_report
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.panels import freeze_panel
+
+# encoder -> (clean full AUROC, ECE, fragility (AUROC lost per corruption severity), label hunger)
+PROFILES = {
+    "alpha": (0.93, 0.20, 0.050, 0.30),  # best AUROC, badly calibrated, fragile
+    "bravo": (0.90, 0.04, 0.010, 0.10),  # slightly lower AUROC, good on every other axis
+    "charlie": (0.86, 0.08, 0.020, 0.15),
+    "delta": (0.82, 0.06, 0.015, 0.20),
+    "echo": (0.70, 0.12, 0.030, 0.40),  # random-init
+}
+RANDOM_INIT = {"echo"}
+DATASETS = {"derm": ("multiclass", ["a", "b", "c"]), "cxr": ("multilabel", ["x", "y"])}
+SHIFT = {"cxr": "cxr_b"}
+SEEDS = (0, 1)
+
+
+def _run_rows() -> pd.DataFrame:
+    rng = np.random.default_rng(7)
+    rows = []
+    for encoder, (auroc, ece, fragility, hunger) in PROFILES.items():
+        for d_index, dataset in enumerate(DATASETS):
+            for seed in SEEDS:
+                full = auroc - 0.02 * d_index + rng.normal(0, 0.002)
+                fit_ece = ece + rng.normal(0, 0.002)
+
+                def add(
+                    depth: float,
+                    fraction: float,
+                    condition: str,
+                    value: float,
+                    eval_dataset: str = dataset,
+                    calibration_error: float = fit_ece,
+                ) -> None:
+                    fit = f"{encoder}|{dataset}|{depth}|{fraction}|{seed}"
+                    rows.append(
+                        {
+                            "run_id": f"{fit}|{condition}|{eval_dataset}",
+                            "fit_id": fit,
+                            "encoder_id": encoder,
+                            "dataset_id": dataset,
+                            "eval_dataset_id": eval_dataset,
+                            "regime": "frozen",
+                            "probe": "logreg",
+                            "depth": depth,
+                            "label_fraction": fraction,
+                            "seed": seed,
+                            "condition": condition,
+                            "auroc": value,
+                            "ece": calibration_error,
+                            "ece_adaptive": calibration_error,
+                            "brier": 0.2,
+                            "nll": 0.5,
+                            "accuracy": value - 0.1,
+                            "mean_confidence": 0.8,
+                            "qwk": None,
+                            "ordinal_mae": None,
+                            "n_train": 100,
+                            "n_test": 50,
+                            "fit_seconds": 0.1,
+                            "pretrained": encoder not in RANDOM_INIT,
+                            "code_version": "test",
+                            "created_at": datetime(2025, 1, 1, tzinfo=UTC),
+                        }
+                    )
+
+                for fraction in LABEL_FRACTIONS:
+                    add(1.0, fraction, "clean", full - hunger * (1 - fraction) ** 4 * (full - 0.5))
+                for depth in DEPTHS[:-1]:
+                    add(depth, 1.0, "clean", full - 0.08 * (1 - depth) + 0.02 * (encoder == "charlie"))
+                for condition in PERTURBED_CONDITIONS:
+                    severity = int(condition[-1])
+                    add(1.0, 1.0, condition, full - fragility * severity, calibration_error=fit_ece + 0.02)
+                if dataset in SHIFT:
+                    add(1.0, 1.0, "shift", full - 3 * fragility, eval_dataset=SHIFT[dataset])
+    return pd.DataFrame(rows)
+
+
+def bootstrap_table(panel: str) -> pd.DataFrame:
+    """A stand-in for the bootstrap analysis' per-encoder table (probabilities sum as they must)."""
+    p_first = {"bravo": 0.7, "alpha": 0.2, "charlie": 0.1, "delta": 0.0, "echo": 0.0}
+    p_top3 = {"bravo": 1.0, "alpha": 0.8, "charlie": 0.9, "delta": 0.3, "echo": 0.0}
+    crs = {"alpha": 0.55, "bravo": 0.9, "charlie": 0.6, "delta": 0.4, "echo": 0.05}
+    return pd.DataFrame(
+        [
+            {
+                "panel": panel,
+                "encoder_id": e,
+                "crs": crs[e],
+                "crs_lo": crs[e] - 0.05,
+                "crs_hi": crs[e] + 0.05,
+                "p_rank1": p_first[e],
+                "p_top3": p_top3[e],
+            }
+            for e in PROFILES
+        ]
+    )
+
+
+def reliability_table() -> pd.DataFrame:
+    rows = []
+    for encoder in PROFILES:
+        for dataset in DATASETS:
+            for method, bend in (("uncalibrated", 0.25), ("temperature", 0.05)):
+                for b in range(5):
+                    confidence = 0.1 + 0.2 * b
+                    rows.append(
+                        {
+                            "encoder_id": encoder,
+                            "dataset_id": dataset,
+                            "condition": "clean",
+                            "method": method,
+                            "bin": b,
+                            "confidence": confidence,
+                            "accuracy": confidence * (1 - bend),
+                            "count": 10,
+                        }
+                    )
+    return pd.DataFrame(rows)
+
+
+def e2_cells() -> pd.DataFrame:
+    rows = []
+    for encoder, (_, ece, _, _) in PROFILES.items():
+        for dataset in DATASETS:
+            for method, factor in (("temperature", 0.5), ("isotonic", 0.4)):
+                rows.append(
+                    {
+                        "encoder_id": encoder,
+                        "dataset_id": dataset,
+                        "eval_dataset_id": dataset,
+                        "kind": "clean",
+                        "condition": "clean",
+                        "method": method,
+                        "ece_before": ece,
+                        "ece_after": ece * factor,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def beyond_rows(wh: Warehouse) -> None:
+    """Hand-made rows of subgroup_gaps and operating_points (the tables their analyses fill)."""
+    for i, encoder in enumerate(PROFILES):
+        for seed in SEEDS:
+            for key, (worst, gap) in {"sex": (0.8 - 0.02 * i, 0.05 + 0.01 * i), "age": (0.7, 0.1)}.items():
+                wh.con.execute(
+                    "insert into subgroup_gaps (run_id, encoder_id, dataset_id, eval_dataset_id, condition, key, "
+                    "metric, n_groups, worst_group, worst, best, gap, gap_lo, gap_hi, replicates) "
+                    "values (?, ?, 'derm', 'derm', 'clean', ?, 'auroc', 2, 'f', ?, ?, ?, ?, ?, 100)",
+                    [f"r-{encoder}-{seed}", encoder, key, worst, worst + gap, gap, gap / 2, gap * 2],
+                )
+            for condition, rule in (("clean", "argmax"), ("clean", "youden_ovr"), ("gaussian_blur-s1", "argmax")):
+                wh.con.execute(
+                    "insert into operating_points (run_id, encoder_id, dataset_id, eval_dataset_id, condition, "
+                    "rule, label_idx, label, sensitivity, specificity, balanced_accuracy, ppv, npv, "
+                    "optimal_balanced_accuracy, transfer_gap) "
+                    "values (?, ?, 'derm', 'derm', ?, ?, 0, 'a', 0.8, 0.7, 0.75, 0.6, 0.9, 0.8, 0.05)",
+                    [f"r-{encoder}-{seed}-{condition}", encoder, condition, rule],
+                )
+
+
+def agreement_tables() -> AnalysisResult:
+    """Stored tables of analysis agreement for the report: every pair of PROFILES on derm, and
+    the transfer retention of alpha's and bravo's probes (the analysis itself is tested on real
+    feature sets in tests/analyses/test_agreement.py)."""
+    from crsbench.analyses.agreement import AGREEMENT_COLUMNS, COMPOSITION_COLUMNS, summary_of
+    from crsbench.analyses.transfer import COLUMNS as TRANSFER_COLUMNS
+
+    names = sorted(PROFILES)
+    rows, moved = [], []
+    for i, a in enumerate(names):
+        for b in names[i + 1 :]:
+            value = 0.1 + 0.8 * abs(PROFILES[a][0] - PROFILES[b][0]) / 0.1
+            for measure, chance in (("mutual_knn", 10 / 59), ("cka", None)):
+                rows.append(["derm", a, b, 1.0, 10, measure, min(value, 1.0), None, None, chance, 60])
+    for a in names:
+        for b in ("alpha", "bravo"):
+            if a != b:
+                moved.append(["derm", a, b, 1.0, 0, 36, 0.9, 0.85, 0.85 / 0.9, 0.8, 1.0, 0.05, 0.07, 12])
+    pairs = pd.DataFrame(rows, columns=list(AGREEMENT_COLUMNS))
+    tables = {
+        "encoder_agreement": pairs,
+        "neighbour_composition": pd.DataFrame(columns=list(COMPOSITION_COLUMNS)),
+        "classifier_transfer": pd.DataFrame(moved, columns=list(TRANSFER_COLUMNS)),
+    }
+    return AnalysisResult(tables, summary=summary_of(pairs))
+
+
+def build_warehouse(
+    path: Path, panel: str | None = "main", analyses: bool = True, before_analyses: Callable | None = None
+) -> Path:
+    """A warehouse with runs, encoders, datasets, (optionally) a frozen panel and analysis tables.
+
+    `before_analyses(wh)` runs after the panel is frozen and before the analyses (to add encoders)."""
+    with Warehouse.open(path) as wh:
+        for encoder in PROFILES:
+            wh.con.execute(
+                "insert into encoders (encoder_id, family, scope, domain, pretrained) "
+                "values (?, ?, 'general', 'none', ?)",
+                [encoder, encoder.title(), encoder not in RANDOM_INIT],
+            )
+        for dataset, (task, labels) in {**DATASETS, "cxr_b": DATASETS["cxr"]}.items():
+            wh.con.execute(
+                "insert into datasets (dataset_id, task, label_names, n_images) values (?, ?, ?, 60)",
+                [dataset, task, labels],
+            )
+        wh.append_runs(_run_rows())
+        if panel is not None:
+            freeze_panel(wh, panel, ["alpha", "bravo", "charlie", "delta"])
+        if before_analyses is not None:
+            before_analyses(wh)
+        if analyses:
+            run_analysis(wh, "e3")
+            run_analysis(wh, "e6", {"reference": "charlie"})
+            beyond_rows(wh)
+            store_result(wh, "agreement", agreement_tables(), {})
+            store_result(
+                wh,
+                "e2",
+                AnalysisResult({"cells": e2_cells(), "reliability": reliability_table()}, summary=e2_cells().head(3)),
+                {},
+            )
+            if panel is not None:
+                store_result(
+                    wh,
+                    "bootstrap",
+                    AnalysisResult({"encoders": bootstrap_table(panel)}, summary=bootstrap_table(panel)),
+                    {},
+                )
+    return path
+
+
+@pytest.fixture(scope="module")
+def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
+    root = tmp_path_factory.mktemp("report")
+    db = build_warehouse(root / "wh.duckdb")
+    with Warehouse.open(db, read_only=True) as wh:
+        result = build_report(wh, root / "report.html", figures_dir=root / "figures")
+    return root / "report.html", root / "figures", result
+
+
+class _Page(HTMLParser):
+    """Collects sections, images and script/link tags of a page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sections: dict[str, dict] = {}
+        self.images: list[dict] = []
+        self.external: list[str] = []
+        self._current: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list) -> None:
+        a = dict(attrs)
+        if tag == "section":
+            self._current = a.get("data-section")
+            self.sections[self._current] = {"missing": a.get("data-missing") == "true", "images": 0}
+        if tag == "img":
+            self.images.append(a)
+            if self._current:
+                self.sections[self._current]["images"] += 1
+        if tag in ("script", "link", "iframe", "object") or (tag == "img" and not a.get("src", "").startswith("data:")):
+            self.external.append(tag)
+
+
+def _parse(html: str) -> _Page:
+    page = _Page()
+    page.feed(html)
+    return page
+
+
+def test_every_section_has_data_and_figures_decode(full_report):
+    out, figures_dir, result = full_report
+    page = _parse(out.read_text(encoding="utf-8"))
+    assert list(page.sections) == list(SECTION_IDS)
+    assert {k: v["missing"] for k, v in page.sections.items()} == {k: False for k in SECTION_IDS}
+    assert result.sections == {k: "ok" for k in SECTION_IDS}
+    for section_id in (
+        "profiles",
+        "reordering",
+        "bootstrap",
+        "recalibration",
+        "depth",
+        "label-efficiency",
+        "subgroups",
+        "operating-points",
+        "agreement",
+    ):
+        assert page.sections[section_id]["images"] >= 1, section_id
+    assert page.external == []
+    for img in page.images:
+        png = base64.b64decode(img["src"].split(",", 1)[1])
+        assert png[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (figures_dir / f"{img['data-figure']}.png").read_bytes() == png
+    # one PNG per embedded figure, nothing else
+    assert sorted(p.stem for p in figures_dir.glob("*.png")) == sorted(i["data-figure"] for i in page.images)
+
+
+def test_leaderboard_matches_crs_view_and_marks_random_init(full_report, tmp_path):
+    out, _, result = full_report
+    html = out.read_text(encoding="utf-8")
+    assert result.random_init == ["echo"]
+    # the banner names the random-init encoder; every row of it carries the badge
+    banner = re.search(r'<div class="banner".*?</div>', html, re.S).group(0)
+    assert "echo" in banner and "random-init" in banner
+    board = re.search(r'id="leaderboard".*?</table>', html, re.S).group(0)
+    rows = re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>", board, re.S)
+    names = [re.sub(r"<span.*", "", re.findall(r"<td[^>]*>(.*?)</td>", r)[1]) for _, r in rows]
+    # ordered by CRS, as the view says; 'bravo' (calibrated, robust) beats 'alpha' (best AUROC)
+    db = out.parent / "wh.duckdb"
+    with Warehouse.open(db, read_only=True) as wh:
+        expected = wh.sql(
+            "select encoder_id from crs_encoder where panel = 'main' and regime = 'frozen' order by crs desc"
+        )["encoder_id"].tolist()
+        aurocs = wh.sql("select encoder_id from axes_encoder order by discrimination desc")["encoder_id"].tolist()
+    assert names == expected
+    assert aurocs[0] == "alpha" and names[0] == "bravo"
+    for css, row in rows:
+        assert ("badge-random" in row) == ("echo" in row) == (css == "random-init")
+
+
+def test_missing_data_names_the_command(tmp_path):
+    db = tmp_path / "empty.duckdb"
+    Warehouse.open(db).__enter__().close()
+    with Warehouse.open(db, read_only=True) as wh:
+        result = build_report(wh, tmp_path / "r.html")
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    page = _parse(html)
+    assert page.images == []
+    # The overview and the reporting card always render (the card names each item's command).
+    assert [k for k, v in page.sections.items() if v["missing"]] == [
+        s for s in SECTION_IDS if s not in ("overview", "card")
+    ]
+    assert result.sections["bootstrap"] == "crsbench analyze bootstrap"
+    assert result.sections["leaderboard"].startswith("crsbench demo")
+    assert html.count('class="missing"') == len(SECTION_IDS) - 2
+    assert "Run <code>crsbench analyze e2</code>" in html
+
+
+def test_runs_without_panel_or_analyses_point_to_freeze_and_analyze(tmp_path):
+    db = build_warehouse(tmp_path / "wh.duckdb", panel=None, analyses=False)
+    with Warehouse.open(db, read_only=True) as wh:
+        result = build_report(wh, tmp_path / "r.html")
+    assert result.panel is None
+    for section_id in ("leaderboard", "profiles", "reordering"):
+        assert result.sections[section_id] == "crsbench panel freeze NAME --encoders a,b,c"
+    assert result.sections["bootstrap"] == "crsbench analyze bootstrap"
+    assert result.sections["recalibration"] == "crsbench analyze e2"
+    assert result.sections["agreement"] == "crsbench analyze agreement"
+    # curves still come straight from metrics_seed, with a pointer to the analysis
+    assert result.sections["depth"] == "ok" and result.sections["label-efficiency"] == "ok"
+    html = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert "crsbench analyze e3" in html and "crsbench analyze e6" in html
+
+
+def test_unknown_panel_is_a_user_error(tmp_path):
+    db = build_warehouse(tmp_path / "wh.duckdb", analyses=False)
+    with Warehouse.open(db, read_only=True) as wh, pytest.raises(CrsbenchError, match="panel 'nope' not found"):
+        build_report(wh, tmp_path / "r.html", panel="nope")
+    assert not (tmp_path / "r.html").exists()
+
+
+def test_footer_prints_the_provenance_of_every_batch(full_report):
+    import numpy
+    import torch
+
+    out, _, _ = full_report
+    footer = re.search(r'<footer id="provenance">.*?</footer>', out.read_text(encoding="utf-8"), re.S).group(0)
+    cells = re.findall(r"<td>(.*?)</td>", footer)
+    assert cells[0] == "probe batch"
+    assert numpy.__version__ in cells and torch.backends.cpu.get_cpu_capability() in cells and "cpu" in cells
