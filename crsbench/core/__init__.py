@@ -2,7 +2,7 @@
 
 `crsbench.core` imports nothing else from crsbench; every other package may import it. It is the
 one door to these names: every other module imports them from `crsbench.core` itself, never from
-a submodule of it or from a module that happens to hold them (tests/test_core_one_door.py).
+a submodule of it or from a module that happens to hold them (tests/core/test_one_door.py).
 """
 
 from crsbench.core.constants import (
@@ -53,8 +53,8 @@ __all__ = [
     "FROZEN",
     "LABEL_FRACTIONS",
     "LORA",
-    "PERTURBATION_PLUGINS",
     "PERTURBATIONS",
+    "PERTURBATION_PLUGINS",
     "PERTURBED_CONDITIONS",
     "PRIMARY_PROBE",
     "PROTOCOL_PROBE_DEPTHS",

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from crsbench.features.registry import list_encoders
+from crsbench.features.lookup import list_encoders
 from crsbench.pipeline.extract import use_encoder_files
 
 

@@ -63,7 +63,7 @@ def test_malformed_encoder_keys_are_user_errors(text):
 
 
 def test_error_hierarchy_and_exit_codes():
-    # Their one door is crsbench.core (tests/test_core_one_door.py); the old homes no longer re-export them.
+    # Their one door is crsbench.core (tests/core/test_one_door.py); the old homes no longer re-export them.
     from crsbench.ingest import types as ingest_types
 
     assert not hasattr(ingest_types, "CrsbenchError") and not hasattr(ingest_types, "ProgressFn")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import crsbench.core
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 CORE = "crsbench.core"
 NAMES = frozenset(crsbench.core.__all__)
 # Everything that imports crsbench: the package's folders, the tests, benchmarks and scripts.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from runs_factory import PROFILES, encoder_runs, frame
+from support.runs_factory import PROFILES, encoder_runs, frame
 
 from crsbench.bench import Bench
 from crsbench.warehouse.connection import Warehouse

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import torch
 import zarr
-from partition_support import synthetic_warehouse
-from runs_factory import cell_runs, frame, reference_anchors, reference_axes_cell, reference_crs
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
+from support.partition_support import synthetic_warehouse
+from support.runs_factory import cell_runs, frame, reference_anchors, reference_axes_cell, reference_crs
 from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis

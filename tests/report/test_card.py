@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from browser_support import find_chromium, inspect_page
-from test_report import build_warehouse
+from support.browser_support import find_chromium, inspect_page
 
 from crsbench import Bench
 from crsbench.analyses import run_analysis
@@ -24,6 +23,7 @@ from crsbench.report.html import page
 from crsbench.report.sections_card import render_card
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
+from tests.report.test_report import build_warehouse
 
 KEYS = ("split", "training", "threshold", "metrics", "calibration", "uncertainty", "shortcuts")
 CARD_PROBE = """
@@ -136,7 +136,7 @@ def test_every_item_is_filled_and_each_number_is_its_relation_s_aggregate(card_d
 
 
 def test_card_renders_in_chromium_with_all_seven_items(card_db: Path, tmp_path: Path) -> None:
-    # The card as the report renders it, in the report's page shell (tests/test_report_browser.py
+    # The card as the report renders it, in the report's page shell (tests/report/test_browser.py
     # loads the whole report, which opens with it: SECTION_IDS[0]).
     if find_chromium() is None:
         pytest.skip("CHROMIUM NOT INSTALLED: install it with `bash scripts/test-deps.sh`")

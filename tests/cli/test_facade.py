@@ -9,7 +9,7 @@ import ast
 import textwrap
 from pathlib import Path
 
-CLI_DIR = Path(__file__).resolve().parents[1] / "crsbench"
+CLI_DIR = Path(__file__).resolve().parents[2] / "crsbench"
 FORBIDDEN = ("crsbench.features", "crsbench.pipeline", "crsbench.probes", "crsbench.warehouse")
 
 # (cli module, imported module): why it is not behind a Bench method.

@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from partition_support import synthetic_warehouse
 from PIL import Image
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
+from support.partition_support import synthetic_warehouse
 from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis

@@ -83,7 +83,7 @@ def _install_plugin(site: Path) -> None:
 
 def test_the_protocol_conditions_are_the_default_without_plugins():
     expected = ("clean", *(f"{p}-s{s}" for p in PERTURBATIONS for s in SEVERITIES))
-    assert CONDITIONS == expected and len(expected) == 16
+    assert expected == CONDITIONS and len(expected) == 16
     assert ("clean", *perturbed_conditions()) == expected  # the registry's built-ins are the protocol's
     assert registered_conditions() == expected
     assert stored_conditions({}) == CONDITIONS  # a set written before conditions were recorded

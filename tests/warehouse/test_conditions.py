@@ -4,7 +4,7 @@ members whose sets differ, and a cell scored over another set is flagged by name
 from __future__ import annotations
 
 import pytest
-from runs_factory import PERTURBED, encoder_runs, frame, run_row
+from support.runs_factory import PERTURBED, encoder_runs, frame, run_row
 
 from crsbench.core import CrsbenchError
 from crsbench.warehouse.conditions import condition_warnings, member_condition_sets
