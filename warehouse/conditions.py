@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import duckdb
 import pandas as pd
 
-from crsbench.core import CrsbenchError
+from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.core.schema import Column, Schema
 from crsbench.warehouse.schema_columns import METHODS as _M
 from crsbench.warehouse.schema_columns import PANEL as _PANEL
@@ -94,7 +94,7 @@ def condition_warnings(con: duckdb.DuckDBPyConnection, panel: str) -> list[str]:
     ).fetchall()
     lines = []
     for encoder_id, regime, dataset_id, missing, extra in rows:
-        who = encoder_id if regime == "frozen" else f"{encoder_id}@{regime}"
+        who = str(EncoderKey(encoder_id, regime))
         diff = "; ".join(
             part
             for part in (
