@@ -46,7 +46,6 @@ from crsbench.features.repair import check_settings, count_repair, plan_repair, 
 from crsbench.features.store import (
     CLEAN,
     CONDITIONS,
-    DEPTHS,
     FROZEN,
     FeatureSetRef,
     FeatureStore,
@@ -234,7 +233,7 @@ def extract(
     )
     arrays = {
         name: group_array(group, name)
-        for name in [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
+        for name in [f"{depth_key(d)}/{c}" for d in tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
         if name in group  # no DIGEST_ARRAY in a set started before checksums
     }
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])

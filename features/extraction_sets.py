@@ -17,7 +17,7 @@ import zarr
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, DIGEST_NAMES, checksummed_compressors, publish_manifest
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import CLEAN, DEPTHS, FeatureSetRef, depth_key
+from crsbench.features.store import CLEAN, FeatureSetRef, depth_key
 from crsbench.ingest.types import CrsbenchError, Dataset
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
@@ -100,13 +100,13 @@ def open_feature_group(
             "pooling": entry.pooling,
             "dim": dims[depth_key(1.0)],
             "dims": dims,
-            "depths": [depth_key(d) for d in DEPTHS],
+            "depths": [depth_key(d) for d in tap.depths],
             "n_images": ds.n_images,
             **settings,
         }
     )
     rows = settings["chunk_rows"]
-    for d in DEPTHS:
+    for d in tap.depths:
         for cond in settings["conditions"]:
             group.create_array(
                 f"{depth_key(d)}/{cond}",
@@ -117,7 +117,7 @@ def open_feature_group(
                 compressors=compressor(),
             )
     n_chunks = -(-ds.n_images // rows)
-    names = [f"{depth_key(d)}/{cond}" for d in DEPTHS for cond in settings["conditions"]]
+    names = [f"{depth_key(d)}/{cond}" for d in tap.depths for cond in settings["conditions"]]
     if CHECKSUMS:
         group.attrs[DIGEST_NAMES] = names  # the content manifest's columns (features.integrity)
         group.create_array(

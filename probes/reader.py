@@ -22,7 +22,7 @@ import dask.array as da
 import numpy as np
 
 from crsbench.features.integrity import manifest
-from crsbench.features.store import CONDITIONS, FeatureSetRef, FeatureStore, depth_key
+from crsbench.features.store import CONDITIONS, Depth, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import CrsbenchError, Dataset
 from crsbench.probes.checked import CheckedArray, checked_getitem
 
@@ -46,7 +46,7 @@ class TrainStats:
 
 
 def lazy_features(
-    store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str, checked: bool = True
+    store: FeatureStore, ref: FeatureSetRef, depth: Depth, condition: str, checked: bool = True
 ) -> da.Array:
     """One (depth, condition) array of a feature set as a lazy Dask array.
 
@@ -78,7 +78,7 @@ def lazy_features(
     return arr
 
 
-def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str, rows: np.ndarray) -> np.ndarray:
+def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: Depth, condition: str, rows: np.ndarray) -> np.ndarray:
     """Materialise only `rows` (store order) of one array, as float64; NaN or +-inf is an error."""
     x = lazy_features(store, ref, depth, condition)[np.asarray(rows)]
     out = np.asarray(x.compute(scheduler="synchronous"), dtype=np.float64)
@@ -87,7 +87,7 @@ def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: 
     return out
 
 
-def _nan_message(ref: FeatureSetRef, depth: float, condition: str) -> str:
+def _nan_message(ref: FeatureSetRef, depth: Depth, condition: str) -> str:
     return (
         f"feature set {ref.path} has NaN or infinite features at {depth_key(depth)}/{condition}; "
         f"re-run 'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'"
@@ -95,7 +95,7 @@ def _nan_message(ref: FeatureSetRef, depth: float, condition: str) -> str:
 
 
 def check_feature_set(
-    store: FeatureStore, ref: FeatureSetRef, dataset: Dataset, depths: Iterable[float], conditions: Iterable[str]
+    store: FeatureStore, ref: FeatureSetRef, dataset: Dataset, depths: Iterable[Depth], conditions: Iterable[str]
 ) -> None:
     """Completeness, row order and shapes of one feature set against its dataset."""
     if not store.is_complete(ref):
@@ -152,7 +152,7 @@ class ReadCheck:
     """Rows of one array that a sweep will read; `stats` asks for train statistics too."""
 
     ref: FeatureSetRef
-    depth: float
+    depth: Depth  # one of DEPTHS, or `proj` (a zero-shot fit's projected embedding)
     condition: str
     rows: np.ndarray
     stats: bool = False
@@ -166,7 +166,7 @@ def check_and_standardise(
     store: FeatureStore,
     checks: list[ReadCheck],
     compute: Callable[[list[da.Array]], list[Any]] = _threads,
-) -> dict[tuple[FeatureSetRef, float], TrainStats]:
+) -> dict[tuple[FeatureSetRef, Depth], TrainStats]:
     """One lazy pass over every array a sweep needs: NaN/inf check plus train statistics.
 
     Runs before anything is fitted, so NaN or infinite features fail the sweep before a row is written.
@@ -180,7 +180,7 @@ def check_and_standardise(
         if check.stats:
             graphs.extend([x.mean(axis=0), x.std(axis=0)])
     computed = iter(compute(graphs))
-    stats: dict[tuple[FeatureSetRef, float], TrainStats] = {}
+    stats: dict[tuple[FeatureSetRef, Depth], TrainStats] = {}
     for check in checks:
         if bool(next(computed)):
             raise CrsbenchError(_nan_message(check.ref, check.depth, check.condition))

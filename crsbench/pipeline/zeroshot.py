@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from crsbench.core import CrsbenchError
-from crsbench.features.registry import get_encoder
+from crsbench.features.registry import EncoderEntry, get_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, ProgressFn, Task
 from crsbench.probes.records import FitKey
@@ -76,7 +76,8 @@ def zeroshot_all(
     if entries is None:  # every image-text encoder with features here
         ids = sorted({e for _, e in present})
         entries = [get_encoder(e) for e in ids if get_encoder(e).text_tower is not None]
-        entries = [e for e in entries if e.pooling == "projection"]
+        # Only sets holding a projected image embedding (projection pooling, or a stored `proj`)
+        entries = [e for e in entries if any(_projected(store, e, n) for n, i in present if i == e.id)]
         if not entries:
             raise CrsbenchError(
                 f"no feature sets of an image-text encoder in {store_url}; extract one first "
@@ -97,7 +98,7 @@ def zeroshot_all(
         tower = load_text_tower(entry)
         for n in mine:
             ref = FeatureSetRef(n, entry.id)
-            digest = store_text_embeddings(store, ref, sets[n], Task(loaded[n].task), tower)
+            digest = store_text_embeddings(store, ref, sets[n], Task(loaded[n].task), tower, entry)
             hashes[f"{entry.id} x {n}"] = digest
             prompt_rows[(entry.id, n)] = {
                 "encoder_id": entry.id,
@@ -122,3 +123,9 @@ def zeroshot_all(
         )
         record_prompts(wh.con, [{"fit_id": f.fit_id, **prompt_rows[(f.encoder_id, f.dataset_id)]} for f in identified])
     return ZeroShotSummary(len(fits), summary.fitted, summary.runs, hashes)
+
+
+def _projected(store: FeatureStore, entry: EncoderEntry, dataset: str) -> bool:
+    from crsbench.features.zeroshot import image_depth
+
+    return image_depth(store, FeatureSetRef(dataset, entry.id), entry) is not None
