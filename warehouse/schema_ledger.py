@@ -9,7 +9,7 @@ from crsbench.core.schema import Column, Schema
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
 from crsbench.warehouse.schema_columns import METHODS as _M
-from crsbench.warehouse.zeroshot import ZEROSHOT_PROMPTS
+from crsbench.warehouse.zeroshot import ZEROSHOT_GRID, ZEROSHOT_PROMPTS
 
 # The parts' in-file twins: compaction folds parts into `<kind>_compacted`, so the file alone
 # answers every view. A migration creates them with `part` only; a read-write open adds the
@@ -126,4 +126,5 @@ EXTRA_TABLES: tuple[Schema, ...] = (
     RETIRED_FEATURE_SETS,
     FEATURE_CHUNKS,
     ZEROSHOT_PROMPTS,
+    ZEROSHOT_GRID,
 )

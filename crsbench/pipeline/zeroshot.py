@@ -4,7 +4,9 @@ For each image-text encoder and dataset: load the text tower once, embed the dat
 set (the adapter's default or a `--prompts` file's table), keep the class embeddings beside the
 image features, then run the zero-shot fits (probe 'zeroshot', depth 1.0, label fraction 0,
 seed 0) through the ordinary grid: evaluated on the test split, every perturbed condition, the
-calib split and each shift target, written as ordinary run records and predictions.
+calib split and each shift target, written as ordinary run records and predictions. The cells
+run are declared zero-shot cells (`zeroshot_grid`) with the prompt set just run, so the grid's
+completeness views account for them.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def zeroshot_all(
     from crsbench.probes.grid import identify, run_grid
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.parts import append_run_parts
-    from crsbench.warehouse.zeroshot import record_prompts
+    from crsbench.warehouse.zeroshot import declare_cells, record_prompts
 
     store = FeatureStore(store_url)
     present = {(r.dataset, r.encoder_id) for r in store.feature_sets() if r.regime == "frozen"}
@@ -122,6 +124,8 @@ def zeroshot_all(
             progress=progress,
         )
         record_prompts(wh.con, [{"fit_id": f.fit_id, **prompt_rows[(f.encoder_id, f.dataset_id)]} for f in identified])
+        # The cells run are declared (grid_declared_zeroshot), with the prompt set just run.
+        declare_cells(wh.con, [(e, n, str(row["prompt_hash"])) for (e, n), row in prompt_rows.items()])
     return ZeroShotSummary(len(fits), summary.fitted, summary.runs, hashes)
 
 
