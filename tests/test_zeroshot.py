@@ -168,6 +168,12 @@ def test_zero_shot_cells_are_declared_and_complete(zs_db: Path) -> None:
     assert _zs_keys(bench, "grid_missing") == isic
     extra = bench.sql("select n_extra, complete from cell_completeness where dataset_id = 'isic2019'")
     assert extra.values.tolist() == [[len(isic), False]]
+    from crsbench.report.uncertainty import missing_lines
+
+    with Warehouse.open(zs_db, read_only=True) as wh:
+        lines = [line for line in missing_lines(wh) if "zeroshot" in line]
+    assert len(lines) == 1 and lines[0].startswith("isic2019 x tiny-clip: ")
+    assert "zeroshot depth 1 fraction 0 seed 0 missing" in lines[0]  # the whole fit: every condition
 
 
 def test_changed_template_moves_the_declared_cell_to_the_new_runs(zs_db: Path, tmp_path: Path) -> None:
