@@ -46,6 +46,7 @@ __all__ = [
     "claim_dataset",
     "depth_key",
     "encoder_key",
+    "key_depth",
 ]
 
 
@@ -61,6 +62,11 @@ def depth_key(depth: Depth) -> str:
     if isinstance(depth, str) or not any(np.isclose(depth, d) for d in DEPTHS):
         raise CrsbenchError(f"unknown depth {depth!r}; expected one of {DEPTHS}")
     return f"d{round(depth * 100):03d}"
+
+
+def key_depth(key: str) -> Depth:
+    """The inverse of `depth_key`: 'd025' -> 0.25, 'proj' -> 'proj'."""
+    return PROJ if key == PROJ else int(key[1:]) / 100
 
 
 def encoder_key(encoder_id: str, regime: str = FROZEN) -> str:

@@ -203,3 +203,16 @@ def test_migration_declares_the_cells_of_earlier_zero_shot_runs(zs_db: Path) -> 
     with Warehouse.open(zs_db):  # a read-write open migrates to 15
         pass
     assert bench.sql("select encoder_id, dataset_id, prompt_hash from zeroshot_grid order by all").equals(before)
+
+
+def test_a_repaired_proj_depth_retires_the_zero_shot_fits_only(zs_db: Path) -> None:
+    from crsbench.features.store import PROJ, FeatureSetRef, key_depth
+    from crsbench.warehouse.integrity import fits_reading
+
+    assert key_depth("proj") == PROJ and key_depth("d025") == 0.25
+    ref = FeatureSetRef("isic2019", "tiny-clip")
+    with Warehouse.open(zs_db, read_only=True) as wh:
+        zs = sorted(set(wh.sql("select fit_id from runs where probe = 'zeroshot' and dataset_id = 'isic2019'").fit_id))
+        assert fits_reading(wh.con, ref, [PROJ]) == zs
+        assert fits_reading(wh.con, ref, [0.25]) == []
+        assert fits_reading(wh.con, ref, [1.0, PROJ]) == zs  # zero-shot runs record depth 1.0 too
