@@ -161,6 +161,8 @@ def test_zero_shot_cells_are_declared_and_complete(zs_db: Path) -> None:
     assert _zs_keys(bench, "grid_missing") == set()
     cells = bench.sql("select * from cell_completeness where encoder_id = 'tiny-clip'")
     assert set(cells.n_extra) == {0}
+    shown = bench.grid().set_index("dataset_id")["zeroshot_encoders"].map(list).to_dict()
+    assert shown["isic2019"] == shown["chexpert"] == ["tiny-clip"] and shown["mimic-cxr"] == []
     # A cell declared with a prompt set that has no runs lacks every one of its keys.
     with Warehouse.open(zs_db) as wh:
         wh.con.execute("update zeroshot_grid set prompt_hash = 'other' where dataset_id = 'isic2019'")
