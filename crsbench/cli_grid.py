@@ -20,9 +20,10 @@ app.add_typer(grid_app, name="grid")
 
 @grid_app.command("show")
 def grid_show(db: DbOption = default_db_path()) -> None:
-    """Show each dataset's declared grid: probe@depth pairs, fractions, seeds, conditions."""
+    """Show each dataset's declared grid: probe@depth pairs, fractions, seeds, conditions, and the
+    image-text encoders with a declared zero-shot cell (from 'crsbench zeroshot')."""
     frame = Bench(db).grid()
-    for column in ("probe_depths", "fractions", "seeds", "conditions"):
+    for column in ("probe_depths", "fractions", "seeds", "conditions", "zeroshot_encoders"):
         frame[column] = frame[column].map(
             lambda values: ", ".join(f"{v:g}" if isinstance(v, float) else str(v) for v in values)
         )

@@ -134,7 +134,9 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
         return []
     per_fit = wh.sql(
         "select dataset_id, regime, probe, depth, label_fraction, seed, "
-        "count(distinct (condition, eval_dataset_id)) as n_evals from grid_declared "
+        "count(distinct (condition, eval_dataset_id)) as n_evals from ("
+        "select * exclude (declared) from grid_declared union all "
+        "select * exclude (encoder_id, prompt_hash) from grid_declared_zeroshot) "
         "group by all"
     )
     expected = (

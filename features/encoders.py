@@ -341,8 +341,8 @@ def rad_dino(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "Dinov2Model")
 
 
-# hi-ml-multimodal's ImageModel: a torchvision ResNet-50 at encoder.encoder plus a projector
-# that the image features do not use; timm's resnet50 has the same keys and forward.
+# hi-ml-multimodal's ImageModel: a torchvision ResNet-50 at encoder.encoder (timm's resnet50 has
+# the same keys and forward) plus a patch projector, stored as depth `proj` (features.biovil).
 @register_encoder(
     "biovil",
     text_tower="cxr-bert",
@@ -363,7 +363,9 @@ def rad_dino(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     source="hi-ml-multimodal BioViL image encoder (resize 512, centre crop 480, no normalisation)",
 )
 def biovil(entry: EncoderEntry, weights: Path | None) -> nn.Module:
-    return timm_model(entry, weights, arch="resnet50")
+    from crsbench.features.biovil import biovil_image
+
+    return biovil_image(entry, weights)
 
 
 @register_encoder(

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 import zarr
 
-from crsbench.core import DEPTHS, FROZEN, CrsbenchError, ProgressFn, __version__, no_progress
+from crsbench.core import FROZEN, CrsbenchError, ProgressFn, __version__, no_progress
 from crsbench.core.provenance import collect, to_json
 from crsbench.features.conditions import check_conditions, registered_conditions
 from crsbench.features.degenerate import assess
@@ -225,7 +225,7 @@ def extract(
     )
     arrays = {
         name: group_array(group, name)
-        for name in [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
+        for name in [f"{depth_key(d)}/{c}" for d in tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
         if name in group  # no DIGEST_ARRAY in a set started before checksums
     }
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])

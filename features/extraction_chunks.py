@@ -20,7 +20,7 @@ import numpy as np
 import torch
 import zarr
 
-from crsbench.core import CLEAN, DEPTHS, CrsbenchError, ProgressFn
+from crsbench.core import CLEAN, CrsbenchError, ProgressFn
 from crsbench.features import transforms
 from crsbench.features.extraction_procs import Part, decode_and_perturb, pixel_pool
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, PROGRESS_ARRAY
@@ -29,7 +29,7 @@ from crsbench.features.integrity import DIGEST_ARRAY, block_digest
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
 from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import FeatureSetRef, depth_key
+from crsbench.features.store import Depth, FeatureSetRef, depth_key
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import Dataset
 
@@ -75,7 +75,7 @@ class ChunkExtractor:
         self.conditions: list[str] = list(settings["conditions"])
         self.compute_dtype = COMPUTE_DTYPES[settings["compute_dtype"]]
         self.host_conditions = [c for c in self.conditions if c != CLEAN and self._on_host(c)]
-        self.digest_names: list[str] = [f"{depth_key(d)}/{c}" for d in DEPTHS for c in self.conditions]
+        self.digest_names: list[str] = [f"{depth_key(d)}/{c}" for d in tap.depths for c in self.conditions]
 
     def use_streams(self, n: int, pixel_processes: bool = True) -> None:
         """Run `n` forwards at once, each on one torch thread (CPU): a small model's forward
@@ -155,7 +155,7 @@ class ChunkExtractor:
     # -- compute ------------------------------------------------------------------------------
     def run_chunk(
         self, chunk: Chunk, done: int, total: int
-    ) -> tuple[list[tuple[str, int, int]], dict[float, np.ndarray], int]:
+    ) -> tuple[list[tuple[str, int, int]], dict[Depth, np.ndarray], int]:
         """Forward every item of the chunk; returns (items, {depth: [n_items, dim]}, done).
 
         A batch waits only for the pixels it needs, so the forwards of the clean rows start
@@ -167,17 +167,17 @@ class ChunkExtractor:
         bs = self.s["batch_size"]
         batches = [items[b : b + bs] for b in range(0, len(items), bs)]
 
-        def forward(batch: list[tuple[str, int, int]]) -> dict[float, torch.Tensor]:
+        def forward(batch: list[tuple[str, int, int]]) -> dict[Depth, torch.Tensor]:
             return self.tap(torch.cat([self._inputs(group, pixels, chunk) for group in groups(batch, pixels.images)]))
 
-        outputs: list[dict[float, torch.Tensor]] = []
+        outputs: list[dict[Depth, torch.Tensor]] = []
         for batch, out in zip(
             batches, self.streams.map(forward, batches) if self.streams else map(forward, batches), strict=True
         ):
             outputs.append(out)  # stays on the device: one synchronisation per chunk
             done += len(batch)
             self.progress(self.label, done, total)
-        feats = {d: torch.cat([o[d] for o in outputs]).cpu().numpy() for d in DEPTHS}
+        feats = {d: torch.cat([o[d] for o in outputs]).cpu().numpy() for d in self.tap.depths}
         return items, feats, done
 
     def _inputs(self, group: list[tuple[str, int, int]], pixels: Pixels, chunk: Chunk) -> torch.Tensor:
@@ -194,20 +194,20 @@ class ChunkExtractor:
         arrays: dict[str, zarr.Array[Any]],
         chunk: Chunk,
         items: list[tuple[str, int, int]],
-        feats: dict[float, np.ndarray],
+        feats: dict[Depth, np.ndarray],
     ) -> None:
         """Check, convert and write one chunk (runs on the writer thread, one chunk at a time)."""
         self.write_chunk(arrays, chunk, self._arrange(chunk, items, feats))
 
     def _arrange(
-        self, chunk: Chunk, items: list[tuple[str, int, int]], feats: dict[float, np.ndarray]
-    ) -> dict[tuple[float, str], np.ndarray]:
+        self, chunk: Chunk, items: list[tuple[str, int, int]], feats: dict[Depth, np.ndarray]
+    ) -> dict[tuple[Depth, str], np.ndarray]:
         """Per (depth, condition): the chunk's rows in the stored dtype (NaN where not computed)."""
         n = chunk.stop - chunk.start
         conds = np.array([c for c, _, _ in items])
         rows = np.array([i for _, i, _ in items])
-        out: dict[tuple[float, str], np.ndarray] = {}
-        for depth in DEPTHS:
+        out: dict[tuple[Depth, str], np.ndarray] = {}
+        for depth in self.tap.depths:
             f = feats[depth]
             bad = np.flatnonzero(~np.isfinite(f).all(axis=1))
             if bad.size:
@@ -224,7 +224,7 @@ class ChunkExtractor:
                 out[(depth, cond)] = stored
         return out
 
-    def _fail(self, chunk: Chunk, item: tuple[str, int, int], depth: float, what: str) -> None:
+    def _fail(self, chunk: Chunk, item: tuple[str, int, int], depth: Depth, what: str) -> None:
         cond, i, _ = item
         raise CrsbenchError(
             f"{what} for image {self.ids[chunk.start + i]!r} (row {chunk.start + i}, "
@@ -254,7 +254,7 @@ class ChunkExtractor:
 
     # -- writing ------------------------------------------------------------------------------
     def write_chunk(
-        self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
+        self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[Depth, str], np.ndarray]
     ) -> None:
         name = ""
         try:
@@ -275,7 +275,7 @@ class ChunkExtractor:
             raise OSError(exc.errno, os.strerror(exc.errno), where) from exc
 
     def _digests(
-        self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[float, str], np.ndarray]
+        self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[Depth, str], np.ndarray]
     ) -> np.ndarray:
         """CRC-32C of each array's decoded chunk as a reader will see it (unwritten: the NaN fill)."""
         by_name = {f"{depth_key(d)}/{c}": b for (d, c), b in blocks.items() if c == CLEAN or chunk.test.size}

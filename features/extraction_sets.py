@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import zarr
 
-from crsbench.core import CLEAN, DEPTHS, CrsbenchError
+from crsbench.core import CLEAN, CrsbenchError
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, DIGEST_NAMES, checksummed_compressors, publish_manifest
 from crsbench.features.registry import EncoderEntry
@@ -101,13 +101,13 @@ def open_feature_group(
             "pooling": entry.pooling,
             "dim": dims[depth_key(1.0)],
             "dims": dims,
-            "depths": [depth_key(d) for d in DEPTHS],
+            "depths": [depth_key(d) for d in tap.depths],
             "n_images": ds.n_images,
             **settings,
         }
     )
     rows = settings["chunk_rows"]
-    for d in DEPTHS:
+    for d in tap.depths:
         for cond in settings["conditions"]:
             group.create_array(
                 f"{depth_key(d)}/{cond}",
@@ -118,7 +118,7 @@ def open_feature_group(
                 compressors=compressor(),
             )
     n_chunks = -(-ds.n_images // rows)
-    names = [f"{depth_key(d)}/{cond}" for d in DEPTHS for cond in settings["conditions"]]
+    names = [f"{depth_key(d)}/{cond}" for d in tap.depths for cond in settings["conditions"]]
     if CHECKSUMS:
         group.attrs[DIGEST_NAMES] = names  # the content manifest's columns (features.integrity)
         group.create_array(

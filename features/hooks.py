@@ -13,6 +13,11 @@ How a captured output is pooled:
 * feature maps [B, C, H, W]: global average pooling;
 * `pooling="projection"`: the 100 % feature is the model's forward output (its projected
   or head-pooled embedding); shallower depths pool tokens by `entry.token_pool`.
+
+A model with a `patch_projector` (an image-text model whose projection acts on every patch,
+BioViL) also gives the extra depth `proj`: the projector applied to the 100 % output before
+pooling, then pooled (the mean over patches), as the publisher computes its joint-space
+embedding; it cannot be recomputed from the pooled feature.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from torch import nn
 from crsbench.core import DEPTHS, CrsbenchError
 from crsbench.features.loaders import submodule
 from crsbench.features.registry import EncoderEntry
+from crsbench.features.store import PROJ, Depth
 
 
 def depth_modules(
@@ -60,6 +66,11 @@ class DepthTap:
         root = getattr(model, "hook_root", model)
         self.modules = depth_modules(root, entry.depth_blocks, entry.skip_last_blocks)
         self.norm = submodule(root, entry.final_norm) if entry.final_norm else None
+        projector = getattr(model, "patch_projector", None)
+        self.projector: nn.Module | None = projector if isinstance(projector, nn.Module) else None
+        if self.projector is not None and entry.pooling == "projection":
+            raise CrsbenchError(f"encoder {entry.id!r}: a patch projector needs the 100 % output before pooling")
+        self.depths: tuple[Depth, ...] = (*DEPTHS, PROJ) if self.projector is not None else DEPTHS
         self.prefix_tokens = (
             entry.prefix_tokens if entry.prefix_tokens is not None else int(getattr(root, "num_prefix_tokens", 1))
         )
@@ -78,6 +89,8 @@ class DepthTap:
         out = {depth_key(d): path for d, (path, _) in self.modules.items()}
         if self.entry.pooling == "projection":
             out[depth_key(1.0)] = "forward output (projection)"
+        if self.projector is not None:
+            out[PROJ] = f"patch_projector on {self.modules[1.0][0]}, then pooled"
         return out
 
     @property
@@ -107,20 +120,30 @@ class DepthTap:
             return x[:, 0].float()
         return x[:, self.prefix_tokens :].float().mean(dim=1)
 
+    def _project(self, x: torch.Tensor) -> torch.Tensor:
+        """The projector on every patch of a feature map, then the mean over patches."""
+        assert self.projector is not None
+        if x.ndim != 4:
+            raise CrsbenchError(f"depth {PROJ}: a patch projector needs a feature map, got shape {tuple(x.shape)}")
+        projected: torch.Tensor = self.projector(x)
+        return projected.float().mean(dim=(2, 3))
+
     @torch.no_grad()
-    def __call__(self, x: torch.Tensor) -> dict[float, torch.Tensor]:
+    def __call__(self, x: torch.Tensor) -> dict[Depth, torch.Tensor]:
         return self.forward_depths(x)
 
-    def forward_depths(self, x: torch.Tensor) -> dict[float, torch.Tensor]:
+    def forward_depths(self, x: torch.Tensor) -> dict[Depth, torch.Tensor]:
         """As calling the tap, with autograd left on (LoRA training, `crsbench.features.adapt`)."""
         self._captured.clear()
         out = self.model(x)
-        feats: dict[float, torch.Tensor] = {}
+        feats: dict[Depth, torch.Tensor] = {}
         for depth in DEPTHS:
             if depth == 1.0 and self.entry.pooling == "projection":
                 feats[depth] = out.float().flatten(1)
             else:
                 feats[depth] = self._pool(depth, self._captured[depth])
+        if self.projector is not None:
+            feats[PROJ] = self._project(self._captured[1.0])
         self._captured.clear()
         return feats
 

@@ -2,6 +2,11 @@
 
     {root}/{dataset}/image_ids                               order of rows
     {root}/{dataset}/{encoder_key}/d{025|050|075|100}/{condition}   [n_images, dim]
+    {root}/{dataset}/{encoder_key}/proj/{condition}                  [n_images, joint dim]
+
+`proj` is stored only for image-text encoders whose joint-space image embedding cannot be
+recomputed from the pooled 100 % feature (BioViL: a projector on every patch, then the mean);
+zero-shot reads it (METHODS.md §3.5). Projection-pooled entries store that embedding at d100.
 
 `encoder_key` is the encoder id for the frozen regime and `{encoder_id}@{regime}` for
 adapted variants (e.g. `vit_tiny@lora-s0`). Every array has one row per image of the
@@ -24,19 +29,34 @@ if TYPE_CHECKING:
     import zarr  # imported where a store is opened, so the names and refs here stay light
 
 __all__ = [
+    "PROJ",
+    "Depth",
     "FeatureSetRef",
     "FeatureStore",
     "claim_dataset",
     "depth_key",
     "encoder_key",
+    "key_depth",
 ]
 
 
-def depth_key(depth: float) -> str:
-    """0.25 -> 'd025', 1.0 -> 'd100'."""
-    if not any(np.isclose(depth, d) for d in DEPTHS):
+# The extra "depth" of the projected image embedding (see the module notes).
+PROJ = "proj"
+Depth = float | str  # one of DEPTHS, or PROJ
+
+
+def depth_key(depth: Depth) -> str:
+    """0.25 -> 'd025', 1.0 -> 'd100', 'proj' -> 'proj'."""
+    if depth == PROJ:
+        return PROJ
+    if isinstance(depth, str) or not any(np.isclose(depth, d) for d in DEPTHS):
         raise CrsbenchError(f"unknown depth {depth!r}; expected one of {DEPTHS}")
     return f"d{round(depth * 100):03d}"
+
+
+def key_depth(key: str) -> Depth:
+    """The inverse of `depth_key`: 'd025' -> 0.25, 'proj' -> 'proj'."""
+    return PROJ if key == PROJ else int(key[1:]) / 100
 
 
 def encoder_key(encoder_id: str, regime: str = FROZEN) -> str:
@@ -117,13 +137,17 @@ class FeatureStore:
         assert isinstance(node, zarr.Group)
         return node
 
+    def has_proj(self, ref: FeatureSetRef) -> bool:
+        """Whether the set stores the projected image embedding as depth `proj`."""
+        return PROJ in (self.attrs(ref).get("depths") or ())
+
     def is_complete(self, ref: FeatureSetRef) -> bool:
         try:
             return bool(self.attrs(ref).get("complete", False))
         except CrsbenchError:
             return False
 
-    def array(self, ref: FeatureSetRef, depth: float, condition: str) -> zarr.Array[Any]:
+    def array(self, ref: FeatureSetRef, depth: Depth, condition: str) -> zarr.Array[Any]:
         """The zarr array of one depth and condition (for `dask.array.from_zarr`)."""
         import zarr
 

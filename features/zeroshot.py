@@ -17,7 +17,7 @@ import numpy as np
 from crsbench.core import CrsbenchError
 from crsbench.features.lookup import list_encoders
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import FeatureSetRef, FeatureStore
+from crsbench.features.store import PROJ, Depth, FeatureSetRef, FeatureStore
 from crsbench.features.text import TextTower
 from crsbench.ingest.prompts import PromptSet
 from crsbench.ingest.types import Task
@@ -40,26 +40,41 @@ def class_embeddings(tower: TextTower, prompts: PromptSet, task: Task) -> np.nda
 
 
 def check_zero_shot_encoder(entry: EncoderEntry) -> None:
-    """Zero-shot needs a text tower and a stored projected image embedding (pooling projection)."""
+    """Zero-shot needs a text tower (the image side is checked per feature set: `image_depth`)."""
     if entry.text_tower is None:
         have = ", ".join(e.id for e in list_encoders() if e.text_tower is not None)
         raise CrsbenchError(
             f"encoder {entry.id!r} has no text tower, so it cannot classify zero-shot; encoders with one: {have}"
         )
-    if entry.pooling != "projection":
+
+
+def image_depth(store: FeatureStore, ref: FeatureSetRef, entry: EncoderEntry) -> Depth | None:
+    """Where a feature set keeps the projected image embedding: `proj` when stored (BioViL),
+    depth 1.0 for projection-pooled entries; None when it has none."""
+    if store.has_proj(ref):
+        return PROJ
+    return 1.0 if entry.pooling == "projection" else None
+
+
+def check_image_depth(store: FeatureStore, ref: FeatureSetRef, entry: EncoderEntry) -> Depth:
+    depth = image_depth(store, ref, entry)
+    if depth is None:
         raise CrsbenchError(
-            f"encoder {entry.id!r}: its stored features are not the projected image embedding "
-            f"(pooling {entry.pooling!r}), so zero-shot scores cannot be computed from them"
+            f"encoder {entry.id!r}: feature set {ref.path} holds no projected image embedding (pooling "
+            f"{entry.pooling!r} and no depth {PROJ!r}), so zero-shot scores cannot be computed from it; "
+            f"re-extract it with 'crsbench extract --encoder {entry.id} --dataset {ref.dataset} --force'"
         )
+    return depth
 
 
 def store_text_embeddings(
-    store: FeatureStore, ref: FeatureSetRef, prompts: PromptSet, task: Task, tower: TextTower
+    store: FeatureStore, ref: FeatureSetRef, prompts: PromptSet, task: Task, tower: TextTower, entry: EncoderEntry
 ) -> str:
     """Write the set's class embeddings into the feature set's attributes; returns its digest."""
     store.attrs(ref)  # a missing feature set is named with its extract command
+    depth = check_image_depth(store, ref, entry)
     embeddings = class_embeddings(tower, prompts, task)
-    dim = store.array(ref, 1.0, "clean").shape[1]
+    dim = store.array(ref, depth, "clean").shape[1]
     if embeddings.shape[1] != dim:
         raise CrsbenchError(
             f"encoder {ref.encoder_id!r}: text embeddings have {embeddings.shape[1]} dimensions but its "

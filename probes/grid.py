@@ -40,7 +40,7 @@ from crsbench.core import (
     __version__,
 )
 from crsbench.features.conditions import stored_conditions
-from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
+from crsbench.features.store import PROJ, Depth, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
 from crsbench.probes.executors import DistributedExecutor, InProcessExecutor, Job
@@ -176,15 +176,30 @@ def _targets_of(
     return out
 
 
+def read_depth(fit: FitKey, store: FeatureStore, cache: dict[FeatureSetRef, bool] | None = None) -> Depth:
+    """The stored depth a fit reads: its own, except that a zero-shot fit of a feature set that
+    stores the projected image embedding (`proj`, BioViL) reads that (METHODS.md §3.5)."""
+    if not get_probe(fit.probe).zero_shot:
+        return fit.depth
+    cache = {} if cache is None else cache
+    ref = fit.feature_set
+    if ref not in cache:
+        try:
+            cache[ref] = store.has_proj(ref)
+        except CrsbenchError:
+            cache[ref] = False  # a missing feature set is reported by the input checks
+    return PROJ if cache[ref] else fit.depth
+
+
 def _read_checks(
-    groups: Iterable[tuple[FeatureSetRef, float]],
+    groups: Iterable[tuple[FeatureSetRef, Depth]],
     datasets: Mapping[str, Dataset],
     shift_targets: Mapping[str, Sequence[str]],
     store: FeatureStore,
 ) -> list[ReadCheck]:
     checks: list[ReadCheck] = []
-    checked: set[tuple[FeatureSetRef, tuple[float, ...]]] = set()
-    by_ref: dict[FeatureSetRef, list[float]] = defaultdict(list)
+    checked: set[tuple[FeatureSetRef, tuple[Depth, ...]]] = set()
+    by_ref: dict[FeatureSetRef, list[Depth]] = defaultdict(list)
     for ref, depth in groups:
         by_ref[ref].append(depth)
     for ref, depths in by_ref.items():
@@ -212,15 +227,18 @@ def _read_checks(
 
 
 def _chunks(
-    fits: list[FitKey], batch_size: int, eval_rows: Callable[[FeatureSetRef], tuple[int, int]]
-) -> Iterator[tuple[FeatureSetRef, float, list[FitKey]]]:
-    """Each (feature set, depth, probe) group's fits in chunks (see `probes.chunking`);
+    fits: list[FitKey],
+    batch_size: int,
+    eval_rows: Callable[[FeatureSetRef], tuple[int, int]],
+    depth_of: Callable[[FitKey], Depth],
+) -> Iterator[tuple[FeatureSetRef, Depth, list[FitKey]]]:
+    """Each (feature set, stored depth read, probe) group's fits in chunks (see `probes.chunking`);
     `eval_rows(ref)` is (train rows, eval rows) of the feature set's dataset."""
-    groups: dict[tuple[FeatureSetRef, float, str], list[FitKey]] = defaultdict(list)
+    groups: dict[tuple[FeatureSetRef, Depth, str], list[FitKey]] = defaultdict(list)
     for fit in fits:
-        groups[(fit.feature_set, fit.depth, fit.probe)].append(fit)
+        groups[(fit.feature_set, depth_of(fit), fit.probe)].append(fit)
     for (ref, depth, probe), members in sorted(
-        groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, kv[0][1], kv[0][2])
+        groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, depth_key(kv[0][1]), kv[0][2])
     ):
         # Largest fraction first, seeds together: a chunk then holds the fraction-1.0 fits
         # that an unseeded probe shares across seeds.
@@ -242,6 +260,7 @@ def identify(
     data: dict[str, str] = {}
     weights: dict[FeatureSetRef, str] = {}
     repairs: dict[FeatureSetRef, dict[str, int]] = {}
+    projected: dict[FeatureSetRef, bool] = {}
     out = []
     for fit in fits:
         if fit.dataset_id not in data:
@@ -255,7 +274,8 @@ def identify(
                 weights[ref] = ""  # a missing feature set is reported by the input checks
         # A repaired (set, depth) gives its fits new ids: the fits that read the damage were retired.
         read = [ref, *(FeatureSetRef(t, ref.encoder_id, ref.regime) for t in shift_targets.get(fit.dataset_id, ()))]
-        generations = [_repairs(store, r, repairs).get(depth_key(fit.depth), 0) for r in read]
+        depth = depth_key(read_depth(fit, store, projected))
+        generations = [_repairs(store, r, repairs).get(depth, 0) for r in read]
         suffix = f"+repairs{generations}" if any(generations) else ""
         if get_probe(fit.probe).zero_shot:
             # A zero-shot fit is also its prompt set: a changed template gives new fit ids.
@@ -318,11 +338,16 @@ def run_grid(
     _check_training_subsets(todo, datasets)
     executor = DistributedExecutor(scheduler) if scheduler else InProcessExecutor()
     try:
-        groups = sorted({(f.feature_set, f.depth) for f in todo}, key=lambda g: (g[0].path, g[1]))
+        projected: dict[FeatureSetRef, bool] = {}
+
+        def depth_of(fit: FitKey) -> Depth:
+            return read_depth(fit, store, projected)
+
+        groups = sorted({(f.feature_set, depth_of(f)) for f in todo}, key=lambda g: (g[0].path, depth_key(g[1])))
         checks = _read_checks(groups, datasets, shift_targets, store)
         if progress:
             progress("checking features", 0, 1)
-        stats: dict[tuple[FeatureSetRef, float], TrainStats] = check_and_standardise(
+        stats: dict[tuple[FeatureSetRef, Depth], TrainStats] = check_and_standardise(
             store, checks, compute=executor.compute
         )
         if progress:
@@ -330,7 +355,7 @@ def run_grid(
         version = __version__
         waiting: list[FitKey] = []
 
-        def jobs(chunks: Iterable[tuple[FeatureSetRef, float, list[FitKey]]]) -> Iterator[Job]:
+        def jobs(chunks: Iterable[tuple[FeatureSetRef, Depth, list[FitKey]]]) -> Iterator[Job]:
             for ref, depth, members in chunks:
                 if claims is not None:
                     held = claims.acquire([f.fit_id for f in members])
@@ -355,7 +380,7 @@ def run_grid(
                 len(ev.rows) for ev in eval_sets(source, ref, targets, conditions)
             )
 
-        pending = list(_chunks(todo, batch_size, rows_of))
+        pending = list(_chunks(todo, batch_size, rows_of, depth_of))
         while pending:
             for job, (runs, predictions, coefficients) in executor.run(jobs(pending)):
                 if keep_coefficients:
@@ -379,7 +404,7 @@ def run_grid(
                 waiting.clear()
                 if left:
                     time.sleep(poll_s)
-                    pending = list(_chunks(left, batch_size, rows_of))
+                    pending = list(_chunks(left, batch_size, rows_of, depth_of))
     finally:
         if claims is not None:
             claims.release([f.fit_id for f in todo])

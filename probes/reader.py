@@ -24,7 +24,7 @@ import numpy as np
 from crsbench.core import CrsbenchError
 from crsbench.features.conditions import is_condition
 from crsbench.features.integrity import manifest
-from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
+from crsbench.features.store import Depth, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset
 from crsbench.probes.checked import CheckedArray, checked_getitem
 
@@ -48,7 +48,7 @@ class TrainStats:
 
 
 def lazy_features(
-    store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str, checked: bool = True
+    store: FeatureStore, ref: FeatureSetRef, depth: Depth, condition: str, checked: bool = True
 ) -> da.Array:
     """One (depth, condition) array of a feature set as a lazy Dask array.
 
@@ -80,7 +80,7 @@ def lazy_features(
     return arr
 
 
-def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: str, rows: np.ndarray) -> np.ndarray:
+def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: Depth, condition: str, rows: np.ndarray) -> np.ndarray:
     """Materialise only `rows` (store order) of one array, as float64; NaN or +-inf is an error."""
     x = lazy_features(store, ref, depth, condition)[np.asarray(rows)]
     out = np.asarray(x.compute(scheduler="synchronous"), dtype=np.float64)
@@ -89,7 +89,7 @@ def read_rows(store: FeatureStore, ref: FeatureSetRef, depth: float, condition: 
     return out
 
 
-def _nan_message(ref: FeatureSetRef, depth: float, condition: str) -> str:
+def _nan_message(ref: FeatureSetRef, depth: Depth, condition: str) -> str:
     return (
         f"feature set {ref.path} has NaN or infinite features at {depth_key(depth)}/{condition}; "
         f"re-run 'crsbench extract --encoder {ref.encoder_id} --dataset {ref.dataset}'"
@@ -97,7 +97,7 @@ def _nan_message(ref: FeatureSetRef, depth: float, condition: str) -> str:
 
 
 def check_feature_set(
-    store: FeatureStore, ref: FeatureSetRef, dataset: Dataset, depths: Iterable[float], conditions: Iterable[str]
+    store: FeatureStore, ref: FeatureSetRef, dataset: Dataset, depths: Iterable[Depth], conditions: Iterable[str]
 ) -> None:
     """Completeness, row order and shapes of one feature set against its dataset."""
     if not store.is_complete(ref):
@@ -154,7 +154,7 @@ class ReadCheck:
     """Rows of one array that a sweep will read; `stats` asks for train statistics too."""
 
     ref: FeatureSetRef
-    depth: float
+    depth: Depth  # one of DEPTHS, or `proj` (a zero-shot fit's projected embedding)
     condition: str
     rows: np.ndarray
     stats: bool = False
@@ -168,7 +168,7 @@ def check_and_standardise(
     store: FeatureStore,
     checks: list[ReadCheck],
     compute: Callable[[list[da.Array]], list[Any]] = _threads,
-) -> dict[tuple[FeatureSetRef, float], TrainStats]:
+) -> dict[tuple[FeatureSetRef, Depth], TrainStats]:
     """One lazy pass over every array a sweep needs: NaN/inf check plus train statistics.
 
     Runs before anything is fitted, so NaN or infinite features fail the sweep before a row is written.
@@ -182,7 +182,7 @@ def check_and_standardise(
         if check.stats:
             graphs.extend([x.mean(axis=0), x.std(axis=0)])
     computed = iter(compute(graphs))
-    stats: dict[tuple[FeatureSetRef, float], TrainStats] = {}
+    stats: dict[tuple[FeatureSetRef, Depth], TrainStats] = {}
     for check in checks:
         if bool(next(computed)):
             raise CrsbenchError(_nan_message(check.ref, check.depth, check.condition))

@@ -18,7 +18,7 @@ import pandas as pd
 
 from crsbench.core import CALIB, CLEAN, CONDITIONS, PRIMARY_PROBE, SHIFT
 from crsbench.core.schema import COEFFICIENTS, PREDICTIONS
-from crsbench.features.store import FeatureSetRef, FeatureStore
+from crsbench.features.store import Depth, FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.metrics import all_metrics
 from crsbench.probes.reader import TrainStats, read_rows
@@ -32,7 +32,7 @@ class Chunk:
     """Fits sharing one feature set and depth (so one read of each array serves all)."""
 
     ref: FeatureSetRef
-    depth: float
+    depth: Depth  # the stored depth read: the fits' own, or `proj` (zero-shot, `probes.grid.read_depth`)
     fits: tuple[FitKey, ...]
     pretrained: bool
     code_version: str
@@ -145,7 +145,7 @@ def _batches(sets: list[EvalSet]) -> list[list[EvalSet]]:
 
 
 def _read_batch(
-    store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats, rows: np.ndarray
+    store: FeatureStore, depth: Depth, batch: list[EvalSet], stats: TrainStats, rows: np.ndarray
 ) -> np.ndarray:
     """`rows` of every set of the batch, stacked condition-major and standardised in place."""
     n = len(rows)
@@ -161,7 +161,7 @@ def _read_batch(
 
 
 def _predict_batch(
-    store: FeatureStore, depth: float, batch: list[EvalSet], stats: TrainStats, fitted: list[Fitted]
+    store: FeatureStore, depth: Depth, batch: list[EvalSet], stats: TrainStats, fitted: list[Fitted]
 ) -> list[list[np.ndarray]]:
     """probs[fit][set] over the batch's rows: one predictor call per fit and block of rows."""
     rows = batch[0].rows

@@ -120,17 +120,27 @@ def grid_fits(con: duckdb.DuckDBPyConnection, dataset_id: str) -> pd.DataFrame:
 
 
 def grid_summary(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """One row per dataset: its declared probes x depths, fractions, seeds, conditions and fit count."""
+    """One row per dataset: its declared probes x depths, fractions, seeds, conditions and fit count,
+    and the image-text encoders with a declared zero-shot cell there (`zeroshot_grid`, §3.5)."""
     return con.execute(
-        """select dataset_id,
-                  list(distinct probe || '@' || depth::varchar order by probe || '@' || depth::varchar)
-                      as probe_depths,
-                  list(distinct label_fraction order by label_fraction) as fractions,
-                  list(distinct seed order by seed) as seeds,
-                  list(distinct condition order by condition) as conditions,
-                  count(distinct (probe, depth, label_fraction, seed)) as n_fits,
-                  count(*) filter (where origin = 'extend') > 0 as extended
-           from dataset_grid group by dataset_id order by dataset_id"""
+        """with zs as (
+               select dataset_id, list(encoder_id order by encoder_id) as zeroshot_encoders
+               from zeroshot_grid group by dataset_id
+           )
+           select g.*, coalesce(zs.zeroshot_encoders, []::varchar[]) as zeroshot_encoders
+           from (
+               select dataset_id,
+                      list(distinct probe || '@' || depth::varchar order by probe || '@' || depth::varchar)
+                          as probe_depths,
+                      list(distinct label_fraction order by label_fraction) as fractions,
+                      list(distinct seed order by seed) as seeds,
+                      list(distinct condition order by condition) as conditions,
+                      count(distinct (probe, depth, label_fraction, seed)) as n_fits,
+                      count(*) filter (where origin = 'extend') > 0 as extended
+               from dataset_grid group by dataset_id
+           ) g
+           left join zs using (dataset_id)
+           order by g.dataset_id"""
     ).df()
 
 

@@ -10,11 +10,12 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import duckdb
 import pandas as pd
 
-from crsbench.features.store import FeatureSetRef
+from crsbench.features.store import PROJ, Depth, FeatureSetRef
 from crsbench.warehouse import parts
 from crsbench.warehouse.connection import Warehouse
 
@@ -97,18 +98,21 @@ def verify_parts(wh: Warehouse) -> PartCheck:
     return PartCheck(len(rows), unverifiable, damaged)
 
 
-def fits_reading(con: duckdb.DuckDBPyConnection, ref: FeatureSetRef, depths: list[float]) -> list[str]:
+def fits_reading(con: duckdb.DuckDBPyConnection, ref: FeatureSetRef, depths: Sequence[Depth]) -> list[str]:
     """Fits that read the set at one of `depths`: trained on its dataset or evaluated on it.
 
     Every fit at a depth reads every train row of its source (the standardisation statistics),
-    so a damaged chunk of a (set, depth) is read by all of them."""
+    so a damaged chunk of a (set, depth) is read by all of them. Depth `proj` is read by the
+    set's zero-shot fits (METHODS.md §3.5)."""
+    numeric = [round(float(d), 6) for d in depths if d != PROJ]
     if not depths:
         return []
-    marks = ", ".join("?" * len(depths))
+    marks = ", ".join("?" * len(numeric)) or "null"
+    zero_shot = "or probe = 'zeroshot'" if PROJ in depths else ""
     rows = con.execute(
         f"select distinct fit_id from runs where encoder_id = ? and regime = ? "
-        f"and (dataset_id = ? or eval_dataset_id = ?) and round(depth, 6) in ({marks}) order by fit_id",
-        [ref.encoder_id, ref.regime, ref.dataset, ref.dataset, *[round(d, 6) for d in depths]],
+        f"and (dataset_id = ? or eval_dataset_id = ?) and (round(depth, 6) in ({marks}) {zero_shot}) order by fit_id",
+        [ref.encoder_id, ref.regime, ref.dataset, ref.dataset, *numeric],
     ).fetchall()
     return [r[0] for r in rows]
 

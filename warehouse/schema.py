@@ -28,11 +28,12 @@ from crsbench.warehouse.schema_columns import IMAGE as _IMAGE
 from crsbench.warehouse.schema_columns import METHODS as _M
 from crsbench.warehouse.schema_columns import PANEL as _PANEL
 from crsbench.warehouse.schema_ledger import BATCHES, EXTRA_TABLES, PART
+from crsbench.warehouse.zeroshot import backfill_grid_sql
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 13
+SCHEMA_VERSION = 15
 
 TABLES: tuple[Schema, ...] = (
     Schema(
@@ -342,6 +343,9 @@ def _migration(version: int) -> list[str]:
     if version == 5:
         # Datasets ingested before grids were declared get the protocol's grid.
         statements += fill_protocol_sql()
+    if version == 15:
+        # Zero-shot cells run before they were declared are declared with their latest prompt set.
+        statements += backfill_grid_sql()
     return statements
 
 

@@ -10,7 +10,7 @@ from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
 from crsbench.warehouse.schema_columns import IMAGE as _IMAGE
 from crsbench.warehouse.schema_columns import METHODS as _M
-from crsbench.warehouse.zeroshot import ZEROSHOT_PROMPTS
+from crsbench.warehouse.zeroshot import ZEROSHOT_GRID, ZEROSHOT_PROMPTS
 
 # The parts' in-file twins: compaction folds parts into `<kind>_compacted`, so the file alone
 # answers every view. A migration creates them with `part` only; a read-write open adds the
@@ -161,4 +161,5 @@ EXTRA_TABLES: tuple[Schema, ...] = (
     FEATURE_CHUNKS,
     ZEROSHOT_PROMPTS,
     IMAGE_PROPERTIES,  # since 12: file header properties (METHODS.md §19)
+    ZEROSHOT_GRID,
 )

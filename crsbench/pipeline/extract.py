@@ -183,12 +183,12 @@ def describe_loads(loads: Sequence[dict[str, str]]) -> str:
 
 def _retire_repaired(wh: Warehouse, ref: object, attrs: dict[str, object]) -> str:
     """Retire the fits that read the repaired depths of `ref`; the row's status line."""
-    from crsbench.features.store import FeatureSetRef
+    from crsbench.features.store import FeatureSetRef, key_depth
     from crsbench.warehouse.integrity import fits_reading, retire_fits
 
     assert isinstance(ref, FeatureSetRef)
     chunks = list(attrs.get("repaired") or [])  # type: ignore[call-overload]
-    depths = [int(d[1:]) / 100 for d in list(attrs.get("repaired_depths") or [])]  # type: ignore[call-overload]
+    depths = [key_depth(d) for d in list(attrs.get("repaired_depths") or [])]  # type: ignore[call-overload]
     repairs = dict(attrs.get("repairs") or {})  # type: ignore[call-overload]
     with wh.transaction() as con:
         fits = fits_reading(con, ref, depths)

@@ -37,7 +37,7 @@ class VerifyReport:
 def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets: Sequence[str] = ()) -> VerifyReport:
     """Check the store's feature sets (optionally only these encoders / datasets) and the parts."""
     from crsbench.features.integrity import Damage, chunk_manifest, repair_command, scan_set
-    from crsbench.features.store import FeatureStore
+    from crsbench.features.store import FeatureStore, key_depth
     from crsbench.warehouse.integrity import fits_reading, recorded_manifest, verify_parts
 
     store = FeatureStore(store_url)
@@ -66,7 +66,7 @@ def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets:
                     if zattrs.get(name) != mirror.get(name)
                 ]
             for d in found:
-                depth = int(d.name.split("/")[0][1:]) / 100
+                depth = key_depth(d.name.split("/")[0])
                 fits = fits_reading(wh.con, ref, [depth])
                 damaged.append(
                     {

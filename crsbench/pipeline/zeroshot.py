@@ -4,7 +4,9 @@ For each image-text encoder and dataset: load the text tower once, embed the dat
 set (the adapter's default or a `--prompts` file's table), keep the class embeddings beside the
 image features, then run the zero-shot fits (probe 'zeroshot', depth 1.0, label fraction 0,
 seed 0) through the ordinary grid: evaluated on the test split, every perturbed condition, the
-calib split and each shift target, written as ordinary run records and predictions.
+calib split and each shift target, written as ordinary run records and predictions. The cells
+run are declared zero-shot cells (`zeroshot_grid`) with the prompt set just run, so the grid's
+completeness views account for them.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.features.lookup import get_encoder
+from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.records import FitKey
@@ -52,7 +55,7 @@ def zeroshot_all(
     from crsbench.probes.grid import identify, run_grid
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.parts import append_run_parts
-    from crsbench.warehouse.zeroshot import record_prompts
+    from crsbench.warehouse.zeroshot import declare_cells, record_prompts
 
     store = FeatureStore(store_url)
     present = {(r.dataset, r.encoder_id) for r in store.feature_sets() if r.regime == "frozen"}
@@ -76,7 +79,8 @@ def zeroshot_all(
     if entries is None:  # every image-text encoder with features here
         ids = sorted({e for _, e in present})
         entries = [get_encoder(e) for e in ids if get_encoder(e).text_tower is not None]
-        entries = [e for e in entries if e.pooling == "projection"]
+        # Only sets holding a projected image embedding (projection pooling, or a stored `proj`)
+        entries = [e for e in entries if any(_projected(store, e, n) for n, i in present if i == e.id)]
         if not entries:
             raise CrsbenchError(
                 f"no feature sets of an image-text encoder in {store_url}; extract one first "
@@ -97,7 +101,7 @@ def zeroshot_all(
         tower = load_text_tower(entry)
         for n in mine:
             ref = FeatureSetRef(n, entry.id)
-            digest = store_text_embeddings(store, ref, sets[n], Task(loaded[n].task), tower)
+            digest = store_text_embeddings(store, ref, sets[n], Task(loaded[n].task), tower, entry)
             hashes[f"{entry.id} x {n}"] = digest
             prompt_rows[(entry.id, n)] = {
                 "encoder_id": entry.id,
@@ -121,4 +125,12 @@ def zeroshot_all(
             progress=progress,
         )
         record_prompts(wh.con, [{"fit_id": f.fit_id, **prompt_rows[(f.encoder_id, f.dataset_id)]} for f in identified])
+        # The cells run are declared (grid_declared_zeroshot), with the prompt set just run.
+        declare_cells(wh.con, [(e, n, str(row["prompt_hash"])) for (e, n), row in prompt_rows.items()])
     return ZeroShotSummary(len(fits), summary.fitted, summary.runs, hashes)
+
+
+def _projected(store: FeatureStore, entry: EncoderEntry, dataset: str) -> bool:
+    from crsbench.features.zeroshot import image_depth
+
+    return image_depth(store, FeatureSetRef(dataset, entry.id), entry) is not None

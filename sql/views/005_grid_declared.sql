@@ -32,6 +32,7 @@ inferred as (
            eval_dataset_id
     from run_keys
     where dataset_id not in (select dataset_id from dataset_grid)
+      and probe <> 'zeroshot'  -- per encoder: grid_declared_zeroshot
     union
     select distinct f.dataset_id, r.regime, 'logreg' as probe, 1.0::double as depth,
            f.fraction as label_fraction, f.seed, 'clean' as condition,

@@ -18,6 +18,7 @@ from crsbench.features.lookup import get_encoder, tiny_encoder_ids, tiny_image_t
 from crsbench.features.text import text_tower_status
 from crsbench.ingest.prompts import ADAPTER_PROMPTS, make_prompt_set
 from crsbench.ingest.types import Task
+from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for
 
 DATASETS = ["isic2019", "chexpert", "mimic-cxr"]
@@ -132,3 +133,88 @@ def test_bad_prompt_files(zs_db: Path, tmp_path: Path, body: str, message: str) 
     with pytest.raises(CrsbenchError, match=message) as info:
         Bench(zs_db).zeroshot(["tiny-clip"], ["isic2019"], file)
     assert "\n" not in str(info.value)
+
+
+def _zs_keys(bench: Bench, table: str, where: str = "") -> set[tuple[str, str, str]]:
+    rows = bench.sql(f"select dataset_id, condition, eval_dataset_id from {table} where probe = 'zeroshot' {where}")
+    return set(rows.itertuples(index=False, name=None))
+
+
+def test_zero_shot_cells_are_declared_and_complete(zs_db: Path) -> None:
+    bench = Bench(zs_db)
+    declared = bench.sql("select encoder_id, dataset_id, prompt_hash from zeroshot_grid order by dataset_id")
+    prompts = bench.sql("select distinct encoder_id, dataset_id, prompt_hash from zeroshot_prompts order by dataset_id")
+    assert declared.values.tolist() == prompts.values.tolist()  # one prompt set per cell so far
+    assert declared[["encoder_id", "dataset_id"]].values.tolist() == [
+        ["tiny-clip", "chexpert"],
+        ["tiny-clip", "isic2019"],
+    ]
+    # Declared keys: every condition of the dataset's grid (shift -> each target), one fit per cell.
+    grid = bench.sql(
+        "select distinct dataset_id, condition from dataset_grid where dataset_id in ('isic2019', 'chexpert')"
+    )
+    pairs = list(grid.itertuples(index=False, name=None))
+    expected = {(d, c, d) for d, c in pairs if c != "shift"} | {("chexpert", "shift", "mimic-cxr")}  # conftest
+    assert _zs_keys(bench, "grid_declared_zeroshot") == expected
+    assert _zs_keys(bench, "runs") == expected  # zero-shot ran every declared key
+    assert bench.sql("select bool_and(in_grid) as ok from runs_grid where probe = 'zeroshot'").ok[0]
+    assert _zs_keys(bench, "grid_missing") == set()
+    cells = bench.sql("select * from cell_completeness where encoder_id = 'tiny-clip'")
+    assert set(cells.n_extra) == {0}
+    shown = bench.grid().set_index("dataset_id")["zeroshot_encoders"].map(list).to_dict()
+    assert shown["isic2019"] == shown["chexpert"] == ["tiny-clip"] and shown["mimic-cxr"] == []
+    # A cell declared with a prompt set that has no runs lacks every one of its keys.
+    with Warehouse.open(zs_db) as wh:
+        wh.con.execute("update zeroshot_grid set prompt_hash = 'other' where dataset_id = 'isic2019'")
+    isic = {k for k in expected if k[0] == "isic2019"}
+    assert _zs_keys(bench, "grid_missing") == isic
+    extra = bench.sql("select n_extra, complete from cell_completeness where dataset_id = 'isic2019'")
+    assert extra.values.tolist() == [[len(isic), False]]
+    from crsbench.report.uncertainty import missing_lines
+
+    with Warehouse.open(zs_db, read_only=True) as wh:
+        lines = [line for line in missing_lines(wh) if "zeroshot" in line]
+    assert len(lines) == 1 and lines[0].startswith("isic2019 x tiny-clip: ")
+    assert "zeroshot depth 1 fraction 0 seed 0 missing" in lines[0]  # the whole fit: every condition
+
+
+def test_changed_template_moves_the_declared_cell_to_the_new_runs(zs_db: Path, tmp_path: Path) -> None:
+    bench = Bench(zs_db)
+    spec = ADAPTER_PROMPTS["isic2019"]
+    classes = "\n".join(f'{k} = "{v}"' for k, v in spec["classes"].items())
+    file = tmp_path / "prompts.toml"
+    file.write_text(f'[dataset.isic2019]\ntemplates = ["a photo of {{}}."]\n[dataset.isic2019.classes]\n{classes}\n')
+    new = bench.zeroshot(["tiny-clip"], ["isic2019"], file).prompt_sets["tiny-clip x isic2019"]
+    declared = bench.sql("select prompt_hash from zeroshot_grid where dataset_id = 'isic2019'")
+    assert declared.prompt_hash.tolist() == [new]
+    flags = bench.sql(
+        "select p.prompt_hash = ? as new, bool_and(in_grid) as all_in, bool_or(in_grid) as any_in from runs_grid r "
+        "join zeroshot_prompts p using (fit_id) where r.probe = 'zeroshot' and r.dataset_id = 'isic2019' group by 1",
+        [new],
+    ).set_index("new")
+    assert flags.loc[True, "all_in"] and not flags.loc[False, "any_in"]  # old runs stay, as extras
+    assert _zs_keys(bench, "grid_missing") == set()
+
+
+def test_migration_declares_the_cells_of_earlier_zero_shot_runs(zs_db: Path) -> None:
+    bench = Bench(zs_db)
+    before = bench.sql("select encoder_id, dataset_id, prompt_hash from zeroshot_grid order by all")
+    with Warehouse.open(zs_db) as wh:  # back to schema 14: no zeroshot_grid yet
+        wh.con.execute("drop table zeroshot_grid")
+        wh.con.execute("delete from schema_info where version = 15")
+    with Warehouse.open(zs_db):  # a read-write open migrates to 15
+        pass
+    assert bench.sql("select encoder_id, dataset_id, prompt_hash from zeroshot_grid order by all").equals(before)
+
+
+def test_a_repaired_proj_depth_retires_the_zero_shot_fits_only(zs_db: Path) -> None:
+    from crsbench.features.store import PROJ, FeatureSetRef, key_depth
+    from crsbench.warehouse.integrity import fits_reading
+
+    assert key_depth("proj") == PROJ and key_depth("d025") == 0.25
+    ref = FeatureSetRef("isic2019", "tiny-clip")
+    with Warehouse.open(zs_db, read_only=True) as wh:
+        zs = sorted(set(wh.sql("select fit_id from runs where probe = 'zeroshot' and dataset_id = 'isic2019'").fit_id))
+        assert fits_reading(wh.con, ref, [PROJ]) == zs
+        assert fits_reading(wh.con, ref, [0.25]) == []
+        assert fits_reading(wh.con, ref, [1.0, PROJ]) == zs  # zero-shot runs record depth 1.0 too
