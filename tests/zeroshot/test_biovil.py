@@ -37,7 +37,7 @@ def _close(ours: np.ndarray, theirs: np.ndarray) -> None:
 
 
 def _entry():
-    from crsbench.features.registry import get_encoder
+    from crsbench.features.lookup import get_encoder
 
     return dataclasses.replace(get_encoder("biovil"), input_size=SIZE, model_kwargs={"layers": (1, 1, 1, 1)})
 
