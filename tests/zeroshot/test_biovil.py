@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from crsbench.features.hooks import DepthTap
+from crsbench.features.loaders import build_model
 from crsbench.features.store import PROJ
 from crsbench.features.text import load_text_tower
 from crsbench.features.zeroshot import _unit, class_embeddings
@@ -120,7 +121,7 @@ def test_biovil_logits_from_the_proj_depth(tmp_path: Path) -> None:
     upstream = Upstream(tmp_path, _words(texts))
     entry = _entry()
     x = torch.randn(3, 3, SIZE, SIZE, generator=torch.Generator().manual_seed(1))
-    tap = DepthTap(entry.build(weights=tmp_path / WEIGHTS), entry)
+    tap = DepthTap(build_model(entry, weights=tmp_path / WEIGHTS), entry)
     feats = tap(x)
     tap.close()
     assert feats[PROJ].shape == (3, 128) and feats[1.0].shape == (3, 2048)
@@ -138,7 +139,7 @@ def test_biovil_checkpoint_without_its_projector_is_refused(tmp_path: Path) -> N
     state = torch.load(tmp_path / WEIGHTS)
     torch.save({k: v for k, v in state.items() if not k.startswith("projector.")}, tmp_path / WEIGHTS)
     with pytest.raises(CrsbenchError, match=r"no key starts with 'projector.model.'"):
-        _entry().build(weights=tmp_path / WEIGHTS)
+        build_model(_entry(), weights=tmp_path / WEIGHTS)
 
 
 def test_biovil_zero_shot_end_to_end(tmp_path: Path, suite_datasets: dict[str, Dataset]) -> None:
