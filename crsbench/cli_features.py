@@ -8,7 +8,7 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from crsbench.bench import Bench, ExtractConfig
+from crsbench.bench import Bench, ExtractConfig, ExtractOptions
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.core.constants import default_db_path
 from crsbench.features.registry import list_encoders
@@ -116,10 +116,18 @@ def extract_command(
             "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).",
         ),
     ] = False,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="A dask.distributed scheduler (tcp://host:8786): its workers extract the row chunks "
+            "into the shared store (S3, GCS, NFS); GPU workers need --resources GPU=1.",
+        ),
+    ] = None,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
     bench = Bench(db, store)
-    config = ExtractConfig(
+    options = ExtractOptions(
         device=device,
         batch_size=batch_size,
         force=force,
@@ -127,13 +135,12 @@ def extract_command(
         dtype=dtype,
         compute_dtype=compute_dtype,
         chunk_rows=chunk_rows,
-        encoder_files=tuple(encoders_file or ()),
         allow_download=allow_download,
         threads=threads,
-        allow_code=allow_code,
         trust_pickle=trust_pickle,
         repair=repair,
     )
+    config = ExtractConfig(options, tuple(encoders_file or ()), allow_code, scheduler)
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)
     render_extract(bench.store, frame)
