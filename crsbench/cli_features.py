@@ -15,6 +15,8 @@ from crsbench.features.registry import list_encoders
 from crsbench.output import console, emit, print_frame, progress
 from crsbench.pipeline.extract import use_encoder_files
 
+DEFAULTS = ExtractOptions()  # the extraction defaults live in ExtractOptions alone
+
 EncodersFileOption = Annotated[
     list[Path] | None,
     typer.Option(
@@ -63,8 +65,8 @@ def extract_command(
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="Dataset name; repeatable; 'all'.")],
     store: StoreOption = None,
     db: DbOption = default_db_path(),
-    device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = "cpu",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = 64,
+    device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = DEFAULTS.device,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = DEFAULTS.batch_size,
     force: Annotated[
         bool,
         typer.Option(
@@ -76,11 +78,13 @@ def extract_command(
     weights: Annotated[
         Path | None, typer.Option(help="Local weights (file or model folder) for a single pretrained encoder.")
     ] = None,
-    dtype: Annotated[str, typer.Option(help="Stored dtype: float16 or float32.")] = "float16",
+    dtype: Annotated[str, typer.Option(help="Stored dtype: float16 or float32.")] = DEFAULTS.dtype,
     compute_dtype: Annotated[
         str, typer.Option("--compute-dtype", help="Model dtype: float32, bfloat16 or float16.")
-    ] = "float32",
-    chunk_rows: Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")] = 256,
+    ] = DEFAULTS.compute_dtype,
+    chunk_rows: Annotated[
+        int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")
+    ] = DEFAULTS.chunk_rows,
     repair: Annotated[
         bool,
         typer.Option(
