@@ -25,6 +25,7 @@ from typing import Any
 import fsspec
 import numpy as np
 import torch
+import zarr
 
 from crsbench.core import __version__
 from crsbench.features.extract_options import ExtractOptions
@@ -172,10 +173,11 @@ def compute_chunk(
     ref = FeatureSetRef(ds.name, entry.id, regime)
     store = FeatureStore(store_url)
     node = store.root(writable=True)[ref.path]
+    assert isinstance(node, zarr.Group)  # open_set made it
     dev = _resolve_device(options.device)
     conditions = list(settings["conditions"])
     names = [f"{depth_key(d)}/{c}" for d in DEPTHS for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
-    arrays = {name: group_array(node, name) for name in names if name in node}  # type: ignore[arg-type]
+    arrays = {name: group_array(node, name) for name in names if name in node}
     extra = {"np_dtype": DTYPES[settings["dtype"]], "store_url": store.url}
     with built.lock:
         ex = ChunkExtractor(ds, entry, ref, built.tap, dev, {**settings, **extra}, options.workers, no_progress)
@@ -195,4 +197,5 @@ def compute_chunk(
 def chunks_done(store_url: str, ref: FeatureSetRef) -> np.ndarray:
     """The set's progress markers (one per row chunk; 1 = written)."""
     node = FeatureStore(store_url).root()[ref.path]
-    return np.asarray(group_array(node, PROGRESS_ARRAY)[:])  # type: ignore[arg-type]
+    assert isinstance(node, zarr.Group)
+    return np.asarray(group_array(node, PROGRESS_ARRAY)[:])

@@ -24,7 +24,7 @@ import contextlib
 import time
 import uuid
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import fsspec
 import zarr
@@ -41,21 +41,20 @@ from crsbench.features.store import DEPTHS, FROZEN, FeatureSetRef, FeatureStore,
 from crsbench.ingest.types import Dataset, ProgressFn, no_progress
 from crsbench.warehouse.claims import FitClaims
 
-if TYPE_CHECKING:
-    from distributed import Client
-
 CONNECT_TIMEOUT_S = 10.0
 TRIES = 3  # a chunk that fails this many times stops the run
 GROUP_CLAIM, FINISH_CLAIM = "set-open", "set-finish"
 POLL_S = 0.2
 
 
-def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Client:
-    """A client of the scheduler at `address`, or a one-line error within `timeout_s`."""
+def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
+    """A `distributed.Client` of the scheduler at `address` (typed Any: distributed is untyped),
+    or a one-line error within `timeout_s`."""
     from distributed import Client
 
     try:
-        return Client(address, set_as_default=False, timeout=f"{timeout_s}s")
+        client: Any = Client
+        return client(address, set_as_default=False, timeout=f"{timeout_s}s")
     except (OSError, TimeoutError, ValueError) as exc:
         raise CrsbenchError(
             f"cannot reach the dask scheduler at {address} within {timeout_s:g} s ({type(exc).__name__}); "
@@ -74,7 +73,7 @@ class ClusterExtraction:
         if options.repair:
             raise CrsbenchError("--repair runs on this machine; drop --scheduler")
         self.address, self.options = address, options
-        self.client = connect(address, timeout_s)
+        self.client: Any = connect(address, timeout_s)
         self.computed: list[int] = []  # the chunks this client submitted and saw written (tests count them)
 
     def close(self) -> None:
