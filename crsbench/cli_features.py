@@ -42,8 +42,8 @@ def render_extract(store_url: str, frame: pd.DataFrame) -> None:
         f"feature store {store_url}:\n"
         + "\n".join(
             f"  {r['encoder']} x {r['dataset']}: {r['status']}"
-            + (f" in {r['seconds']:.1f} s" if r["status"] == "extracted" else "")
-            + (f" (weights: {r['weights']})" if r.get("weights") and r["status"] == "extracted" else "")
+            + (f" in {r['seconds']:.1f} s" if r["status"].startswith("extracted") else "")
+            + (f" (weights: {r['weights']})" if r.get("weights") and r["status"].startswith("extracted") else "")
             + (f"; {r['retired_fits']} probe fits of the old weights retired" if r.get("retired_fits") else "")
             for r in rows
         ),

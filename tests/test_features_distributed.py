@@ -191,6 +191,36 @@ def test_a_store_a_worker_can_read_but_not_write_is_named(tmp_path):
     assert reason.startswith(f"cannot write the store {url} from this worker")
 
 
+def test_the_cli_extracts_over_the_cluster_and_catalogs_the_set(cluster, s3, dataset, local_store, tmp_path, capsys):
+    import json
+
+    from crsbench.cli import main
+    from crsbench.output import console
+    from crsbench.warehouse.connection import Warehouse
+    from crsbench.warehouse.datasets import load_dataset
+
+    db = tmp_path / "crsbench.duckdb"
+    with Warehouse.open(db) as wh:
+        load_dataset(wh, dataset)
+    url = f"{s3}/cli/features.zarr"
+    args = ["extract", "-e", ENCODER, "-d", dataset.name, "--store", url, "--db", str(db), "--chunk-rows", "16"]
+    console.configure(json_mode=True)
+    try:
+        code = main(["--json", *args, "--batch-size", "8", "--threads", "1", "--scheduler", cluster])
+    finally:
+        console.configure()
+    assert code == 0
+    rows = json.loads(capsys.readouterr().out)["feature_sets"]
+    assert [r["status"] for r in rows] == [f"extracted ({N_CHUNKS} of {N_CHUNKS} chunks here)"]
+    with Warehouse.open(db, read_only=True) as wh:
+        stored = wh.sql("select count(*) as n from feature_sets where encoder_id = ?", [ENCODER])["n"].iloc[0]
+    assert stored == 1
+    _assert_same_bytes(local_store, FeatureStore(url), FeatureSetRef(dataset.name, ENCODER))
+    bad = main([*args, "--scheduler", f"tcp://127.0.0.1:{free_port()}"])  # exit 1, one line
+    assert bad == 1
+    assert "cannot reach the dask scheduler at tcp://127.0.0.1:" in capsys.readouterr().err
+
+
 def test_a_killed_worker_loses_and_duplicates_nothing(cluster, s3, dataset, local_store):
     # Last in the file: it kills one of the module cluster's workers (its nanny restarts it).
     from distributed import Client
