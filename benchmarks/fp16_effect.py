@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import zarr
 
-from crsbench.bench import Bench, ExtractConfig, ProbeConfig
+from crsbench.bench import Bench, ExtractConfig, ExtractOptions, ProbeConfig
 from crsbench.features.lookup import tiny_encoder_ids
 from crsbench.pipeline.ingest import SUITE_DATASETS
 
@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     for bench in benches.values():
         bench.ingest_suite(out / "suite", args.scale)
-    benches["float32"].extract(encoders, datasets, ExtractConfig(dtype="float32"))
+    benches["float32"].extract(encoders, datasets, ExtractConfig(ExtractOptions(dtype="float32")))
     cast = cast_store(out / "f32.zarr", out / "f16.zarr")
     benches["float16"].feature_sets(sync=True)
     grid = ProbeConfig(probes=("logreg",), depths=(1.0,))

@@ -10,10 +10,19 @@ from typing import TYPE_CHECKING, Any
 
 from crsbench.core import __version__
 
-__all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "ProbeConfig", "Warehouse", "__version__"]
+__all__ = [
+    "AdaptConfig",
+    "Bench",
+    "ExtractConfig",
+    "ExtractOptions",
+    "IngestConfig",
+    "ProbeConfig",
+    "Warehouse",
+    "__version__",
+]
 
 if TYPE_CHECKING:
-    from crsbench.bench import AdaptConfig, Bench, ExtractConfig, IngestConfig, ProbeConfig
+    from crsbench.bench import AdaptConfig, Bench, ExtractConfig, ExtractOptions, IngestConfig, ProbeConfig
     from crsbench.warehouse.connection import Warehouse
 
 # Lazy, so `import crsbench` stays cheap (no duckdb/pandas) for the CLI and the stages.
@@ -22,6 +31,7 @@ _LAZY = {
     "Bench": "crsbench.bench",
     "AdaptConfig": "crsbench.bench",
     "ExtractConfig": "crsbench.bench",
+    "ExtractOptions": "crsbench.bench",
     "IngestConfig": "crsbench.bench",
     "ProbeConfig": "crsbench.bench",
 }

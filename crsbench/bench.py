@@ -2,7 +2,7 @@
 
     bench = crsbench.Bench("bench.duckdb")
     bench.ingest("isic2019", "/data/ISIC2019", "isic")
-    bench.extract(["tiny-vit"], ["isic"], ExtractConfig(batch_size=32))
+    bench.extract(["tiny-vit"], ["isic"], ExtractConfig(ExtractOptions(batch_size=32)))
     bench.probe(encoders=["tiny-vit"])
     bench.freeze_panel("ref", ["tiny-vit", "tiny-convnext"])
     bench.leaderboard("ref").board                      # a DataFrame
@@ -24,6 +24,7 @@ import pandas as pd
 from crsbench.bench_reads import Reads
 from crsbench.bench_scores import Scores
 from crsbench.core import CrsbenchError, ProgressFn
+from crsbench.features.extract_options import ExtractOptions
 from crsbench.ingest.types import Dataset
 from crsbench.leaderboard import Leaderboard
 from crsbench.pipeline.adapt import AdaptConfig, AdaptResult
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
     from crsbench.warehouse.dictionary import Entry
     from crsbench.warehouse.grid import Extension
 
-__all__ = ["AdaptConfig", "Bench", "ExtractConfig", "IngestConfig", "Leaderboard", "ProbeConfig"]
+__all__ = ["AdaptConfig", "Bench", "ExtractConfig", "ExtractOptions", "IngestConfig", "Leaderboard", "ProbeConfig"]
 
 
 class Bench(Reads, Scores):

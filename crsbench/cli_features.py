@@ -8,10 +8,12 @@ from typing import Annotated
 import pandas as pd
 import typer
 
-from crsbench.bench import Bench, ExtractConfig
+from crsbench.bench import Bench, ExtractConfig, ExtractOptions
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.core import default_db_path
 from crsbench.output import console, emit, print_frame, progress
+
+DEFAULTS = ExtractOptions()  # the extraction defaults live in ExtractOptions alone
 
 EncodersFileOption = Annotated[
     list[Path] | None,
@@ -38,8 +40,8 @@ def render_extract(store_url: str, frame: pd.DataFrame) -> None:
         f"feature store {store_url}:\n"
         + "\n".join(
             f"  {r['encoder']} x {r['dataset']}: {r['status']}"
-            + (f" in {r['seconds']:.1f} s" if r["status"] == "extracted" else "")
-            + (f" (weights: {r['weights']})" if r.get("weights") and r["status"] == "extracted" else "")
+            + (f" in {r['seconds']:.1f} s" if r["status"].startswith("extracted") else "")
+            + (f" (weights: {r['weights']})" if r.get("weights") and r["status"].startswith("extracted") else "")
             + (f"; {r['retired_fits']} probe fits of the old weights retired" if r.get("retired_fits") else "")
             for r in rows
         ),
@@ -61,8 +63,8 @@ def extract_command(
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="Dataset name; repeatable; 'all'.")],
     store: StoreOption = None,
     db: DbOption = default_db_path(),
-    device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = "cpu",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = 64,
+    device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = DEFAULTS.device,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = DEFAULTS.batch_size,
     force: Annotated[
         bool,
         typer.Option(
@@ -74,11 +76,13 @@ def extract_command(
     weights: Annotated[
         Path | None, typer.Option(help="Local weights (file or model folder) for a single pretrained encoder.")
     ] = None,
-    dtype: Annotated[str, typer.Option(help="Stored dtype: float16 or float32.")] = "float16",
+    dtype: Annotated[str, typer.Option(help="Stored dtype: float16 or float32.")] = DEFAULTS.dtype,
     compute_dtype: Annotated[
         str, typer.Option("--compute-dtype", help="Model dtype: float32, bfloat16 or float16.")
-    ] = "float32",
-    chunk_rows: Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")] = 256,
+    ] = DEFAULTS.compute_dtype,
+    chunk_rows: Annotated[
+        int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")
+    ] = DEFAULTS.chunk_rows,
     repair: Annotated[
         bool,
         typer.Option(
@@ -114,10 +118,18 @@ def extract_command(
             "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).",
         ),
     ] = False,
+    scheduler: Annotated[
+        str | None,
+        typer.Option(
+            "--scheduler",
+            help="A dask.distributed scheduler (tcp://host:8786): its workers extract the row chunks "
+            "into the shared store (S3, GCS, NFS); GPU workers need --resources GPU=1.",
+        ),
+    ] = None,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
     bench = Bench(db, store)
-    config = ExtractConfig(
+    options = ExtractOptions(
         device=device,
         batch_size=batch_size,
         force=force,
@@ -125,13 +137,12 @@ def extract_command(
         dtype=dtype,
         compute_dtype=compute_dtype,
         chunk_rows=chunk_rows,
-        encoder_files=tuple(encoders_file or ()),
         allow_download=allow_download,
         threads=threads,
-        allow_code=allow_code,
         trust_pickle=trust_pickle,
         repair=repair,
     )
+    config = ExtractConfig(options, tuple(encoders_file or ()), allow_code, scheduler)
     with progress() as bar:
         frame = bench.extract(encoder, dataset, config, progress=bar)
     render_extract(bench.store, frame)

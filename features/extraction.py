@@ -15,6 +15,7 @@ completion are `extraction_sets`.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 import warnings
@@ -30,6 +31,7 @@ from crsbench.core import FROZEN, CrsbenchError, ProgressFn, __version__, no_pro
 from crsbench.core.provenance import collect, to_json
 from crsbench.features.conditions import check_conditions, registered_conditions
 from crsbench.features.degenerate import assess
+from crsbench.features.extract_options import ExtractOptions
 from crsbench.features.extraction_chunks import ChunkExtractor
 from crsbench.features.extraction_sets import (
     COMPUTE_DTYPES,
@@ -102,38 +104,34 @@ def extract(
     dataset: Dataset,
     entry: EncoderEntry,
     store: FeatureStore | str,
+    options: ExtractOptions | None = None,
     *,
-    device: str = "cpu",
-    batch_size: int = 64,
     regime: str = FROZEN,
     model: torch.nn.Module | None = None,
-    weights: str | None = None,
-    force: bool = False,
     progress: ProgressFn | None = None,
-    chunk_rows: int = 256,
-    dtype: str = "float16",
-    compute_dtype: str = "float32",
     conditions: Sequence[str] | None = None,
-    workers: int = 4,
-    perturb_backend: str = "auto",
-    threads: int | None = None,
-    allow_download: bool | None = None,
-    trust_pickle: bool = False,
-    pixel_processes: bool = True,
-    repair: bool = False,
+    **overrides: Any,
 ) -> dict[str, Any]:
     """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
 
-    `model` overrides building the entry (e.g. a LoRA-adapted encoder with its `regime`; it is
-    moved to `device` and `compute_dtype` in place). A complete feature set is skipped (attrs
-    returned with `skipped=True`) unless `force`. On the CPU, `threads` one-thread forwards run
-    at once (default: half the cores, so decoding and perturbing never oversubscribe them);
-    with more than one, images are decoded and perturbed in worker processes
-    (`pixel_processes=False`: in threads of this process). Stored bytes depend on neither. The model is built
-    (weights resolved offline unless `allow_download`) before the store is touched, so a bad
-    checkpoint writes nothing. `repair` re-extracts only the damaged or missing row chunks of
-    the set (features.repair): attrs come back with `repaired` (the chunks) and `damage`.
+    `options` (features.extract_options; its defaults when None, with `overrides` replacing
+    fields of it) say how. `model` overrides building the entry (e.g. a LoRA-adapted encoder
+    with its `regime`; it is moved to the device and compute dtype in place). A complete feature
+    set is skipped (attrs returned with `skipped=True`) unless `force`. On the CPU, `threads`
+    one-thread forwards run at once (default: half the cores, so decoding and perturbing never
+    oversubscribe them); with more than one, images are decoded and perturbed in worker
+    processes (`pixel_processes=False`: in threads of this process). Stored bytes depend on
+    neither. The model is built (weights resolved offline unless `allow_download`) before the
+    store is touched, so a bad checkpoint writes nothing. `repair` re-extracts only the damaged
+    or missing row chunks of the set (features.repair): attrs come back with `repaired` (the
+    chunks) and `damage`.
     """
+    opts = dataclasses.replace(options or ExtractOptions(), **overrides)
+    device, batch_size, force, chunk_rows = opts.device, opts.batch_size, opts.force, opts.chunk_rows
+    dtype, compute_dtype, threads, repair = opts.dtype, opts.compute_dtype, opts.threads, opts.repair
+    weights = str(opts.weights) if opts.weights is not None else None
+    allow_download, trust_pickle, workers = opts.allow_download, opts.trust_pickle, opts.workers
+    perturb_backend, pixel_processes = opts.perturb_backend, opts.pixel_processes
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     progress = progress or no_progress
     if dtype not in DTYPES or compute_dtype not in COMPUTE_DTYPES:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from crsbench.core import CrsbenchError, ProgressFn
+from crsbench.features.extract_options import ExtractOptions, with_environment
 from crsbench.warehouse.connection import Warehouse
 
 ALL_DATASETS = "all"
@@ -18,34 +19,24 @@ ALL_TINY = "all-tiny"
 
 @dataclasses.dataclass(frozen=True)
 class ExtractConfig:
-    """How to extract: device, batch, storage and compute dtypes, the resume unit, a local checkpoint.
+    """How to extract: the `options` of every feature set (features.extract_options: device,
+    batch, dtypes, chunk rows, weights, force, repair, downloads, pickles, threads), and where.
 
-    `weights` (a local file or model folder) applies to exactly one encoder; a complete feature
-    set made with other weights is refused, and `force` redoes complete feature sets (one
-    replaced by other weights retires the probe fits trained on it); `encoder_files` are TOML
+    `options.weights` applies to exactly one encoder; a complete feature set made with other
+    weights is refused, and `force` redoes complete sets (one replaced by other weights retires
+    the probe fits trained on it); `repair` re-extracts only the damaged or missing chunks of
+    complete sets and retires the fits that read them; `allow_download` (or
+    CRSBENCH_ALLOW_DOWNLOAD=1) lets hub ids fetch missing weights. `encoder_files` are TOML
     files of user encoders (besides $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse);
     `allow_code` lets entries of `encoder_files` and $CRSBENCH_ENCODERS name Python code (also
-    CRSBENCH_ALLOW_CODE=1; never crsbench.toml's); `allow_download` lets hub ids fetch missing
-    weights (default offline, or CRSBENCH_ALLOW_DOWNLOAD=1); `trust_pickle` lets checkpoints
-    holding pickled Python objects load (`weights_only=False`); `threads` (CPU) is how many
-    one-thread forwards run at once (default: half the cores); `repair` re-extracts only the
-    damaged or missing chunks of complete sets (under the settings they were made with) and
-    retires the fits that read them.
+    CRSBENCH_ALLOW_CODE=1; never crsbench.toml's). `scheduler` (a dask.distributed address)
+    spreads each set's row chunks over the cluster's workers (pipeline.extract_dist).
     """
 
-    device: str = "cpu"
-    batch_size: int = 64
-    force: bool = False
-    weights: Path | None = None
-    dtype: str = "float16"
-    compute_dtype: str = "float32"
-    chunk_rows: int = 256
+    options: ExtractOptions = dataclasses.field(default_factory=ExtractOptions)
     encoder_files: tuple[Path, ...] = ()
-    allow_download: bool = False
-    threads: int | None = None
     allow_code: bool = False
-    trust_pickle: bool = False
-    repair: bool = False
+    scheduler: str | None = None
 
 
 def code_allowed(flag: bool = False) -> bool:
@@ -96,80 +87,76 @@ def extract_all(
     from crsbench.features.lookup import get_encoder, tiny_encoder_ids
     from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.features.weights import download_policy
+    from crsbench.pipeline.extract_dist import ClusterExtraction
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset
     from crsbench.warehouse.integrity import record_chunk_manifest
 
     use_encoder_files(config.encoder_files, db, config.allow_code)
+    options = with_environment(config.options)
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
         names = expand(datasets, list_datasets(wh), ALL_DATASETS)
         loaded = [read_dataset(wh, name) for name in names]
-    with download_policy(config.allow_download or None):  # `open_clip:hf-hub:` ids read the hub cache
+    with download_policy(options.allow_download):  # `open_clip:hf-hub:` ids read the hub cache
         entries = [get_encoder(e) for e in expand(encoders, tiny_encoder_ids(), ALL_TINY)]
-    if config.weights is not None and len(entries) != 1:
+    if options.weights is not None and len(entries) != 1:
         raise CrsbenchError("--weights applies to exactly one --encoder")
     rows = []
-    for entry in entries:
-        for ds in loaded:
-            if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
+    cluster = ClusterExtraction(config.scheduler, options) if config.scheduler else None
+    try:
+        for entry in entries:
+            for ds in loaded:
+                if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
+                    rows.append(
+                        {
+                            "encoder": entry.id,
+                            "dataset": ds.name,
+                            "status": "not applicable",
+                            "seconds": 0.0,
+                            "weights": "",
+                            "retired_fits": 0,
+                        }
+                    )
+                    continue
+                if cluster is not None:
+                    attrs = cluster.extract(ds, entry, store_url, progress)
+                else:
+                    attrs = extract(ds, entry, store_url, options, progress=progress)
+                ref = FeatureSetRef(ds.name, entry.id)
+                status = "skipped (complete)" if attrs.get("skipped") else "extracted"
+                if "chunks_here" in attrs:  # over a cluster: how many chunks this command computed
+                    status += f" ({attrs['chunks_here']} of {attrs['n_chunks']} chunks here)"
+                if options.repair and not attrs.get("repaired"):
+                    rows.append(
+                        {
+                            "encoder": entry.id,
+                            "dataset": ds.name,
+                            "status": "nothing to repair",
+                            "seconds": 0.0,
+                            "weights": "",
+                            "retired_fits": 0,
+                        }
+                    )
+                    continue  # nothing written, in the store or the warehouse
+                with Warehouse.open(db) as wh:
+                    catalog.upsert_encoder(wh, entry, attrs.get("weights_hash"))
+                    retired = catalog.record_feature_set(wh, store_url, ref, attrs)
+                    record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
+                    if options.repair:
+                        status = _retire_repaired(wh, ref, attrs)
                 rows.append(
                     {
                         "encoder": entry.id,
                         "dataset": ds.name,
-                        "status": "not applicable",
-                        "seconds": 0.0,
-                        "weights": "",
-                        "retired_fits": 0,
+                        "status": status,
+                        "seconds": round(float(attrs.get("seconds", 0.0)), 2),
+                        "weights": describe_loads(attrs.get("weights_loaded") or []),
+                        "retired_fits": retired,
                     }
                 )
-                continue
-            attrs = extract(
-                ds,
-                entry,
-                store_url,
-                device=config.device,
-                batch_size=config.batch_size,
-                force=config.force,
-                weights=str(config.weights) if config.weights else None,
-                progress=progress,
-                dtype=config.dtype,
-                compute_dtype=config.compute_dtype,
-                chunk_rows=config.chunk_rows,
-                allow_download=config.allow_download or None,
-                trust_pickle=config.trust_pickle,
-                threads=config.threads,
-                repair=config.repair,
-            )
-            ref = FeatureSetRef(ds.name, entry.id)
-            status = "skipped (complete)" if attrs.get("skipped") else "extracted"
-            if config.repair and not attrs.get("repaired"):
-                rows.append(
-                    {
-                        "encoder": entry.id,
-                        "dataset": ds.name,
-                        "status": "nothing to repair",
-                        "seconds": 0.0,
-                        "weights": "",
-                        "retired_fits": 0,
-                    }
-                )
-                continue  # nothing written, in the store or the warehouse
-            with Warehouse.open(db) as wh:
-                catalog.upsert_encoder(wh, entry, attrs.get("weights_hash"))
-                retired = catalog.record_feature_set(wh, store_url, ref, attrs)
-                record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
-                if config.repair:
-                    status = _retire_repaired(wh, ref, attrs)
-            rows.append(
-                {
-                    "encoder": entry.id,
-                    "dataset": ds.name,
-                    "status": status,
-                    "seconds": round(float(attrs.get("seconds", 0.0)), 2),
-                    "weights": describe_loads(attrs.get("weights_loaded") or []),
-                    "retired_fits": retired,
-                }
-            )
+    finally:
+        if cluster is not None:
+            cluster.close()
     return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds", "weights", "retired_fits"])
 
 

@@ -71,7 +71,7 @@ def moto_server(log: Path, timeout: float = 30.0) -> Iterator[str]:
         port = free_port()
         with open(log, "ab") as out:
             proc = subprocess.Popen(
-                [str(BIN / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,

@@ -1,0 +1,216 @@
+"""Benchmark: ISIC 2019 at its real size, end to end through the real code path.
+
+    .venv/bin/python benchmarks/real_size.py                 # 25,331 images; ~45 min on a quiet 2-core machine
+    .venv/bin/python benchmarks/real_size.py --scale 0.02    # the same job at 2 % of the images: a smoke run
+
+The suite generator writes ISIC 2019 alone at `--scale` x 25,331 images (`--image-size` 64 px);
+it is ingested, tiny encoders (`--encoder`, default tiny-vit: 192 features at every depth, and
+tiny-resnet18: 64-512, since the bootstrap ranks and needs two; one `--encoder` skips it) are
+extracted (16 conditions x 4 depths), the whole declared probe grid runs (logreg x 4 depths, MLP,
+k-NN; 5 fractions x 5 seeds), the parts are compacted, and the leaderboard and its bootstrap
+(`--replicates`) are computed. Reported per stage: wall and CPU seconds (this process and its
+children), then the peak RSS (this process; its children apart), the store and warehouse sizes,
+and benchmarks/paper_scale.py's projection of the same probe grid -- its cost model fitted on
+timings at a quarter and a half of this job's training rows and at its feature width, then
+applied to the job's chunks -- with the projection's error against the measured probe stage.
+Ends with one JSON line. Timings on a shared machine are noisy: compare CPU seconds, or ratios
+measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+REAL_IMAGES = 25_331  # ISIC 2019 training images
+SUITE_BASE = 202  # ISIC images the suite generator writes at scale 1.0 (ingest.suite.ISIC_BASE)
+
+
+def folder_bytes(path: Path) -> int:
+    if path.is_file():
+        return path.stat().st_size
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+class Stages:
+    """Wall and CPU seconds (self + reaped children) of each named stage."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    @contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        t0, c0 = time.perf_counter(), os.times()
+        yield
+        t1, c1 = time.perf_counter(), os.times()
+        cpu = (c1.user + c1.system + c1.children_user + c1.children_system) - (
+            c0.user + c0.system + c0.children_user + c0.children_system
+        )
+        self.rows.append({"stage": name, "wall_s": round(t1 - t0, 2), "cpu_s": round(cpu, 2)})
+        print(f"  {name:<12} wall {t1 - t0:9.1f} s   CPU {cpu:9.1f} s", flush=True)
+
+    def get(self, name: str) -> dict[str, Any]:
+        return next(r for r in self.rows if r["stage"] == name)
+
+
+def projection(
+    n_train: int, n_calib: int, n_test: int, encoders: list[tuple[int, ...]], quick: bool
+) -> dict[str, float]:
+    """benchmarks/paper_scale.py's cost model for this job's probe grid: fitted (one thread, CPU
+    seconds) at n_train / 4 and n_train / 2 rows and the job's narrowest and widest features,
+    then applied to the chunks of every encoder (`encoders`: its widths at the four depths)."""
+    import paper_scale as ps
+    import paper_scale_support as support
+    import torch
+    from paper_scale_model import fit_model
+
+    from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
+
+    every = sorted({d for widths in encoders for d in widths})
+    dims = [every[0], every[-1]] if len(every) > 1 else [every[0], 2 * every[0]]  # two widths fix the D exponent
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        sizes = tuple(sorted({max(200, n_train // 4), max(400, n_train // 2)}))
+        measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in ps.KINDS}
+        iterations: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
+        for d in dims:
+            points, _ = ps.measure_width(d, sizes[-1], sizes, 256 if quick else 1024, 1, None)
+            for n, t in points:
+                for kind in ps.KINDS:
+                    measured[kind].append((n, d, t[kind]))
+                for kind in iterations:
+                    iterations[kind].append((n, d, t[kind + "_iters"]))
+        models = {kind: fit_model(measured[kind], iterations.get(kind)) for kind in ps.KINDS}
+        eval_row = support.eval_row_costs(quick)
+        client_row = support.client_row_cost(quick)
+    finally:
+        torch.set_num_threads(previous)
+    job = support.PaperDataset("ISIC 2019", n_train, n_calib, n_test, 0, "mc", 8, False)
+    chunks = [
+        c for widths in encoders for c in support.encoder_chunks(models, eval_row, widths, [job], DEFAULT_BATCH_SIZE)
+    ]
+    cpu = sum(c[1] for c in chunks)
+    rows = sum(c[3] for c in chunks)
+    cores = os.cpu_count() or 1
+    return {
+        "cpu_s": cpu,
+        "client_s": rows * client_row,
+        "wall_s": max(cpu / cores, max(c[1] for c in chunks)) + rows * client_row,
+        "chunks": len(chunks),
+    }
+
+
+def write_isic(out: Path, scale: float, image_size: int) -> Path:
+    """ISIC 2019 alone from the suite generator, at `scale` x 25,331 images."""
+    from crsbench.ingest import suite
+
+    folder, build = suite._BUILDERS["isic2019"]
+    target = out / folder
+    build(target, scale * REAL_IMAGES / SUITE_BASE, image_size, 0, lambda *_: None)
+    return target
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--scale", type=float, default=1.0, help="fraction of the real 25,331 images (0.02: a smoke run)")
+    ap.add_argument("--image-size", type=int, default=64)
+    ap.add_argument(
+        "--encoder",
+        action="append",
+        help="repeatable; default tiny-vit and tiny-resnet18 (the bootstrap ranks, so it needs two)",
+    )
+    ap.add_argument("--replicates", type=int, default=200, help="bootstrap replicates")
+    ap.add_argument("--out", type=Path, default=None, help="keep the warehouse here (default: a temporary folder)")
+    ap.add_argument("--no-projection", action="store_true", help="skip measuring the paper_scale projection")
+    args = ap.parse_args()
+    encoders = args.encoder or ["tiny-vit", "tiny-resnet18"]
+
+    import crsbench
+    from crsbench.bench import ExtractConfig, ExtractOptions, ProbeConfig
+    from crsbench.features.store import FeatureSetRef, FeatureStore
+
+    print(
+        f"command: python benchmarks/real_size.py --scale {args.scale:g} --image-size {args.image_size} "
+        f"{' '.join('--encoder ' + e for e in encoders)} --replicates {args.replicates}"
+    )
+    print(f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} on {os.cpu_count()} cores")
+    stages = Stages()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.out or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        bench = crsbench.Bench(root / "crsbench.duckdb")
+        with stages.stage("generate"):
+            folder = write_isic(root / "suite", args.scale, args.image_size)
+        with stages.stage("ingest"):
+            ds = bench.ingest("isic2019", folder, "isic2019")
+        splits = ds.images["split"].value_counts().to_dict()
+        print(f"  {ds.n_images:,} images ({splits}) at {args.image_size} px", flush=True)
+        with stages.stage("extract"):
+            bench.extract(encoders, ["isic2019"], ExtractConfig(ExtractOptions()))
+        with stages.stage("probe"):
+            summary = bench.probe(encoders, ["isic2019"], ProbeConfig(compact=False))
+        with stages.stage("compact"):
+            bench.compact()
+        with stages.stage("leaderboard"):
+            board = bench.leaderboard()
+        boot = None
+        if len(encoders) > 1:
+            with stages.stage("bootstrap"):
+                boot = bench.analyze("bootstrap", replicates=args.replicates)
+        peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB -> GB
+        peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
+        store_gb = folder_bytes(Path(bench.store)) / 1e9
+        parts = root / "crsbench.parts"
+        wh_gb = (folder_bytes(root / "crsbench.duckdb") + (folder_bytes(parts) if parts.exists() else 0)) / 1e9
+        widths = []
+        for encoder in encoders:
+            made = FeatureStore(bench.store).attrs(FeatureSetRef("isic2019", encoder))
+            widths.append(tuple(int(made["dims"][k]) for k in sorted(made["dims"])))
+    print(f"  probe grid: {summary}")
+    print(
+        f"  leaderboard rows {len(board.board)}; bootstrap: {sorted(boot.tables) if boot else 'skipped (one encoder)'}"
+    )
+    print(f"peak RSS: this process {peak_self:.2f} GB, largest child {peak_children:.2f} GB (target <= 8 GB)")
+    print(f"sizes: store {store_gb:.3f} GB, warehouse (file + parts) {wh_gb:.3f} GB")
+    result: dict[str, Any] = {
+        "scale": args.scale,
+        "images": ds.n_images,
+        "stages": stages.rows,
+        "peak_rss_gb": round(peak_self, 3),
+        "peak_child_rss_gb": round(peak_children, 3),
+        "store_gb": round(store_gb, 4),
+        "warehouse_gb": round(wh_gb, 4),
+    }
+    if not args.no_projection:
+        n = {k: int(splits.get(k, 0)) for k in ("train", "calib", "test")}
+        t0 = time.perf_counter()
+        proj = projection(n["train"], n["calib"], n["test"], widths, quick=args.scale < 0.5)
+        probe = stages.get("probe")
+        err_cpu = 100 * (proj["cpu_s"] / probe["cpu_s"] - 1)
+        err_wall = 100 * (proj["wall_s"] / probe["wall_s"] - 1)
+        print(
+            f"paper_scale projection of the probe grid ({proj['chunks']} chunks, fitted at N <= {n['train'] // 2} "
+            f"in {time.perf_counter() - t0:.0f} s): CPU {proj['cpu_s']:.1f} s vs measured {probe['cpu_s']:.1f} s "
+            f"({err_cpu:+.1f} %); wall on {os.cpu_count()} cores {proj['wall_s']:.1f} s vs measured "
+            f"{probe['wall_s']:.1f} s ({err_wall:+.1f} %) -> {'OK' if abs(err_wall) <= 25 else 'outside'} 25 %"
+        )
+        result["projection"] = {k: round(v, 2) for k, v in proj.items()}
+        result["projection_error_pct"] = {"cpu": round(err_cpu, 1), "wall": round(err_wall, 1)}
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,200 @@
+"""The worker side of distributed extraction: what runs inside a dask.distributed worker.
+
+The client (crsbench.pipeline.extract_dist) claims, submits and completes; the functions here
+run on workers and touch only the shared feature store:
+
+* `check_worker`: before any chunk, on every worker -- the weights resolve, the device exists,
+  and the store is shared and writable (a probe file the client wrote is read back, and one is
+  written for the client to read);
+* `open_set`: once per feature set (under the client's claim) -- the group and its arrays;
+* `compute_chunk`: one row chunk of one feature set, every depth and condition, written to the
+  store with its digests and progress marker exactly as a local run writes it.
+
+Each worker process builds a model once per (encoder, weights, device, compute dtype) and keeps
+it (`_MODELS`), so a task never pays the build; chunk tasks on one worker run one at a time per
+model, each forward on one torch thread as a local CPU run does, so the bytes match a local run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import numpy as np
+import torch
+import zarr
+
+from crsbench.core import CrsbenchError, __version__, no_progress
+from crsbench.features.conditions import registered_conditions
+from crsbench.features.extract_options import ExtractOptions
+from crsbench.features.extraction import _resolve_device, _source
+from crsbench.features.extraction_chunks import ChunkExtractor
+from crsbench.features.extraction_sets import COMPUTE_DTYPES, DTYPES, PROGRESS_ARRAY, group_array, open_feature_group
+from crsbench.features.hooks import DepthTap
+from crsbench.features.integrity import DIGEST_ARRAY
+from crsbench.features.loaders import build_model, state_dict_hash
+from crsbench.features.registry import EncoderEntry
+from crsbench.features.store import FeatureSetRef, FeatureStore, claim_dataset, depth_key
+from crsbench.features.weights import download_policy, planned_weights, recording_loads
+from crsbench.ingest.types import Dataset
+
+PROBE_PREFIX = ".crsbench-probe-"
+
+
+@dataclasses.dataclass
+class _Built:
+    model: torch.nn.Module
+    tap: DepthTap
+    weights_hash: str
+    loads: list[dict[str, str]]
+    lock: threading.Lock
+
+
+_MODELS: dict[tuple[str, str, str, str], _Built] = {}
+_MODELS_LOCK = threading.Lock()
+
+
+def _key(entry: EncoderEntry, options: ExtractOptions) -> tuple[str, str, str, str]:
+    return entry.id, str(options.weights or ""), options.device, options.compute_dtype
+
+
+def built_model(entry: EncoderEntry, options: ExtractOptions) -> _Built:
+    """This worker's model for `entry` under `options`, built on first use and kept."""
+    key = _key(entry, options)
+    with _MODELS_LOCK:
+        if key not in _MODELS:
+            with recording_loads() as loads:
+                model = build_model(
+                    entry, options.weights, allow_download=options.allow_download, trust_pickle=options.trust_pickle
+                )
+            weights_hash = state_dict_hash(model)
+            dev = _resolve_device(options.device)
+            model = model.to(dev).to(COMPUTE_DTYPES[options.compute_dtype]).eval()
+            _MODELS[key] = _Built(model, DepthTap(model, entry), weights_hash, list(loads), threading.Lock())
+        return _MODELS[key]
+
+
+def models_built() -> int:
+    """How many models this worker process has built (a test checks one per worker)."""
+    return len(_MODELS)
+
+
+def probe_path(store_url: str, token: str) -> str:
+    """The probe file the client writes beside the store for workers to read back."""
+    return f"{store_url.rstrip('/')}{PROBE_PREFIX}{token}"
+
+
+def check_worker(entry: EncoderEntry, options: ExtractOptions, store_url: str, token: str, name: str) -> str:
+    """'' when this worker can run chunks of `entry` into `store_url`, else why not (one line)."""
+    try:
+        with download_policy(options.allow_download):
+            planned_weights(entry, Path(options.weights) if options.weights else None)
+    except CrsbenchError as exc:
+        return f"weights: {exc}"
+    try:
+        _resolve_device(options.device)
+    except CrsbenchError as exc:
+        return str(exc)
+    path = probe_path(store_url, token)
+    try:
+        with fsspec.open(path, "rb") as fh:
+            seen = fh.read().decode()
+    except (FileNotFoundError, OSError):
+        seen = ""
+    if seen != token:
+        return (
+            f"the store {store_url} is not shared with this worker (a probe file written there by the "
+            f"client cannot be read here); use a store every worker reaches (s3://, gs://, or an NFS path)"
+        )
+    try:
+        with fsspec.open(f"{path}-{name}", "wb") as fh:
+            fh.write(token.encode())
+    except Exception as exc:  # any filesystem's refusal (read-only mounts, http, denied buckets)
+        return f"cannot write the store {store_url} from this worker: {type(exc).__name__}: {exc}"
+    return ""
+
+
+def set_settings(ds: Dataset, entry: EncoderEntry, options: ExtractOptions, built: _Built) -> dict[str, Any]:
+    """The attrs that fix a set's bytes (features.extraction_sets.RESUME_KEYS), as a local run writes them."""
+    dev = _resolve_device(options.device)
+    backend = (
+        options.perturb_backend if options.perturb_backend != "auto" else ("numpy" if dev.type == "cpu" else "torch")
+    )
+    return {
+        "weights_hash": built.weights_hash,
+        "image_digest": ds.image_digest(),
+        "dtype": options.dtype,
+        "compute_dtype": options.compute_dtype,
+        "chunk_rows": int(options.chunk_rows),
+        "batch_size": int(options.batch_size),
+        "device_type": dev.type,
+        "perturb_backend": backend,
+        "conditions": list(registered_conditions()),  # as a local run's default
+        "code_version": __version__,
+        "weights_source": _source(entry, str(options.weights) if options.weights else None),
+        "weights_loaded": built.loads,
+    }
+
+
+def open_set(ds: Dataset, entry: EncoderEntry, store_url: str, options: ExtractOptions, regime: str) -> dict[str, Any]:
+    """Create (or reopen, checking its settings) the set's group and arrays; returns its settings."""
+    built = built_model(entry, options)
+    settings = set_settings(ds, entry, options, built)
+    store = FeatureStore(store_url)
+    root = store.root(writable=True)
+    claim_dataset(root, ds, store.url)
+    ref = FeatureSetRef(ds.name, entry.id, regime)
+    with built.lock:
+        open_feature_group(root, ref, entry, built.tap, ds, settings, _resolve_device(options.device))
+    return settings
+
+
+def compute_chunk(
+    ds: Dataset,
+    entry: EncoderEntry,
+    store_url: str,
+    options: ExtractOptions,
+    settings: dict[str, Any],
+    regime: str,
+    k: int,
+) -> int:
+    """Extract row chunk `k` of the set into the store (arrays, digests, then its progress
+    marker, as a local run writes them); returns the chunk's index."""
+    built = built_model(entry, options)
+    if built.weights_hash != settings["weights_hash"]:
+        raise CrsbenchError(
+            f"this worker's {entry.id} weights hash {built.weights_hash[:16]}, not the set's "
+            f"{str(settings['weights_hash'])[:16]}: every worker must hold the same weights file"
+        )
+    ref = FeatureSetRef(ds.name, entry.id, regime)
+    store = FeatureStore(store_url)
+    node = store.root(writable=True)[ref.path]
+    assert isinstance(node, zarr.Group)  # open_set made it
+    dev = _resolve_device(options.device)
+    conditions = list(settings["conditions"])
+    names = [f"{depth_key(d)}/{c}" for d in built.tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
+    arrays = {name: group_array(node, name) for name in names if name in node}
+    extra = {"np_dtype": DTYPES[settings["dtype"]], "store_url": store.url}
+    with built.lock:
+        ex = ChunkExtractor(ds, entry, ref, built.tap, dev, {**settings, **extra}, options.workers, no_progress)
+        previous = torch.get_num_threads()
+        if dev.type == "cpu":
+            torch.set_num_threads(1)  # as a local CPU run's forwards (extraction.extract)
+        try:
+            chunk = ex.prefetch(k)
+            items, feats, _ = ex.run_chunk(chunk, 0, ex.n_items(k))
+            ex.store_chunk(arrays, chunk, items, feats)
+        finally:
+            torch.set_num_threads(previous)
+            ex.close()
+    return k
+
+
+def chunks_done(store_url: str, ref: FeatureSetRef) -> np.ndarray:
+    """The set's progress markers (one per row chunk; 1 = written)."""
+    node = FeatureStore(store_url).root()[ref.path]
+    assert isinstance(node, zarr.Group)
+    return np.asarray(group_array(node, PROGRESS_ARRAY)[:])
