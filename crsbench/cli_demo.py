@@ -23,7 +23,18 @@ from crsbench.core import DEPTHS
 from crsbench.output import console, emit, print_frame, progress
 
 DEMO_PANEL = "demo"
-DEMO_ANALYSES = ("e1", "e2", "e3", "e4", "e6", "subgroups", "operating_points", "agreement")
+DEMO_ANALYSES = (
+    "e1",
+    "e2",
+    "e3",
+    "e4",
+    "e6",
+    "subgroups",
+    "operating_points",
+    "agreement",
+    "partition",
+    "shortcuts",
+)
 DEMO_PROBE_BATCH = 32
 
 
@@ -130,7 +141,10 @@ def demo(
 
     report_path = out / "report.html"
     if report:
-        steps.start("6/6 analyses E1/E2/E3/E4/E6, subgroups, operating points, agreement and the HTML report")
+        steps.start(
+            "6/6 analyses E1/E2/E3/E4/E6, subgroups, operating points, agreement, split shift, shortcut audit "
+            "and the HTML report (it opens with the reporting card)"
+        )
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, {})
         report_and_render(bench, report_path, DEMO_PANEL, None)
