@@ -5,8 +5,8 @@
 -- and the conditions it lacks or adds. Panels frozen before schema v13 recorded no set (no rows).
 create or replace view panel_condition_check as
 select p.panel, c.encoder_id, c.regime, c.dataset_id,
-       list_filter(p.conditions, x -> not list_contains(c.conditions, x)) as missing,
-       list_filter(c.conditions, x -> not list_contains(p.conditions, x)) as extra
+       list_filter(p.conditions, lambda x: not list_contains(c.conditions, x)) as missing,
+       list_filter(c.conditions, lambda x: not list_contains(p.conditions, x)) as extra
 from panel_conditions p
 join cell_conditions c on c.dataset_id = p.scope
 join axes_cell a on a.encoder_id = c.encoder_id and a.dataset_id = c.dataset_id and a.regime = c.regime

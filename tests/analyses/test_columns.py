@@ -38,8 +38,9 @@ EXERCISED = {
 }
 # subgroups and operating_points need image metadata and calib predictions this scenario lacks;
 # tests/analyses/test_subgroups.py and test_operating_points.py store and check them.
-# agreement reads features: tests/analyses/test_agreement.py.
-NOT_EXERCISED = {"e5", "subgroups", "operating_points", "agreement"}
+# agreement, partition and resplit read features, shortcuts the image files: tests/analyses/test_agreement.py,
+# test_partition.py, test_resplit.py and test_shortcuts.py.
+NOT_EXERCISED = {"e5", "subgroups", "operating_points", "agreement", "partition", "resplit", "shortcuts"}
 # Analysis tables the shipped SQL declares empty, so the views over them exist before the analysis
 # runs (sql/views/270_..272_: agreement); they are in `analyses` only once it ran.
 SHIPPED_TABLES = {t for _, text in sql_files() for t in re.findall(r"^create table if not exists (\w+)", text, re.M)}
