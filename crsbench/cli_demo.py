@@ -33,6 +33,7 @@ DEMO_ANALYSES = (
     "operating_points",
     "agreement",
     "partition",
+    "resplit",
     "shortcuts",
 )
 DEMO_PARAMS: dict[str, dict[str, int]] = {"resplit": {"repeats": 5}}  # the least that shows a selection spread
