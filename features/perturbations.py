@@ -39,6 +39,7 @@ import torch
 from PIL import Image
 
 from crsbench.core import CLEAN, PERTURBATION_PLUGINS, CrsbenchError, Registry
+from crsbench.features.noise import _RICIAN_PIECE, _f32, _gaussian_pair, _key_words, _sqrt32
 
 REFERENCE_SIZE = 224  # blur sigmas are given at 224 px and scale with the image's short side
 RICIAN_TOLERANCE = 1  # grey levels; every other perturbation is exact
@@ -265,61 +266,6 @@ class Contrast:
 
 # -- rician noise ---------------------------------------------------------------------------------
 
-_M32 = 0xFFFFFFFF
-_RICIAN_PIECE = 32768  # elements: torch's intra-op grain size
-
-
-def _mul32(x: _Array, c: int) -> _Array:
-    """(x * c) mod 2**32: numpy uint32 wraps natively; torch int64 splits c to avoid overflow."""
-    if isinstance(x, np.ndarray):
-        return x * np.uint32(c)
-    return ((x * (c & 0xFFFF)) + (((x * (c >> 16)) & 0xFFFF) << 16)) & _M32
-
-
-def _mix32(x: _Array) -> _Array:
-    """A 32-bit integer hash (lowbias32): a bijection with full avalanche."""
-    x = x ^ (x >> 16)
-    x = _mul32(x, 0x7FEB352D)
-    x = x ^ (x >> 15)
-    x = _mul32(x, 0x846CA68B)
-    return x ^ (x >> 16)
-
-
-def _uniforms(counter: _Array, k0: Any, k1: Any) -> _Array:
-    """Uniform (0, 1) float64 from a counter and a 64-bit key: the same in numpy and torch."""
-    h = _mix32(_mix32(counter ^ k0) ^ k1)
-    h = h.astype(np.float64) if isinstance(h, np.ndarray) else h.to(torch.float64)
-    return (h + 0.5) / 4294967296.0  # exact in float64
-
-
-def _key_words(key: bytes) -> tuple[int, int]:
-    return int.from_bytes(key[:4], "little"), int.from_bytes(key[4:8], "little")
-
-
-def _gaussian_pair(counter: _Array, k0: Any, k1: Any, xp: ModuleType) -> tuple[_Array, _Array]:
-    """Box-Muller on two hashed uniform streams: (z0, z1) ~ N(0, 1), float64."""
-    if xp is np:
-        k0, k1 = np.uint32(k0), np.uint32(k1)
-    u1 = _uniforms(counter * 2, k0, k1)
-    u2 = _uniforms(counter * 2 + 1, k0, k1)
-    if xp is np:  # torch's float64 kernels in both paths (module docstring)
-        z0, z1 = _box_muller(torch.from_numpy(u1), torch.from_numpy(u2))
-        return z0.numpy(), z1.numpy()
-    return _box_muller(u1, u2)
-
-
-def _box_muller(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    r = torch.sqrt(-2.0 * torch.log(u1))
-    theta = 2.0 * math.pi * u2
-    return r * torch.cos(theta), r * torch.sin(theta)
-
-
-def _f32(value: float, like: _Array, xp: ModuleType) -> Any:
-    """A float32 scalar of the backend (so every product is a float32 product)."""
-    if xp is np:
-        return np.float32(value)
-    return torch.tensor(value, dtype=torch.float32, device=like.device)
-
 
 def _rician(x: _Array, sigma: float, nr: _Array, ni: _Array, xp: ModuleType) -> _Array:
     """x' = sqrt((x + n_r)^2 + n_i^2) on [0, 1] intensities, back to uint8."""
@@ -327,14 +273,6 @@ def _rician(x: _Array, sigma: float, nr: _Array, ni: _Array, xp: ModuleType) -> 
     a = x + nr * s
     b = ni * s
     return _to_uint8(_sqrt32(a * a + b * b, xp) * _f32(255, x, xp), xp)
-
-
-def _sqrt32(v: _Array, xp: ModuleType) -> _Array:
-    """Correctly rounded float32 sqrt. torch's CPU float32 sqrt is not always (off by one ulp
-    where numpy's is exact); its float64 sqrt rounded to float32 is, since 53 >= 2 * 24 + 2."""
-    if xp is np:
-        return np.sqrt(v)
-    return torch.sqrt(v.to(torch.float64)).to(torch.float32)
 
 
 @register_perturbation("rician", {1: 0.03, 2: 0.06, 3: 0.12})
