@@ -19,7 +19,7 @@ import dataclasses
 import os
 import time
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,14 +68,14 @@ def _source(entry: EncoderEntry, weights: str | None) -> list[list[Any]] | None:
 
 
 def check_same_weights(
-    store: FeatureStore, ref: FeatureSetRef, entry: EncoderEntry, weights: str | None, build: Any
+    store: FeatureStore, ref: FeatureSetRef, entry: EncoderEntry, weights: str | None, weights_hash: Callable[[], str]
 ) -> None:
     """Return if the complete set `ref` was made with the weights `entry` resolves to now; else a
     CrsbenchError naming both hashes and the two ways out.
 
-    The same files as recorded (path, size, mtime) are the same weights; otherwise the model is
-    built and its weights hash decides. Explicit `weights` that cannot be used are an error;
-    weights that are not local at all leave the set as it stands."""
+    The same files as recorded (path, size, mtime) are the same weights; otherwise
+    `weights_hash()` (the built model's `state_dict_hash`, before any dtype cast) decides.
+    Explicit `weights` that cannot be used are an error; weights that are not local at all leave the set as it stands."""
     attrs = store.attrs(ref)
     try:
         with download_policy(False):
@@ -86,7 +86,7 @@ def check_same_weights(
         return
     if fingerprint(source) == attrs.get("weights_source"):
         return
-    new = state_dict_hash(build())
+    new = weights_hash()
     old = str(attrs.get("weights_hash") or "")
     if new == old:  # the same weights in other files: remember these, so the next check is cheap
         store.root(writable=True)[ref.path].attrs["weights_source"] = fingerprint(source)
@@ -173,7 +173,7 @@ def extract(
     # unless the set is complete (with these weights) and will be skipped.
     complete = store.is_complete(ref)
     if model is None and complete and not force:
-        check_same_weights(store, ref, entry, weights, build)
+        check_same_weights(store, ref, entry, weights, lambda: state_dict_hash(build()))
     if model is None and (force or not complete):
         model = build()
     root = store.root(writable=True)

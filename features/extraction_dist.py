@@ -6,9 +6,15 @@ run on workers and touch only the shared feature store:
 * `check_worker`: before any chunk, on every worker -- the weights resolve, the device exists,
   and the store is shared and writable (a probe file the client wrote is read back, and one is
   written for the client to read);
-* `open_set`: once per feature set (under the client's claim) -- the group and its arrays;
+* `same_weights`: before a complete set is skipped -- this worker's weights are the set's
+  (features.extraction.check_same_weights, as a local run checks);
+* `open_set`: once per feature set (under the client's claim) -- the group and its arrays, and
+  for a repair the damaged chunks marked pending (features.repair);
 * `compute_chunk`: one row chunk of one feature set, every depth and condition, written to the
   store with its digests and progress marker exactly as a local run writes it.
+
+Each worker keeps a log of the chunk tasks it ran and how they ended (`chunk_runs`): the
+exactly-once tests count it across workers, independently of the clients' own accounting.
 
 Each worker process builds a model once per (encoder, weights, device, compute dtype) and keeps
 it (`_MODELS`), so a task never pays the build; chunk tasks on one worker run one at a time per
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,13 +37,14 @@ import zarr
 from crsbench.core import CrsbenchError, __version__, no_progress
 from crsbench.features.conditions import registered_conditions
 from crsbench.features.extract_options import ExtractOptions
-from crsbench.features.extraction import _resolve_device, _source
+from crsbench.features.extraction import _resolve_device, _source, check_same_weights
 from crsbench.features.extraction_chunks import ChunkExtractor
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, DTYPES, PROGRESS_ARRAY, group_array, open_feature_group
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.loaders import build_model, state_dict_hash
 from crsbench.features.registry import EncoderEntry
+from crsbench.features.repair import check_settings, reset_chunks
 from crsbench.features.store import FeatureSetRef, FeatureStore, claim_dataset, depth_key
 from crsbench.features.weights import download_policy, planned_weights, recording_loads
 from crsbench.ingest.types import Dataset
@@ -55,6 +63,7 @@ class _Built:
 
 _MODELS: dict[tuple[str, str, str, str], _Built] = {}
 _MODELS_LOCK = threading.Lock()
+_RUNS: list[tuple[str, str, int, str]] = []  # (store url, set path, chunk, "written" | "failed: <error>")
 
 
 def _key(entry: EncoderEntry, options: ExtractOptions) -> tuple[str, str, str, str]:
@@ -80,6 +89,11 @@ def built_model(entry: EncoderEntry, options: ExtractOptions) -> _Built:
 def models_built() -> int:
     """How many models this worker process has built (a test checks one per worker)."""
     return len(_MODELS)
+
+
+def chunk_runs() -> list[tuple[str, str, int, str]]:
+    """Every chunk task this worker process ran: (store url, set path, chunk, outcome)."""
+    return list(_RUNS)
 
 
 def probe_path(store_url: str, token: str) -> str:
@@ -117,8 +131,18 @@ def check_worker(entry: EncoderEntry, options: ExtractOptions, store_url: str, t
     return ""
 
 
-def set_settings(ds: Dataset, entry: EncoderEntry, options: ExtractOptions, built: _Built) -> dict[str, Any]:
-    """The attrs that fix a set's bytes (features.extraction_sets.RESUME_KEYS), as a local run writes them."""
+def check_named_worker(
+    entry: EncoderEntry, options: ExtractOptions, store_url: str, token: str, names: dict[str, str], dask_worker: Any
+) -> str:
+    """`check_worker` under this worker's name in `names` (by address); `Client.run` passes `dask_worker`."""
+    return check_worker(entry, options, store_url, token, names[dask_worker.address])
+
+
+def set_settings(
+    ds: Dataset, entry: EncoderEntry, options: ExtractOptions, built: _Built, conditions: list[str] | None = None
+) -> dict[str, Any]:
+    """The attrs that fix a set's bytes (features.extraction_sets.RESUME_KEYS), as a local run writes
+    them; `conditions` default to the registered ones, as a local run's do."""
     dev = _resolve_device(options.device)
     backend = (
         options.perturb_backend if options.perturb_backend != "auto" else ("numpy" if dev.type == "cpu" else "torch")
@@ -132,21 +156,49 @@ def set_settings(ds: Dataset, entry: EncoderEntry, options: ExtractOptions, buil
         "batch_size": int(options.batch_size),
         "device_type": dev.type,
         "perturb_backend": backend,
-        "conditions": list(registered_conditions()),  # as a local run's default
+        "conditions": list(registered_conditions() if conditions is None else conditions),
         "code_version": __version__,
         "weights_source": _source(entry, str(options.weights) if options.weights else None),
         "weights_loaded": built.loads,
     }
 
 
-def open_set(ds: Dataset, entry: EncoderEntry, store_url: str, options: ExtractOptions, regime: str) -> dict[str, Any]:
-    """Create (or reopen, checking its settings) the set's group and arrays; returns its settings."""
+def same_weights(entry: EncoderEntry, store_url: str, ref: FeatureSetRef, options: ExtractOptions) -> None:
+    """Return if complete set `ref` was made with the weights this worker resolves for `entry`;
+    else the local path's CrsbenchError naming both hashes and the two ways out."""
+    check_same_weights(
+        FeatureStore(store_url),
+        ref,
+        entry,
+        str(options.weights) if options.weights else None,
+        lambda: built_model(entry, options).weights_hash,
+    )
+
+
+def open_set(
+    ds: Dataset,
+    entry: EncoderEntry,
+    store_url: str,
+    options: ExtractOptions,
+    regime: str,
+    conditions: list[str] | None = None,
+    repair: list[int] | None = None,
+) -> dict[str, Any]:
+    """Create (or reopen, checking its settings) the set's group and arrays; returns its settings.
+
+    With `repair` (row chunks of a complete set), the set's settings are checked against this
+    worker's first, then those chunks are deleted and marked pending (features.repair)."""
     built = built_model(entry, options)
-    settings = set_settings(ds, entry, options, built)
+    settings = set_settings(ds, entry, options, built, conditions)
     store = FeatureStore(store_url)
     root = store.root(writable=True)
     claim_dataset(root, ds, store.url)
     ref = FeatureSetRef(ds.name, entry.id, regime)
+    if repair:
+        node = root[ref.path]
+        assert isinstance(node, zarr.Group)  # plan_repair found it
+        check_settings(node, ref, settings)  # before anything is written
+        reset_chunks(node, repair)
     with built.lock:
         open_feature_group(root, ref, entry, built.tap, ds, settings, _resolve_device(options.device))
     return settings
@@ -163,6 +215,24 @@ def compute_chunk(
 ) -> int:
     """Extract row chunk `k` of the set into the store (arrays, digests, then its progress
     marker, as a local run writes them); returns the chunk's index."""
+    try:
+        _chunk(ds, entry, store_url, options, settings, regime, k)
+    except BaseException as exc:
+        _RUNS.append((store_url, FeatureSetRef(ds.name, entry.id, regime).path, k, f"failed: {type(exc).__name__}"))
+        raise
+    _RUNS.append((store_url, FeatureSetRef(ds.name, entry.id, regime).path, k, "written"))
+    return k
+
+
+def _chunk(
+    ds: Dataset,
+    entry: EncoderEntry,
+    store_url: str,
+    options: ExtractOptions,
+    settings: dict[str, Any],
+    regime: str,
+    k: int,
+) -> None:
     built = built_model(entry, options)
     if built.weights_hash != settings["weights_hash"]:
         raise CrsbenchError(
@@ -190,11 +260,12 @@ def compute_chunk(
         finally:
             torch.set_num_threads(previous)
             ex.close()
-    return k
 
 
-def chunks_done(store_url: str, ref: FeatureSetRef) -> np.ndarray:
-    """The set's progress markers (one per row chunk; 1 = written)."""
+def progress_marks(store_url: str, ref: FeatureSetRef) -> Callable[[], np.ndarray]:
+    """A reader of the set's progress markers (one per row chunk; 1 = written): the array is
+    opened once, each call reads its current values (over S3 a few small GETs, not a group open)."""
     node = FeatureStore(store_url).root()[ref.path]
     assert isinstance(node, zarr.Group)
-    return np.asarray(group_array(node, PROGRESS_ARRAY)[:])
+    marks = group_array(node, PROGRESS_ARRAY)
+    return lambda: np.asarray(marks[:])

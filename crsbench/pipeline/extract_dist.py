@@ -13,14 +13,18 @@ is left to it and waited for (taken over if that client dies). The claims live b
 store, in `<store>.claims/<dataset>/<encoder>/<regime>/claims/`. A killed worker's chunk is
 rerun by the scheduler; a chunk that fails three times stops the run naming chunk and error.
 
-Before any chunk starts, every worker is checked (weights, device, a shared writable store),
-and with --device cuda the tasks ask for the worker resource GPU=1, so one GPU runs one chunk
-at a time.
+Before any chunk starts, every worker is checked at once (weights, device, a shared writable
+store), and with --device cuda the tasks ask for the worker resource GPU=1, so one GPU runs one
+chunk at a time. A complete set is skipped once a worker confirms its weights are the set's
+(as a local run checks); `repair` re-extracts a complete set's damaged or missing chunks over
+the cluster, under the settings the set was made with (features.repair).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import threading
 import time
 import uuid
 import warnings
@@ -33,10 +37,18 @@ from crsbench.core import DEPTHS, FROZEN, CrsbenchError, ProgressFn, no_progress
 from crsbench.core.provenance import collect, to_json
 from crsbench.features.degenerate import assess
 from crsbench.features.extract_options import ExtractOptions
-from crsbench.features.extraction_dist import check_worker, chunks_done, compute_chunk, open_set, probe_path
+from crsbench.features.extraction_dist import (
+    check_named_worker,
+    compute_chunk,
+    open_set,
+    probe_path,
+    progress_marks,
+    same_weights,
+)
 from crsbench.features.extraction_sets import PROGRESS_ARRAY, finish_feature_set, group_array
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.registry import EncoderEntry
+from crsbench.features.repair import RepairPlan, count_repair, plan_repair
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset
 from crsbench.warehouse.claims import FitClaims
@@ -44,7 +56,8 @@ from crsbench.warehouse.claims import FitClaims
 CONNECT_TIMEOUT_S = 10.0
 TRIES = 3  # a chunk that fails this many times stops the run
 GROUP_CLAIM, FINISH_CLAIM = "set-open", "set-finish"
-POLL_S = 0.2
+POLL_S = 0.2  # how often a client waiting for another client's claims looks again
+WAIT_S = 1.0  # the longest a client with chunks in flight waits before looking at the others' progress
 
 
 def connect(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> Any:
@@ -70,8 +83,6 @@ class ClusterExtraction:
     """One connection to a scheduler; `extract` runs one feature set over its workers."""
 
     def __init__(self, address: str, options: ExtractOptions, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-        if options.repair:
-            raise CrsbenchError("--repair runs on this machine; drop --scheduler")
         self.address, self.options = address, options
         self.client: Any = connect(address, timeout_s)
         self.computed: list[int] = []  # the chunks this client submitted and saw written (tests count them)
@@ -97,8 +108,9 @@ class ClusterExtraction:
             )
         return {"GPU": 1}
 
-    def check_workers(self, entry: EncoderEntry, store_url: str) -> None:
+    def check_workers(self, entry: EncoderEntry, store_url: str, options: ExtractOptions | None = None) -> None:
         """Every worker can build `entry` and reaches and writes `store_url`, or one line naming the first that cannot."""
+        options = options or self.options
         workers = sorted(self.client.scheduler_info()["workers"])
         if not workers:
             raise CrsbenchError(f"the dask scheduler at {self.address} has no workers")
@@ -110,13 +122,10 @@ class ClusterExtraction:
         except OSError as exc:
             raise CrsbenchError(f"cannot write the store {store_url}: {exc}") from exc
         names = {w: f"w{i}" for i, w in enumerate(workers)}
-        try:
-            answers: dict[str, str] = {}
-            for worker in workers:  # one call per worker: each gets its own name for its probe reply
-                reply = self.client.run(
-                    check_worker, entry, self.options, store_url, token, names[worker], workers=[worker]
-                )
-                answers.update(reply)
+        try:  # every worker at once (each finds its probe reply's name by its address)
+            answers: dict[str, str] = self.client.run(
+                check_named_worker, entry, options, store_url, token, names, workers=workers
+            )
             for worker in workers:
                 if answers.get(worker):
                     raise CrsbenchError(f"worker {worker}: {answers[worker]}")
@@ -146,38 +155,58 @@ class ClusterExtraction:
         progress: ProgressFn | None = None,
         regime: str = FROZEN,
     ) -> dict[str, Any]:
-        """Extract one (encoder, dataset) set over the cluster; its attrs, as `features.extract` returns them."""
+        """Extract one (encoder, dataset) set over the cluster; its attrs, as `features.extract` returns them.
+
+        A complete set is skipped once a worker confirms its weights are the set's (as a local
+        run checks); with `repair`, only its damaged or missing chunks are re-extracted, under
+        the settings it was made with (features.repair), and the attrs carry `repaired`."""
         progress = progress or no_progress
         store = FeatureStore(store_url)
         ref = FeatureSetRef(ds.name, entry.id, regime)
         if entry.chest_only and ds.domain != "rad":
             raise CrsbenchError(f"encoder {entry.id!r} is chest-only; dataset {ds.name!r} is not 'rad'")
-        if store.is_complete(ref) and not self.options.force:
-            return {**store.attrs(ref), "skipped": True}
+        options, conditions, plan = self.options, None, None
+        if options.repair:
+            plan = plan_repair(store, ref, ds)  # read-only; names the extract command when the set is missing
+            if not plan.chunks:
+                return {**store.attrs(ref), "skipped": True, "repaired": [], "damage": []}
+            options, conditions = as_made(options, store.attrs(ref))
         resources = self._resources()
-        self.check_workers(entry, store_url)
+        self.check_workers(entry, store_url, options)
+        if plan is None and store.is_complete(ref) and not options.force:
+            self._submit(same_weights, entry, store_url, ref, options, resources=resources).result()
+            return {**store.attrs(ref), "skipped": True}
         started = time.perf_counter()
         before = len(self.computed)
         with FitClaims(claims_url(store_url, ref)) as claims:
-            if self.options.force:
+            if options.force:
                 self._exclusive(claims, GROUP_CLAIM, lambda: _drop(store, ref))
             settings: dict[str, Any] = {}
-            self._exclusive(claims, GROUP_CLAIM, lambda: settings.update(self._open(ds, entry, store_url, regime)))
-            self._run_chunks(claims, ds, entry, store_url, settings, ref, resources, progress)
+
+            def open_group() -> None:
+                # A repair resets its chunks once: another client's repair may have reset them already.
+                repair = plan.chunks if plan is not None and store.is_complete(ref) else None
+                opened = self._submit(
+                    open_set, ds, entry, store_url, options, regime, conditions, repair, resources=resources
+                )
+                settings.update(opened.result())
+
+            self._exclusive(claims, GROUP_CLAIM, open_group)
+            self._run_chunks(claims, ds, entry, store_url, options, settings, ref, resources, progress)
             attrs: dict[str, Any] = {}
-            self._exclusive(claims, FINISH_CLAIM, lambda: attrs.update(_finish(store, ref, ds, settings, self.address)))
+            self._exclusive(
+                claims, FINISH_CLAIM, lambda: attrs.update(_finish(store, ref, ds, settings, self.address, plan))
+            )
         attrs["seconds"] = time.perf_counter() - started
         attrs["skipped"] = False
         attrs["chunks_here"] = len(self.computed) - before  # the rest came from another client
         attrs["n_chunks"] = -(-ds.n_images // int(settings["chunk_rows"]))
+        if plan is not None:
+            attrs["repaired"], attrs["damage"], attrs["repaired_depths"] = plan.chunks, plan.damage, plan.depths
         return attrs
 
-    def _open(self, ds: Dataset, entry: EncoderEntry, store_url: str, regime: str) -> dict[str, Any]:
-        future = self.client.submit(
-            open_set, ds, entry, store_url, self.options, regime, pure=False, resources=self._resources()
-        )
-        settings: dict[str, Any] = future.result()
-        return settings
+    def _submit(self, fn: Any, *args: Any, resources: dict[str, float] | None) -> Any:
+        return self.client.submit(fn, *args, pure=False, resources=resources)
 
     @staticmethod
     def _exclusive(claims: FitClaims, name: str, step: Any) -> None:
@@ -195,20 +224,23 @@ class ClusterExtraction:
         ds: Dataset,
         entry: EncoderEntry,
         store_url: str,
+        options: ExtractOptions,
         settings: dict[str, Any],
         ref: FeatureSetRef,
         resources: dict[str, float] | None,
         progress: ProgressFn,
     ) -> None:
-        marks = chunks_done(store_url, ref)
+        read_marks = progress_marks(store_url, ref)
+        marks = read_marks()
         total = int(marks.shape[0])
         slots = max(1, 2 * sum(self.client.nthreads().values()))
         label = f"extract {ref.key} on {ds.name}"
         remote_ds = self.client.submit(_identity, ds, pure=False)  # a task: recomputed if its worker dies
         pending: dict[Any, int] = {}
+        finished = threading.Event()
         progress(label, int(marks.sum()), total)
         while True:
-            marks = chunks_done(store_url, ref)
+            marks = read_marks()
             todo = [k for k in range(total) if not marks[k] and k not in pending.values()]
             if not todo and not pending:
                 break
@@ -217,7 +249,7 @@ class ClusterExtraction:
                     break
                 if not claims.acquire([f"chunk-{k}"]):
                     continue  # another client holds it: done by it, or taken over once its lease lapses
-                if chunks_done(store_url, ref)[k]:  # written meanwhile by another client
+                if read_marks()[k]:  # written meanwhile by another client
                     claims.release([f"chunk-{k}"])
                     continue
                 future = self.client.submit(
@@ -225,7 +257,7 @@ class ClusterExtraction:
                     remote_ds,
                     entry,
                     store_url,
-                    self.options,
+                    options,
                     settings,
                     ref.regime,
                     k,
@@ -233,14 +265,14 @@ class ClusterExtraction:
                     retries=TRIES - 1,
                     resources=resources,
                 )
+                future.add_done_callback(lambda _: finished.set())
                 pending[future] = k
             if not pending:
                 time.sleep(POLL_S)  # every remaining chunk is another client's: wait for it
                 continue
-            finished = [f for f in pending if f.done()]
-            if not finished:
-                time.sleep(POLL_S)
-            for future in finished:
+            finished.wait(WAIT_S)  # set by the first chunk task to end
+            finished.clear()
+            for future in [f for f in pending if f.done()]:
                 k = pending.pop(future)
                 try:
                     future.result()
@@ -254,12 +286,26 @@ class ClusterExtraction:
                     ) from exc
                 claims.release([f"chunk-{k}"])
                 self.computed.append(k)
-                progress(label, int(chunks_done(store_url, ref).sum()), total)
+                progress(label, int(read_marks().sum()), total)
 
     def _cancel(self, pending: dict[Any, int], claims: FitClaims) -> None:
         self.client.cancel(list(pending))
         claims.release([f"chunk-{k}" for k in pending.values()])
         pending.clear()
+
+
+def as_made(options: ExtractOptions, made: dict[str, Any]) -> tuple[ExtractOptions, list[str] | None]:
+    """`options` with the settings a set was made with (a repair re-extracts under them), and its conditions."""
+    replaced = dataclasses.replace(
+        options,
+        batch_size=int(made.get("batch_size", options.batch_size)),
+        chunk_rows=int(made.get("chunk_rows", options.chunk_rows)),
+        dtype=str(made.get("dtype", options.dtype)),
+        compute_dtype=str(made.get("compute_dtype", options.compute_dtype)),
+        perturb_backend=str(made.get("perturb_backend", options.perturb_backend)),
+    )
+    conditions = made.get("conditions")
+    return replaced, [str(c) for c in conditions] if isinstance(conditions, list) else None
 
 
 def _identity(value: object) -> object:
@@ -273,7 +319,7 @@ def _drop(store: FeatureStore, ref: FeatureSetRef) -> None:
 
 
 def _finish(
-    store: FeatureStore, ref: FeatureSetRef, ds: Dataset, settings: dict[str, Any], where: str
+    store: FeatureStore, ref: FeatureSetRef, ds: Dataset, settings: dict[str, Any], where: str, plan: RepairPlan | None
 ) -> dict[str, Any]:
     """Complete the set (every chunk checked present), once, whichever client gets here first."""
     group = store.root(writable=True)[ref.path]
@@ -287,6 +333,8 @@ def _finish(
     names = [f"{key}/{c}" for key in keys for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
     arrays = {name: group_array(group, name) for name in names if name in group}
     test_mask = ds.images["split"].to_numpy() == "test"
+    if plan is not None:
+        count_repair(group, plan)  # before `complete` flips back on
     reason = assess(group)
     finish_feature_set(group, arrays, ref, test_mask, settings, store.url)
     if reason:
