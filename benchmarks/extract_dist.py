@@ -22,9 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numpy as np
-import zarr
-
 from crsbench.core import CONDITIONS
 from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder
 from crsbench.features.extract_options import ExtractOptions
@@ -35,20 +32,7 @@ from extract import make_dataset
 
 
 def same_bytes(a: FeatureStore, b: FeatureStore, ref: FeatureSetRef) -> bool:
-    def arrays(store: FeatureStore) -> dict[str, bytes]:
-        out: dict[str, bytes] = {}
-
-        def visit(node: zarr.Group, prefix: str) -> None:
-            for name, child in node.members():
-                if isinstance(child, zarr.Group):
-                    visit(child, f"{prefix}{name}/")
-                else:
-                    out[prefix + name] = np.ascontiguousarray(child[:]).tobytes()
-
-        visit(store.group(ref), "")
-        return out
-
-    return arrays(a) == arrays(b)
+    return a.set_bytes(ref) == b.set_bytes(ref)
 
 
 def main() -> None:

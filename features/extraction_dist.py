@@ -23,9 +23,10 @@ model, each forward on one torch thread as a local CPU run does, so the bytes ma
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -215,51 +216,46 @@ def compute_chunk(
 ) -> int:
     """Extract row chunk `k` of the set into the store (arrays, digests, then its progress
     marker, as a local run writes them); returns the chunk's index."""
-    try:
-        _chunk(ds, entry, store_url, options, settings, regime, k)
-    except BaseException as exc:
-        _RUNS.append((store_url, FeatureSetRef(ds.name, entry.id, regime).path, k, f"failed: {type(exc).__name__}"))
-        raise
-    _RUNS.append((store_url, FeatureSetRef(ds.name, entry.id, regime).path, k, "written"))
+    with _logged(store_url, FeatureSetRef(ds.name, entry.id, regime), k):
+        built = built_model(entry, options)
+        if built.weights_hash != settings["weights_hash"]:
+            raise CrsbenchError(
+                f"this worker's {entry.id} weights hash {built.weights_hash[:16]}, not the set's "
+                f"{str(settings['weights_hash'])[:16]}: every worker must hold the same weights file"
+            )
+        ref = FeatureSetRef(ds.name, entry.id, regime)
+        store = FeatureStore(store_url)
+        node = store.root(writable=True)[ref.path]
+        assert isinstance(node, zarr.Group)  # open_set made it
+        dev = _resolve_device(options.device)
+        conditions = list(settings["conditions"])
+        names = [f"{depth_key(d)}/{c}" for d in built.tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
+        arrays = {name: group_array(node, name) for name in names if name in node}
+        extra = {"np_dtype": DTYPES[settings["dtype"]], "store_url": store.url}
+        with built.lock:
+            ex = ChunkExtractor(ds, entry, ref, built.tap, dev, {**settings, **extra}, options.workers, no_progress)
+            previous = torch.get_num_threads()
+            if dev.type == "cpu":
+                torch.set_num_threads(1)  # as a local CPU run's forwards (extraction.extract)
+            try:
+                chunk = ex.prefetch(k)
+                items, feats, _ = ex.run_chunk(chunk, 0, ex.n_items(k))
+                ex.store_chunk(arrays, chunk, items, feats)
+            finally:
+                torch.set_num_threads(previous)
+                ex.close()
     return k
 
 
-def _chunk(
-    ds: Dataset,
-    entry: EncoderEntry,
-    store_url: str,
-    options: ExtractOptions,
-    settings: dict[str, Any],
-    regime: str,
-    k: int,
-) -> None:
-    built = built_model(entry, options)
-    if built.weights_hash != settings["weights_hash"]:
-        raise CrsbenchError(
-            f"this worker's {entry.id} weights hash {built.weights_hash[:16]}, not the set's "
-            f"{str(settings['weights_hash'])[:16]}: every worker must hold the same weights file"
-        )
-    ref = FeatureSetRef(ds.name, entry.id, regime)
-    store = FeatureStore(store_url)
-    node = store.root(writable=True)[ref.path]
-    assert isinstance(node, zarr.Group)  # open_set made it
-    dev = _resolve_device(options.device)
-    conditions = list(settings["conditions"])
-    names = [f"{depth_key(d)}/{c}" for d in built.tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
-    arrays = {name: group_array(node, name) for name in names if name in node}
-    extra = {"np_dtype": DTYPES[settings["dtype"]], "store_url": store.url}
-    with built.lock:
-        ex = ChunkExtractor(ds, entry, ref, built.tap, dev, {**settings, **extra}, options.workers, no_progress)
-        previous = torch.get_num_threads()
-        if dev.type == "cpu":
-            torch.set_num_threads(1)  # as a local CPU run's forwards (extraction.extract)
-        try:
-            chunk = ex.prefetch(k)
-            items, feats, _ = ex.run_chunk(chunk, 0, ex.n_items(k))
-            ex.store_chunk(arrays, chunk, items, feats)
-        finally:
-            torch.set_num_threads(previous)
-            ex.close()
+@contextlib.contextmanager
+def _logged(store_url: str, ref: FeatureSetRef, k: int) -> Iterator[None]:
+    """Log the chunk task in `_RUNS`, however it ends."""
+    try:
+        yield
+    except BaseException as exc:
+        _RUNS.append((store_url, ref.path, k, f"failed: {type(exc).__name__}"))
+        raise
+    _RUNS.append((store_url, ref.path, k, "written"))
 
 
 def progress_marks(store_url: str, ref: FeatureSetRef) -> Callable[[], np.ndarray]:

@@ -137,6 +137,23 @@ class FeatureStore:
         assert isinstance(node, zarr.Group)
         return node
 
+    def set_bytes(self, ref: FeatureSetRef) -> dict[str, bytes]:
+        """Every array of the set (features, progress markers, digests) as raw bytes, by path:
+        what "byte-identical to another run" compares."""
+        import zarr
+
+        out: dict[str, bytes] = {}
+
+        def visit(node: zarr.Group, prefix: str) -> None:
+            for name, child in node.members():
+                if isinstance(child, zarr.Group):
+                    visit(child, f"{prefix}{name}/")
+                else:
+                    out[prefix + name] = np.ascontiguousarray(child[:]).tobytes()
+
+        visit(self.group(ref), "")
+        return out
+
     def has_proj(self, ref: FeatureSetRef) -> bool:
         """Whether the set stores the projected image embedding as depth `proj`."""
         return PROJ in (self.attrs(ref).get("depths") or ())

@@ -4,8 +4,6 @@ arrays as bytes, the byte-equality check against a local run, and the claims lef
 from __future__ import annotations
 
 import fsspec
-import numpy as np
-import zarr
 
 from crsbench.features.extract_options import ExtractOptions
 from crsbench.features.store import FeatureSetRef, FeatureStore
@@ -16,23 +14,8 @@ OPTIONS = ExtractOptions(batch_size=8, chunk_rows=16, threads=1)
 N_CHUNKS = 5  # 80 images at scale 0.05
 
 
-def set_arrays(store: FeatureStore, ref: FeatureSetRef) -> dict[str, bytes]:
-    group = store.group(ref)
-    out: dict[str, bytes] = {}
-
-    def visit(node: zarr.Group, prefix: str) -> None:
-        for name, child in node.members():
-            if isinstance(child, zarr.Group):
-                visit(child, f"{prefix}{name}/")
-            else:
-                out[prefix + name] = np.ascontiguousarray(child[:]).tobytes()
-
-    visit(group, "")
-    return out
-
-
 def assert_same_bytes(local: FeatureStore, remote: FeatureStore, ref: FeatureSetRef) -> None:
-    want, got = set_arrays(local, ref), set_arrays(remote, ref)
+    want, got = local.set_bytes(ref), remote.set_bytes(ref)
     assert sorted(got) == sorted(want) and len(want) > 4 * 16
     assert [name for name in want if got[name] != want[name]] == []
     assert remote.attrs(ref)["complete"] is True
