@@ -32,7 +32,7 @@ class Chunk:
     """Fits sharing one feature set and depth (so one read of each array serves all)."""
 
     ref: FeatureSetRef
-    depth: Depth  # the stored depth read: the fits' own, or `proj` (zero-shot, `probes.grid.read_depth`)
+    depth: Depth  # the stored depth read: the fits' own, or `proj` (zero-shot, `probes.identity.read_depth`)
     fits: tuple[FitKey, ...]
     pretrained: bool
     code_version: str

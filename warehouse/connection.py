@@ -367,10 +367,7 @@ class Warehouse:
         return {r[0] for r in rows}
 
     def compact_parts(self) -> int:
-        """Fold every run part (with its predictions and provenance) into the file; returns parts folded.
-
-        See `crsbench.warehouse.compaction.compact`.
-        """
+        """Fold every run part (with predictions and provenance) into the file (warehouse.compaction); parts folded."""
         return compact(self)
 
 

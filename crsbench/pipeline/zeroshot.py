@@ -52,7 +52,8 @@ def zeroshot_all(
     from crsbench.features.zeroshot import check_zero_shot_encoder, store_text_embeddings
     from crsbench.ingest.prompts import prompts_for, read_prompt_file
     from crsbench.pipeline.probe import choose_datasets
-    from crsbench.probes.grid import identify, run_grid
+    from crsbench.probes.grid import run_grid
+    from crsbench.probes.identity import identify
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.parts import append_run_parts
     from crsbench.warehouse.zeroshot import declare_cells, record_prompts

@@ -151,7 +151,8 @@ def test_biovil_zero_shot_end_to_end(tmp_path: Path, suite_datasets: dict[str, D
     from crsbench.features.transforms import decode_image, model_input
     from crsbench.features.zeroshot import store_text_embeddings
     from crsbench.ingest.prompts import prompts_for
-    from crsbench.probes.grid import identify, run_grid
+    from crsbench.probes.grid import run_grid
+    from crsbench.probes.identity import identify
     from crsbench.probes.records import FitKey
 
     ds = suite_datasets["chexpert"]
