@@ -9,10 +9,14 @@ standardised features with a power-law spectrum (eigenvalues ~ 1/j, randomly rot
 real embeddings) at N = 10k, 25k, 50k training rows and D = 768, 1152. Times are CPU seconds
 of this process with one torch/BLAS thread (`time.process_time`): a shared machine slows the
 wall clock, much less the CPU time a computation needs. Per kind a power law
-t = a N^alpha D^beta is fitted (knn: per query; logreg: per L-BFGS iteration, times the
-measured iteration count, see paper_scale_model.py); the model fitted on N <= 25k must
-predict the measured N = 50k times within 25 % (the self-check). Evaluation (metrics + prediction rows, through
-`run_chunk`) and the warehouse client's write (`Warehouse.append_runs`) are timed per row.
+t = a N^alpha D^beta is fitted (knn: per query, its preparation per call apart; logreg: a
+setup plus a cost per L-BFGS iteration times the measured iteration count, see
+paper_scale_model.py); the model fitted on N <= 25k must predict the measured N = 50k times
+within 25 % (the self-check). Evaluation (`evaluate_chunk`: one read per chunk, then per fit
+the predictions, metrics and prediction rows) is timed at 1 and 6 fits, two sizes and two
+widths (`EvalCost`), the warehouse client's write (`Warehouse.append_runs`) per batch and per
+row (`ClientCost`). Logreg iterations come from these synthetic features, which need 5-10x
+fewer than real encoder features (benchmarks/real_size.py): its logreg term is a lower bound.
 The fitted model, with all points, then projects "one new encoder on the paper's four
 datasets" and the full 15-encoder frozen grid on this 2-core machine, a 16-core machine and
 8 such machines as dask workers, and the peak memory of one worker (the analytic bytes of
@@ -115,10 +119,10 @@ def _logreg(xt: torch.Tensor, y: np.ndarray, softmax: bool, repeats: int) -> tup
     return seconds, iters[-1], setup
 
 
-def time_point(p: Problem, n: int, repeats: int) -> dict[str, float]:
+def time_point(p: Problem, n: int, repeats: int, knn_queries: int = KNN_QUERIES) -> dict[str, float]:
     """CPU seconds per kind at (n, D): logreg fits (mean of the label draws, their mean
     L-BFGS iterations and setup), mlp fit, knn per query (search) and its preparation."""
-    x, q = p.x[:n], torch.as_tensor(p.queries[:KNN_QUERIES])
+    x, q = p.x[:n], torch.as_tensor(p.queries[:knn_queries])
     xt = torch.as_tensor(x)
     out: dict[str, float] = {}
     for kind, labels, softmax in (("logreg_mc", p.y_mc, True), ("logreg_ml", p.y_ml, False)):
@@ -145,12 +149,21 @@ def previous_knn(train: torch.Tensor, queries: torch.Tensor, k: int) -> torch.Te
     return torch.cat(out)
 
 
-def measure_width(d: int, n_max: int, sizes: tuple[int, ...], n_queries: int, repeats: int, knn_baseline_n: int | None):
-    """Some sizes at one width (runs in its own process); optionally the previous k-NN too."""
+def measure_width(
+    d: int,
+    n_max: int,
+    sizes: tuple[int, ...],
+    n_queries: int,
+    repeats: int,
+    knn_baseline_n: int | None,
+    knn_queries: int = KNN_QUERIES,
+):
+    """Some sizes at one width (runs in its own process); optionally the previous k-NN too.
+    `knn_queries` (<= n_queries): queries per k-NN timing point."""
     torch.set_num_threads(1)
     problem = make_problem(n_max, d, n_queries, seed=0)
     time_point(problem, 500, 1)  # warm-up: first-call costs are not a probe's
-    points = [(n, time_point(problem, n, repeats)) for n in sizes]
+    points = [(n, time_point(problem, n, repeats, knn_queries)) for n in sizes]
     knn_pair = None
     if knn_baseline_n:
         xt, q = torch.as_tensor(problem.x[:knn_baseline_n]), torch.as_tensor(problem.queries)

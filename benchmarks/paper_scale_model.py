@@ -8,6 +8,12 @@ on the benchmark's features it falls from ~70 at N = 10k to ~25 at 25k and then 
 that drop extrapolates it and under-predicts N = 50k by ~40 %. Iterations are therefore
 interpolated in log N between measured sizes and held at the last measured value beyond
 them (they level off, and holding them errs on the slow side).
+
+A fit's setup (the preconditioner's Gram matrix and its factorisation, the gradient at 0) is
+timed apart and not divided by the iterations: on real encoder features L-BFGS needs 5-10x
+the iterations of these synthetic ones (benchmarks/real_size.py measures them on the job's
+own features and swaps them in with `with_iterations`), and a setup folded into the cost per
+iteration would be multiplied by that factor too.
 """
 
 from __future__ import annotations

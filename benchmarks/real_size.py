@@ -10,9 +10,24 @@ extracted (16 conditions x 4 depths), the whole declared probe grid runs (logreg
 k-NN; 5 fractions x 5 seeds), the parts are compacted, and the leaderboard and its bootstrap
 (`--replicates`) are computed. Reported per stage: wall and CPU seconds (this process and its
 children), then the peak RSS (this process; its children apart), the store and warehouse sizes,
-and benchmarks/paper_scale.py's projection of the same probe grid -- its cost model fitted on
-timings at a quarter and a half of this job's training rows and at its feature width, then
-applied to the job's chunks -- with the projection's error against the measured probe stage.
+and benchmarks/paper_scale.py's projection of the same probe grid, with the projection's error
+against the measured probe stage (CPU: this process's, the grid's worker threads and the client's
+writes; wall: the larger of CPU / cores and the longest chunk).
+
+The projection is the cost model of paper_scale.py, timed on synthetic features at a sixteenth,
+a quarter and a half of this job's training rows and at its narrowest and widest features, then
+applied to the job's chunks as `probes.chunking` packs them (every seed of every fraction is
+evaluated; an unseeded fit is shared, and k-NN searches at each evaluation). One input is taken
+from the job's own features instead: the number of L-BFGS iterations of its logreg fits, counted
+(`real_iterations`) on nested random subsets of 1/32, 1/8 and 1/2 of the training rows of every
+encoder and depth, interpolated in log N and continued along the last measured rise to the full
+set. The time per iteration, the fit's setup and everything else come from the timing model, so
+no probe-stage timing enters the projection. Why: the synthetic features need 5-10x fewer
+iterations (38-121 at N = 3.8k against 450-1,200 on tiny-vit and tiny-resnet18), which made the
+model's logreg term ~7x too small; evaluation, charged per eval row from a 1,500-image cell
+(a chunk's one read and the metrics' fixed cost per eval set spread over few rows), was ~20x too
+large. The two errors of opposite sign netted to +18 % at a quarter of the size and +81 % at the
+real size (docs/SCALING.md section 7).
 Ends with one JSON line. Timings on a shared machine are noisy: compare CPU seconds, or ratios
 measured in the same run.
 """
@@ -64,6 +79,9 @@ class Stages:
         return next(r for r in self.rows if r["stage"] == name)
 
 
+# The grid calls a k-NN predictor on a whole block of stacked test rows (16 x the test split, up
+# to 32,768): timed on a few hundred queries, the per-query cost came out 1.5-2x the grid's.
+KNN_QUERIES = 4096
 # Nested random subsets of the training rows whose L-BFGS iterations are measured; the grid's
 # full-fraction fits lie beyond the last, reached by its trend (paper_scale_model.IterativeCost).
 ITERATION_FRACTIONS = (1 / 32, 1 / 8, 1 / 2)
@@ -149,7 +167,8 @@ def projection(
         setups: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
         prepares: list[tuple[int, int, float]] = []
         for d in dims:
-            points, _ = ps.measure_width(d, sizes[-1], sizes, 1024, 2, None)  # the least of 2: less noise
+            # the least of 2 repeats (less noise); k-NN timed on KNN_QUERIES queries per call
+            points, _ = ps.measure_width(d, sizes[-1], sizes, KNN_QUERIES, 2, None, KNN_QUERIES)
             for n, t in points:
                 prepares.append((n, d, t["knn_prepare"]))
                 for kind in ps.KINDS:
