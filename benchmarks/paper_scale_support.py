@@ -359,7 +359,8 @@ def encoder_chunks(
     as the grid packs them (`probes.chunking`: up to `batch` fits in the grid's order, largest
     fraction first; k-NN fits also bounded by their search work). A chunk's seconds are its fits
     (a shared unseeded fit counted once; k-NN searches at every evaluation, a shared fit too)
-    plus `evals` (`EvalCost` per kind) for its fits. `logreg_models`: one cost model per depth
+    plus `evals` (`EvalCost` per kind) for its fits; a chunk shares an unseeded fit only among its
+    own fits. `logreg_models`: one cost model per depth
     (iterations measured on the job's own features, benchmarks/real_size.py) instead of
     `models`' logreg kind."""
     out = []
@@ -380,17 +381,20 @@ def encoder_chunks(
             evaluate = evals["mlp"] if probe == "mlp" else evals[ds.task]
             keys = _grid_fits()
             fits = []
-            for i, (fraction, _) in enumerate(keys):
+            for fraction, _ in keys:
                 n = subset_rows(fraction, ds.n_train)
                 if entry.deferred:
                     # the search, redone at each evaluation
                     fits.append(model(n, dim) * eval_rows + (prepare(n, dim) * calls if prepare else 0.0))
-                elif entry.seeded or fraction != 1.0 or i == 0:
-                    fits.append(model(n, dim) * scale)
                 else:
-                    fits.append(0.0)  # the shared fraction-1.0 fit
+                    fits.append(model(n, dim) * scale)
             for part in chunk_slices([f for f, _ in keys], ds.n_train, eval_rows, entry.deferred, batch):
-                group = fits[part]
+                group = list(fits[part])
+                if not (entry.seeded or entry.deferred):
+                    # an unseeded fit of the full fraction is made once per chunk, shared by its seeds
+                    full = [i for i, (f, _) in enumerate(keys[part]) if f == 1.0]
+                    for i in full[1:]:
+                        group[i] = 0.0
                 pred_rows = len(group) * eval_rows
                 out.append(
                     (

@@ -10,8 +10,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
-from paper_scale_model import IterativeCost, PowerLaw  # noqa: E402
-from paper_scale_support import ClientCost, EvalCost, PaperDataset, encoder_chunks  # noqa: E402
+from paper_scale_model import IterativeCost, PowerLaw
+from paper_scale_support import ClientCost, EvalCost, PaperDataset, encoder_chunks
 
 
 def test_setup_is_paid_once_and_iterations_scale_only_the_rest():
@@ -62,3 +62,7 @@ def test_chunks_count_every_seed_share_the_unseeded_fit_and_search_at_each_evalu
     assert seconds[:4] == [21.0] * 4  # logreg: fraction 1.0 fitted once for its 5 seeds
     assert seconds[4] == 25.0  # mlp is seeded: 25 fits
     assert seconds[5] == 25.0 * eval_rows  # k-NN searches at every evaluation, shared fit too
+    # one fit per chunk: the fraction-1.0 fit is no longer shared, and each chunk reads once
+    single = encoder_chunks(models, {"mc": EvalCost(1.0, 0.0, 0.0, 0.0), "mlp": free}, (32,) * 4, [job], 1)
+    logreg = [c[1] for c in single if "logreg" in c[0]]
+    assert len(logreg) == 4 * 25 and logreg == [1.0 + eval_rows * 32] * 100
