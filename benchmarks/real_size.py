@@ -90,7 +90,9 @@ ITERATION_FRACTIONS = (1 / 32, 1 / 8, 1 / 2)
 def real_iterations(bench: Any, dataset: str, encoders: list[str]) -> list[dict[int, list[tuple[int, int, float]]]]:
     """Per encoder and depth index: (N, D, L-BFGS iterations) of logreg fits on the job's own
     stored features (train rows standardised as the grid does) on nested random subsets of
-    ITERATION_FRACTIONS of the training rows. Only the counts are used: the time per iteration comes from the
+    ITERATION_FRACTIONS of the training rows, where the grid's solver is L-BFGS
+    (`probes.newton.newton_pays` sends small problems to exact Newton, which the model times as
+    L-BFGS). Only the counts are used: the time per iteration comes from the
     timing model, so the probe stage's own timings never enter the projection."""
     import numpy as np
     import torch
@@ -98,6 +100,7 @@ def real_iterations(bench: Any, dataset: str, encoders: list[str]) -> list[dict[
     from crsbench.core import CLEAN, DEPTHS
     from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.probes.lbfgs import fit_logreg
+    from crsbench.probes.newton import newton_pays
     from crsbench.probes.reader import read_rows
     from crsbench.warehouse.connection import Warehouse
     from crsbench.warehouse.datasets import read_dataset
@@ -123,8 +126,11 @@ def real_iterations(bench: Any, dataset: str, encoders: list[str]) -> list[dict[
                     pick = np.sort(order[: max(k, round(fraction * len(train)))])
                     xt = torch.as_tensor(x[pick])
                     target = torch.nn.functional.one_hot(torch.as_tensor(ds.labels[train[pick]]), k)
+                    if newton_pays(len(pick), x.shape[1], k, 1):
+                        continue  # the grid solves this size by exact Newton: no L-BFGS count to take
                     points.append((len(pick), x.shape[1], float(fit_logreg(xt, target, True).n_iter)))
-                per_depth[i] = points
+                if points:  # else the timing model's own counts
+                    per_depth[i] = points
             out.append(per_depth)
     finally:
         torch.set_num_threads(previous)
@@ -273,6 +279,8 @@ def main() -> int:
         for encoder in encoders:
             made = FeatureStore(bench.store).attrs(FeatureSetRef("isic2019", encoder))
             widths.append(tuple(int(made["dims"][k]) for k in sorted(made["dims"])))
+        # the projection's logreg iteration counts, from this job's features (the folder may be temporary)
+        iterations = [] if args.no_projection else real_iterations(bench, "isic2019", encoders)
     print(f"  probe grid: {summary}")
     print(
         f"  leaderboard rows {len(board.board)}; bootstrap: {sorted(boot.tables) if boot else 'skipped (one encoder)'}"
@@ -291,7 +299,6 @@ def main() -> int:
     if not args.no_projection:
         n = {k: int(splits.get(k, 0)) for k in ("train", "calib", "test")}
         t0 = time.perf_counter()
-        iterations = real_iterations(bench, "isic2019", encoders)
         for encoder, per_depth in zip(encoders, iterations, strict=True):
             print(
                 f"  L-BFGS iterations on {encoder}'s features (at 1/32, 1/8, 1/2 of the training rows): "
