@@ -9,10 +9,14 @@ standardised features with a power-law spectrum (eigenvalues ~ 1/j, randomly rot
 real embeddings) at N = 10k, 25k, 50k training rows and D = 768, 1152. Times are CPU seconds
 of this process with one torch/BLAS thread (`time.process_time`): a shared machine slows the
 wall clock, much less the CPU time a computation needs. Per kind a power law
-t = a N^alpha D^beta is fitted (knn: per query; logreg: per L-BFGS iteration, times the
-measured iteration count, see paper_scale_model.py); the model fitted on N <= 25k must
-predict the measured N = 50k times within 25 % (the self-check). Evaluation (metrics + prediction rows, through
-`run_chunk`) and the warehouse client's write (`Warehouse.append_runs`) are timed per row.
+t = a N^alpha D^beta is fitted (knn: per query, its preparation per call apart; logreg: a
+setup plus a cost per L-BFGS iteration times the measured iteration count, see
+paper_scale_model.py); the model fitted on N <= 25k must predict the measured N = 50k times
+within 25 % (the self-check). Evaluation (`evaluate_chunk`: one read per chunk, then per fit
+the predictions, metrics and prediction rows) is timed at 1 and 6 fits, two sizes and two
+widths (`EvalCost`), the warehouse client's write (`Warehouse.append_runs`) per batch and per
+row (`ClientCost`). Logreg iterations come from these synthetic features, which need 5-10x
+fewer than real encoder features (benchmarks/real_size.py): its logreg term is a lower bound.
 The fitted model, with all points, then projects "one new encoder on the paper's four
 datasets" and the full 15-encoder frozen grid on this 2-core machine, a 16-core machine and
 8 such machines as dask workers, and the peak memory of one worker (the analytic bytes of
@@ -105,25 +109,33 @@ def make_problem(n: int, d: int, n_queries: int, seed: int) -> Problem:
     return Problem(x[:n], x[n:], y_mc, y_ml)
 
 
-def _logreg(xt: torch.Tensor, y: np.ndarray, softmax: bool, repeats: int) -> tuple[float, int]:
+def _logreg(xt: torch.Tensor, y: np.ndarray, softmax: bool, repeats: int) -> tuple[float, int, float]:
+    """CPU seconds of one fit, its L-BFGS iterations, and the CPU seconds of its setup alone
+    (`max_iter=0`: the preconditioner and the gradient at 0, what no iteration count scales)."""
     target = torch.nn.functional.one_hot(torch.as_tensor(y), 8) if softmax else torch.as_tensor(y)
     iters = []
     seconds = cpu_seconds(lambda: iters.append(fit_logreg(xt, target, softmax).n_iter), repeats)
-    return seconds, iters[-1]
+    setup = cpu_seconds(lambda: fit_logreg(xt, target, softmax, max_iter=0), repeats)
+    return seconds, iters[-1], setup
 
 
-def time_point(p: Problem, n: int, repeats: int) -> dict[str, float]:
-    """CPU seconds per kind at (n, D): logreg fits (mean of the label draws, and their mean
-    L-BFGS iterations), mlp fit, knn per query (prepare + search)."""
-    x, q = p.x[:n], torch.as_tensor(p.queries[:KNN_QUERIES])
+def time_point(p: Problem, n: int, repeats: int, knn_queries: int = KNN_QUERIES) -> dict[str, float]:
+    """CPU seconds per kind at (n, D): logreg fits (mean of the label draws, their mean
+    L-BFGS iterations and setup), mlp fit, knn per query (search) and its preparation."""
+    x, q = p.x[:n], torch.as_tensor(p.queries[:knn_queries])
     xt = torch.as_tensor(x)
     out: dict[str, float] = {}
     for kind, labels, softmax in (("logreg_mc", p.y_mc, True), ("logreg_ml", p.y_ml, False)):
         runs = [_logreg(xt, y[:n], softmax, repeats) for y in labels]
         out[kind] = float(np.mean([r[0] for r in runs]))
         out[kind + "_iters"] = float(np.mean([r[1] for r in runs]))
+        out[kind + "_setup"] = float(np.mean([r[2] for r in runs]))
     out["mlp"] = cpu_seconds(lambda: get_probe("mlp").fit(x, p.y_mc[0][:n], Task.MULTICLASS, 8, 0), repeats)
-    out["knn"] = cpu_seconds(lambda: knn_search.neighbours(knn_search.prepare(xt), q, 5), repeats) / len(q)
+    # knn: the training rows' preparation is paid once per predictor call (per fit and eval
+    # block), the search per query; timed apart, as few queries would spread the first over them.
+    out["knn_prepare"] = cpu_seconds(lambda: knn_search.prepare(xt), repeats)
+    search = cpu_seconds(lambda: knn_search.neighbours(knn_search.prepare(xt), q, 5), repeats)
+    out["knn"] = max(search - out["knn_prepare"], 0.5 * search) / len(q)
     return out
 
 
@@ -137,12 +149,21 @@ def previous_knn(train: torch.Tensor, queries: torch.Tensor, k: int) -> torch.Te
     return torch.cat(out)
 
 
-def measure_width(d: int, n_max: int, sizes: tuple[int, ...], n_queries: int, repeats: int, knn_baseline_n: int | None):
-    """Some sizes at one width (runs in its own process); optionally the previous k-NN too."""
+def measure_width(
+    d: int,
+    n_max: int,
+    sizes: tuple[int, ...],
+    n_queries: int,
+    repeats: int,
+    knn_baseline_n: int | None,
+    knn_queries: int = KNN_QUERIES,
+):
+    """Some sizes at one width (runs in its own process); optionally the previous k-NN too.
+    `knn_queries` (<= n_queries): queries per k-NN timing point."""
     torch.set_num_threads(1)
     problem = make_problem(n_max, d, n_queries, seed=0)
     time_point(problem, 500, 1)  # warm-up: first-call costs are not a probe's
-    points = [(n, time_point(problem, n, repeats)) for n in sizes]
+    points = [(n, time_point(problem, n, repeats, knn_queries)) for n in sizes]
     knn_pair = None
     if knn_baseline_n:
         xt, q = torch.as_tensor(problem.x[:knn_baseline_n]), torch.as_tensor(problem.queries)
@@ -161,8 +182,8 @@ def measure_width(d: int, n_max: int, sizes: tuple[int, ...], n_queries: int, re
 def measure_extras(quick: bool, n_memory: int, dim: int):
     torch.set_num_threads(1)
     return (
-        support.eval_row_costs(quick),
-        support.client_row_cost(quick),
+        support.eval_costs(quick),
+        support.client_cost(quick),
         support.measure_memory(n_memory, dim),
         support.condition_batching(quick),
         support.warm_start_effect(quick),
@@ -212,6 +233,8 @@ def main() -> int:
         extras = pool.submit(measure_extras, args.quick, 3000 if args.quick else 8000, dims[-1])
         measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
         iterations: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
+        setups: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
+        prepares: list[tuple[int, int, float]] = []
         for d, job in jobs:
             points, knn_pair = job.result()
             for n, t in points:
@@ -219,6 +242,8 @@ def main() -> int:
                     measured[kind].append((n, d, t[kind]))
                 for kind in iterations:
                     iterations[kind].append((n, d, t[kind + "_iters"]))
+                    setups[kind].append((n, d, t[kind + "_setup"]))
+                prepares.append((n, d, t["knn_prepare"]))
                 say(
                     f"  N={n:>6} D={d:>5}: "
                     + "  ".join(
@@ -230,7 +255,7 @@ def main() -> int:
                 )
             if knn_pair is not None:
                 knn_old, knn_new, same = knn_pair
-        eval_row, client_row, memory, batching, warm = extras.result()
+        evals, client_row, memory, batching, warm = extras.result()
 
     # -- cost model and self-check ---------------------------------------------------------
     say(
@@ -239,10 +264,14 @@ def main() -> int:
     )
     models, check = {}, {}
     for kind in KINDS:
-        its = iterations.get(kind)
-        models[kind] = fit_model(measured[kind], its)
+        its, before = iterations.get(kind), setups.get(kind)
+        models[kind] = fit_model(measured[kind], its, before)
         small = [p for p in measured[kind] if p[0] <= sizes[1]]
-        early = fit_model(small, [p for p in its if p[0] <= sizes[1]] if its else None)
+        early = fit_model(
+            small,
+            [p for p in its if p[0] <= sizes[1]] if its else None,
+            [p for p in before if p[0] <= sizes[1]] if before else None,
+        )
         big = [p for p in measured[kind] if p[0] == sizes[-1]]
         check[kind] = (sum(early(n, d) for n, d, _ in big), sum(t for _, _, t in big))
         say(
@@ -250,6 +279,8 @@ def main() -> int:
             f"             N={sizes[-1]} from the N<=25k model: predicted {check[kind][0]:.3g} vs measured "
             f"{check[kind][1]:.3g}, {100 * (check[kind][0] / check[kind][1] - 1):+.1f} %"
         )
+    models["knn_prepare"] = fit_model(prepares, None)
+    say(f"  knn prepare (per predictor call) {models['knn_prepare'].describe()}")
     predicted = sum(c[0] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
     actual = sum(c[1] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
     selfcheck = 100 * abs(predicted / actual - 1)
@@ -261,10 +292,13 @@ def main() -> int:
     )
 
     say(
-        "evaluation through run_chunk (metrics + prediction rows), CPU s per eval row and fit: "
-        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items())
+        "evaluation (evaluate_chunk: read, predict, metrics, prediction rows), CPU s: "
+        + "; ".join(f"{k} {v.describe()}" for k, v in evals.items())
     )
-    say(f"warehouse client (Warehouse.append_runs), CPU s per prediction row: {client_row * 1e6:.2f} us")
+    say(
+        f"warehouse client (Warehouse.append_runs, Parquet parts), CPU s: {client_row.per_batch * 1e3:.1f} ms per"
+        f" batch + {client_row.per_row * 1e6:.2f} us per prediction row"
+    )
     say(
         f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "
         f"{memory['peak_gb']:.2f} GB = {memory['ratio']:.2f} x the analytic bytes "
@@ -291,7 +325,7 @@ def main() -> int:
         f"neighbours identical: {same}"
     )
 
-    proj = support.project(models, eval_row, client_row, memory)
+    proj = support.project(models, evals, client_row, memory)
     say()
     for line in proj.lines:
         say(line)
@@ -321,7 +355,7 @@ def main() -> int:
             result,
             knn_old,
             knn_new,
-            eval_row,
+            evals,
             client_row,
             memory,
             wall,

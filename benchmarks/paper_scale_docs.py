@@ -21,7 +21,7 @@ def write_docs(
     result,
     knn_old,
     knn_new,
-    eval_row,
+    evals,
     client_row,
     memory,
     wall,
@@ -63,9 +63,10 @@ def write_docs(
         "",
         f"Self-check (all kinds at N = 50k, both D, predicted from N <= 25k): "
         f"**{selfcheck:.1f} %** error (target <= 25 %).",
-        "Evaluation per fit and eval row (`evaluate_chunk`: predict, metrics, prediction rows): "
-        + ", ".join(f"{k} {v * 1e6:.1f} us" for k, v in eval_row.items())
-        + f"; warehouse client `append_runs` {client_row * 1e6:.2f} us CPU per prediction row.",
+        "Evaluation (`evaluate_chunk`: one read per chunk, then per fit predict, metrics, prediction rows): "
+        + "; ".join(f"{k} {v.describe()}" for k, v in evals.items())
+        + f"; warehouse client `append_runs` {client_row.per_batch * 1e3:.1f} ms CPU per batch"
+        f" + {client_row.per_row * 1e6:.2f} us per prediction row.",
         f"Memory: a knn chunk (fractions 1.0 and 0.25) then a logreg chunk peaked at {memory['peak_gb']:.2f} GB RSS "
         f"({memory['base_gb']:.2f} GB after imports; {memory['ratio']:.2f}x the analytic bytes).",
         f"k-NN: {knn_old:.2f} s (previous float64 brute force) vs {knn_new:.2f} s (float32 search + "

@@ -97,22 +97,75 @@ def _chunk(ref, ds, probe: str, fits: list[tuple[float, int]]) -> Chunk:
     return Chunk(ref, 1.0, keys, False, "bench")
 
 
-def eval_row_costs(quick: bool) -> dict[str, float]:
-    """CPU seconds per (fit, eval row) of `evaluate_chunk`: predict, metrics, prediction rows."""
-    n = 1500 if quick else 4000
-    out: dict[str, float] = {}
+@dataclasses.dataclass(frozen=True)
+class EvalCost:
+    """CPU seconds of `evaluate_chunk` for a chunk of F fits over R stacked eval rows in S eval
+    sets (the test split under each condition, calib, a shift target) at width D:
+
+        read x R x D                                  once per chunk (read + standardise the rows)
+      + F x (R x (row + row_dim x D) + S x per_set)   per fit (predict, metrics, prediction rows)
+
+    A cost per eval row and fit alone (the earlier model) charged the chunk's one read to every
+    fit and spread the metrics' fixed cost per eval set over the rows of the small timing cell:
+    measured at 1.5k images it over-predicted real_size's evaluation ~20x.
+    """
+
+    read: float
+    row: float
+    row_dim: float
+    per_set: float
+
+    @classmethod
+    def fit(cls, points: list[tuple[int, int, int, int, float]]) -> EvalCost:
+        """Non-negative least squares over (F, R, S, D, seconds) timings."""
+        from scipy.optimize import nnls
+
+        design = np.array([[r * d, f * r, f * r * d, f * s] for f, r, s, d, _ in points], dtype=float)
+        target = np.array([t for *_, t in points])
+        scale = design.max(axis=0)
+        coef, _ = nnls(design / scale, target)
+        read, row, row_dim, per_set = (float(c) for c in coef / scale)
+        return cls(read, row, row_dim, per_set)
+
+    def __call__(self, fits: int, rows: int, sets: int, d: int) -> float:
+        return self.read * rows * d + fits * (rows * (self.row + self.row_dim * d) + sets * self.per_set)
+
+    def describe(self) -> str:
+        return (
+            f"read {self.read * 1e9:.2f} ns/(row x D) per chunk; per fit {self.row * 1e6:.2f} us/row"
+            f" + {self.row_dim * 1e9:.3f} ns/(row x D) + {self.per_set * 1e3:.2f} ms/eval set"
+        )
+
+
+EVAL_DIMS = (192, 768)
+EVAL_FITS = 6  # the second fit count timed per cell (the first is 1)
+
+
+def eval_costs(quick: bool) -> dict[str, EvalCost]:
+    """`EvalCost` per evaluation kind (mc: multiclass logreg and k-NN's metrics and rows, ml:
+    multilabel logreg, mlp), fitted on `evaluate_chunk` timings of 1 and EVAL_FITS fits at two
+    image counts and two widths, after one untimed call (first-call costs are not the grid's)."""
+    sizes = (1500, 4000) if quick else (2000, 8000)
+    points: dict[str, list[tuple[int, int, int, int, float]]] = {"mc": [], "ml": [], "mlp": []}
     for task, k, probes in ((Task.MULTICLASS, 8, ("logreg", "mlp")), (Task.MULTILABEL, 14, ("logreg",))):
-        with tempfile.TemporaryDirectory() as tmp:
-            ds, ref, store, stats = _synthetic_cell(tmp, task, n, k, 768)
-            rows = N_CONDITIONS * len(ds.split_rows("test")) + len(ds.split_rows("calib"))
-            for probe in probes:
-                chunk = _chunk(ref, ds, probe, [(1.0, 0), (1.0, 1)] if probe == "mlp" else [(1.0, 0)])
-                fitted = fit_chunk(chunk, store, ds, stats)
-                start = time.process_time()
-                evaluate_chunk(chunk, fitted, store, ds, [], stats)
-                key = "mlp" if probe == "mlp" else ("mc" if task is Task.MULTICLASS else "ml")
-                out[key] = (time.process_time() - start) / (rows * len(fitted))
-    return out
+        for n in sizes:
+            for dim in EVAL_DIMS:
+                with tempfile.TemporaryDirectory() as tmp:
+                    ds, ref, store, stats = _synthetic_cell(tmp, task, n, k, dim)
+                    rows = N_CONDITIONS * len(ds.split_rows("test")) + len(ds.split_rows("calib"))
+                    sets = N_CONDITIONS + 1
+                    for probe in probes:
+                        # cheap fits of small subsets: what evaluation costs does not depend on them
+                        fits = [(f, s) for f in (0.05, 0.01) for s in FRACTION_SEEDS][:EVAL_FITS]
+                        chunk = _chunk(ref, ds, probe, fits)
+                        fitted = fit_chunk(chunk, store, ds, stats)
+                        evaluate_chunk(_chunk(ref, ds, probe, fits[:1]), fitted[:1], store, ds, [], stats)
+                        key = "mlp" if probe == "mlp" else ("mc" if task is Task.MULTICLASS else "ml")
+                        for f in (1, EVAL_FITS):
+                            start = time.process_time()
+                            evaluate_chunk(_chunk(ref, ds, probe, fits[:f]), fitted[:f], store, ds, [], stats)
+                            points[key].append((f, rows, sets, dim, time.process_time() - start))
+    return {key: EvalCost.fit(p) for key, p in points.items()}
 
 
 def condition_batching(quick: bool) -> dict[str, tuple[float, float]]:
@@ -175,23 +228,43 @@ def warm_start_effect(quick: bool) -> dict[str, float]:
     return {"cold_s": cold_s, "warm_s": warm_s, "d_metric": d_metric, "d_prob": d_prob}
 
 
-def client_row_cost(quick: bool) -> float:
-    """CPU seconds per prediction row of the client's `Warehouse.append_runs` (multilabel rows;
-    the conversion to Arrow and the compressed Parquet write are CPU-bound)."""
+@dataclasses.dataclass(frozen=True)
+class ClientCost:
+    """CPU seconds of the client's write of one chunk's records (`Warehouse.append_runs`, the
+    Parquet parts `crsbench probe` writes): a fixed cost per batch (four part files, their
+    digests) plus a cost per prediction row (the conversion to Arrow, the compressed write)."""
+
+    per_batch: float
+    per_row: float
+
+    def __call__(self, batches: int, rows: int) -> float:
+        return batches * self.per_batch + rows * self.per_row
+
+
+def client_cost(quick: bool, task: Task = Task.MULTILABEL, k: int = 14) -> ClientCost:
+    """`ClientCost` from the best of 3 writes of a 1-fit and an EVAL_FITS-fit chunk's records
+    (default multilabel rows: a 14-float probability list, the paper's largest)."""
     from crsbench.warehouse.connection import Warehouse
 
     with tempfile.TemporaryDirectory() as tmp:
-        ds, ref, store, stats = _synthetic_cell(tmp, Task.MULTILABEL, 1500 if quick else 4000, 14, 256)
-        chunk = _chunk(ref, ds, "logreg", [(1.0, 0)])
-        runs, preds = evaluate_chunk(chunk, fit_chunk(chunk, store, ds, stats), store, ds, [], stats)
+        ds, ref, store, stats = _synthetic_cell(tmp, task, 1500 if quick else 4000, k, 256)
+        fits = [(f, s) for f in (0.05, 0.01) for s in FRACTION_SEEDS][:EVAL_FITS]
+        chunk = _chunk(ref, ds, "logreg", fits)
+        fitted = fit_chunk(chunk, store, ds, stats)
         wh = Warehouse(Path(tmp) / "w.duckdb")
-        best = math.inf
-        for _ in range(3):
-            start = time.process_time()
-            wh.append_runs(runs, preds)
-            best = min(best, time.process_time() - start)
+        timed = []
+        for f in (1, EVAL_FITS):
+            runs, preds = evaluate_chunk(_chunk(ref, ds, "logreg", fits[:f]), fitted[:f], store, ds, [], stats)
+            best = math.inf
+            for _ in range(3):
+                start = time.process_time()
+                wh.append_runs(runs, preds)
+                best = min(best, time.process_time() - start)
+            timed.append((len(preds), best))
         wh.close()
-    return best / len(preds)
+    (r1, t1), (r2, t2) = timed
+    per_row = max(0.0, (t2 - t1) / (r2 - r1))
+    return ClientCost(max(0.0, t1 - per_row * r1), per_row)
 
 
 def chunk_bytes(n_train: int, dim: int, eval_rows: int, pred_rows: int, probe: str) -> float:
@@ -272,40 +345,61 @@ class Projection:
     blockers: dict[str, str]
 
 
-def _fits(seeded: bool) -> list[tuple[float, int]]:
-    """(fraction, count) of distinct fits per cell: unseeded probes share fraction 1.0."""
-    return [(f, 1 if (f == 1.0 and not seeded) else len(FRACTION_SEEDS)) for f in LABEL_FRACTIONS]
+def _grid_fits() -> list[tuple[float, int]]:
+    """(fraction, seed) of one cell's fits in the grid's order (`probes.grid._chunks`: largest
+    fraction first, seeds together). Every seed is a fit and is evaluated; an unseeded probe
+    fits fraction 1.0 once and shares it (`probes.tasks.fit_chunk`)."""
+    return [(f, s) for f in sorted(LABEL_FRACTIONS, reverse=True) for s in FRACTION_SEEDS]
 
 
-def encoder_chunks(models, eval_row, widths, datasets, batch: int) -> list[tuple[str, float, float, int]]:
+def encoder_chunks(
+    models, evals, widths, datasets, batch: int, logreg_models=None
+) -> list[tuple[str, float, float, int]]:
     """(label, CPU seconds, peak bytes, prediction rows) of every chunk of one encoder, packed
     as the grid packs them (`probes.chunking`: up to `batch` fits in the grid's order, largest
-    fraction first; k-NN fits also bounded by their search work)."""
+    fraction first; k-NN fits also bounded by their search work). A chunk's seconds are its fits
+    (a shared unseeded fit counted once; k-NN searches at every evaluation, a shared fit too)
+    plus `evals` (`EvalCost` per kind) for its fits; a chunk shares an unseeded fit only among its
+    own fits. `logreg_models`: one cost model per depth
+    (iterations measured on the job's own features, benchmarks/real_size.py) instead of
+    `models`' logreg kind."""
     out = []
     for ds in datasets:
         eval_rows = N_CONDITIONS * ds.n_test + ds.n_calib + ds.n_shift
+        sets = N_CONDITIONS + (ds.n_calib > 0) + (ds.n_shift > 0)
         block = min(EVAL_BLOCK_ROWS, max(N_CONDITIONS * ds.n_test, ds.n_calib, ds.n_shift))
         lr = "logreg_mc" if ds.task == "mc" else "logreg_ml"
         k_scale = ds.k / 8 if ds.task == "mc" else 1.0
-        jobs = [("logreg", d, lr, k_scale) for d in widths] + [
-            ("mlp", widths[-1], "mlp", 1.0),
-            ("knn", widths[-1], "knn", 1.0),
-        ]
-        for probe, dim, kind, scale in jobs:
-            per_row = eval_row["mlp"] if probe == "mlp" else eval_row[ds.task]
-            fits, fractions = [], []
-            for fraction, count in sorted(_fits(get_probe(probe).seeded), reverse=True):
+        jobs = [("logreg", d, (logreg_models or {}).get(i) or models[lr], k_scale) for i, d in enumerate(widths)]
+        jobs += [("mlp", widths[-1], models["mlp"], 1.0), ("knn", widths[-1], models["knn"], 1.0)]
+        # predictor calls per evaluation: each eval batch (stacked test conditions, calib, shift)
+        # in blocks of EVAL_BLOCK_ROWS stacked rows; a k-NN call prepares its training rows anew
+        calls = sum(math.ceil(r / EVAL_BLOCK_ROWS) for r in (N_CONDITIONS * ds.n_test, ds.n_calib, ds.n_shift))
+        prepare = models.get("knn_prepare")
+        for probe, dim, model, scale in jobs:
+            entry = get_probe(probe)
+            evaluate = evals["mlp"] if probe == "mlp" else evals[ds.task]
+            keys = _grid_fits()
+            fits = []
+            for fraction, _ in keys:
                 n = subset_rows(fraction, ds.n_train)
-                fit = models[kind](n, dim) * (eval_rows if probe == "knn" else scale)
-                fits += [fit + per_row * eval_rows] * count
-                fractions += [fraction] * count
-            for part in chunk_slices(fractions, ds.n_train, eval_rows, get_probe(probe).deferred, batch):
-                group = fits[part]
+                if entry.deferred:
+                    # the search, redone at each evaluation
+                    fits.append(model(n, dim) * eval_rows + (prepare(n, dim) * calls if prepare else 0.0))
+                else:
+                    fits.append(model(n, dim) * scale)
+            for part in chunk_slices([f for f, _ in keys], ds.n_train, eval_rows, entry.deferred, batch):
+                group = list(fits[part])
+                if not (entry.seeded or entry.deferred):
+                    # an unseeded fit of the full fraction is made once per chunk, shared by its seeds
+                    full = [i for i, (f, _) in enumerate(keys[part]) if f == 1.0]
+                    for i in full[1:]:
+                        group[i] = 0.0
                 pred_rows = len(group) * eval_rows
                 out.append(
                     (
                         f"{ds.name} {probe} D={dim}",
-                        sum(group),
+                        sum(group) + evaluate(len(group), eval_rows, sets, dim),
                         chunk_bytes(ds.n_train, dim, block, pred_rows, probe),
                         pred_rows,
                     )
@@ -313,25 +407,26 @@ def encoder_chunks(models, eval_row, widths, datasets, batch: int) -> list[tuple
     return out
 
 
-def _setting(models, eval_row, client_row, memory, mimic: int, batch: int) -> dict:
+def _setting(models, evals, client_row, memory, mimic: int, batch: int) -> dict:
     datasets = paper_datasets(mimic)
-    new = encoder_chunks(models, eval_row, (1152,) * 4, datasets, batch)  # widest new encoder
+    new = encoder_chunks(models, evals, (1152,) * 4, datasets, batch)  # widest new encoder
     grid = []
     for _, widths, chest in ENCODERS:
-        grid += encoder_chunks(models, eval_row, widths, [d for d in datasets if d.chest] if chest else datasets, batch)
+        grid += encoder_chunks(models, evals, widths, [d for d in datasets if d.chest] if chest else datasets, batch)
     new_cpu, grid_cpu = sum(c[1] for c in new), sum(c[1] for c in grid)
     new_longest, longest = max(new, key=lambda c: c[1]), max(grid, key=lambda c: c[1])
     rows = sum(c[3] for c in grid)
+    client_s = client_row(len(grid), rows)
     new_terms = {"compute": new_cpu / (CORES_16 * EFF_16), f"longest chunk ({new_longest[0]})": new_longest[1]}
     grid_terms = {
         "compute": grid_cpu / (WORKERS * CORES_16 * EFF_16),
         f"longest chunk ({longest[0]})": longest[1],
-        f"client writes ({rows / 1e6:.0f} M prediction rows)": rows * client_row,
+        f"client writes ({rows / 1e6:.0f} M prediction rows)": client_s,
     }
     biggest = max(grid, key=lambda c: c[2])
     threaded = CORES_16 * EFF_16
     sixteen_mt = max(new_terms["compute"], new_longest[1] / threaded)
-    cluster_mt = max(grid_terms["compute"], longest[1] / threaded, rows * client_row)
+    cluster_mt = max(grid_terms["compute"], longest[1] / threaded, client_s)
     by_kind: dict[str, float] = {}
     for label, sec, _, _ in new:
         by_kind[label.split()[-2]] = by_kind.get(label.split()[-2], 0.0) + sec
@@ -354,7 +449,7 @@ def _setting(models, eval_row, client_row, memory, mimic: int, batch: int) -> di
     }
 
 
-def project(models, eval_row, client_row, memory) -> Projection:
+def project(models, evals, client_row, memory) -> Projection:
     lines = [
         f"projections: hours of wall time from the model's CPU seconds (16-core efficiency {EFF_16};"
         f" one chunk = up to `--batch-size` fits of one cell and probe, one thread each):",
@@ -364,7 +459,7 @@ def project(models, eval_row, client_row, memory) -> Projection:
     settings = {}
     for mimic in (MIMIC_LOW, MIMIC_HIGH):
         for batch in (DEFAULT_BATCH_SIZE, 1):
-            st = _setting(models, eval_row, client_row, memory, mimic, batch)
+            st = _setting(models, evals, client_row, memory, mimic, batch)
             settings[(mimic, batch)] = st
             kinds = "/".join(f"{v / 3600:.1f}" for v in st["by_kind"].values())
             lines.append(

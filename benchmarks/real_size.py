@@ -10,9 +10,24 @@ extracted (16 conditions x 4 depths), the whole declared probe grid runs (logreg
 k-NN; 5 fractions x 5 seeds), the parts are compacted, and the leaderboard and its bootstrap
 (`--replicates`) are computed. Reported per stage: wall and CPU seconds (this process and its
 children), then the peak RSS (this process; its children apart), the store and warehouse sizes,
-and benchmarks/paper_scale.py's projection of the same probe grid -- its cost model fitted on
-timings at a quarter and a half of this job's training rows and at its feature width, then
-applied to the job's chunks -- with the projection's error against the measured probe stage.
+and benchmarks/paper_scale.py's projection of the same probe grid, with the projection's error
+against the measured probe stage (CPU: this process's, the grid's worker threads and the client's
+writes; wall: the larger of CPU / cores and the longest chunk).
+
+The projection is the cost model of paper_scale.py, timed on synthetic features at a sixteenth,
+a quarter and a half of this job's training rows and at its narrowest and widest features, then
+applied to the job's chunks as `probes.chunking` packs them (every seed of every fraction is
+evaluated; an unseeded fit is shared, and k-NN searches at each evaluation). One input is taken
+from the job's own features instead: the number of L-BFGS iterations of its logreg fits, counted
+(`real_iterations`) on nested random subsets of 1/32, 1/8 and 1/2 of the training rows of every
+encoder and depth, interpolated in log N and continued along the last measured rise to the full
+set. The time per iteration, the fit's setup and everything else come from the timing model, so
+no probe-stage timing enters the projection. Why: the synthetic features need 5-10x fewer
+iterations (38-121 at N = 3.8k against 450-1,200 on tiny-vit and tiny-resnet18), which made the
+model's logreg term ~7x too small; evaluation, charged per eval row from a 1,500-image cell
+(a chunk's one read and the metrics' fixed cost per eval set spread over few rows), was ~20x too
+large. The two errors of opposite sign netted to +18 % at a quarter of the size and +81 % at the
+real size (docs/SCALING.md section 7).
 Ends with one JSON line. Timings on a shared machine are noisy: compare CPU seconds, or ratios
 measured in the same run.
 """
@@ -64,17 +79,85 @@ class Stages:
         return next(r for r in self.rows if r["stage"] == name)
 
 
+# The grid calls a k-NN predictor on a whole block of stacked test rows (16 x the test split, up
+# to 32,768): timed on a few hundred queries, the per-query cost came out 1.5-2x the grid's.
+KNN_QUERIES = 4096
+# Nested random subsets of the training rows whose L-BFGS iterations are measured; the grid's
+# full-fraction fits lie beyond the last, reached by its trend (paper_scale_model.IterativeCost).
+ITERATION_FRACTIONS = (1 / 32, 1 / 8, 1 / 2)
+
+
+def real_iterations(bench: Any, dataset: str, encoders: list[str]) -> list[dict[int, list[tuple[int, int, float]]]]:
+    """Per encoder and depth index: (N, D, L-BFGS iterations) of logreg fits on the job's own
+    stored features (train rows standardised as the grid does) on nested random subsets of
+    ITERATION_FRACTIONS of the training rows, where the grid's solver is L-BFGS
+    (`probes.newton.newton_pays` sends small problems to exact Newton, which the model times as
+    L-BFGS). Only the counts are used: the time per iteration comes from the
+    timing model, so the probe stage's own timings never enter the projection."""
+    import numpy as np
+    import torch
+
+    from crsbench.core import CLEAN, DEPTHS
+    from crsbench.features.store import FeatureSetRef, FeatureStore
+    from crsbench.probes.lbfgs import fit_logreg
+    from crsbench.probes.newton import newton_pays
+    from crsbench.probes.reader import read_rows
+    from crsbench.warehouse.connection import Warehouse
+    from crsbench.warehouse.datasets import read_dataset
+
+    with Warehouse.open(bench.db, read_only=True) as wh:
+        ds = read_dataset(wh, dataset)
+    store = FeatureStore(bench.store)
+    train = ds.split_rows("train")
+    k = len(ds.label_names)
+    out = []
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for encoder in encoders:
+            per_depth: dict[int, list[tuple[int, int, float]]] = {}
+            for i, depth in enumerate(DEPTHS):
+                x = read_rows(store, FeatureSetRef(dataset, encoder), depth, CLEAN, train)
+                std = x.std(0)
+                x = (x - x.mean(0)) / np.where(std > 0, std, 1.0)
+                points = []
+                order = np.random.default_rng(0).permutation(len(train))
+                for fraction in ITERATION_FRACTIONS:
+                    pick = np.sort(order[: max(k, round(fraction * len(train)))])
+                    xt = torch.as_tensor(x[pick])
+                    target = torch.nn.functional.one_hot(torch.as_tensor(ds.labels[train[pick]]), k)
+                    if newton_pays(len(pick), x.shape[1], k, 1):
+                        continue  # the grid solves this size by exact Newton: no L-BFGS count to take
+                    points.append((len(pick), x.shape[1], float(fit_logreg(xt, target, True).n_iter)))
+                if points:  # else the timing model's own counts
+                    per_depth[i] = points
+            out.append(per_depth)
+    finally:
+        torch.set_num_threads(previous)
+    return out
+
+
 def projection(
-    n_train: int, n_calib: int, n_test: int, encoders: list[tuple[int, ...]], quick: bool
-) -> dict[str, float]:
-    """benchmarks/paper_scale.py's cost model for this job's probe grid: fitted (one thread, CPU
-    seconds) at n_train / 4 and n_train / 2 rows and the job's narrowest and widest features,
-    then applied to the chunks of every encoder (`encoders`: its widths at the four depths)."""
+    n_train: int,
+    n_calib: int,
+    n_test: int,
+    encoders: list[tuple[int, ...]],
+    quick: bool,
+    iterations: list[dict[int, list[tuple[int, int, float]]]] | None = None,
+) -> dict[str, Any]:
+    """benchmarks/paper_scale.py's cost model for this job's probe grid: its timings (one
+    thread, CPU seconds, synthetic features) at n_train / 4 and n_train / 2 rows and the job's
+    narrowest and widest features, then applied to the chunks of every encoder (`encoders`: its
+    widths at the four depths). `iterations` (from `real_iterations`, per encoder and depth):
+    the logreg fits' L-BFGS iteration counts measured on the job's own features, which replace
+    the synthetic features' counts (5-10x fewer). CPU includes the client's writes (this
+    process's work); wall is the larger of CPU / cores and the longest chunk."""
     import paper_scale as ps
     import paper_scale_support as support
     import torch
-    from paper_scale_model import fit_model
+    from paper_scale_model import IterativeCost, fit_model
 
+    from crsbench.ingest.types import Task
     from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
 
     every = sorted({d for widths in encoders for d in widths})
@@ -82,33 +165,51 @@ def projection(
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        sizes = tuple(sorted({max(200, n_train // 4), max(400, n_train // 2)}))
+        # The grid's fits run from 1 % to all of n_train: a sixteenth pins the small fits (k-NN's
+        # per-query cost flattens there), a quarter and a half the large ones.
+        sizes = tuple(sorted({max(100, n_train // 16), max(200, n_train // 4), max(400, n_train // 2)}))
         measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in ps.KINDS}
-        iterations: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
+        its: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
+        setups: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
+        prepares: list[tuple[int, int, float]] = []
         for d in dims:
-            points, _ = ps.measure_width(d, sizes[-1], sizes, 256 if quick else 1024, 1, None)
+            # the least of 2 repeats (less noise); k-NN timed on KNN_QUERIES queries per call
+            points, _ = ps.measure_width(d, sizes[-1], sizes, KNN_QUERIES, 2, None, KNN_QUERIES)
             for n, t in points:
+                prepares.append((n, d, t["knn_prepare"]))
                 for kind in ps.KINDS:
                     measured[kind].append((n, d, t[kind]))
-                for kind in iterations:
-                    iterations[kind].append((n, d, t[kind + "_iters"]))
-        models = {kind: fit_model(measured[kind], iterations.get(kind)) for kind in ps.KINDS}
-        eval_row = support.eval_row_costs(quick)
-        client_row = support.client_row_cost(quick)
+                for kind in its:
+                    its[kind].append((n, d, t[kind + "_iters"]))
+                    setups[kind].append((n, d, t[kind + "_setup"]))
+        models = {kind: fit_model(measured[kind], its.get(kind), setups.get(kind)) for kind in ps.KINDS}
+        models["knn_prepare"] = fit_model(prepares, None)
+        evals = support.eval_costs(quick)
+        client = support.client_cost(quick, Task.MULTICLASS, 8)
     finally:
         torch.set_num_threads(previous)
     job = support.PaperDataset("ISIC 2019", n_train, n_calib, n_test, 0, "mc", 8, False)
-    chunks = [
-        c for widths in encoders for c in support.encoder_chunks(models, eval_row, widths, [job], DEFAULT_BATCH_SIZE)
-    ]
-    cpu = sum(c[1] for c in chunks)
+    logreg = models["logreg_mc"]
+    chunks = []
+    by_kind: dict[str, float] = {}
+    for e, widths in enumerate(encoders):
+        per_depth = None
+        if iterations is not None and isinstance(logreg, IterativeCost):
+            per_depth = {i: logreg.with_iterations(points, extend=True) for i, points in iterations[e].items()}
+        for c in support.encoder_chunks(models, evals, widths, [job], DEFAULT_BATCH_SIZE, per_depth):
+            chunks.append(c)
+            label = f"{e}:{c[0].split(' ', 2)[-1]}"  # encoder index, probe and width
+            by_kind[label] = by_kind.get(label, 0.0) + c[1]
+    compute = sum(c[1] for c in chunks)
     rows = sum(c[3] for c in chunks)
     cores = os.cpu_count() or 1
+    cpu = compute + client(len(chunks), rows)
     return {
         "cpu_s": cpu,
-        "client_s": rows * client_row,
-        "wall_s": max(cpu / cores, max(c[1] for c in chunks)) + rows * client_row,
+        "client_s": client(len(chunks), rows),
+        "wall_s": max(cpu / cores, max(c[1] for c in chunks)),
         "chunks": len(chunks),
+        "by_kind": by_kind,
     }
 
 
@@ -178,6 +279,8 @@ def main() -> int:
         for encoder in encoders:
             made = FeatureStore(bench.store).attrs(FeatureSetRef("isic2019", encoder))
             widths.append(tuple(int(made["dims"][k]) for k in sorted(made["dims"])))
+        # the projection's logreg iteration counts, from this job's features (the folder may be temporary)
+        iterations = [] if args.no_projection else real_iterations(bench, "isic2019", encoders)
     print(f"  probe grid: {summary}")
     print(
         f"  leaderboard rows {len(board.board)}; bootstrap: {sorted(boot.tables) if boot else 'skipped (one encoder)'}"
@@ -196,7 +299,15 @@ def main() -> int:
     if not args.no_projection:
         n = {k: int(splits.get(k, 0)) for k in ("train", "calib", "test")}
         t0 = time.perf_counter()
-        proj = projection(n["train"], n["calib"], n["test"], widths, quick=args.scale < 0.5)
+        for encoder, per_depth in zip(encoders, iterations, strict=True):
+            print(
+                f"  L-BFGS iterations on {encoder}'s features (at 1/32, 1/8, 1/2 of the training rows): "
+                + "; ".join(f"depth {i}: " + "/".join(f"{it:.0f}" for *_, it in pts) for i, pts in per_depth.items())
+            )
+        proj = projection(n["train"], n["calib"], n["test"], widths, args.scale < 0.5, iterations)
+        for label, seconds in proj.pop("by_kind").items():
+            e, kind = label.split(":", 1)
+            print(f"  projected {encoders[int(e)]} {kind}: {seconds:.1f} s CPU")
         probe = stages.get("probe")
         err_cpu = 100 * (proj["cpu_s"] / probe["cpu_s"] - 1)
         err_wall = 100 * (proj["wall_s"] / probe["wall_s"] - 1)
