@@ -52,6 +52,7 @@ from crsbench.probes.registry import get_probe  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import paper_scale_docs as docs  # noqa: E402
+import paper_scale_measure as measure  # noqa: E402
 import paper_scale_support as support  # noqa: E402
 from paper_scale_model import fit_model  # noqa: E402
 
@@ -182,11 +183,11 @@ def measure_width(
 def measure_extras(quick: bool, n_memory: int, dim: int):
     torch.set_num_threads(1)
     return (
-        support.eval_costs(quick),
-        support.client_cost(quick),
-        support.measure_memory(n_memory, dim),
-        support.condition_batching(quick),
-        support.warm_start_effect(quick),
+        measure.eval_costs(quick),
+        measure.client_cost(quick),
+        measure.measure_memory(n_memory, dim),
+        measure.condition_batching(quick),
+        measure.warm_start_effect(quick),
     )
 
 

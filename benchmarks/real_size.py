@@ -153,6 +153,7 @@ def projection(
     the synthetic features' counts (5-10x fewer). CPU includes the client's writes (this
     process's work); wall is the larger of CPU / cores and the longest chunk."""
     import paper_scale as ps
+    import paper_scale_measure as measure
     import paper_scale_support as support
     import torch
     from paper_scale_model import IterativeCost, fit_model
@@ -184,8 +185,8 @@ def projection(
                     setups[kind].append((n, d, t[kind + "_setup"]))
         models = {kind: fit_model(measured[kind], its.get(kind), setups.get(kind)) for kind in ps.KINDS}
         models["knn_prepare"] = fit_model(prepares, None)
-        evals = support.eval_costs(quick)
-        client = support.client_cost(quick, Task.MULTICLASS, 8)
+        evals = measure.eval_costs(quick)
+        client = measure.client_cost(quick, Task.MULTICLASS, 8)
     finally:
         torch.set_num_threads(previous)
     job = support.PaperDataset("ISIC 2019", n_train, n_calib, n_test, 0, "mc", 8, False)

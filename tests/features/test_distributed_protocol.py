@@ -116,7 +116,8 @@ def test_a_chunk_that_fails_three_times_stops_the_run_naming_it(cluster, s3, dat
     assert message.startswith(f"row chunk 1 of feature set {ref.path} failed 3 times on the cluster: InputError: ")
     assert "\n" not in message and str(dataset.images["rel_path"].iloc[20]) in message
     assert [r for r in _runs(cluster, url) if r[0] == 1] == [(1, "failed: InputError")] * 3
-    assert 1 not in cx.computed and not FeatureStore(url).is_complete(ref)
+    assert 1 not in cx.computed  # the client never counted the failed chunk as written
+    assert not FeatureStore(url).is_complete(ref)  # and the set was not completed without it
     assert leftover_claims(url, ref) == []  # the failed chunk's claim and the cancelled ones released
 
 
