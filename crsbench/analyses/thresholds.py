@@ -20,13 +20,18 @@ RATES: tuple[str, ...] = ("sensitivity", "specificity", "balanced_accuracy", "pp
 
 
 def _youden_curve(positive: np.ndarray, score: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(candidate thresholds descending, J at each)."""
+    """(candidate thresholds descending, J at each as an exact integer numerator).
+
+    J = tp/P - fp/N = (tp*N - fp*P) / (P*N): the numerator is compared in integers, because
+    tpr - fpr in floating point breaks exact ties (10/33 at two thresholds) by rounding, which
+    would pick the lower threshold against the documented rule (ties go to the highest).
+    """
     pos = np.sort(score[positive])
     neg = np.sort(score[~positive])
     candidates = np.unique(score)[::-1]
-    tpr = (len(pos) - np.searchsorted(pos, candidates, side="left")) / len(pos)
-    fpr = (len(neg) - np.searchsorted(neg, candidates, side="left")) / len(neg)
-    return candidates, tpr - fpr
+    tp = (len(pos) - np.searchsorted(pos, candidates, side="left")).astype(np.int64)
+    fp = (len(neg) - np.searchsorted(neg, candidates, side="left")).astype(np.int64)
+    return candidates, tp * len(neg) - fp * len(pos)
 
 
 def defined(positive: np.ndarray) -> bool:
@@ -56,7 +61,9 @@ def best_balanced_accuracy(positive: np.ndarray, score: np.ndarray) -> tuple[flo
         return math.nan, math.nan
     candidates, j = _youden_curve(positive, score)
     best = int(np.argmax(j))
-    return float(candidates[best]), float((1.0 + max(j[best], 0.0)) / 2.0)
+    n_pos = int(positive.sum())
+    youden_j = max(int(j[best]), 0) / (n_pos * (len(positive) - n_pos))
+    return float(candidates[best]), float((1.0 + youden_j) / 2.0)
 
 
 def rates(positive: np.ndarray, called: np.ndarray) -> dict[str, float]:

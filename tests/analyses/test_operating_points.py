@@ -4,6 +4,7 @@ threshold, the rates equal scikit-learn, every in-grid run gets its rows, and ba
 from __future__ import annotations
 
 import shutil
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -19,12 +20,12 @@ from crsbench.warehouse.parts import parts_dir_for
 
 
 def brute(positive, score):
-    """Every observed score as threshold: (J, sensitivity) per threshold, by counting."""
+    """Every observed score as threshold: (J, sensitivity) per threshold, by counting in exact fractions."""
     out = {}
     for t in np.unique(score):
         called = score >= t
-        sens = (called & positive).sum() / positive.sum()
-        spec = (~called & ~positive).sum() / (~positive).sum()
+        sens = Fraction(int((called & positive).sum()), int(positive.sum()))
+        spec = Fraction(int((~called & ~positive).sum()), int((~positive).sum()))
         out[float(t)] = (sens + spec - 1, sens)
     return out
 
@@ -38,7 +39,8 @@ def test_thresholds_equal_a_brute_force_and_sklearn(seed):
     best_j = max(j for j, _ in table.values())
     assert youden_threshold(positive, score) == max(t for t, (j, _) in table.items() if j == best_j)
     fpr, tpr, thr = roc_curve(positive, score, drop_intermediate=False)
-    assert youden_threshold(positive, score) == thr[np.argmax(tpr - fpr)]
+    j = tpr - fpr
+    assert j[thr == youden_threshold(positive, score)][0] == pytest.approx(j.max(), abs=1e-12)
     assert sensitivity_threshold(positive, score, 0.9) == max(t for t, (_, s) in table.items() if s >= 0.9)
     opt_t, opt_ba = best_balanced_accuracy(positive, score)
     assert opt_ba == pytest.approx(max(balanced_accuracy_score(positive, score >= t) for t in table))
@@ -48,6 +50,21 @@ def test_thresholds_equal_a_brute_force_and_sklearn(seed):
     assert r["balanced_accuracy"] == pytest.approx(balanced_accuracy_score(positive, called))
     assert (r["sensitivity"], r["specificity"]) == pytest.approx((tp / (tp + fn), tn / (tn + fp)))
     assert (r["ppv"], r["npv"]) == pytest.approx((tp / (tp + fp), tn / (tn + fn)))
+
+
+def test_an_exact_tie_of_youdens_j_goes_to_the_highest_threshold():
+    # 2 positives, 10 negatives. At t = 0.9: tp 1, fp 2, J = 1/2 - 2/10 = 3/10. At t = 0.5: tp 2,
+    # fp 7, J = 1 - 7/10 = 3/10 too, but 1.0 - 0.7 is 0.30000000000000004 in floating point, so
+    # tpr - fpr would pick 0.5; the documented rule (METHODS §16.3) picks the higher, 0.9.
+    positive = np.array([True, True] + [False] * 10)
+    score = np.array([0.9, 0.5, 0.95, 0.92, 0.8, 0.75, 0.7, 0.65, 0.6, 0.3, 0.2, 0.1])
+    table = brute(positive, score)
+    best_j = max(j for j, _ in table.values())
+    assert best_j == Fraction(3, 10)
+    assert sorted(t for t, (j, _) in table.items() if j == best_j) == [0.5, 0.9]
+    assert (1.0 - 0.7) > (0.5 - 0.2)  # the float comparison that broke the tie the wrong way
+    assert youden_threshold(positive, score) == 0.9
+    assert best_balanced_accuracy(positive, score) == (0.9, pytest.approx(0.65, abs=1e-15))
 
 
 def test_undefined_columns_give_nan():
