@@ -186,13 +186,25 @@ class Bench(Reads, Scores):
 
         return extract_all(self.db, self.store, list(encoders), list(datasets), config, progress)
 
-    def convert_weights(self, source: Path | str, out: Path | str) -> dict[str, int]:
+    def convert_weights(
+        self, source: Path | str, out: Path | str, force: bool = False, trust_pickle: bool = False
+    ) -> dict[str, int]:
         """Write a checkpoint's tensors (and its state dicts, nested as they were) to a
-        safetensors file, leaving its pickled Python objects behind. The file is unpickled to
-        read it, after a warning naming it: convert only files you trust. Returns {part: tensors}."""
-        from crsbench.features.checkpoints import convert_to_safetensors
+        safetensors file, leaving its pickled Python objects behind. A checkpoint holding pickled
+        Python objects is refused, naming them, unless `trust_pickle` (then it is unpickled after
+        a warning naming it: only for files you trust). `out` is checked first: never the source,
+        the warehouse's files or a device, an existing file only with `force`. Returns {part: tensors}."""
+        from crsbench.core import check_write_target
+        from crsbench.features.checkpoints import convert_to_safetensors, weight_file
+        from crsbench.pipeline.stores import warehouse_paths
 
-        return convert_to_safetensors(Path(source), Path(out))
+        source, out = Path(source), Path(out)
+        inputs = [source, weight_file(source)] if source.is_dir() else [source]
+        protected = warehouse_paths(self.db, self.store)
+        check_write_target(
+            out, force=force, protected=protected, inputs=inputs, option="OUT", example="out.safetensors"
+        )
+        return convert_to_safetensors(source, out, trust_pickle=trust_pickle)
 
     def verify(self, encoders: Sequence[str] = (), datasets: Sequence[str] = ()) -> VerifyReport:
         """Check every chunk of every feature set (codec checksum, content manifest) and every

@@ -14,15 +14,23 @@ class Reads:
     """Bench's methods that only read (`self.db` is the warehouse)."""
 
     db: Path
+    store: str
 
     def export(
         self, name_or_query: str, fmt: str = "csv", out: Path | str | None = None, force: bool = False
     ) -> tuple[int, str | None]:
         """Export a view, table or read-only query (in the SQL sandbox) as csv, parquet, json,
-        markdown or latex; returns (rows, text), text None when written to `out` (refused if it
-        exists, unless `force`)."""
+        markdown or latex; returns (rows, text), text None when written to `out`. `out` is
+        checked before the query runs: never the warehouse, its WAL, parts folder or feature
+        store, never a folder, device or FIFO, and an existing file only with `force`."""
+        from crsbench.core import check_write_target
+        from crsbench.pipeline.stores import warehouse_paths
         from crsbench.warehouse.export import export
 
+        if out is not None:
+            check_write_target(
+                Path(out), force=force, protected=warehouse_paths(self.db, self.store), example="out.csv"
+            )
         with Warehouse.open(self.db, sandbox=True, lean=True) as wh:
             return export(wh, name_or_query, fmt, Path(out) if out is not None else None, force=force)
 

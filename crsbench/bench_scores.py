@@ -25,6 +25,7 @@ class Scores:
     """Bench's methods over panels, scores, analyses and the report (`self.db` is the warehouse)."""
 
     db: Path
+    store: str
 
     # -- panels, scores, analyses, report -----------------------------------------------------
 
@@ -108,11 +109,23 @@ class Scores:
         panel: str | None = None,
         figures: Path | str | None = None,
         progress: ProgressFn | None = None,
+        force: bool = False,
     ) -> ReportResult:
-        """Write the self-contained HTML report (and, with `figures`, every figure as PNG)."""
-        from crsbench.core import no_progress
+        """Write the self-contained HTML report (and, with `figures`, every figure as PNG).
+
+        `out` and `figures` are checked before any rendering: never the warehouse, its WAL, parts
+        folder or feature store, never a device or FIFO; `out` not a folder, `figures` a folder;
+        an existing `out`, or PNGs already in `figures`, are replaced only with `force`."""
+        from crsbench.core import CrsbenchError, check_write_folder, check_write_target, no_progress
+        from crsbench.pipeline.stores import warehouse_paths
         from crsbench.report import build_report
 
+        protected = warehouse_paths(self.db, self.store)
+        check_write_target(Path(out), force=force, protected=protected, example="report.html")
+        if figures:
+            if Path(figures).absolute() == Path(out).absolute():
+                raise CrsbenchError(f"--out and --figures both name {out}; give the figures their own folder")
+            check_write_folder(Path(figures), force=force, protected=protected)
         with Warehouse.open(self.db, read_only=True) as wh:
             return build_report(
                 wh,

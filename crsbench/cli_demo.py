@@ -149,7 +149,7 @@ def demo(
         )
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, dict(DEMO_PARAMS.get(name, {})))
-        report_and_render(bench, report_path, DEMO_PANEL, None)
+        report_and_render(bench, report_path, DEMO_PANEL, None, force=True)  # the demo's own folder
     image_text = list(plan.image_text)
     if image_text:
         steps.start(f"zero-shot: {', '.join(image_text)} (outside the panel) vs its logreg probe at 1 % and 100 %")

@@ -107,7 +107,7 @@ def extract_command(
         typer.Option(
             "--trust-pickle",
             help="Load checkpoints that hold pickled Python objects (training checkpoints) with "
-            "weights_only=False; only for files you trust (or: crsbench weights convert).",
+            "weights_only=False; only for files you trust (or convert once: crsbench weights convert --trust-pickle).",
         ),
     ] = False,
     allow_download: Annotated[

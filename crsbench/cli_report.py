@@ -19,6 +19,9 @@ def report(
     panel: Annotated[str | None, typer.Option("--panel", help="Frozen panel to report (default: the latest).")] = None,
     out: Annotated[Path, typer.Option("--out", help="HTML file to write (self-contained).")] = Path("report.html"),
     figures: Annotated[Path | None, typer.Option("--figures", help="Also write every figure as PNG here.")] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Overwrite an existing --out file and the PNGs in --figures.")
+    ] = False,
     card_only: Annotated[
         bool, typer.Option("--card-only", help="Print only the reporting card, as markdown (writes no file).")
     ] = False,
@@ -32,13 +35,13 @@ def report(
         else:
             typer.echo(card.markdown(), nl=False)
         return
-    report_and_render(Bench(db), out, panel, figures)
+    report_and_render(Bench(db), out, panel, figures, force=force)
 
 
-def report_and_render(bench: Bench, out: Path, panel: str | None, figures: Path | None) -> None:
+def report_and_render(bench: Bench, out: Path, panel: str | None, figures: Path | None, force: bool = False) -> None:
     """Write the report under a progress bar and say what was written and what is missing."""
     with progress() as bar:
-        result = bench.report(out, panel=panel, figures=figures, progress=bar)
+        result = bench.report(out, panel=panel, figures=figures, progress=bar, force=force)
     gaps = {k: v for k, v in result.sections.items() if v != "ok"}
     lines = [f"wrote {out} ({len(result.figures)} figures" + (f", PNGs in {figures}" if figures else "") + ")"]
     if result.random_init:

@@ -137,19 +137,38 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _read_torch(path: Path, trust: bool | None = None) -> Any:
+def _pickled_globals(path: Path, exc: BaseException) -> str:
+    """' (a.B, posix.system)': every global the pickle names outside torch's weights-only set, read
+    from its opcodes without running them (the first one, from torch's refusal, for legacy files)."""
+    try:
+        from torch.serialization import get_unsafe_globals_in_checkpoint
+
+        names = [str(n) for n in get_unsafe_globals_in_checkpoint(path)]
+    except Exception:  # a legacy (non-zip) file, or a torch without it: torch's message names one
+        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
+        names = [found.group(1)] if found else []
+    return f" ({_show(names)})" if names else ""
+
+
+def _read_torch(path: Path, trust: bool | None = None, converting: bool = False) -> Any:
+    """The object a torch checkpoint holds: weights-only, or unpickled in full when pickles are
+    trusted (`trust`, else the `pickle_policy` in force), after a warning naming the file and its
+    globals. `converting` words the refusal for `weights convert` itself."""
     try:
         return torch.load(path, map_location="cpu", weights_only=True)
     except pickle.UnpicklingError as exc:
         if "weights only" not in str(exc).lower():
             raise CrsbenchError(f"cannot read weights {path}: {_first_line(exc)}") from None
-        found = re.search(r"GLOBAL ([\w.]+)", str(exc))
-        what = f" ({found.group(1)})" if found else ""
+        what = _pickled_globals(path, exc)
         if not (pickles_trusted() if trust is None else trust):
+            way_out = (
+                "convert it only if you trust the file: rerun with --trust-pickle"
+                if converting
+                else "if you trust the file, rerun with --trust-pickle, or convert it once to tensors only: "
+                f"crsbench weights convert --trust-pickle {path} {path.with_suffix('.safetensors')}"
+            )
             raise CrsbenchError(
-                f"weights {path} hold pickled Python objects{what}, which run code as they load; "
-                f"if you trust the file, rerun with --trust-pickle, or convert it once to tensors only: "
-                f"crsbench weights convert {path} {path.with_suffix('.safetensors')}"
+                f"weights {path} hold pickled Python objects{what}, which run code as they load; {way_out}"
             ) from None
         warnings.warn(
             f"loading {path} with weights_only=False (--trust-pickle): it holds pickled Python objects{what}",
@@ -319,17 +338,22 @@ def load_checkpoint(model: nn.Module, path: Path, rules: KeyConversion, encoder_
 # -- `crsbench weights convert` ----------------------------------------------------------------------
 
 
-def convert_to_safetensors(source: Path, out: Path) -> dict[str, int]:
+def convert_to_safetensors(source: Path, out: Path, trust_pickle: bool = False) -> dict[str, int]:
     """Write the tensors of a checkpoint to `out` (safetensors), pickled objects left behind.
 
-    The file is read trusting its pickles (the user named it for conversion; the warning still
-    says so). Kept: top-level tensors and every top-level dict of tensors (`model`,
-    `model_ema`, ...) under `<entry>/<key>` names that reading restores, so an entry's declared
-    `state_key` applies to the converted file as to the original. Returns {part: tensors kept}."""
+    The file is read by the same rule as extraction: a checkpoint holding pickled Python objects
+    is refused, naming their globals, unless `trust_pickle` (then a warning naming them comes
+    before it is unpickled). The caller checks `out` (`core.check_write_target`). Kept: top-level
+    tensors and every top-level dict of tensors (`model`, `model_ema`, ...) under `<entry>/<key>`
+    names that reading restores, so an entry's declared `state_key` applies to the converted file
+    as to the original. Returns {part: tensors kept}."""
     from safetensors.torch import save_file
 
     path = weight_file(source)
-    raw = _read_safetensors(path) if file_format(path) == "safetensors" else _read_torch(path, trust=True)
+    if file_format(path) == "safetensors":
+        raw = _read_safetensors(path)
+    else:
+        raw = _read_torch(path, trust=trust_pickle, converting=True)
     if not isinstance(raw, dict):
         raise CrsbenchError(f"weights {path} do not hold a dict but a {type(raw).__name__}")
     flat: dict[str, torch.Tensor] = {}

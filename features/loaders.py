@@ -174,7 +174,7 @@ def pickled_folder_error(folder: Path, message: str) -> CrsbenchError:
     weights = Path(folder) / files[0]
     return CrsbenchError(
         f"weights {weights} hold pickled Python objects{what}, which run code as they load; if you trust "
-        f"the file, convert it once to tensors only: crsbench weights convert {weights} "
+        f"the file, convert it once to tensors only: crsbench weights convert --trust-pickle {weights} "
         f"{Path(folder) / 'model.safetensors'} (then move {files[0]} away)"
     )
 

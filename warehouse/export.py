@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from crsbench.core import CrsbenchError
+from crsbench.core import CrsbenchError, check_write_target
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.snapshot import inputs_read_by
 
@@ -148,12 +148,12 @@ def export(
 ) -> tuple[int, str | None]:
     """Export a view, table or query; returns (rows, text), text None when written to `out`.
 
-    An existing `out` is refused unless `force`; parquet needs `out`.
+    An existing `out` is refused unless `force`, a folder, device or FIFO always; parquet needs `out`.
     """
     if fmt not in FORMATS:
         raise CrsbenchError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
-    if out is not None and out.exists() and not force:
-        raise CrsbenchError(f"{out} already exists; give --force to overwrite it")
+    if out is not None:
+        check_write_target(out, force=force)  # the caller adds the warehouse's own paths (Bench.export)
     if out is None and fmt == "parquet":
         raise CrsbenchError("parquet is binary: give --out FILE")
     if not wh.sandbox:

@@ -35,6 +35,7 @@ from crsbench.core.keys import SEPARATOR, EncoderKey
 from crsbench.core.progress import ProgressFn, no_progress
 from crsbench.core.registry import Registry
 from crsbench.core.sql import crs_constants_sql
+from crsbench.core.targets import Protected, check_write_folder, check_write_target
 from crsbench.core.version import __version__
 
 __all__ = [
@@ -67,8 +68,11 @@ __all__ = [
     "EncoderKey",
     "InputError",
     "ProgressFn",
+    "Protected",
     "Registry",
     "__version__",
+    "check_write_folder",
+    "check_write_target",
     "crs_constants_sql",
     "default_db_path",
     "lora_regime",

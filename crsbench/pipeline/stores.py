@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from crsbench.core import CrsbenchError
+from crsbench.core import CrsbenchError, Protected
+from crsbench.warehouse.parts import parts_dir_for
 
 STORE_ENV = "CRSBENCH_STORE"
 
@@ -39,3 +40,24 @@ def default_adapter_root(store_url: str) -> Path:
         raise CrsbenchError(f"feature store {store_url} is not local; give --out for the adapters")
     path = Path(store_url.removeprefix("file://"))
     return path.with_name(path.name + ".adapters")
+
+
+def local_store_path(store_url: str) -> Path | None:
+    """The folder of a local feature store; None for an object store (s3://, gs://, ...)."""
+    if "://" in store_url and not store_url.startswith("file://"):
+        return None
+    return Path(store_url.removeprefix("file://"))
+
+
+def warehouse_paths(db: Path, store_url: str) -> Protected:
+    """What no command may write over or into: the warehouse file, its WAL, its parts folder,
+    and its local feature store with the adapters beside it (see `core.check_write_target`)."""
+    paths = [
+        (db, "the warehouse file"),
+        (db.with_name(db.name + ".wal"), "the warehouse's write-ahead log"),
+        (parts_dir_for(db), "the warehouse's parts folder"),
+    ]
+    store = local_store_path(store_url)
+    if store is not None:
+        paths += [(store, "the feature store"), (store.with_name(store.name + ".adapters"), "the adapters folder")]
+    return paths

@@ -10,7 +10,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from crsbench.core import ProgressFn, __version__, no_progress
+from crsbench.core import ProgressFn, __version__, check_write_target, no_progress
 from crsbench.report import (  # noqa: F401  (registers the sections, in order)
     sections,
     sections_agreement,
@@ -131,6 +131,8 @@ def build_report(
 
 
 def _atomic_write(path: Path, payload: bytes) -> None:
+    # Checked again as written: rendering takes a while, and the rename replaces whatever is there.
+    check_write_target(path, force=True, option="report file")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
     tmp.write_bytes(payload)

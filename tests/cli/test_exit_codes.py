@@ -154,7 +154,7 @@ def test_json_output_of_report(warehouse, tmp_path, capsys):
     assert doc["panel"] == "main" and doc["random_init"] == ["echo"]
     assert all(Path(p).is_file() for p in doc["figures"].values())
     # --quiet: the file is still written, nothing is printed
-    code, stdout, stderr = run(capsys, ["--quiet", "report", "--db", str(warehouse), "--out", str(out)])
+    code, stdout, stderr = run(capsys, ["--quiet", "report", "--db", str(warehouse), "--out", str(out), "--force"])
     assert (code, stdout, stderr) == (0, "", "")
 
 

@@ -154,15 +154,18 @@ def test_training_checkpoint_needs_trust_or_conversion(tmp_path, monkeypatch, hu
         build_model(entry, path)
     text = str(info.value)
     assert "\n" not in text and "pickled Python objects (argparse.Namespace)" in text
-    assert "--trust-pickle" in text and f"crsbench weights convert {path} " in text
+    assert "--trust-pickle" in text and f"crsbench weights convert --trust-pickle {path} " in text
 
     trusting = dataclasses.replace(entry, trust_pickle=True)  # the entry flag; --trust-pickle is the same
     with pytest.warns(CrsbenchWarning, match=f"loading {path} with weights_only=False"):
         check_routes(trusting, path, reference, x, tmp_path, monkeypatch, hub, ("weights",))
 
     out = tmp_path / "converted.safetensors"
+    with pytest.raises(CrsbenchError, match=r"pickled Python objects \(argparse.Namespace\).*--trust-pickle"):
+        convert_to_safetensors(path, out)  # the same rule as extract: no trust, no unpickling
+    assert not out.exists()
     with pytest.warns(CrsbenchWarning, match="weights_only=False"):
-        kept = convert_to_safetensors(path, out)
+        kept = convert_to_safetensors(path, out, trust_pickle=True)
     assert kept == {"model": len(upstream.state_dict()) + 2}  # optimizer, epoch, scaler, args left behind
     assert set(read_checkpoint(out)) == {"model"}
     check_routes(entry, out, reference, x, tmp_path, monkeypatch, hub, ("weights",))  # no trust needed
@@ -201,11 +204,11 @@ def test_weights_convert_command(tmp_path, capsys):
     upstream, path = _training_checkpoint(tmp_path)
     out = tmp_path / "out" / "retfound.safetensors"
     capsys.readouterr()
-    assert cli("weights", "convert", str(path), str(out)) == 0
+    assert cli("weights", "convert", "--trust-pickle", str(path), str(out)) == 0
     done = json.loads(capsys.readouterr().out)
     assert done["kept"] == {"model": len(upstream.state_dict()) + 2}
     restored = read_checkpoint(out)["model"]
     for key, value in upstream.state_dict().items():
         assert torch.equal(restored[key], value), key
     assert [p.name for p in out.parent.iterdir()] == ["retfound.safetensors"]  # no partial file left
-    assert cli("weights", "convert", str(tmp_path / "absent.pth"), str(out)) == 1
+    assert cli("weights", "convert", "--force", str(tmp_path / "absent.pth"), str(out)) == 1
