@@ -67,7 +67,11 @@ class Bench(Reads, Scores):
             return wh.schema_version()
 
     def compact(self) -> int:
-        """Merge the run/prediction parts into one per kind; returns how many were merged."""
+        """Merge the run/prediction parts into one per kind; returns how many were merged. Refuses,
+        before the file is opened for writing, while parts crsbench did not write lie in the folder."""
+        from crsbench.warehouse.at_rest import refuse_foreign_before_open
+
+        refuse_foreign_before_open(self.db)
         with Warehouse.open(self.db) as wh:
             return wh.compact_parts()
 

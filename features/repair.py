@@ -3,7 +3,9 @@
 A chunk's bytes depend only on the chunk (features.extraction), so re-extracting it under the
 settings the set was made with restores the bytes of an undamaged store. The plan is made
 read-only (nothing is written when there is nothing to repair or the request is refused);
-`reset_chunks` then marks the chunks pending and the ordinary resume path rewrites them.
+`reset_chunks` then marks the chunks pending and the ordinary resume path rewrites them. When a
+record of the digests itself is damaged (an attr removed, a record that differs from another), no
+chunk can be singled out: every chunk is re-extracted, and the records are written anew.
 """
 
 from __future__ import annotations
@@ -16,7 +18,16 @@ import zarr
 
 from crsbench.core import CrsbenchError
 from crsbench.features.extraction_sets import PROGRESS_ARRAY, stale_settings
-from crsbench.features.integrity import DIGEST_ARRAY, Damage, delete_chunk, feature_arrays, scan_set
+from crsbench.features.integrity import (
+    DIGEST_ARRAY,
+    DIGEST_NAMES,
+    Damage,
+    checksummed_compressors,
+    delete_chunk,
+    feature_arrays,
+    has_codec_checksum,
+    scan_set,
+)
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset
 
@@ -42,6 +53,8 @@ def plan_repair(store: FeatureStore, ref: FeatureSetRef, dataset: Dataset) -> Re
     scan = scan_set(group, ref)
     marks = np.asarray(group[PROGRESS_ARRAY][:]) if PROGRESS_ARRAY in group else np.ones(0)  # type: ignore[index]
     unmarked = np.flatnonzero(marks == 0).tolist()
+    if any(d.chunk < 0 for d in scan.damage):  # a damaged record of the digests: the whole set
+        return RepairPlan(list(range(len(marks))), scan.damage, sorted(set(attrs.get("depths", []))))
     depths = sorted({d.name.split("/")[0] for d in scan.damage} | (set(attrs.get("depths", [])) if unmarked else set()))
     return RepairPlan(sorted(set(scan.damaged_chunks) | set(unmarked)), scan.damage, depths)
 
@@ -70,6 +83,7 @@ def reset_chunks(group: zarr.Group, chunks: list[int]) -> None:
     group.attrs["complete"] = False
     progress = group[PROGRESS_ARRAY]
     assert isinstance(progress, zarr.Array)
+    restore_digest_array(group, int(progress.shape[0]))
     for name in [*feature_arrays(group), DIGEST_ARRAY]:
         if name not in group:
             continue
@@ -79,3 +93,27 @@ def reset_chunks(group: zarr.Group, chunks: list[int]) -> None:
             delete_chunk(arr, k)
     for k in chunks:
         progress[k] = 0
+
+
+def restore_digest_array(group: zarr.Group, n_chunks: int) -> None:
+    """Re-create a removed `_chunk_digests` of a checksummed set (its columns in the extractor's
+    order: depths, then conditions), so the repair records every chunk's digest again."""
+    names = feature_arrays(group)
+    if DIGEST_ARRAY in group or not any(has_codec_checksum(cast("zarr.Array[Any]", group[n])) for n in names):
+        return
+    depths, conditions = group.attrs.get("depths"), group.attrs.get("conditions")
+    listed = group.attrs.get(DIGEST_NAMES)
+    if isinstance(listed, list):
+        columns = [str(n) for n in listed]
+    elif isinstance(depths, list) and isinstance(conditions, list):
+        columns = [f"{d}/{c}" for d in depths for c in conditions]
+    else:
+        columns = names
+    group.attrs[DIGEST_NAMES] = columns
+    group.create_array(
+        DIGEST_ARRAY,
+        shape=(n_chunks, len(columns)),
+        chunks=(1, len(columns)),
+        dtype="uint32",
+        compressors=checksummed_compressors(),
+    )

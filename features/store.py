@@ -84,6 +84,9 @@ class FeatureStore:
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.url = str(url)
         self.storage_options = storage_options
+        # {set path: {array: CRC-32C per row chunk}}: the digests the warehouse recorded for this
+        # store (`feature_chunks`), set by the pipeline; reads check chunks against them too.
+        self.recorded: dict[str, dict[str, list[int]]] = {}
 
     def _open_root(self, mode: Literal["r", "a"]) -> zarr.Group:
         import zarr

@@ -2,10 +2,11 @@
 
 `CheckedArray` is the source of a feature array's Dask graph: one task per row chunk, which
 decodes the chunk (its `crc32c` codec checks the stored bytes) and compares the CRC-32C of the
-decoded values with the set's content manifest (`features.integrity`). Any failure is one line
-naming the dataset, encoder, depth, condition and chunk, and the repair command. The graph
-carries the URL, the array path and the manifest (plain data), never an open array, so it ships
-to `dask.distributed` workers as is; each worker opens the array once.
+decoded values with every record of the set's content manifest at hand
+(`features.integrity.read_expectations`). Any failure is one line naming the dataset, encoder,
+depth, condition and chunk, and the repair command. The graph carries the URL, the array path
+and the manifest (plain data), never an open array, so it ships to `dask.distributed` workers
+as is; each worker opens the array once.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ class CheckedArray:
         ref: FeatureSetRef,
         name: str,
         arr: zarr.Array[Any],
-        manifest: list[int] | None,
+        manifest: list[tuple[int, ...]],
     ) -> None:
         self.url, self.storage_options, self.ref, self.name = url, storage_options, ref, name
         self.path = f"{ref.path}/{name}"
@@ -68,7 +69,7 @@ class CheckedArray:
         """One row chunk (Dask asks for whole chunks: `chunks` matches the stored chunking)."""
         start = key[0].start or 0
         chunk = start // self.rows
-        expected = self.manifest[chunk] if self.manifest is not None else None
+        expected = self.manifest[chunk] if self.manifest else None  # [] for sets written before checksums
         block = read_chunk(self._open(), self.ref, self.name, chunk, expected)
         return block[(slice(start - chunk * self.rows, (key[0].stop or self.shape[0]) - chunk * self.rows), *key[1:])]
 

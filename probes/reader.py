@@ -23,7 +23,7 @@ import numpy as np
 
 from crsbench.core import CrsbenchError
 from crsbench.features.conditions import is_condition
-from crsbench.features.integrity import manifest
+from crsbench.features.integrity import read_expectations
 from crsbench.features.store import Depth, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset
 from crsbench.probes.checked import CheckedArray, checked_getitem
@@ -65,7 +65,14 @@ def lazy_features(
     # and dominated small sweeps; the name is unique per store URL and array path.
     name = "zarr-" + hashlib.sha1(f"{store.url}\0{component}".encode()).hexdigest()
     if checked:
-        source = CheckedArray(store.url, store.storage_options, ref, name_in_set, zarr_array, manifest(zarr_array))
+        source = CheckedArray(
+            store.url,
+            store.storage_options,
+            ref,
+            name_in_set,
+            zarr_array,
+            read_expectations(store, ref, name_in_set, zarr_array),
+        )
         checked_arr: da.Array = da.from_array(
             source,
             chunks=source.chunks,

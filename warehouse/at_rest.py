@@ -10,10 +10,12 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from crsbench.core import CrsbenchError
 from crsbench.warehouse import parts
 from crsbench.warehouse.claims import live_sweeps
-from crsbench.warehouse.compaction import compact
+from crsbench.warehouse.compaction import compact, refuse_foreign
 from crsbench.warehouse.connection import Warehouse, WarehouseBusy
+from crsbench.warehouse.schema import PART_SCHEMAS
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +49,26 @@ def fold_at_rest(db: Path, lock_timeout_s: float = 5.0) -> Folded:
         sweeps = live_sweeps(wh.parts_dir)
         if sweeps:
             return Folded(0, pending, f"{len(sweeps)} other sweep(s) still write parts; {later} when they end")
+        foreign = wh.foreign_parts()
+        if foreign:  # never folded nor deleted: the user decides (`compaction.refuse_foreign`)
+            return Folded(0, pending, f"{parts.describe_foreign(wh.parts_dir, foreign)}; then {later}")
         folded = compact(wh)
         return Folded(folded, len(parts.data_parts(folder)))
+    finally:
+        wh.close()
+
+
+def refuse_foreign_before_open(db: Path) -> None:
+    """`compact`'s refusal of foreign parts (`compaction.refuse_foreign`), made before the file is
+    opened for writing, so a refused `crsbench warehouse compact` leaves it byte for byte."""
+    parts_dir = parts.parts_dir_for(Path(db).absolute())
+    if not Path(db).exists() or not parts.foreign_parts(parts_dir, set(), PART_SCHEMAS):
+        return  # every part carries its sidecar: none is foreign
+    try:
+        wh = Warehouse(db, read_only=True)
+    except CrsbenchError:
+        return  # a file to migrate first: the read-write open's compaction refuses the same way
+    try:
+        refuse_foreign(wh)
     finally:
         wh.close()

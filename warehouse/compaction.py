@@ -11,6 +11,9 @@ open deletes them.
 
 Commands that append parts (`crsbench probe`) fold them in as they finish
 (`crsbench.warehouse.at_rest.fold_at_rest`, which opens the warehouse and calls `compact`).
+
+A part crsbench did not write (`parts.foreign_parts`) is never folded or deleted: compaction
+refuses, naming it, until the user moves it out of the folder.
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ def compact(wh: Warehouse) -> int:
     """
     if wh.read_only:
         raise CrsbenchError(f"compacting {wh.path} needs a read-write open")
+    refuse_foreign(wh)
     runs = parts.data_parts(wh.parts_dir / "runs")
     sources = {"runs": runs}
     for kind in parts.BATCH_KINDS:
@@ -71,6 +75,14 @@ def compact(wh: Warehouse) -> int:
     if _rewrite_if_newer_storage(wh) and sweeping:
         wh.expect_appends()  # the reopened file's views were re-pointed without the sweep in mind
     return len(runs)
+
+
+def refuse_foreign(wh: Warehouse) -> None:
+    """Refuse to compact while parts crsbench did not write lie in the folder: folding them would
+    make them the warehouse's rows, deleting them would lose whatever the user put there."""
+    foreign = wh.foreign_parts()
+    if foreign:
+        raise CrsbenchError(f"cannot compact {wh.path}: {parts.describe_foreign(wh.parts_dir, foreign)}, then rerun")
 
 
 def _forget_missing(wh: Warehouse) -> None:

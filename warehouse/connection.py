@@ -203,14 +203,15 @@ class Warehouse:
                     else parts.file_free_sql(schema)
                 )
             elif self.sandbox:  # no DuckDB glob, no DuckDB file access: Arrow reads the listed parts
-                files = parts.data_parts(folder)
+                foreign = set(self.foreign_parts())
+                files = [p for p in parts.data_parts(folder) if p not in foreign]
                 relation = (
                     _sandbox.register_parts(self.con, kind, schema, files) if files else parts.file_free_sql(schema)
                 )
             else:
                 present = folder.is_dir() and any(folder.glob(PART_PATTERN))
                 pattern = glob_escape(str(folder)) + "/" + PART_PATTERN if present else None
-                relation = parts.part_relation_sql(schema, pattern)
+                relation = parts.part_relation_sql(schema, pattern, kind)
             self.con.execute(f"create or replace temp view {kind}_parts as {relation}")
 
     def check_query(self, query: str) -> None:
@@ -224,7 +225,8 @@ class Warehouse:
         for kind, schema in PART_SCHEMAS.items():
             pending = expect_appends or bool(parts.data_parts(self.parts_dir / kind))
             pattern = glob_escape(f"{self.parts_dir.name}/{kind}/") + PART_PATTERN if pending else None
-            self.con.execute(f"create or replace view main.{kind}_parts as {parts.part_relation_sql(schema, pattern)}")
+            relation = parts.part_relation_sql(schema, pattern, kind)
+            self.con.execute(f"create or replace view main.{kind}_parts as {relation}")
         apply_comments(self.con, only=[f"{kind}_parts" for kind in PART_SCHEMAS])
 
     def expect_appends(self) -> None:
@@ -264,13 +266,22 @@ class Warehouse:
             apply_sql_files(self.con)
             record_digest(self.con, pending)
 
+    def ledgered(self) -> set[tuple[str, str]]:
+        """(kind, part) of every part the ledger names, whatever its state."""
+        return {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
+
+    def foreign_parts(self) -> list[Path]:
+        """Parts in the folder crsbench did not write (`parts.foreign_parts`): no view reads them."""
+        return parts.foreign_parts(self.parts_dir, self.ledgered(), PART_SCHEMAS)
+
     def _record_parts(self) -> None:
-        known = {(k, p) for k, p in self.con.execute("select kind, part from parts_ledger").fetchall()}
+        # Only parts crsbench wrote (each lands after its digest sidecar); foreign ones stay unrecorded.
+        known = self.ledgered()
         new = [
             (kind, p.name, parts.recorded_digest(p))
             for kind in PART_SCHEMAS
             for p in parts.data_parts(self.parts_dir / kind)
-            if (kind, p.name) not in known
+            if (kind, p.name) not in known and parts.digest_path(p).exists()
         ]
         if new:
             with self.transaction():

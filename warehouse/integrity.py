@@ -2,7 +2,8 @@
 
 * `feature_chunks` mirrors each feature set's content manifest (CRC-32C of every decoded row
   chunk, from the Zarr attrs), so a manifest rewritten in the store is caught by comparison;
-* `parts_ledger.digest` holds the SHA-256 each Parquet part had when it was written;
+* `parts_ledger.digest` holds the SHA-256 each Parquet part had when it was written; a part
+  neither in the ledger nor carrying its writer's digest sidecar is foreign (`parts.foreign_parts`);
 * the fits that read a damaged chunk are found from `runs`, and retired on repair as
   `ingest --replace` retires them (`retired_fits`; nothing is deleted).
 """
@@ -60,11 +61,27 @@ def recorded_manifest(wh: Warehouse, store_url: str, ref: FeatureSetRef) -> dict
     return out
 
 
+def recorded_manifests(wh: Warehouse, store_url: str) -> dict[str, dict[str, list[int]]]:
+    """Every manifest the warehouse recorded for the store at `store_url`, by set path
+    (`FeatureStore.recorded`: probe reads check each chunk against it too)."""
+    rows = wh.con.execute(
+        "select dataset_id, encoder_id, regime, array_name, chunk, crc32c from feature_chunks "
+        "where store_url = ? order by dataset_id, encoder_id, regime, array_name, chunk",
+        [wh.portable_path(store_url)],
+    ).fetchall()
+    out: dict[str, dict[str, list[int]]] = {}
+    for dataset, encoder, regime, name, _, digest in rows:
+        path = FeatureSetRef(dataset, encoder, regime).path
+        out.setdefault(path, {}).setdefault(name, []).append(int(digest))
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class PartCheck:
     checked: int
     unverifiable: int
     damaged: list[tuple[str, str]]  # (kind/part, what)
+    foreign: list[str] = dataclasses.field(default_factory=list)  # kind/part of parts crsbench did not write
 
 
 def parts_kinds() -> list[str]:
@@ -74,16 +91,18 @@ def parts_kinds() -> list[str]:
 
 
 def verify_parts(wh: Warehouse) -> PartCheck:
-    """Every pending Parquet part against the digest the ledger recorded when it was written."""
+    """Every pending Parquet part against the digest the ledger recorded when it was written, and
+    the parts crsbench did not write (foreign: no view reads them)."""
     rows = wh.con.execute(
         "select kind, part, digest from parts_ledger where state = 'pending' order by kind, part"
     ).fetchall()
-    known = {(kind, name) for kind, name, _ in rows}
+    ledgered = wh.ledgered()
+    foreign = parts.foreign_parts(wh.parts_dir, ledgered, parts_kinds())
     rows += [  # parts written since the last read-write open: checked against their sidecar
         (kind, p.name, parts.recorded_digest(p))
         for kind in parts_kinds()
         for p in parts.data_parts(wh.parts_dir / kind)
-        if (kind, p.name) not in known
+        if (kind, p.name) not in ledgered and p not in foreign
     ]
     damaged: list[tuple[str, str]] = []
     unverifiable = 0
@@ -95,7 +114,7 @@ def verify_parts(wh: Warehouse) -> PartCheck:
             unverifiable += 1
         elif parts.file_digest(path) != digest:
             damaged.append((f"{kind}/{name}", "its bytes differ from the SHA-256 recorded when it was written"))
-    return PartCheck(len(rows), unverifiable, damaged)
+    return PartCheck(len(rows), unverifiable, damaged, [str(p.relative_to(wh.parts_dir)) for p in foreign])
 
 
 def fits_reading(con: duckdb.DuckDBPyConnection, ref: FeatureSetRef, depths: Sequence[Depth]) -> list[str]:

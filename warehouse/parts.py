@@ -4,13 +4,18 @@ A probe sweep adds each batch as Parquet parts beside the DuckDB file (`<db>.par
 each by an atomic rename, so it never needs the file's write lock. The views read the parts through
 DuckDB globs; a path is always escaped before it becomes a glob, so a warehouse under `st*r/` never
 reads the parts of `stXr/` and one under `br[1]/` still finds its own.
+
+Only parts crsbench wrote are read: those `parts_ledger` lists, and those that landed since the
+last read-write open, each of which carries the digest sidecar its writer renames into place
+before the part itself. Any other file in the folder is foreign: no view reads it, the ledger never
+records it, `crsbench verify` lists it and compaction refuses to run until it is moved out.
 """
 
 from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +60,27 @@ def data_parts(folder: Path) -> list[Path]:
     return sorted(p for p in folder.glob(PART_PATTERN) if p.name != EMPTY_PART)
 
 
+def foreign_parts(parts_dir: Path, ledgered: set[tuple[str, str]], kinds: Iterable[str]) -> list[Path]:
+    """The parts in `parts_dir` crsbench did not write: not in the ledger (`ledgered`, (kind, name)
+    pairs) and without the digest sidecar every crsbench writer puts down before its part."""
+    return [
+        p
+        for kind in kinds
+        for p in data_parts(parts_dir / kind)
+        if (kind, p.name) not in ledgered and not digest_path(p).exists()
+    ]
+
+
+def describe_foreign(parts_dir: Path, foreign: list[Path]) -> str:
+    """One line naming foreign parts and the way out."""
+    shown = ", ".join(str(p.relative_to(parts_dir)) for p in foreign[:4]) + (" ..." if len(foreign) > 4 else "")
+    return (
+        f"{len(foreign)} Parquet part(s) in {parts_dir} were not written by crsbench (absent from parts_ledger, "
+        f"no digest sidecar): {shown}; no view reads them: move them out of that folder "
+        f"(e.g. 'mv {foreign[0]} {parts_dir.parent}/')"
+    )
+
+
 def read_parts_sql(pattern: str) -> str:
     """A relation over the parts matching the (already escaped) glob `pattern`, with each row's part name."""
     return (
@@ -78,6 +104,7 @@ def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
     A compaction that crashed after its commit leaves `folded` parts behind (the views already
     ignore them). Only a writer that died between its renames leaves a predictions or batches part
     without its runs part, or a temporary file; older than a minute, none belongs to a batch in flight.
+    A part without its digest sidecar is not crsbench's leftover (`foreign_parts`) and stays.
     """
     import time
 
@@ -87,7 +114,8 @@ def drop_stale(parts_dir: Path, folded: list[tuple[str, str]]) -> None:
     runs = {p.name for p in (parts_dir / "runs").glob(PART_PATTERN)}
     for kind in BATCH_KINDS:
         for part in data_parts(parts_dir / kind):
-            if part.name not in runs and time.time() - part.stat().st_mtime > 60:
+            stale = part.name not in runs and time.time() - part.stat().st_mtime > 60
+            if stale and digest_path(part).exists():
                 part.unlink(missing_ok=True)
     for tmp in parts_dir.glob("*/.tmp-*"):
         if time.time() - tmp.stat().st_mtime > 60:
@@ -203,11 +231,17 @@ def file_free_sql(schema: pa.Schema) -> str:
     return f"select {typed}, cast(null as varchar) as part where false"
 
 
-def part_relation_sql(schema: pa.Schema, pattern: str | None) -> str:
-    """The `<kind>_parts` relation: every part matching the escaped glob `pattern`, or none if None."""
+def part_relation_sql(schema: pa.Schema, pattern: str | None, kind: str) -> str:
+    """The `<kind>_parts` relation: every part crsbench wrote among those matching the escaped glob
+    `pattern` (ledgered, or with its digest sidecar beside it), or none if None."""
     if pattern is None:
         return file_free_sql(schema)
-    return f"select {_columns(schema)}, part from ({read_parts_sql(pattern)})"
+    sidecars = sql_literal(pattern + DIGEST_SUFFIX)
+    return (
+        f"select {_columns(schema)}, part from ({read_parts_sql(pattern)}) "
+        f"where part || {sql_literal(DIGEST_SUFFIX)} in (select parse_filename(file) from glob({sidecars})) "
+        f"or part in (select part from parts_ledger where kind = {sql_literal(kind)} and state = 'pending')"
+    )
 
 
 def pending_views_sql(schemas: Mapping[str, pa.Schema]) -> list[str]:

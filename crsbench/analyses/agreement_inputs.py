@@ -18,6 +18,7 @@ from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.probes.reader import read_rows
 from crsbench.warehouse.catalog import resolve_url
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.integrity import recorded_manifests
 
 
 @dataclasses.dataclass(frozen=True)
@@ -83,6 +84,7 @@ def feature_sources(wh: Warehouse, dataset_id: str) -> dict[str, FeatureSource]:
         key = str(EncoderKey(str(r.encoder_id), str(r.regime)))
         if key not in out:
             store = FeatureStore(resolve_url(wh, str(r.store_url)))
+            store.recorded = recorded_manifests(wh, store.url)  # reads check chunks against them too
             ref = FeatureSetRef(dataset_id, str(r.encoder_id), str(r.regime))
             out[key] = FeatureSource(key, store, ref, _extracted(store, ref, r.depths), bool(r.pretrained))
     return out

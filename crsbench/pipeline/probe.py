@@ -206,6 +206,7 @@ def probe_all(
     from crsbench.warehouse.claims import FitClaims
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.grid import grid_fits
+    from crsbench.warehouse.integrity import recorded_manifests
     from crsbench.warehouse.parts import append_run_parts
 
     def compacted_done() -> set[str]:
@@ -221,6 +222,7 @@ def probe_all(
         loaded: dict[str, Dataset] = {name: read_dataset(wh, name) for name in needed}
         grids = {name: grid_fits(wh.con, name) for name in names}
         done = wh.done_fit_ids()
+        recorded = recorded_manifests(wh, store_url)  # every chunk read is checked against these too
         wh.expect_appends()  # the persisted views read the parts folder the sweep writes to
         sink = functools.partial(append_run_parts, wh.parts_dir)
         # Claims let several sweeps share one warehouse, each fit computed once (warehouse/claims.py).
@@ -229,6 +231,7 @@ def probe_all(
         claims = FitClaims(wh.parts_dir, compacted_done=compacted_done)
     with claims:
         store = FeatureStore(store_url)
+        store.recorded = recorded
         fits = plan(names, encoders, store, bool(datasets), config, grids)
         extra = extra_fits(fits, grids)
         summary = run_grid(

@@ -1,10 +1,11 @@
 """`crsbench verify`: every chunk of every feature set, and every Parquet part, against its checksums.
 
-A feature chunk is checked by its `crc32c` codec and by the content manifest (the Zarr attrs, and
-the warehouse's mirror `feature_chunks` when one was recorded: a manifest that differs from the
-mirror is damage too). A pending Parquet part is checked against the SHA-256 `parts_ledger`
-recorded when it was written. Sets and parts written before checksums are "unverifiable (no
-checksums)", never damaged. Each damaged chunk lists the fits that read it.
+A feature chunk is checked by its `crc32c` codec and against every record of the content manifest:
+the Zarr attrs, the set's `_chunk_digests` array and the warehouse's mirror `feature_chunks`. A
+record removed, or differing from another, is damage too. A pending Parquet part is checked against
+the SHA-256 `parts_ledger` recorded when it was written; a part crsbench did not write is foreign
+(damage: no view reads it). Sets and parts with no record at all, written before checksums, are
+"unverifiable (no checksums)", never damaged. Each damaged chunk lists the fits that read it.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class VerifyReport:
 
 def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets: Sequence[str] = ()) -> VerifyReport:
     """Check the store's feature sets (optionally only these encoders / datasets) and the parts."""
-    from crsbench.features.integrity import Damage, chunk_manifest, repair_command, scan_set
+    from crsbench.features.integrity import repair_command, scan_set
     from crsbench.features.store import FeatureStore, key_depth
     from crsbench.warehouse.integrity import fits_reading, recorded_manifest, verify_parts
 
@@ -54,20 +55,11 @@ def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets:
     sets: list[dict[str, object]] = []
     with Warehouse.open(db, read_only=True) as wh:
         for ref in refs:
-            group = store.group(ref)
-            scan = scan_set(group, ref)
-            mirror = recorded_manifest(wh, store_url, ref)
-            found = list(scan.damage)
-            if mirror and scan.verifiable:
-                zattrs = chunk_manifest(group)
-                found += [
-                    Damage(ref, name, -1, "its manifest differs from the one the warehouse recorded at extraction")
-                    for name in sorted(set(zattrs) | set(mirror))
-                    if zattrs.get(name) != mirror.get(name)
-                ]
+            scan = scan_set(store.group(ref), ref, recorded_manifest(wh, store_url, ref))
+            found = scan.damage
             for d in found:
-                depth = key_depth(d.name.split("/")[0])
-                fits = fits_reading(wh.con, ref, [depth])
+                # a damaged `_chunk_digests` array records every depth
+                fits = fits_reading(wh.con, ref, [key_depth(d.name.split("/")[0])] if "/" in d.name else [])
                 damaged.append(
                     {
                         "object": d.object,
@@ -98,6 +90,16 @@ def verify_all(db: Path, store_url: str, encoders: Sequence[str] = (), datasets:
         check = verify_parts(wh)
     for name, what in check.damaged:
         damaged.append({"object": name, "kind": "parquet part", "damage": what, "repair": "", "fits": 0})
+    for name in check.foreign:
+        damaged.append(
+            {
+                "object": name,
+                "kind": "foreign parquet part",
+                "damage": "not written by crsbench (absent from parts_ledger, no digest sidecar); no view reads it",
+                "repair": f"move {db.name}.parts/{name} out of the parts folder",
+                "fits": 0,
+            }
+        )
     return VerifyReport(
         pd.DataFrame([{"fit_ids": [], **d} for d in damaged], columns=[*COLUMNS, "fit_ids"]),
         pd.DataFrame(sets, columns=["dataset", "encoder", "chunks", "status", "depths_damaged"]),

@@ -55,6 +55,7 @@ def zeroshot_all(
     from crsbench.probes.grid import run_grid
     from crsbench.probes.identity import identify
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
+    from crsbench.warehouse.integrity import recorded_manifests
     from crsbench.warehouse.parts import append_run_parts
     from crsbench.warehouse.zeroshot import declare_cells, record_prompts
 
@@ -65,6 +66,7 @@ def zeroshot_all(
         check_zero_shot_encoder(entry)
     overrides = read_prompt_file(prompts_file) if prompts_file is not None else None
     with Warehouse.open(db) as wh:  # read-write: an older file is migrated first
+        store.recorded = recorded_manifests(wh, store_url)  # every chunk read is checked against these too
         names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
         shifts = {name: shift_targets(wh, name) for name in names}
         needed = dict.fromkeys(names + [t for ts in shifts.values() for t in ts])
