@@ -88,7 +88,7 @@ def check_one_model(
     if not held:
         return
     hashes = {h.weights_hash for h in held}
-    now = source_fingerprint(entry, options.weights)
+    now = source_fingerprint(entry, Path(options.weights) if options.weights is not None else None)
     if len(hashes) == 1 and now is not None and any(h.weights_source == now for h in held):
         return  # the very files the sets were made with
     new = weights_hash()
