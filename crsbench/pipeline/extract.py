@@ -27,9 +27,10 @@ class ExtractConfig:
     """How to extract: the `options` of every feature set (features.extract_options: device,
     batch, dtypes, chunk rows, weights, force, repair, downloads, pickles, threads), and where.
 
-    `options.weights` applies to exactly one encoder; a complete feature set made with other
-    weights is refused, and `force` redoes complete sets (one replaced by other weights retires
-    the probe fits trained on it); `repair` re-extracts only the damaged or missing chunks of
+    `options.weights` applies to exactly one encoder; an encoder id means one model, so weights
+    other than those its sets hold (on any dataset) are refused (`check_one_model`), and `force`
+    redoes complete sets (one replaced by other weights retires the probe fits trained on it;
+    new weights need every dataset of the id in the run); `repair` re-extracts only the damaged or missing chunks of
     complete sets and retires the fits that read them; `allow_download` (or
     CRSBENCH_ALLOW_DOWNLOAD=1) lets hub ids fetch missing weights. `encoder_files` are TOML
     files of user encoders (besides $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse);
