@@ -70,7 +70,8 @@ def extract_command(
         typer.Option(
             "--force",
             help="Redo feature sets that are already complete; one made with other weights is replaced "
-            "and the probe fits trained on it are retired.",
+            "and the probe fits trained on it are retired. New weights for an encoder must replace "
+            "every set of it: name all its datasets (-d all).",
         ),
     ] = False,
     weights: Annotated[

@@ -32,6 +32,16 @@ TIMM_VIT = {"depth_blocks": "blocks", "final_norm": "norm"}
 HF_CLIP_LIKE = {"depth_blocks": "encoder.layers", "final_norm": "post_layernorm"}
 NO_CLS = {"prefix_tokens": 0}  # SigLIP-family towers have no CLS token
 HF_DINOV2 = {"depth_blocks": "encoder.layer", "final_norm": "layernorm"}
+
+
+# The publishers' configs (config.json, or its vision_config): a registered transformers entry
+# builds that architecture and no other (features.architecture); `hf:` ids take any.
+def arch(hidden: int, layers: int, patch: int, image: int) -> dict[str, dict[str, int]]:
+    return {
+        "architecture": {"hidden_size": hidden, "num_hidden_layers": layers, "patch_size": patch, "image_size": image}
+    }
+
+
 VIT_LORA = ("qkv", "proj", "fc1", "fc2")
 HF_LORA = ("q_proj", "k_proj", "v_proj", "out_proj", "fc1", "fc2")
 DINOV2_LORA = ("q_proj", "k_proj", "v_proj", "o_proj", "fc1", "fc2")
@@ -107,6 +117,7 @@ def vit_b16(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="transformers",
     checkpoint="openai/clip-vit-base-patch16",
+    **arch(768, 12, 16, 224),
     input_size=224,
     **OPENAI_CLIP,
     pooling="projection",
@@ -127,6 +138,7 @@ def clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="transformers",
     checkpoint="google/siglip-base-patch16-224",
+    **arch(768, 12, 16, 224),
     input_size=224,
     **HALF,
     pooling="projection",
@@ -147,6 +159,7 @@ def siglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="transformers",
     checkpoint="facebook/dinov2-base",
+    **arch(768, 12, 14, 518),
     input_size=224,
     **IMAGENET,
     pooling="cls",
@@ -211,6 +224,7 @@ def biomedclip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="transformers",
     checkpoint="microsoft/llava-med-v1.5-mistral-7b",
+    **arch(1024, 24, 14, 336),  # its vision tower, openai/clip-vit-large-patch14-336
     input_size=336,
     **OPENAI_CLIP,
     pooling="mean",
@@ -233,6 +247,7 @@ def llava_med(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="transformers",
     checkpoint="google/medsiglip-448",
+    **arch(1152, 27, 14, 448),
     input_size=448,
     **HALF,
     pooling="projection",
@@ -253,6 +268,7 @@ def medsiglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="none",
     loader="transformers",
     checkpoint="google/medgemma-4b-it",
+    **arch(1152, 27, 14, 896),  # its SigLIP vision_config
     input_size=896,
     **HALF,
     pooling="mean",
@@ -329,6 +345,7 @@ def panderm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     domain="rad",
     loader="transformers",
     checkpoint="microsoft/rad-dino",
+    **arch(768, 12, 14, 518),  # DINOv2-B
     input_size=518,
     mean=(0.5307,) * 3,
     std=(0.2583,) * 3,

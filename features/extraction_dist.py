@@ -6,6 +6,8 @@ run on workers and touch only the shared feature store:
 * `check_worker`: before any chunk, on every worker -- the weights resolve, the device exists,
   and the store is shared and writable (a probe file the client wrote is read back, and one is
   written for the client to read);
+* `weights_hash`: before any set of a run -- the hash of the weights this worker extracts with,
+  so the client can hold an encoder id to one model (features.one_model);
 * `same_weights`: before a complete set is skipped -- this worker's weights are the set's
   (features.extraction.check_same_weights, as a local run checks);
 * `open_set`: once per feature set (under the client's claim) -- the group and its arrays, and
@@ -162,6 +164,11 @@ def set_settings(
         "weights_source": _source(entry, str(options.weights) if options.weights else None),
         "weights_loaded": built.loads,
     }
+
+
+def weights_hash(entry: EncoderEntry, options: ExtractOptions) -> str:
+    """The hash of the weights this worker extracts `entry` with (features.one_model checks it)."""
+    return built_model(entry, options).weights_hash
 
 
 def same_weights(entry: EncoderEntry, store_url: str, ref: FeatureSetRef, options: ExtractOptions) -> None:

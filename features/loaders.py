@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from crsbench.core import CrsbenchError
+from crsbench.features.architecture import check_architecture
 from crsbench.features.checkpoints import load_checkpoint, mismatch_message
 from crsbench.features.hub import library_calls, say
 from crsbench.features.registry import EncoderEntry
@@ -186,6 +187,7 @@ def hf_vision_model(
     import transformers
 
     path = resolve_weights(entry, weights)
+    check_architecture(entry, path)  # before any weights are read
     cls = getattr(transformers, model_class)
     try:
         model, info = cls.from_pretrained(

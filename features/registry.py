@@ -82,6 +82,10 @@ class EncoderEntry:
     classification; None for image-only encoders.
     `trust_pickle` lets checkpoints holding pickled Python objects (training checkpoints with
     an argparse Namespace) load with `weights_only=False`, as `--trust-pickle` does.
+    `architecture` fixes what a transformers entry builds: config fields (hidden_size,
+    num_hidden_layers, patch_size, image_size) of the publisher's model the id stands for; a
+    folder whose config differs is refused (`features.architecture`). Empty: any
+    architecture the folder describes (`hf:` ids, TOML entries).
     """
 
     id: str
@@ -112,6 +116,7 @@ class EncoderEntry:
     source: str = ""
     origin: str = "built-in"
     model_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
+    architecture: Mapping[str, int] = dataclasses.field(default_factory=dict, hash=False)
     constructor: Constructor | None = dataclasses.field(default=None, compare=False, hash=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -141,6 +146,7 @@ class EncoderEntry:
         out["extra_repos"] = list(self.extra_repos)
         out["convert"] = self.convert.to_dict()
         out["model_kwargs"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model_kwargs.items()}
+        out["architecture"] = dict(self.architecture)
         return out
 
 

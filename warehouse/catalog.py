@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from crsbench.core import DEPTHS, CrsbenchError
+from crsbench.core import DEPTHS, FROZEN, CrsbenchError
 from crsbench.features.conditions import stored_conditions
 from crsbench.features.lookup import get_encoder
 from crsbench.features.registry import EncoderEntry
@@ -151,6 +151,17 @@ def _upsert(con: duckdb.DuckDBPyConnection, row: list[Any]) -> int:
         row,
     )
     return retired
+
+
+def encoder_weights(wh: Warehouse, encoder_id: str, regime: str = FROZEN) -> list[tuple[str, str, str]]:
+    """(dataset, store url as catalogued, weights hash) of every catalogued set of `encoder_id`
+    that records its weights hash."""
+    rows = wh.con.execute(
+        "select dataset_id, store_url, weights_hash from feature_sets where encoder_id = ? and regime = ? "
+        "and weights_hash is not null order by dataset_id, store_url",
+        [encoder_id, regime],
+    ).fetchall()
+    return [(str(d), str(u), str(h)) for d, u, h in rows]
 
 
 def feature_sets(wh: Warehouse) -> pd.DataFrame:

@@ -6,12 +6,17 @@ import dataclasses
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.features.extract_options import ExtractOptions, with_environment
 from crsbench.warehouse.connection import Warehouse
+
+if TYPE_CHECKING:
+    from crsbench.features.registry import EncoderEntry
+    from crsbench.pipeline.extract_dist import ClusterExtraction
 
 ALL_DATASETS = "all"
 ALL_TINY = "all-tiny"
@@ -22,9 +27,10 @@ class ExtractConfig:
     """How to extract: the `options` of every feature set (features.extract_options: device,
     batch, dtypes, chunk rows, weights, force, repair, downloads, pickles, threads), and where.
 
-    `options.weights` applies to exactly one encoder; a complete feature set made with other
-    weights is refused, and `force` redoes complete sets (one replaced by other weights retires
-    the probe fits trained on it); `repair` re-extracts only the damaged or missing chunks of
+    `options.weights` applies to exactly one encoder; an encoder id means one model, so weights
+    other than those its sets hold (on any dataset) are refused (`check_one_model`), and `force`
+    redoes complete sets (one replaced by other weights retires the probe fits trained on it;
+    new weights need every dataset of the id in the run); `repair` re-extracts only the damaged or missing chunks of
     complete sets and retires the fits that read them; `allow_download` (or
     CRSBENCH_ALLOW_DOWNLOAD=1) lets hub ids fetch missing weights. `encoder_files` are TOML
     files of user encoders (besides $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse);
@@ -104,6 +110,8 @@ def extract_all(
     rows = []
     cluster = ClusterExtraction(config.scheduler, options) if config.scheduler else None
     try:
+        for entry in entries:  # before any extraction work: an encoder id names one model
+            check_one_model(db, store_url, entry, names, options, cluster)
         for entry in entries:
             for ds in loaded:
                 if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
@@ -158,6 +166,38 @@ def extract_all(
         if cluster is not None:
             cluster.close()
     return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds", "weights", "retired_fits"])
+
+
+def check_one_model(
+    db: Path,
+    store_url: str,
+    entry: EncoderEntry,
+    datasets: Sequence[str],
+    options: ExtractOptions,
+    cluster: ClusterExtraction | None = None,
+) -> None:
+    """Refuse (one line) to extract `entry` on `datasets` with weights other than those every set
+    of its id holds, in the store or in the warehouse's catalog (features.one_model); over a
+    cluster, a worker hashes the weights it would extract with."""
+    from crsbench.features import one_model
+    from crsbench.features.store import FeatureStore
+    from crsbench.warehouse import catalog
+
+    held = one_model.held_in_store(FeatureStore(store_url), entry.id)
+    with Warehouse.open(db, read_only=True) as wh:
+        here = catalog.portable_url(wh, store_url)
+        held += [
+            one_model.HeldSet(dataset, weights_hash, url)
+            for dataset, url, weights_hash in catalog.encoder_weights(wh, entry.id)
+            if url != here
+        ]
+
+    def weights_hash() -> str | None:
+        if cluster is not None:
+            return cluster.weights_hash(entry, store_url)
+        return one_model.local_weights_hash(entry, options)
+
+    one_model.check_one_model(entry, held, options, datasets, store_url, weights_hash)
 
 
 def describe_loads(loads: Sequence[dict[str, str]]) -> str:

@@ -45,6 +45,9 @@ from crsbench.features.extraction_dist import (
     progress_marks,
     same_weights,
 )
+from crsbench.features.extraction_dist import (
+    weights_hash as worker_weights_hash,
+)
 from crsbench.features.extraction_sets import PROGRESS_ARRAY, finish_feature_set, group_array
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.registry import EncoderEntry
@@ -145,6 +148,11 @@ class ClusterExtraction:
             for suffix in ["", *[f"-{n}" for n in names.values()]]:
                 with contextlib.suppress(OSError):  # FileNotFoundError included
                     fs.rm_file(root + suffix)
+
+    def weights_hash(self, entry: EncoderEntry, store_url: str) -> str:
+        """The hash of the weights a worker extracts `entry` with (after every worker is checked)."""
+        self.check_workers(entry, store_url)
+        return str(self._submit(worker_weights_hash, entry, self.options, resources=self._resources()).result())
 
     # -- one feature set ------------------------------------------------------------------
     def extract(

@@ -174,7 +174,7 @@ def test_transformers_loader_and_hooks_on_a_local_dinov2(tmp_path):
     )
     torch.manual_seed(0)
     Dinov2Model(config).save_pretrained(tmp_path / "rad")
-    entry = dataclasses.replace(get_encoder("rad-dino"), input_size=28)
+    entry = dataclasses.replace(get_encoder("rad-dino"), input_size=28, architecture={})  # a small DINOv2
     model = build_model(entry, weights=tmp_path / "rad")
     x = torch.randn(2, 3, 28, 28, generator=torch.Generator().manual_seed(3))
     feats = DepthTap(model, entry)(x)

@@ -99,7 +99,9 @@ def inputs(size: int, seed: int = 0) -> torch.Tensor:
 
 
 def small_entry(encoder_id: str, **changes):
-    return dataclasses.replace(get_encoder(encoder_id), **changes)
+    """The registered entry for a small model of its family: it declares no published
+    architecture (features.architecture, tested in test_architecture.py), the rest is the entry's."""
+    return dataclasses.replace(get_encoder(encoder_id), **{"architecture": {}, **changes})
 
 
 def seeded(build: Callable[[], torch.nn.Module]) -> torch.nn.Module:

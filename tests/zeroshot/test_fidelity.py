@@ -76,7 +76,7 @@ def test_transformers_clip(tmp_path: Path) -> None:
     model = CLIPModel(cfg).eval()
     model.save_pretrained(tmp_path)
     tok = _word_tokenizer(tmp_path, eos_token="[EOS]", bos_token="[BOS]")
-    entry = dataclasses.replace(get_encoder("clip"), input_size=32)
+    entry = dataclasses.replace(get_encoder("clip"), input_size=32, architecture={})  # a small CLIP
     pixels = torch.randn(2, 3, 32, 32)
     tokens = tok(TEXTS, padding=True, return_tensors="pt")
     with torch.no_grad():
@@ -115,7 +115,7 @@ def test_transformers_siglip(tmp_path: Path, encoder: str) -> None:
     tok = _word_tokenizer(tmp_path)
     tok.model_max_length = 8
     tok.save_pretrained(tmp_path)
-    entry = dataclasses.replace(get_encoder(encoder), input_size=32)
+    entry = dataclasses.replace(get_encoder(encoder), input_size=32, architecture={})  # a small SigLIP
     pixels = torch.randn(2, 3, 32, 32)
     tokens = tok(TEXTS, padding="max_length", max_length=8, return_tensors="pt")
     with torch.no_grad():
