@@ -72,9 +72,12 @@ def _timm(name: str) -> dict[str, Any]:
 
     from crsbench.features.loaders import seeded
 
+    _timm_config_here(name)
     try:
         with seeded():
             model = timm.create_model(name, pretrained=False, num_classes=0)
+    except OSError as exc:  # a hub fetch that failed although downloads are allowed
+        raise CrsbenchError(f"cannot fetch timm model {name!r}: {str(exc).strip().splitlines()[0]}") from None
     except RuntimeError as exc:
         close = timm.list_models(f"*{name.split('.')[0][:6]}*")[:5]
         raise CrsbenchError(f"timm has no model {name!r}" + (f"; close: {', '.join(close)}" if close else "")) from exc
@@ -99,6 +102,34 @@ def _timm(name: str) -> dict[str, Any]:
         "token_pool": "cls" if getattr(model, "global_pool", None) == "token" else "mean",
         "model_kwargs": {"hub_repo": hub},
     }
+
+
+def _timm_config_here(name: str) -> None:
+    """timm reads the config.json of an `hf-hub:<repo>` name from the Hugging Face Hub (and of a
+    `local-dir:<folder>` name from the folder): refuse in one line when it is not on this machine
+    and downloads are not allowed, before timm asks the hub."""
+    source, _, model_id = name.partition(":")
+    if source == "local-dir" and not (Path(model_id).expanduser() / "config.json").is_file():
+        raise CrsbenchError(f"timm model {name!r}: no config.json in the folder {model_id}")
+    if source not in ("hf-hub", "hf_hub"):
+        return
+    from huggingface_hub import try_to_load_from_cache
+
+    from crsbench.features.weights import downloads_allowed
+
+    repo, _, revision = model_id.partition("@")
+    try:
+        cached = try_to_load_from_cache(repo, "config.json", revision=revision or None)
+    except ValueError:  # not a valid repo id: never cached
+        cached = None
+    if isinstance(cached, str) or downloads_allowed():
+        return
+    raise CrsbenchError(
+        f"timm model {name!r} is not on this machine: timm reads its config.json and weights from the "
+        f"Hugging Face repo {repo}, which is not in the Hugging Face cache; fetch it once with "
+        f"--allow-download (CRSBENCH_ALLOW_DOWNLOAD=1), or name the architecture (timm:<model>) and pass "
+        f"local weights with --weights PATH; crsbench never downloads unless asked"
+    )
 
 
 def _build_timm(entry: EncoderEntry, weights: Path | None) -> nn.Module:

@@ -76,6 +76,8 @@ def file_format(path: Path) -> str:
             head = f.read(9)
     except OSError as exc:
         raise CrsbenchError(f"cannot read weights {path}: {exc.strerror or exc}") from None
+    if head[:6] == b"\x93NUMPY" or (head[:4] == b"PK\x03\x04" and _numpy_archive(path)):
+        raise CrsbenchError(_numpy_refusal(path))
     if head[:4] == b"PK\x03\x04" or head[:1] == b"\x80":  # torch zip archive / legacy pickle format
         return "torch"
     if len(head) == 9 and head[8:9] == b"{":  # 8-byte header length, then the JSON header
@@ -83,6 +85,28 @@ def file_format(path: Path) -> str:
     raise CrsbenchError(
         f"weights {path} are neither a safetensors file nor a torch checkpoint "
         f"({'empty' if not head else 'first bytes ' + head.hex()})"
+    )
+
+
+def _numpy_archive(path: Path) -> bool:
+    """Whether a zip file is NumPy's .npz (every member an .npy array), not a torch archive."""
+    import zipfile
+
+    try:
+        with zipfile.ZipFile(path) as archive:
+            names = archive.namelist()
+    except (OSError, zipfile.BadZipFile):
+        return False
+    return bool(names) and all(name.endswith(".npy") for name in names)
+
+
+def _numpy_refusal(path: Path) -> str:
+    return (
+        f"weights {path} are a NumPy .npz/.npy file (a JAX/Flax checkpoint, as Google's original ViT "
+        f"releases are), not a torch or safetensors file; crsbench reads those two only: convert it once "
+        f"with timm (model = timm.create_model('<vit arch>', num_classes=0); model.load_pretrained('{path}'); "
+        f"safetensors.torch.save_file(model.state_dict(), 'vit.safetensors')) and pass that file, or use "
+        f"timm's own release of the model from the Hugging Face cache"
     )
 
 
@@ -234,23 +258,62 @@ def layout_gap(state: dict[str, torch.Tensor], rules: KeyConversion) -> str | No
     return None
 
 
+def converted_name(name: str, rules: KeyConversion) -> str | None:
+    """The model key a file key becomes under the declared conversion (None: the key is left out)."""
+    if rules.keep_prefix:
+        if not name.startswith(rules.keep_prefix):
+            return None
+        name = name[len(rules.keep_prefix) :]
+    for prefix in rules.strip_prefixes:
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+            break
+    if rules.drop_prefixes and name.startswith(rules.drop_prefixes):
+        return None
+    for old, new in rules.rename.items():
+        name = name.replace(old, new)
+    return name
+
+
 def convert(state: dict[str, torch.Tensor], rules: KeyConversion) -> dict[str, torch.Tensor]:
     """Apply the entry's declared key conversion (see `KeyConversion`) to one state dict."""
-    if rules.keep_prefix:
-        n = len(rules.keep_prefix)
-        state = {k[n:]: v for k, v in state.items() if k.startswith(rules.keep_prefix)}
     out: dict[str, torch.Tensor] = {}
-    for name, value in state.items():
-        for prefix in rules.strip_prefixes:
-            if name.startswith(prefix):
-                name = name[len(prefix) :]
-                break
-        if rules.drop_prefixes and name.startswith(rules.drop_prefixes):
-            continue
-        for old, new in rules.rename.items():
-            name = name.replace(old, new)
-        out[name] = value
+    for key, value in state.items():
+        name = converted_name(key, rules)
+        if name is not None:
+            out[name] = value
     return _merge_qv_bias(out) if rules.merge_qv_bias else out
+
+
+def file_names(state: dict[str, torch.Tensor], rules: KeyConversion) -> dict[str, str]:
+    """Converted key -> the key as the file spells it, for messages: the user can only look up the
+    latter (a merged qkv.bias is named by its q_bias)."""
+    names: dict[str, str] = {}
+    for key in state:
+        name = converted_name(key, rules)
+        if name is None:
+            continue
+        names[name] = key
+        if rules.merge_qv_bias and name.endswith(".q_bias"):
+            names[f"{name[: -len('q_bias')]}qkv.bias"] = key
+    return names
+
+
+def _model_key_in_file(key: str, rules: KeyConversion) -> str:
+    """A model key the file lacks, as the file would spell it (exact when only keep_prefix applies)."""
+    return f"{rules.keep_prefix}{key}" if rules.keep_prefix and not rules.strip_prefixes and not rules.rename else key
+
+
+def in_file_terms(
+    found: tuple[list[str], list[str], list[str]], names: dict[str, str], rules: KeyConversion
+) -> tuple[list[str], list[str], list[str]]:
+    """(missing, unexpected, shape mismatches) of `problems` with every key as the file spells it."""
+    missing, unexpected, shapes = found
+    return (
+        [_model_key_in_file(k, rules) for k in missing],
+        [names.get(k, k) for k in unexpected],
+        [f"{names.get(k, k)} {rest}" for k, _, rest in (line.partition(" ") for line in shapes)],
+    )
 
 
 def _merge_qv_bias(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
@@ -325,7 +388,7 @@ def load_checkpoint(model: nn.Module, path: Path, rules: KeyConversion, encoder_
             model.load_state_dict(converted, strict=False)
             note_load(source, label)
             return label
-        tried.append((sum(len(p) for p in found), label, found))
+        tried.append((sum(len(p) for p in found), label, in_file_terms(found, file_names(state, rules), rules)))
     if not tried:
         raise CrsbenchError(f"weights {source} are not in the layout encoder {encoder_id!r} declares: {gaps[0]}")
     _, label, found = min(tried, key=lambda t: t[0])

@@ -31,6 +31,7 @@ from crsbench.features.registry import EncoderEntry
 from crsbench.features.weights import (  # noqa: F401
     FOLDER_LAYOUTS,
     WEIGHTS_ENV,
+    check_config_kind,
     download_policy,
     note_load,
     pickle_policy,
@@ -185,10 +186,16 @@ def hf_vision_model(
 ) -> nn.Module:
     """A transformers model read from a local folder or the HF cache, loaded strictly."""
     import transformers
+    from huggingface_hub.errors import StrictDataclassError  # transformers' config validation
 
     path = resolve_weights(entry, weights)
     check_architecture(entry, path)  # before any weights are read
     cls = getattr(transformers, model_class)
+    # A vision tower's config is a sub-config (`base_config_key`): a folder of another kind (the
+    # LLaVA-Med language model for its CLIP tower) would be forced into it and fail validation.
+    kind = getattr(cls, "config_class", None)  # None for the Auto classes
+    if kind is not None and kind.base_config_key and path.is_dir():
+        check_config_kind(entry, path, model_class, kind.model_type, kind.base_config_key)
     try:
         model, info = cls.from_pretrained(
             str(path),
@@ -199,10 +206,11 @@ def hf_vision_model(
             ignore_mismatched_sizes=True,
             **_options(entry),
         )
-    except (OSError, ValueError, RuntimeError, pickle.UnpicklingError) as exc:
+    except (OSError, ValueError, RuntimeError, pickle.UnpicklingError, StrictDataclassError) as exc:
         if "weights only load failed" in str(exc).lower():
             raise pickled_folder_error(path, str(exc)) from None
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        text = " ".join(str(exc).split()) if isinstance(exc, StrictDataclassError) else str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
         raise CrsbenchError(f"cannot load encoder {entry.id!r} from {path}: {first}") from None
     check_loading_report(entry, info, str(path), model)
     note_load(str(path), "saved model folder")

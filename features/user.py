@@ -94,6 +94,31 @@ _OVERRIDE_TYPES: dict[str, tuple[type, ...]] = {
     "trust_pickle": (bool,),
 }
 _CONVERT_TYPES = {f.name: f.type for f in dataclasses.fields(KeyConversion)}
+# model_kwargs keys crsbench itself passes to (or that fetch weights through) a library's
+# constructor, by source: given twice they would clash (TypeError) or bypass crsbench's weights.
+_WEIGHTS_BY = (
+    'weights are given by `weights = "<file or folder>"` in the entry (or --weights), and '
+    "`pretrained = false` at the entry's top level builds it untrained"
+)
+_SET_BY_CRSBENCH = "crsbench sets it itself (offline, float32, strict loading)"
+RESERVED_KWARGS: dict[str, dict[str, str]] = {
+    "timm": {
+        "pretrained": _WEIGHTS_BY,
+        "checkpoint_path": _WEIGHTS_BY,
+        "pretrained_cfg": _WEIGHTS_BY,
+        "pretrained_cfg_overlay": _WEIGHTS_BY,
+        "num_classes": "crsbench builds the model without its classifier (num_classes=0)",
+    },
+    "hf": {
+        "pretrained": _WEIGHTS_BY,
+        "pretrained_model_name_or_path": _WEIGHTS_BY,
+        **dict.fromkeys(
+            ("local_files_only", "dtype", "torch_dtype", "output_loading_info", "ignore_mismatched_sizes"),
+            _SET_BY_CRSBENCH,
+        ),
+    },
+    "open_clip": {"pretrained": _WEIGHTS_BY},
+}
 
 _files: dict[Path, str] = {}  # file -> trust level
 _env_trust = GIVEN  # of the $CRSBENCH_ENCODERS files: CODE when the edge allowed code
@@ -269,6 +294,7 @@ def _entry(file: Path, encoder_id: str, table: Any) -> EncoderEntry:
             _OVERRIDE_TYPES[field],
             "of type " + "/".join(t.__name__ for t in _OVERRIDE_TYPES[field]),
         )
+    _refuse_reserved_kwargs(file, where, table)
     fields = _fields(file, where, table, overrides)
     try:
         if table["source"] == "python":
@@ -279,6 +305,17 @@ def _entry(file: Path, encoder_id: str, table: Any) -> EncoderEntry:
         return dataclasses.replace(resolved, id=encoder_id)
     except CrsbenchError as exc:
         raise CrsbenchError(f"{file}: [{where}] {exc}") from None
+
+
+def _refuse_reserved_kwargs(file: Path, where: str, table: dict[str, Any]) -> None:
+    """One line for a model_kwargs key crsbench passes itself (see RESERVED_KWARGS)."""
+    reserved = RESERVED_KWARGS.get(table["source"], {})
+    for key in table.get("model_kwargs", {}):
+        if key in reserved:
+            raise CrsbenchError(
+                f"{file}: [{where}] model_kwargs.{key} is not passed to the {table['source']} model: "
+                f"{reserved[key]}; remove it from [{where}.model_kwargs]"
+            )
 
 
 def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:

@@ -47,6 +47,7 @@ class PromptLike(Protocol):
 class HFGenerator:
     def __init__(self, model_id: str, *, device: str = "cpu", max_new_tokens: int = 64) -> None:
         import torch
+        from huggingface_hub.errors import StrictDataclassError  # transformers' config validation
         from transformers import AutoModelForImageTextToText, AutoProcessor
 
         self.torch = torch
@@ -63,10 +64,11 @@ class HFGenerator:
                     .to(device)  # type: ignore[arg-type]
                     .eval()
                 )
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, StrictDataclassError) as exc:
+            text = " ".join(str(exc).split()) if isinstance(exc, StrictDataclassError) else str(exc)
             raise CrsbenchError(
                 f"cannot load model {model_id!r} offline (a local folder or a "
-                f"hub id in the HF cache): {str(exc).splitlines()[0]}"
+                f"hub id in the HF cache): {(text.splitlines() or [type(exc).__name__])[0]}"
             ) from None
         self.device = device
         self.tokenizer = getattr(self.processor, "tokenizer", self.processor)

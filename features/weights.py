@@ -11,6 +11,7 @@ extraction agree.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -130,6 +131,28 @@ def folder_gaps(entry: EncoderEntry, folder: Path) -> list[str]:
     return gaps
 
 
+def check_config_kind(entry: EncoderEntry, folder: Path, model_class: str, model_type: str, sub_key: str) -> None:
+    """Refuse, before transformers reads it, a folder whose config.json is another kind of model:
+    neither `model_type` nor holding such a config under `sub_key` (a CLIP folder holds the
+    vision config of `CLIPVisionModel`). A config crsbench cannot read is left to transformers."""
+    try:
+        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    found = config.get("model_type") if isinstance(config, dict) else None
+    if not isinstance(found, str) or found == model_type or (sub_key and isinstance(config.get(sub_key), dict)):
+        return
+    archs = config.get("architectures")
+    what = f"model_type {found!r}" + (f" ({', '.join(map(str, archs))})" if isinstance(archs, list) and archs else "")
+    holding = f", or one holding a {sub_key}" if sub_key else ""
+    repo = hub_repo(entry)
+    raise CrsbenchError(
+        f"encoder {entry.id!r} reads a {model_class} folder (config.json of model_type {model_type!r}{holding})"
+        f"{f', such as {repo}' if repo else ''}; {folder / 'config.json'} is {what}: pass the folder of "
+        f"{repo or 'that model'} instead"
+    )
+
+
 def _weight_file_in(folder: Path, entry: EncoderEntry) -> Path | None:
     """The entry's `weights_file` in the folder, else its one weight file (several: an error)."""
     if entry.weights_file and (folder / entry.weights_file).is_file():
@@ -145,6 +168,8 @@ def _weight_file_in(folder: Path, entry: EncoderEntry) -> Path | None:
 
 def _local(entry: EncoderEntry, base: Path) -> tuple[Path | None, list[str]]:
     """(usable path, files missing) for a user-given file or folder."""
+    if base.is_file() and is_folder_entry(entry):
+        raise CrsbenchError(folder_expected(entry, base))
     if base.is_file():
         return base, []
     if not base.is_dir():
@@ -154,6 +179,18 @@ def _local(entry: EncoderEntry, base: Path) -> tuple[Path | None, list[str]]:
         return (None, gaps) if gaps else (base, [])
     found = _weight_file_in(base, entry)
     return (found, []) if found else (None, needed_files(entry))
+
+
+def folder_expected(entry: EncoderEntry, given: Path) -> str:
+    """The refusal of a single file where the entry reads a saved model folder (its config names
+    the architecture; the weights file alone cannot)."""
+    config, weights = FOLDER_LAYOUTS[entry.loader]
+    kind = "a Hugging Face model folder" if entry.loader == "transformers" else "an open_clip hub folder"
+    inside = f" (its folder {given.parent} holds {config}: pass that)" if (given.parent / config).is_file() else ""
+    return (
+        f"encoder {entry.id!r} expects {kind}, the folder holding {config} and the weights "
+        f"({' or '.join(w for w in weights if not w.endswith('.index.json'))}), not the file {given}{inside}"
+    )
 
 
 def resolve_weights(entry: EncoderEntry, weights: Path | None = None) -> Path:

@@ -23,6 +23,11 @@ _NO_LABELS = np.zeros(0, dtype=np.int8)
 LABELS_OPTION = AdapterOption("required", "'none' (set by --unlabeled): ingest without labels", ("required", "none"))
 
 
+def _file_like(path: Path) -> bool:
+    """A regular file, or anything else that is not a folder (FIFO, device, socket)."""
+    return path.is_file() or (path.exists() and not path.is_dir())
+
+
 def unlabeled_source(root: Path, records: list[Record]) -> Source:
     """A Source with no labels: task multilabel over zero labels (no label rows are stored)."""
     empty = [Record(r.image_id, r.rel_path, _NO_LABELS.copy(), r.group_id, r.split, r.file, r.line) for r in records]
@@ -41,7 +46,9 @@ def read_folder(path: Path, log: RowLog, options: dict[str, str], progress: Prog
         raise InputError(f"{path}: a folder of images carries no labels; pass --unlabeled to ingest it without them")
     if not path.is_dir():
         raise InputError(f"{path}: not a folder (the folder adapter reads every image file under a folder)")
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
+    # Not only regular files: a FIFO or device named like an image is refused by the common path
+    # (ingest.images), never skipped in silence.
+    files = sorted(p for p in path.rglob("*") if p.suffix.lower() in IMAGE_SUFFIXES and _file_like(p))
     if not files:
         raise InputError(f"{path}: no image files found (looked for {', '.join(IMAGE_SUFFIXES)})")
     records = []

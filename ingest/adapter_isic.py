@@ -82,7 +82,7 @@ def _metadata(root: Path, name: str, known: set[str]) -> tuple[dict[str, str], d
     """(image -> lesion_id, image -> {key: raw value}) from the metadata CSV, if present. A row of
     an image the ground truth does not name is refused (a trimmed ground truth needs the metadata
     trimmed alike, or --option metadata=none); rows of ground-truth rows skipped as bad are fine."""
-    if name == "none" or not (root / name).is_file():
+    if name == "none" or not (root / name).exists():  # a FIFO or device there is refused by read_csv
         return {}, {}
     meta = read_csv(root / name, ["image", "lesion_id"])
     ids = [img.strip() for img in meta["image"]]

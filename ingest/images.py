@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from crsbench.core import InputError
+from crsbench.ingest.source import require_regular_file
 
 NPZ_SEPARATOR = "#"
 
@@ -37,6 +38,7 @@ def npz_member(rel_path: str) -> tuple[str, str, int] | None:
 def read_npz(path: Path, keys: list[str]) -> dict[str, np.ndarray]:
     """The named arrays of an .npz; an empty, truncated, pickled or non-npz file is an InputError."""
     name = Path(path).name
+    require_regular_file(Path(path), name)
     try:
         with np.load(path, allow_pickle=False) as archive:
             if not hasattr(archive, "files"):
@@ -176,6 +178,7 @@ def _same_hash(actual: str, expected: str, rel_path: str) -> None:
 
 
 def _read(root: Path, rel_path: str) -> bytes:
+    require_regular_file(root / rel_path, f"image {rel_path}")
     try:
         return (root / rel_path).read_bytes()
     except FileNotFoundError:

@@ -10,14 +10,19 @@ stored in the warehouse table image_metadata:
 * numeric keys are binned by declared edges (`bins` option, e.g. ``age=0,40,60,80``; age
   defaults to 0-40-60-80+): value v goes to "lo-hi" with lo <= v < hi, or "last+" above the
   last edge; a value below the first edge or not a number is an error naming the image;
-* other values are categorical, stripped and lower-cased; a key with more than
-  MAX_CATEGORIES distinct values that is not binned is refused (bin it, or leave it out).
+* other values are categorical, stripped, kept as spelled ('Male', 'PA'); spellings of one
+  key that differ only in case ('Male', 'male') are one group, stored under its most frequent
+  spelling (ties: the first in sorting order), with one warning per key naming the spellings;
+  a key with more than MAX_CATEGORIES distinct values that is not binned is refused (bin it, or
+  leave it out).
 """
 
 from __future__ import annotations
 
 import math
 import re
+import warnings
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
@@ -91,9 +96,10 @@ def metadata_frame(records: Sequence[Record], bins: Mapping[str, Sequence[float]
             if text.lower() in MISSING:
                 continue
             edges = bins.get(key)
-            value = text.lower() if edges is None else _binned(text, key, edges, rec)
+            value = text if edges is None else _binned(text, key, edges, rec)
             rows.append((rec.image_id, key, value))
     frame = pd.DataFrame(rows, columns=list(METADATA_COLUMNS)) if rows else empty_metadata()
+    frame = _fold_case(frame, set(bins))
     counts = frame.groupby("key")["value"].nunique()
     for key, count in counts.items():
         if key not in bins and count > MAX_CATEGORIES:
@@ -102,6 +108,34 @@ def metadata_frame(records: Sequence[Record], bins: Mapping[str, Sequence[float]
                 f"declare edges with --option bins={key}=E1,E2,... or leave the column out"
             )
     return frame.sort_values(["image_id", "key"], kind="stable").reset_index(drop=True)
+
+
+def _fold_case(frame: pd.DataFrame, binned: set[str]) -> pd.DataFrame:
+    """One group per value whatever its case: spellings of a categorical key that differ only in
+    case take the most frequent one (ties: the first in sorting order), and a warning says so."""
+    if frame.empty:
+        return frame
+    values = frame["value"].to_numpy(dtype=object).copy()
+    keys = frame["key"].to_numpy(dtype=object)
+    for key in sorted(set(keys) - binned):
+        at = keys == key
+        counts = Counter(values[at])
+        spellings: dict[str, list[str]] = {}
+        for value in sorted(counts):
+            spellings.setdefault(value.casefold(), []).append(value)
+        merged = {folded: group for folded, group in spellings.items() if len(group) > 1}
+        if not merged:
+            continue
+        # `group` is sorted and max keeps the first of equals: ties go to the first in sorting order.
+        chosen = {v: max(group, key=counts.__getitem__) for group in merged.values() for v in group}
+        values[at] = [chosen.get(v, v) for v in values[at]]
+        shown = "; ".join(" + ".join(map(repr, group)) + f" -> {chosen[group[0]]!r}" for group in merged.values())
+        warnings.warn(
+            f"metadata key {key!r}: values differing only in case are one group, stored under the most "
+            f"frequent spelling: {shown}",
+            stacklevel=3,
+        )
+    return frame.assign(value=values)
 
 
 def _binned(text: str, key: str, edges: Sequence[float], rec: Record) -> str:

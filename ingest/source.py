@@ -8,6 +8,7 @@ ids, splits, fractions -- happens once in `crsbench.ingest.core`.
 from __future__ import annotations
 
 import dataclasses
+import stat
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
@@ -75,8 +76,35 @@ def find_file(folder: Path, names: Sequence[str], what: str) -> Path:
     raise InputError(f"{folder}: {what} not found (looked for {', '.join(names)})")
 
 
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISDIR, "a folder"),
+)
+
+
+def require_regular_file(path: Path, what: str) -> None:
+    """Refuse, before anything opens it, a `path` that exists but is not a regular file: reading a
+    FIFO blocks until a writer comes (forever), a device streams without end. A missing path is
+    left to the caller's own "not found"."""
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return
+    if stat.S_ISREG(mode):
+        return
+    kind = next((name for test, name in _SPECIAL_KINDS if test(mode)), "not a regular file")
+    raise InputError(
+        f"{what} is {kind}, not a regular file; crsbench reads only regular files: "
+        f"replace it with the file itself or leave it out"
+    )
+
+
 def read_csv(path: Path, required: Sequence[str]) -> pd.DataFrame:
     """A CSV as strings (blank cells stay ''), with its required columns checked."""
+    require_regular_file(path, str(path))
     if not path.is_file():
         raise InputError(f"{path}: file not found")
     try:

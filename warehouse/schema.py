@@ -127,7 +127,8 @@ TABLES: tuple[Schema, ...] = (
             Column(
                 "value",
                 "VARCHAR",
-                f"The subgroup: lower-cased category, or for a binned numeric key its bin "
+                f"The subgroup: the category as spelled (spellings differing only in case stored "
+                f"as the most frequent one), or for a binned numeric key its bin "
                 f"'lo-hi' (lo <= value < hi) or 'last+' (age default edges 0, 40, 60, 80). {_M} §16.",
             ),
         ),

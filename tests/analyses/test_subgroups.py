@@ -137,7 +137,7 @@ def test_stored_rows_match_an_independent_computation(db):
     groups = np.array([sex_of[i] for i in ids], dtype=object)
     mine = metrics[(metrics["run_id"] == run.run_id) & (metrics["key"] == "sex")].set_index("value")
     per_group = {}
-    for value in ("f", "m"):
+    for value in ("F", "M"):  # as the metadata spells them
         m = groups == value
         ys, ps = images.labels[m], p[m]
         per_group[value] = np.mean([roc_auc_score(ys == k, ps[:, k]) for k in range(3)])
@@ -146,12 +146,12 @@ def test_stored_rows_match_an_independent_computation(db):
         assert mine.loc[value, "n_images"] == m.sum() and mine.loc[value, "status"] == "scored"
     gap = gap_rows[(gap_rows["run_id"] == run.run_id) & (gap_rows["key"] == "sex") & (gap_rows["metric"] == "auroc")]
     gap = gap.iloc[0]
-    assert gap.gap == pytest.approx(abs(per_group["f"] - per_group["m"]))
+    assert gap.gap == pytest.approx(abs(per_group["F"] - per_group["M"]))
     assert gap.worst_group == min(per_group, key=per_group.get) and gap.replicates == 50
     spread = []
     for r in range(1, 51):
         values = []
-        for value in ("f", "m"):
+        for value in ("F", "M"):  # as the metadata spells them
             rows = np.flatnonzero(groups == value)
             rep = np.repeat(rows, draws["derm"][rows, r])
             ys, ps = images.labels[rep], p[rep]

@@ -212,3 +212,28 @@ def test_weights_convert_command(tmp_path, capsys):
         assert torch.equal(restored[key], value), key
     assert [p.name for p in out.parent.iterdir()] == ["retfound.safetensors"]  # no partial file left
     assert cli("weights", "convert", "--force", str(tmp_path / "absent.pth"), str(out)) == 1
+    
+
+def test_keys_that_do_not_fit_are_named_as_the_file_spells_them(tmp_path):
+    from torch import nn
+
+    from crsbench.features.checkpoints import load_checkpoint
+    from crsbench.features.registry import KeyConversion
+
+    model = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 3))
+    path = tmp_path / "nested.safetensors"
+    save_file(
+        {
+            "encoder.0.weight": torch.zeros(2, 2),
+            "encoder.0.bias": torch.zeros(2),
+            "encoder.1.weight": torch.zeros(3, 4),  # shape mismatch
+            "encoder.head.scale": torch.zeros(1),  # the model has no place for it
+        },
+        str(path),
+    )
+    with pytest.raises(CrsbenchError) as info:
+        load_checkpoint(model, path, KeyConversion(keep_prefix="encoder."), "e")
+    message = str(info.value)
+    assert "1 missing keys (encoder.1.bias)" in message
+    assert "1 unexpected keys (encoder.head.scale)" in message
+    assert "1 shape mismatches (encoder.1.weight (3, 4) vs model (3, 2))" in message

@@ -101,11 +101,11 @@ def test_panderm_cae_checkpoint(tmp_path, monkeypatch, hub):
     x = inputs(32, 1)
     reference = _panderm_forward(state, x, 4, 2)
     check_routes(entry, path, reference, x, tmp_path, monkeypatch, hub, routes=("weights", "env"))
-    # Without the declared layer-scale rename the gammas are not silently dropped.
+    # Without the declared layer-scale rename the gammas are not silently dropped (named as in the file).
     from crsbench.core import CrsbenchError
 
     partial = dataclasses.replace(entry.convert, rename={})
-    with pytest.raises(CrsbenchError, match=r"unexpected keys \(blocks.0.gamma_1"):
+    with pytest.raises(CrsbenchError, match=r"unexpected keys \(encoder.blocks.0.gamma_1"):
         build_model(dataclasses.replace(entry, convert=partial), path)
 
 

@@ -60,8 +60,8 @@ def test_isic_metadata_lands_binned(suite_dir, ingested_db):
     assert len(stored) == 3 * len(source)
     for row in source.itertuples():
         assert stored[(row.image, "age")] == _hand_age(row.age_approx)
-        assert stored[(row.image, "sex")] == row.sex.lower()
-        assert stored[(row.image, "site")] == row.anatom_site_general.lower()
+        assert stored[(row.image, "sex")] == row.sex  # as published: values keep their case
+        assert stored[(row.image, "site")] == row.anatom_site_general
 
 
 def test_chexpert_and_mimic_metadata_land(suite_dir, ingested_db):
@@ -71,14 +71,14 @@ def test_chexpert_and_mimic_metadata_land(suite_dir, ingested_db):
     assert set(chex.index.get_level_values("key")) == {"age", "sex", "view", "projection"}
     for row in source.itertuples():
         image = row.Path.removeprefix("CheXpert-v1.0-small/").removesuffix(".jpg")
-        assert chex[(image, "sex")] == row.Sex.lower() and chex[(image, "age")] == _hand_age(row.Age)
-        assert chex[(image, "view")] == row._4.lower()  # Frontal/Lateral
+        assert chex[(image, "sex")] == row.Sex and chex[(image, "age")] == _hand_age(row.Age)
+        assert chex[(image, "view")] == row._4  # Frontal/Lateral
         appa = row._5  # AP/PA: blank for lateral views, so no row
-        assert chex.get((image, "projection")) == (appa.lower() if appa else None)
+        assert chex.get((image, "projection")) == (appa or None)
     mimic = _stored(ingested_db, "mimic-cxr")
     meta = pd.read_csv(suite_dir / "mimic-cxr" / "mimic-cxr-2.0.0-metadata.csv", dtype=str)
     frontal = meta[meta["ViewPosition"].isin(["PA", "AP"])]
-    expected = sorted(zip(frontal["dicom_id"], frontal["ViewPosition"].str.lower(), strict=True))
+    expected = sorted(zip(frontal["dicom_id"], frontal["ViewPosition"], strict=True))
     assert set(mimic["key"]) == {"projection"}
     assert sorted(zip(mimic["image_id"], mimic["value"], strict=True)) == expected
 
@@ -130,10 +130,27 @@ def test_manifest_meta_columns_with_declared_bins(tmp_path):
     )
     ds = ingest("manifest", path, "m", task="multiclass", bins="bmi=0,18.5,25")
     meta = ds.metadata.set_index(["image_id", "key"])["value"]
-    assert meta[("img/1.png", "scanner")] == "s1"
+    assert meta[("img/1.png", "scanner")] == "S1"
     assert meta[("img/1.png", "bmi")] == "0-18.5" and meta[("img/5.png", "bmi")] == "18.5-25"
     assert ("img/7.png", "bmi") not in meta.index  # blank cell: no row
     assert set(ds.label_names) == {"a", "b"}  # meta: columns are not labels
+
+
+def test_values_keep_their_case_and_case_variants_are_one_group_with_a_warning(tmp_path):
+    n = 60
+    sex = ["Male" if i % 3 == 0 else "male" if i % 3 == 1 else "Female" for i in range(n)]  # 20 each
+    sex[2] = "female"  # one stray spelling: the group keeps the most frequent one, 'Female'
+    site = ["Anterior Torso" if i % 2 else "head/neck" for i in range(n)]
+    path = _manifest(tmp_path, n, {"meta:sex": sex, "meta:site": site})
+    with pytest.warns(UserWarning) as caught:
+        ds = ingest("manifest", path, "m", task="multiclass")
+    meta = ds.metadata[ds.metadata["key"] == "sex"]["value"]
+    # 'Male' and 'male' tie at 20: the first in sorting order ('M' < 'm') names the group.
+    assert meta.value_counts().to_dict() == {"Male": 40, "Female": 20}
+    assert set(ds.metadata[ds.metadata["key"] == "site"]["value"]) == {"Anterior Torso", "head/neck"}
+    text = [str(w.message) for w in caught if "metadata key" in str(w.message)]
+    assert len(text) == 1 and "'sex'" in text[0]
+    assert "'Female' + 'female' -> 'Female'" in text[0] and "'Male' + 'male' -> 'Male'" in text[0]
 
 
 def _run(args: list[str], capsys) -> tuple[int, str]:
@@ -199,7 +216,7 @@ def test_dataset_metadata_attaches_from_the_source_or_a_csv(ingested_db, tmp_pat
         csv_path, index=False
     )
     assert _run(["dataset", "metadata", "aptos2019", str(csv_path), "--db", str(ingested_db)], capsys)[0] == 0
-    assert set(_stored(ingested_db, "aptos2019")["value"]) == {"a", "b"}
+    assert set(_stored(ingested_db, "aptos2019")["value"]) == {"A", "B"}
     before = _snapshot(ingested_db)
     pd.DataFrame({"image_id": ["not-an-image"], "camera": ["A"]}).to_csv(csv_path, index=False)
     rc, err = _run(["dataset", "metadata", "aptos2019", str(csv_path), "--db", str(ingested_db)], capsys)
