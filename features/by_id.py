@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -117,7 +118,8 @@ def _timm_config_here(name: str) -> None:
 
     from crsbench.features.weights import downloads_allowed
 
-    repo, _, revision = model_id.partition("@")
+    # A hub name's revision follows '@' (org/name@v1): not an encoder key, so not core.keys' split.
+    repo, revision = re.fullmatch(r"([^@]*)@?(.*)", model_id).groups()  # type: ignore[union-attr]
     try:
         cached = try_to_load_from_cache(repo, "config.json", revision=revision or None)
     except ValueError:  # not a valid repo id: never cached
