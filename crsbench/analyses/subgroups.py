@@ -51,7 +51,18 @@ GAP_COLUMNS = [
     "gap_hi",
     "replicates",
 ]
-SUMMARY_COLUMNS = ["encoder_id", "eval_dataset_id", "key", "metric", "n_runs", "worst", "gap", "gap_lo", "gap_hi"]
+SUMMARY_COLUMNS = [
+    "encoder_id",
+    "eval_dataset_id",
+    "key",
+    "metric",
+    "n_runs",
+    "worst_group",
+    "worst",
+    "gap",
+    "gap_lo",
+    "gap_hi",
+]
 
 
 def select_runs(wh: Warehouse, params: Mapping[str, Any]) -> pd.DataFrame:
@@ -252,12 +263,21 @@ def _summary(gap_frame: pd.DataFrame) -> pd.DataFrame:
     grouped = gap_frame.groupby(["encoder_id", "eval_dataset_id", "key", "metric"], sort=True)
     out = grouped.agg(
         n_runs=("run_id", "size"),
+        worst_group=("worst_group", _most_often),
         worst=("worst", "mean"),
         gap=("gap", "mean"),
         gap_lo=("gap_lo", "mean"),
         gap_hi=("gap_hi", "mean"),
     ).reset_index()
     return out[SUMMARY_COLUMNS]
+
+
+def _most_often(groups: pd.Series) -> str | None:
+    """The group worst in most runs (ties: the first in sorted order); None when none was scored."""
+    counts = groups.dropna().astype(str).value_counts()
+    if counts.empty:
+        return None
+    return str(min(counts.index[counts == counts.max()]))
 
 
 def worst_group_auroc(wh: Warehouse, key: str) -> pd.DataFrame:

@@ -81,7 +81,10 @@ def test_a_merged_table_is_stale_while_any_dataset_rows_read_old_runs(tmp_path, 
         run(wh, {"dataset": "b", "value": 3}, {"e": "d2"})  # now every dataset's rows read the current runs
         params, digest = record(wh)
         assert digest == md5("e=d2")
-        assert {d: e["input_digest"] for d, e in params["stored_datasets"].items()} == {"a": md5("e=d2"), "b": md5("e=d2")}
+        assert {d: e["input_digest"] for d, e in params["stored_datasets"].items()} == {
+            "a": md5("e=d2"),
+            "b": md5("e=d2"),
+        }
 
 
 def test_different_columns_replace_the_table_with_a_note(tmp_path, toy):
