@@ -16,10 +16,12 @@ view analysis_freshness stays right for the merged table.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import duckdb
@@ -48,6 +50,25 @@ def restricted_datasets(params: Mapping[str, Any]) -> list[str] | None:
     if isinstance(value, list | tuple):
         return sorted({str(v) for v in value}) or None
     return [str(value)]
+
+
+# Set by run_analysis while an analysis runs with replace_all, so that an analysis writing its
+# own warehouse table (partition_shift, resplit_selection) honours --replace-all too.
+_REPLACE_ALL: contextvars.ContextVar[bool] = contextvars.ContextVar("replace_all", default=False)
+
+
+@contextlib.contextmanager
+def replacing_all(flag: bool) -> Iterator[None]:
+    token = _REPLACE_ALL.set(flag)
+    try:
+        yield
+    finally:
+        _REPLACE_ALL.reset(token)
+
+
+def rows_scope(params: Mapping[str, Any]) -> list[str] | None:
+    """The datasets whose rows a run may replace in a table it writes itself; None: every row."""
+    return None if _REPLACE_ALL.get() else restricted_datasets(params)
 
 
 def dataset_column(columns: Sequence[str]) -> str | None:

@@ -352,7 +352,8 @@ def run_analysis(
     resolved = resolve_params(spec, params)
     # Taken before reading, so a run landing meanwhile makes the result stale rather than fresh.
     digests = dict(wh.con.execute("select encoder_id, digest from encoder_run_digest").fetchall())
-    result = spec.fn(wh, resolved)
+    with merge.replacing_all(replace_all):
+        result = spec.fn(wh, resolved)
     check_outputs(spec, result)
     if store:
         store_result(
