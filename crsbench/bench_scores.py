@@ -78,12 +78,14 @@ class Scores:
             known = bool(len(wh.sql("select 1 from panel_anchor_noise where panel = ? limit 1", [panel])))
             return known, anchor_noise_warnings(wh, panel)
 
-    def analyze(self, name: str, **params: Any) -> AnalysisResult:
-        """Run a registered analysis (params None mean its defaults) and store its tables."""
+    def analyze(self, name: str, *, replace_all: bool = False, **params: Any) -> AnalysisResult:
+        """Run a registered analysis (params None mean its defaults) and store its tables. A run
+        restricted to datasets (`dataset=`) replaces only their rows of the stored tables, unless
+        `replace_all` (every table replaced by this run's output)."""
         from crsbench.analyses import run_analysis
 
         with Warehouse.open(self.db) as wh:
-            return run_analysis(wh, name, params)
+            return run_analysis(wh, name, params, replace_all=replace_all)
 
     def successor(
         self, current: str, candidate: str, dataset: str | None = None, options: SuccessorOptions | None = None

@@ -65,7 +65,12 @@ def analyze(
         str | None, typer.Option("--model", help="Generative VLM: local folder or cached hub id (e5).")
     ] = None,
     dataset: Annotated[
-        str | None, typer.Option("--dataset", "-d", help="Dataset name (e5, agreement, partition, resplit, shortcuts).")
+        str | None,
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="Dataset name (e5, agreement, partition, resplit, shortcuts): adds or replaces its rows only.",
+        ),
     ] = None,
     encoder: Annotated[
         list[str] | None,
@@ -76,12 +81,22 @@ def analyze(
     ] = None,
     key: Annotated[
         list[str] | None,
-        typer.Option("--key", help="Metadata key to form subgroups by (subgroups; repeatable, default all)."),
+        typer.Option(
+            "--key", help="Metadata key to form subgroups by (subgroups, operating_points; repeatable, default all)."
+        ),
     ] = None,
     rule: Annotated[
         list[str] | None,
         typer.Option(
-            "--rule", help="Threshold rule (operating_points; repeatable): youden, sens90, argmax, youden_ovr."
+            "--rule",
+            help="Threshold rule (operating_points; repeatable): youden, sens90, argmax, youden_ovr, fixed.",
+        ),
+    ] = None,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            help="Fixed probability threshold, p >= T called positive (operating_points: adds rule fixed).",
         ),
     ] = None,
     settings: Annotated[
@@ -90,6 +105,13 @@ def analyze(
             "--set", help="Other analysis params as KEY=VALUE (repeatable), e.g. --set methods=temperature,isotonic."
         ),
     ] = None,
+    replace_all: Annotated[
+        bool,
+        typer.Option(
+            "--replace-all",
+            help="With -d: replace the stored tables whole (default: replace only that dataset's rows, keep the rest).",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Run an analysis on the warehouse; its outputs become tables analysis_NAME_*."""
@@ -108,18 +130,19 @@ def analyze(
         "repeats": repeats,
         "keys": key or None,
         "rules": rule or None,
+        "threshold": threshold,
         **parse_settings(settings or []),
     }
-    analyze_and_render(Bench(db), name, params)
+    analyze_and_render(Bench(db), name, params, replace_all=replace_all)
 
 
-def analyze_and_render(bench: Bench, name: str, params: dict[str, Any]) -> AnalysisResult:
+def analyze_and_render(bench: Bench, name: str, params: dict[str, Any], *, replace_all: bool = False) -> AnalysisResult:
     """Run one analysis under a progress bar and print its summary, notes and stored tables."""
     spec = get_analysis(name)
     with progress() as bar:
         # Analyses report no inner steps; the bar shows that one is running and for how long.
         bar(f"analysis {name}", 0, 1)
-        result = bench.analyze(name, **params)
+        result = bench.analyze(name, replace_all=replace_all, **params)
         bar(f"analysis {name}", 1, 1)
     render_analysis(name, spec.description, result)
     return result

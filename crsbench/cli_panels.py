@@ -131,6 +131,7 @@ def render_leaderboard(result: Leaderboard) -> None:
         emit(
             {
                 "panel": used,
+                "verdict": result.verdict,
                 "resample": boot,
                 "leaderboard": board,
                 "rank_agreement": agreement,
@@ -143,6 +144,7 @@ def render_leaderboard(result: Leaderboard) -> None:
             }
         )
         return
+    console.print(escape(result.verdict))
     mode = "cohort mode: no frozen panel" if result.cohort else f"panel {used}"
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
     short = pd.DataFrame(

@@ -30,6 +30,11 @@ class Leaderboard:
     flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, why unranked
 
     @property
+    def verdict(self) -> str:
+        """One plain sentence: who leads, who is tied with the leader, how wide the intervals are."""
+        return verdict_line(self.panel, self.board, self.resample)
+
+    @property
     def cohort(self) -> bool:
         """Whether no panel is frozen and the board ranks in cohort mode."""
         from crsbench.warehouse.panels import COHORT
@@ -60,6 +65,50 @@ def read_leaderboard(
         stale_lines(wh, used),
         flagged_lines(wh),
     )
+
+
+# Mean CRS interval width at or above this share of the ranked encoders' CRS spread reads "wide".
+WIDE_SHARE = 0.5
+
+
+def verdict_line(panel: str, board: pd.DataFrame, resample: str | None) -> str:
+    """The leaderboard's verdict, e.g. "tiny-resnet18 leads on CRS (panel demo); tied with it within
+    the 95 % intervals: tiny-convnext, tiny-dinov2; mean CRS interval width 0.41 (wide: ...)."
+
+    Only ranked encoders count (not partial or flagged ones); tied = tier "=1" (METHODS.md §10.2);
+    the width is the mean of crs_hi - crs_lo over the ranked encoders with an interval, called
+    wide when it is at least WIDE_SHARE of the spread of their CRS (best minus worst)."""
+    ranked = _ranked(board)
+    where = "cohort mode" if panel == "cohort" else f"panel {panel}"
+    if ranked.empty:
+        return f"No encoder is ranked yet ({where})."
+    leaders = ranked.loc[ranked["crs_rank"] == ranked["crs_rank"].min(), "encoder_id"].astype(str).tolist()
+    head = f"{' and '.join(leaders)} {'lead' if len(leaders) > 1 else 'leads'} on CRS ({where})"
+    with_ci = ranked.dropna(subset=["crs_lo", "crs_hi"]) if "crs_lo" in ranked.columns else ranked.iloc[:0]
+    if resample is None or with_ci.empty:
+        return f"{head}; no intervals yet, so ties cannot be told: run 'crsbench analyze bootstrap'."
+    tied = [str(e) for e, t in zip(ranked["encoder_id"], ranked["tier"], strict=True) if t == "=1" and e not in leaders]
+    ties = (
+        f"tied with it within the 95 % intervals: {', '.join(tied)}"
+        if tied
+        else "no other encoder is within its 95 % interval"
+    )
+    width = float((with_ci["crs_hi"] - with_ci["crs_lo"]).mean())
+    spread = float(ranked["crs"].max() - ranked["crs"].min())
+    if len(ranked) > 1 and width >= WIDE_SHARE * spread:
+        judged = "wide: more test images would separate them" if tied else "wide beside the spread of the CRS"
+    else:
+        judged = f"narrow beside the CRS spread of {spread:.2f}" if len(ranked) > 1 else "one encoder ranked"
+    return f"{head}; {ties}; mean CRS interval width {width:.2f} ({judged})."
+
+
+def _ranked(board: pd.DataFrame) -> pd.DataFrame:
+    keep = board["crs_rank"].notna()
+    if "coverage" in board.columns:
+        keep &= board["coverage"].astype(object) != "partial"
+    if "flagged" in board.columns:
+        keep &= ~board["flagged"].map(lambda v: bool(v) if pd.notna(v) else False).astype(bool)
+    return board[keep].sort_values(["crs_rank", "encoder_id"], kind="stable")
 
 
 def bootstrap_resample(wh: Warehouse, panel: str, resample: str | None = None) -> str | None:

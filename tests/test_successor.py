@@ -63,6 +63,39 @@ def test_successor_on_an_unlabelled_folder(unlabelled, capsys):
     out = capsys.readouterr().out
     assert "scans: cand returns " in out and "of cur's 5 nearest neighbours" in out and "random-init" in out
     assert "linear map" not in out
+    # Random features: the interval reaches the random-init floor, and the reading says so.
+    assert row["lo"] <= row["random_init"]
+    assert "it agrees with cur no more than a random network does" in " ".join(out.split())
+
+
+ROW = {"dataset_id": "d", "k": 10, "mutual_knn": 0.5, "lo": 0.4, "hi": 0.6, "chance": 0.05, "cka": 0.7}
+
+
+@pytest.mark.parametrize(
+    ("changes", "said", "unsaid"),
+    [
+        ({"random_init": 0.45}, "no more than a random network", "no more than chance"),
+        ({"random_init": 0.2}, "(95 % CI 0.400-0.600; chance 0.050; random-init 0.200); CKA", "no more than"),
+        ({"random_init": None, "lo": 0.04}, "no more than chance", "random network"),
+        (
+            {"random_init": None, "retention": 1.108, "retention_lo": 1.02, "retention_hi": 1.19},
+            "keeps 1.108 of cur's AUROC (95 % CI 1.020-1.190); above 1: cur's own probe scores better on "
+            "the candidate's features mapped into cur's space",
+            "within noise",
+        ),
+        (
+            {"random_init": None, "retention": 1.01, "retention_lo": 0.97, "retention_hi": 1.05},
+            "above 1 but within noise of 1",
+            "scores better",
+        ),
+        ({"random_init": None, "retention": 0.9, "retention_lo": 0.85, "retention_hi": 0.95}, "keeps 0.900", "above 1"),
+    ],
+)
+def test_the_reading_says_what_the_numbers_mean(changes, said, unsaid):
+    from crsbench.analyses.successor import reading
+
+    text = reading("cur", "cand", {**ROW, "retention": None, **changes})
+    assert said in text and unsaid not in text
 
 
 def test_every_bad_input_is_one_line_exit_1_and_writes_nothing(unlabelled, capsys):

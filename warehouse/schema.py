@@ -283,7 +283,13 @@ TABLES: tuple[Schema, ...] = (
         (
             Column("analysis", "VARCHAR", f"Registered analysis name (crsbench analyze NAME). {_M} §10-§12."),
             Column("table_name", "VARCHAR", f"Output table written. {_M} §10-§12."),
-            Column("params", "VARCHAR", f"Parameters the analysis ran with, as JSON. {_M} §10-§12."),
+            Column(
+                "params",
+                "VARCHAR",
+                "Parameters the analysis ran with, as JSON. A table kept across runs restricted to "
+                "datasets (crsbench analyze NAME -d X) adds stored_datasets: per dataset, the params, "
+                f"input_digest and input_encoders of the run that wrote its rows. {_M} §10-§12.",
+            ),
             Column("code_version", "VARCHAR", f"crsbench version that ran it. {_M} §10-§12."),
             Column(
                 "created_at",

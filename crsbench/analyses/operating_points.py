@@ -2,17 +2,19 @@
 test split, the perturbed conditions and the shift targets (METHODS.md §16.3). No refit: each fit's
 stored calib predictions choose the thresholds, its other runs' stored predictions are scored.
 
-Rules (`rules`, default all that apply to the task):
+Rules (`rules`, default all that apply to the task; `threshold=T` adds `fixed`):
 * binary (2-class multiclass, class 1 is positive) and multilabel (each label): `youden` (Youden's
   J) and `sens90` (the most specific threshold reaching `sensitivity` on calib, default 0.90);
 * multiclass and ordinal (> 2 classes), per class one-vs-rest: `argmax` (the class is called when
-  it is the top class; no threshold) and `youden_ovr` (Youden's J on that class's probability).
+  it is the top class; no threshold) and `youden_ovr` (Youden's J on that class's probability);
+* any task: `fixed` (p >= the user's `threshold`, per class one-vs-rest above 2 classes).
 
 Per (run, rule, class/label): sensitivity, specificity, balanced accuracy, PPV, NPV at the chosen
 threshold, and the threshold transfer gap = the balanced accuracy at the test-optimal threshold
 (Youden on the evaluated images themselves) minus the one reached. Rows go to the table
 operating_points (sql/views/282; a rerun replaces them); the summary averages them per encoder,
-eval dataset, kind of condition and rule.
+eval dataset, kind of condition and rule. Part `subgroups` holds sensitivity and specificity per
+metadata group (`keys`, default all) of the clean and shift runs (`operating_subgroups.py`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.analyses import operating_subgroups as og
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.analyses.rescore import _load_predictions
-from crsbench.analyses.subgroups import RUN_COLUMNS, _listed, replace_rows
+from crsbench.analyses.subgroups import RUN_COLUMNS, _listed, check_keys, replace_rows
 from crsbench.analyses.thresholds import (
     RATES,
     best_balanced_accuracy,
@@ -40,7 +43,8 @@ from crsbench.warehouse.connection import Warehouse
 
 BINARY_RULES = ("youden", "sens90")
 MULTICLASS_RULES = ("argmax", "youden_ovr")
-RULES = (*BINARY_RULES, *MULTICLASS_RULES)
+FIXED = "fixed"
+RULES = (*BINARY_RULES, *MULTICLASS_RULES, FIXED)
 POINT_COLUMNS = [
     *RUN_COLUMNS,
     "fit_id",
@@ -64,6 +68,7 @@ SUMMARY_COLUMNS = [
     "specificity",
     "transfer_gap",
 ]
+SUBGROUP_COLUMNS = [*RUN_COLUMNS, "rule", "label_idx", "label", "threshold", *og.GROUP_COLUMNS]
 
 
 def rules_for(task: Task, n_labels: int) -> tuple[str, ...]:
@@ -133,21 +138,38 @@ def _rules(params: Mapping[str, Any]) -> list[str]:
     target = float(params["sensitivity"])
     if not 0.0 < target <= 1.0:
         raise CrsbenchError(f"sensitivity must be in (0, 1], got {target}")
-    return rules or list(RULES)
+    if params["threshold"] is None:
+        if FIXED in rules:
+            raise CrsbenchError("rule fixed needs a threshold: add --threshold 0.3 (calls p >= 0.3 positive)")
+        return rules or [r for r in RULES if r != FIXED]
+    threshold = float(params["threshold"])
+    if not 0.0 <= threshold <= 1.0:
+        raise CrsbenchError(f"threshold must be a probability in [0, 1], got {params['threshold']}")
+    return [*(rules or [r for r in RULES if r != FIXED]), *([] if FIXED in rules else [FIXED])]
 
 
-def choose(rule: str, positive: np.ndarray, score: np.ndarray, sensitivity: float) -> float:
+def choose(rule: str, positive: np.ndarray, score: np.ndarray, sensitivity: float, fixed: float = math.nan) -> float:
     if rule in ("youden", "youden_ovr"):
         return youden_threshold(positive, score)
     if rule == "sens90":
         return sensitivity_threshold(positive, score, sensitivity)
+    if rule == FIXED:
+        return fixed
     return math.nan  # argmax: no threshold
 
 
 @register_analysis(
     "operating_points",
-    params={"probe": PRIMARY_PROBE, "depth": 1.0, "fraction": 1.0, "rules": None, "sensitivity": 0.90},
-    outputs={"summary": SUMMARY_COLUMNS},
+    params={
+        "probe": PRIMARY_PROBE,
+        "depth": 1.0,
+        "fraction": 1.0,
+        "rules": None,
+        "sensitivity": 0.90,
+        "threshold": None,
+        "keys": None,
+    },
+    outputs={"subgroups": SUBGROUP_COLUMNS, "summary": SUMMARY_COLUMNS},
 )
 def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Thresholds chosen on calib (Youden, sensitivity >= 0.90, argmax), applied to test, perturbed and shift."""
@@ -168,14 +190,20 @@ def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult
     calib_of = dict(zip(calib["fit_id"], calib["run_id"], strict=True))
     targets = {d: _targets(wh, d) for d in sorted(set(runs["dataset_id"]) | set(runs["eval_dataset_id"]))}
     rows: list[dict[str, Any]] = []
+    group_rows: list[dict[str, Any]] = []
+    keys = _listed(params["keys"])
+    if keys:
+        check_keys(wh, keys, sorted(set(runs["eval_dataset_id"])))
+    groups = {d: og.metadata_by_row(wh, d, keys) for d in sorted(set(runs["eval_dataset_id"]))}
     sensitivity = float(params["sensitivity"])
+    fixed = math.nan if params["threshold"] is None else float(params["threshold"])
     for fit_id, fit_runs in runs[runs["fit_id"].isin(set(calib_of))].groupby("fit_id", sort=False):
         task, names, truth, _ = targets[str(fit_runs["dataset_id"].iloc[0])]
-        rules = [r for r in rules_for(task, len(names)) if r in wanted]
+        rules = [r for r in [*rules_for(task, len(names)), FIXED] if r in wanted]
         columns = [1] if task is not Task.MULTILABEL and len(names) == 2 else list(range(len(names)))
         calib_rows, calib_probs = predictions[key_of[calib_of[fit_id]]]
         chosen = {
-            (rule, j): choose(rule, truth[calib_rows, j], calib_probs[:, j], sensitivity)
+            (rule, j): choose(rule, truth[calib_rows, j], calib_probs[:, j], sensitivity, fixed)
             for rule in rules
             for j in columns
         }
@@ -197,13 +225,13 @@ def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult
                         if rule == "argmax" or not math.isnan(t)
                         else dict.fromkeys(RATES, math.nan)
                     )
+                    point = {**base, "rule": rule, "label_idx": j, "label": names[j], "threshold": t}
+                    if run.condition in og.SUBGROUP_CONDITIONS and (rule == "argmax" or not math.isnan(t)):
+                        by = groups[run.eval_dataset_id]
+                        group_rows += og.group_rows(point, by, eval_rows, positive, called)
                     rows.append(
                         {
-                            **base,
-                            "rule": rule,
-                            "label_idx": j,
-                            "label": names[j],
-                            "threshold": t,
+                            **point,
                             **r,
                             "optimal_threshold": opt_t,
                             "optimal_balanced_accuracy": opt_ba,
@@ -215,7 +243,11 @@ def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult
         raise CrsbenchError(f"no operating points: rules {', '.join(wanted)} apply to none of the evaluated tasks")
     replace_rows(wh, {"operating_points": points})
     notes.append(f"stored: operating_points ({len(points)} rows, {points['run_id'].nunique()} runs)")
-    return AnalysisResult({}, _summary(points), notes)
+    by_group = pd.DataFrame(group_rows, columns=SUBGROUP_COLUMNS)
+    notes += og.fixed_lines(by_group)
+    if by_group.empty:
+        notes.append("no image metadata on the evaluated datasets: no per-subgroup rates")
+    return AnalysisResult({"subgroups": by_group}, _summary(points), notes)
 
 
 def condition_kind(condition: pd.Series) -> pd.Series:

@@ -6,7 +6,8 @@ condition, depth 1.0, the stored values): the pool (train + calib images) agains
 (`pair` pool_vs_test), and, for each declared shift target, the pool against the target's test
 split (`pair` shift). The primary logreg probe is cross-validated over group-safe stratified folds
 (`partition_cv`); the out-of-fold scores give the AUROC (0.5 = indistinguishable) with a clustered
-DeLong interval. Rows go to table partition_shift (sql/views/290; a rerun replaces them). No run
+DeLong interval. Rows go to table partition_shift (sql/views/290; a rerun replaces them, a run with
+`dataset` only that dataset's). No run
 record is read or written: the classifier is fitted here, on features only, never on labels.
 """
 
@@ -21,6 +22,7 @@ import pandas as pd
 
 from crsbench.analyses import agreement_inputs as inputs
 from crsbench.analyses.common import label_matrix
+from crsbench.analyses.merge import rows_scope
 from crsbench.analyses.partition_cv import (
     check_folds,
     clustered_delong,
@@ -198,7 +200,7 @@ def partition(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         )
     frame = pd.DataFrame(rows, columns=list(COLUMNS))
     frame = frame.astype({"n_pool": "int64", "n_other": "int64", "folds": "int32"})
-    replace_rows(wh, {"partition_shift": frame})
+    replace_rows(wh, {"partition_shift": frame}, rows_scope(params))
     notes.append(
         f"folds: {int(params['folds'])} (group-safe, stratified; seed {params['seed']}); "
         f"intervals: {float(params['level']):.0%} clustered DeLong"

@@ -22,6 +22,7 @@ from typing import Any
 
 import pandas as pd
 
+from crsbench.analyses import merge
 from crsbench.analyses.columns import column_doc
 from crsbench.core import CrsbenchError, Registry, __version__
 from crsbench.core.schema import sql_identifier, sql_literal
@@ -198,39 +199,122 @@ def store_result(
     result: AnalysisResult,
     params: Mapping[str, Any],
     digest: tuple[str | None, list[str] | None] = (None, None),
+    *,
+    replace_all: bool = False,
+    digests: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Write every output frame as `analysis_<name>_<part>` in one transaction; returns the table names.
 
-    Tables an earlier run of the same analysis wrote but this run did not are dropped,
-    so the `analyses` table always describes exactly what is there. Each table and each
-    described column (`AnalysisSpec.column_doc`) gets its COMMENT in the same transaction.
+    An unrestricted run (or `replace_all`) replaces every table, and tables an earlier run wrote
+    but this one did not are dropped. A run restricted to datasets (its `dataset` param) replaces
+    only those datasets' rows where it can (`merge.py`, with a note where it cannot). Either way
+    the `analyses` table describes exactly what is there. Each table and each described column
+    (`AnalysisSpec.column_doc`) gets its COMMENT in the same transaction. `digests` is the
+    encoder_run_digest snapshot taken before the run (default: now).
     """
     frames = {**result.tables, "summary": result.summary}
     names = {table_name(name, part): (part, frame) for part, frame in frames.items()}
-    params_json = json.dumps(dict(params), sort_keys=True, default=str)
+    scope = None if replace_all else merge.restricted_datasets(params)
     spec = get_analysis(name)
     with wh.transaction() as con:
-        previous = [r[0] for r in con.execute("select table_name from analyses where analysis = ?", [name]).fetchall()]
-        for stale in sorted(set(previous) - set(names)):
-            # Identifiers cannot be bound; every stored name passed table_name()'s check.
-            if _NAME.match(stale):
-                con.execute(f'drop table if exists "{stale}"')
-        con.execute("delete from analyses where analysis = ?", [name])
+        snapshot = dict(digests) if digests is not None else dict(_current_digests(con))
+        rows = con.execute(
+            "select table_name, params, input_digest, input_encoders from analyses where analysis = ?", [name]
+        ).fetchall()
+        previous = {str(r[0]): (str(r[1]), r[2], r[3]) for r in rows}
+        writer = _Writer(con, spec, params, digest, snapshot, scope, previous)
         for table, (part, frame) in names.items():
-            view = f"_analysis_frame_{table}"
-            con.register(view, _storable(frame))
-            try:
-                con.execute(f'create or replace table "{table}" as select * from "{view}"')
-            finally:
-                con.unregister(view)
+            writer.write(table, part, frame)
+        for table in sorted(set(previous) - set(names)):
+            writer.keep_or_drop(table)
+        con.execute("delete from analyses where analysis = ?", [name])
+        for table, record in writer.records.items():
             con.execute(
                 "insert into analyses (analysis, table_name, params, code_version, created_at, input_digest, "
                 "input_encoders) values (?, ?, ?, ?, current_timestamp, ?, ?)",
-                [name, table, params_json, __version__, *digest],
+                [name, table, record[0], __version__, record[1], record[2]],
             )
-            for statement in _comments(spec, part, table, [str(c) for c in frame.columns]):
-                con.execute(statement)
+    result.notes.extend(writer.notes())
     return list(names)
+
+
+def _current_digests(con: Any) -> list[tuple[str, str]]:
+    return [(str(e), str(d)) for e, d in con.execute("select encoder_id, digest from encoder_run_digest").fetchall()]
+
+
+class _Writer:
+    """Writes one run's tables inside store_result's transaction and keeps their `analyses` records."""
+
+    def __init__(
+        self,
+        con: Any,
+        spec: AnalysisSpec,
+        params: Mapping[str, Any],
+        digest: tuple[str | None, list[str] | None],
+        snapshot: Mapping[str, str],
+        scope: list[str] | None,
+        previous: Mapping[str, tuple[str, str | None, list[str] | None]],
+    ) -> None:
+        self.con, self.spec, self.params, self.snapshot = con, spec, dict(params), snapshot
+        self.scope, self.previous = scope, previous
+        self.run = merge.Provenance(self.params, digest[0], digest[1])
+        self.records: dict[str, tuple[str, str | None, list[str] | None]] = {}
+        self.kept: set[str] = set()
+        self.replaced: list[str] = []
+
+    def write(self, table: str, part: str, frame: pd.DataFrame) -> None:
+        view = f"_analysis_frame_{table}"
+        self.con.register(view, _storable(frame))
+        try:
+            why = self._why_not_merged(table, view, len(frame))
+            if why is None:
+                self._merge(table, view)
+            else:
+                if self.scope is not None and table in self.previous and why != "no stored table":
+                    self.replaced.append(f"{table}: replaced whole ({why}); it holds this run's datasets only")
+                self.con.execute(f'create or replace table "{table}" as select * from "{view}"')
+                self.records[table] = (
+                    json.dumps(self.params, sort_keys=True, default=str),
+                    *dataclasses.astuple(self.run)[1:],
+                )
+        finally:
+            self.con.unregister(view)
+        for statement in _comments(self.spec, part, table, [str(c) for c in frame.columns]):
+            self.con.execute(statement)
+
+    def keep_or_drop(self, table: str) -> None:
+        """A table an earlier run wrote and this one did not: a restricted run keeps its other
+        datasets' rows (when it has a dataset column); otherwise it is dropped."""
+        if self.scope is not None and merge.dataset_column([c for c, _ in merge.table_columns(self.con, table) or []]):
+            self._merge(table, None)
+        elif _NAME.match(table):  # identifiers cannot be bound; every stored name passed table_name()'s check
+            self.con.execute(f'drop table if exists "{table}"')
+
+    def _why_not_merged(self, table: str, view: str, rows: int) -> str | None:
+        if self.scope is None or table not in self.previous:
+            return "no stored table"
+        new = merge.table_columns(self.con, view) or []
+        return merge.why_not_mergeable(merge.table_columns(self.con, table), new, rows)
+
+    def _merge(self, table: str, view: str | None) -> None:
+        assert self.scope is not None
+        entries = merge.stored_entries(self.previous[table], merge.kept_datasets(self.con, table))
+        merge.merge_into(self.con, table, view, self.scope)
+        kept = {d: e for d, e in entries.items() if d not in self.scope}
+        self.kept |= set(kept)
+        self.records[table] = merge.merged_record(
+            {**kept, **dict.fromkeys(self.scope, self.run)}, self.snapshot, self.params
+        )
+
+    def notes(self) -> list[str]:
+        out: list[str] = []
+        if self.scope is not None and self.kept:
+            out.append(
+                f"kept the stored rows of {', '.join(sorted(self.kept))}; replaced those of "
+                f"{', '.join(self.scope)} (--replace-all replaces the whole tables)"
+            )
+        out += self.replaced
+        return out
 
 
 def _comments(spec: AnalysisSpec, part: str, table: str, columns: Sequence[str]) -> list[str]:
@@ -260,25 +344,27 @@ def _storable(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def run_analysis(
-    wh: Warehouse, name: str, params: Mapping[str, Any] | None = None, store: bool = True
+    wh: Warehouse, name: str, params: Mapping[str, Any] | None = None, store: bool = True, replace_all: bool = False
 ) -> AnalysisResult:
-    """Run a registered analysis with validated params and (by default) store its tables."""
+    """Run a registered analysis with validated params and (by default) store its tables: a run
+    restricted to datasets replaces only their rows unless `replace_all` (`store_result`)."""
     spec = get_analysis(name)
     resolved = resolve_params(spec, params)
     # Taken before reading, so a run landing meanwhile makes the result stale rather than fresh.
     digests = dict(wh.con.execute("select encoder_id, digest from encoder_run_digest").fetchall())
-    result = spec.fn(wh, resolved)
+    with merge.replacing_all(replace_all):
+        result = spec.fn(wh, resolved)
     check_outputs(spec, result)
     if store:
-        store_result(wh, name, result, resolved, input_digest(digests, result))
+        store_result(
+            wh, name, result, resolved, input_digest(digests, result), replace_all=replace_all, digests=digests
+        )
     return result
 
 
 def input_digest(digests: dict[str, str], result: AnalysisResult) -> tuple[str | None, list[str] | None]:
     """(digest, encoders) of the runs `result` describes: the encoders its tables name in an
     encoder_id column (None: every encoder), as view analysis_freshness recomputes it."""
-    import hashlib
-
     named = {
         str(e)
         for frame in (*result.tables.values(), result.summary)
@@ -286,8 +372,4 @@ def input_digest(digests: dict[str, str], result: AnalysisResult) -> tuple[str |
         for e in frame["encoder_id"].dropna().unique()
     }
     encoders = sorted(named) if named else None
-    keys = sorted(digests) if encoders is None else [e for e in encoders if e in digests]
-    if not keys:
-        return None, encoders
-    text = ",".join(f"{e}={digests[e]}" for e in keys)
-    return hashlib.md5(text.encode()).hexdigest(), encoders
+    return merge.digest_over(digests, encoders), encoders

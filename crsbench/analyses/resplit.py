@@ -31,6 +31,7 @@ import pandas as pd
 from crsbench.analyses import agreement_inputs as inputs
 from crsbench.analyses.common import dataset_task, label_matrix
 from crsbench.analyses.criterion import score_groups
+from crsbench.analyses.merge import rows_scope
 from crsbench.analyses.partition import DEPTH, POOL, frozen_sources, listed_encoders
 from crsbench.analyses.partition_cv import one_thread, standardise
 from crsbench.analyses.registry import AnalysisResult, register_analysis
@@ -345,7 +346,7 @@ def resplit(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     repeats, why = with_calib_crs(wh, pd.concat(frames, ignore_index=True))
     repeats = mark_selected(repeats)[list(REPEAT_COLUMNS)]
     chosen = selection(repeats)
-    replace_rows(wh, {"resplit_selection": chosen})
+    replace_rows(wh, {"resplit_selection": chosen}, rows_scope(params))
     notes += why
     notes.append(
         f"REFIT analysis: the primary probe was refitted on {int(params['repeats'])} group-safe stratified "

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from crsbench.analyses.merge import dataset_column
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.analyses.resample import EvalImages, draw_images, eval_images
 from crsbench.analyses.rescore import _load_predictions
@@ -51,7 +52,18 @@ GAP_COLUMNS = [
     "gap_hi",
     "replicates",
 ]
-SUMMARY_COLUMNS = ["encoder_id", "eval_dataset_id", "key", "metric", "n_runs", "worst", "gap", "gap_lo", "gap_hi"]
+SUMMARY_COLUMNS = [
+    "encoder_id",
+    "eval_dataset_id",
+    "key",
+    "metric",
+    "n_runs",
+    "worst_group",
+    "worst",
+    "gap",
+    "gap_lo",
+    "gap_hi",
+]
 
 
 def select_runs(wh: Warehouse, params: Mapping[str, Any]) -> pd.DataFrame:
@@ -202,14 +214,19 @@ def _draw(test: EvalImages, replicates: int, rng: np.random.Generator) -> np.nda
         raise CrsbenchError(f"{str(exc).split(' (use')[0]} (use --set replicates=0 for point estimates)") from None
 
 
-def replace_rows(wh: Warehouse, frames: Mapping[str, pd.DataFrame]) -> None:
-    """Replace every row of each table with its frame (same columns, in order), in one transaction."""
+def replace_rows(wh: Warehouse, frames: Mapping[str, pd.DataFrame], datasets: list[str] | None = None) -> None:
+    """Replace every row of each table with its frame (same columns, in order), in one transaction;
+    with `datasets` (a run restricted to them), only those datasets' rows (METHODS.md §11)."""
     with wh.transaction() as con:
         for table, frame in frames.items():
             columns = [str(c) for c in frame.columns]
             names = ", ".join(f'"{c}"' for c in columns)
             view = f"_new_{table}"
-            con.execute(f'delete from "{table}"')
+            column = dataset_column(columns)
+            if datasets is not None and column is not None:
+                con.execute(f'delete from "{table}" where list_contains(?, "{column}")', [datasets])
+            else:
+                con.execute(f'delete from "{table}"')
             con.register(view, frame)
             try:
                 con.execute(f'insert into "{table}" ({names}) select {names} from "{view}"')
@@ -252,12 +269,21 @@ def _summary(gap_frame: pd.DataFrame) -> pd.DataFrame:
     grouped = gap_frame.groupby(["encoder_id", "eval_dataset_id", "key", "metric"], sort=True)
     out = grouped.agg(
         n_runs=("run_id", "size"),
+        worst_group=("worst_group", _most_often),
         worst=("worst", "mean"),
         gap=("gap", "mean"),
         gap_lo=("gap_lo", "mean"),
         gap_hi=("gap_hi", "mean"),
     ).reset_index()
     return out[SUMMARY_COLUMNS]
+
+
+def _most_often(groups: pd.Series) -> str | None:
+    """The group worst in most runs (ties: the first in sorted order); None when none was scored."""
+    counts = groups.dropna().astype(str).value_counts()
+    if counts.empty:
+        return None
+    return str(min(counts.index[counts == counts.max()]))
 
 
 def worst_group_auroc(wh: Warehouse, key: str) -> pd.DataFrame:

@@ -106,15 +106,38 @@ def _transfer(
     return (float(frame["retention"].mean()), float(lo), float(hi)), notes
 
 
-def _reading(current: str, candidate: str, row: dict[str, Any]) -> str:
+def reading(current: str, candidate: str, row: dict[str, Any]) -> str:
+    """One dataset's plain reading: the overlap with its interval, chance and random-init floor,
+    and what it means when the interval reaches the floor (or chance); CKA; retention explained."""
     floor = "" if row["random_init"] is None else f"; random-init {row['random_init']:.3f}"
     text = (
         f"{row['dataset_id']}: {candidate} returns {row['mutual_knn']:.3f} of {current}'s {row['k']} nearest "
-        f"neighbours (95 % CI {row['lo']:.3f}-{row['hi']:.3f}; chance {row['chance']:.3f}{floor}); CKA {row['cka']:.3f}"
+        f"neighbours (95 % CI {row['lo']:.3f}-{row['hi']:.3f}; chance {row['chance']:.3f}{floor})"
     )
+    if row["random_init"] is not None and row["lo"] <= row["random_init"]:
+        text += f": it agrees with {current} no more than a random network does"
+    elif row["lo"] <= row["chance"]:
+        text += f": it agrees with {current} no more than chance"
+    text += f"; CKA {row['cka']:.3f}"
     if row["retention"] is not None:
-        text += f"; a linear map keeps {row['retention']:.3f} of {current}'s AUROC"
+        text += f"; a linear map keeps {row['retention']:.3f} of {current}'s AUROC" + _retention_note(current, row)
     return text
+
+
+def _retention_note(current: str, row: dict[str, Any]) -> str:
+    """Retention = AUROC of current's probe on the candidate's mapped features / on its own (§17)."""
+    lo, hi = row.get("retention_lo"), row.get("retention_hi")
+    interval = "" if lo is None or not np.isfinite(lo) else f" (95 % CI {lo:.3f}-{hi:.3f})"
+    if row["retention"] <= 1.0:
+        return interval
+    if lo is not None and np.isfinite(lo) and lo <= 1.0:
+        return f"{interval}; above 1 but within noise of 1: no measurable loss or gain"
+    return (
+        f"{interval}; above 1: {current}'s own probe scores better on the candidate's features mapped "
+        f"into {current}'s space than on {current}'s features, so the candidate keeps what this probe "
+        f"reads and the map drops variation of {current}'s that hurt it (not a verdict that the "
+        "candidate is better overall)"
+    )
 
 
 def successor(
@@ -158,5 +181,5 @@ def successor(
             "retention_hi": moved[2] if moved else None,
         }
         rows.append(row)
-        readings.append(_reading(current, candidate, row))
+        readings.append(reading(current, candidate, row))
     return SuccessorReport(current, candidate, pd.DataFrame(rows, columns=COLUMNS), readings, notes)

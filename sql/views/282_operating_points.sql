@@ -21,7 +21,7 @@ comment on column operating_points.label_fraction is 'Fraction of the training s
 comment on column operating_points.seed is 'Seed of the label-fraction subset and of a seeded probe. docs/METHODS.md §16.3.';
 comment on column operating_points.condition is 'Evaluation condition: clean, a perturbed condition, or shift (as runs.condition). docs/METHODS.md §16.3.';
 comment on column operating_points.fit_id is 'The probe fit whose calib predictions chose the threshold (runs.fit_id). docs/METHODS.md §16.3.';
-comment on column operating_points."rule" is 'youden (Youden J) or sens90 (most specific threshold with calib sensitivity >= the target, 0.90) for binary and multilabel tasks; argmax or youden_ovr (per-class one-vs-rest Youden J) for multiclass and ordinal. docs/METHODS.md §16.3.';
+comment on column operating_points."rule" is 'youden (Youden J) or sens90 (most specific threshold with calib sensitivity >= the target, 0.90) for binary and multilabel tasks; argmax or youden_ovr (per-class one-vs-rest Youden J) for multiclass and ordinal; fixed (the user''s threshold, --threshold) for any task. docs/METHODS.md §16.3.';
 comment on column operating_points.label_idx is 'Index of the class (one-vs-rest) or label into datasets.label_names; class 1 for a 2-class task. docs/METHODS.md §16.3.';
 comment on column operating_points.label is 'Name of the class or label. docs/METHODS.md §16.3.';
 comment on column operating_points.threshold is 'Probability threshold chosen on calib: an image is called positive when p >= threshold; NULL for argmax (no threshold) or where calib holds one outcome only. docs/METHODS.md §16.3.';

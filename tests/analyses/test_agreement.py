@@ -350,3 +350,38 @@ def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_
     assert len(declared_tables) == 3 and all(written_tables[t] == c for t, c in declared_tables.items())
     kept = after.merge(declared, on=["table_name", "column_name"], suffixes=("_after", "_declared"))
     assert (kept["comment_after"] == kept["comment_declared"]).all()
+
+
+def test_agreement_on_one_dataset_keeps_the_others_rows_unless_replace_all(bench_db):
+    """`analyze agreement -d derm` after a run on both datasets: cxr's rows are the stored ones, byte for
+    byte; derm's are the fresh run's (here with k=5); `--replace-all` leaves derm's alone (issue 42)."""
+    from crsbench.cli import main
+
+    db, _, _ = bench_db
+    tables = [f"analysis_agreement_{part}" for part in ("encoder_agreement", "neighbour_composition", "summary")]
+
+    def stored() -> dict[str, pd.DataFrame]:
+        with Warehouse.open(db, read_only=True) as wh:
+            return {t: wh.sql(f"select * from {t}") for t in tables}
+
+    def rows_of(frame: pd.DataFrame, dataset: str) -> pd.DataFrame:
+        return frame[frame["dataset_id"] == dataset].reset_index(drop=True)
+
+    base = ["analyze", "agreement", "--replicates", "50", "--set", "transfer=false", "--db", str(db)]
+    assert main(base) == 0
+    before = stored()
+    assert all(set(before[t]["dataset_id"]) == {"cxr", "derm"} for t in tables)
+    assert main([*base, "-d", "derm", "--set", "k=5"]) == 0
+    after = stored()
+    with Warehouse.open(db, read_only=True) as wh:
+        params = {"dataset": "derm", "replicates": 50, "transfer": False, "k": 5}
+        fresh = run_analysis(wh, "agreement", params, store=False)
+    frames = {**fresh.tables, "summary": fresh.summary}
+    for table in tables:
+        assert rows_of(after[table], "cxr").equals(rows_of(before[table], "cxr"))
+        new = frames[table.removeprefix("analysis_agreement_")].reset_index(drop=True)
+        pd.testing.assert_frame_equal(rows_of(after[table], "derm"), new, check_dtype=False)
+    derm = rows_of(after["analysis_agreement_encoder_agreement"], "derm")
+    assert (derm.loc[derm["measure"] == am.MUTUAL_KNN, "k"] == 5).all()
+    assert main([*base, "-d", "derm", "--replace-all"]) == 0
+    assert all(set(frame["dataset_id"]) == {"derm"} for frame in stored().values())

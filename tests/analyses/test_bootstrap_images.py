@@ -163,6 +163,16 @@ def test_leaderboard_shows_intervals_ties_and_agreement_intervals(world, capsys)
     assert main(["--json", "leaderboard", "--panel", PANEL, "--resample", "seeds", "--db", str(db)]) == 0
     payload = json.loads(capsys.readouterr().out)
     assert payload["resample"] == "seeds"
+    # The verdict names the leader and the "=1" encoders, with the mean CRS interval width.
+    rows = sorted(payload["leaderboard"], key=lambda r: (r["crs_rank"], r["encoder_id"]))
+    tied = [r["encoder_id"] for r in rows[1:] if r["tier"] == "=1"]
+    width = sum(r["crs_hi"] - r["crs_lo"] for r in rows) / len(rows)
+    verdict = payload["verdict"]
+    assert verdict.startswith(f"{rows[0]['encoder_id']} leads on CRS (panel {PANEL}); ")
+    assert (f"tied with it within the 95 % intervals: {', '.join(tied)};" if tied else "no other encoder") in verdict
+    assert f"mean CRS interval width {width:.2f} (" in verdict
+    assert main(["leaderboard", "--panel", PANEL, "--db", str(db)]) == 0
+    assert capsys.readouterr().out.lstrip().split(" leads on CRS")[0] in {r["encoder_id"] for r in rows}
     board = {row["encoder_id"]: row for row in payload["leaderboard"]}
     assert set(board) == set(ENCODERS)
     assert all(row["crs_lo"] <= row["crs"] <= row["crs_hi"] for row in board.values())

@@ -143,7 +143,7 @@ def test_bad_operating_point_input_is_one_line_and_writes_nothing(stored, tmp_pa
     with Warehouse.open(db, read_only=True) as wh:
         before = wh.sql("select * from operating_points order by all").to_csv()
     cases = [
-        (["--rule", "f1max"], "unknown threshold rule 'f1max' (rules: youden, sens90, argmax, youden_ovr)"),
+        (["--rule", "f1max"], "unknown threshold rule 'f1max' (rules: youden, sens90, argmax, youden_ovr, fixed)"),
         (["--set", "sensitivity=1.5"], "sensitivity must be in (0, 1]"),
     ]
     for args, message in cases:
@@ -181,3 +181,35 @@ def test_every_new_column_carries_a_comment(stored):
     }
     assert cols["comment"].notna().all() and (cols["comment"].str.len() > 20).all(), cols[cols["comment"].isna()]
     assert len(tables) == 4 and tables["comment"].str.contains("docs/METHODS.md §16").all()
+
+
+def test_a_fixed_threshold_gives_per_subgroup_rates_equal_to_sklearn(stored, tmp_path, capsys):
+    db = tmp_path / "w.duckdb"
+    shutil.copy(stored[0], db)
+    shutil.copytree(parts_dir_for(stored[0]), parts_dir_for(db))
+    args = ["analyze", "operating_points", "--threshold", "0.3", "--key", "sex", "--db", str(db)]
+    assert main(args) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "at p >= 0.3, by sex: f sens" in out
+    with Warehouse.open(db, read_only=True) as wh:
+        groups = wh.sql("select * from analysis_operating_points_subgroups where rule = 'fixed'")
+        points = wh.sql("select * from operating_points where rule = 'fixed'")
+        sex = dict(
+            wh.sql("select image_id, value from image_metadata where key = 'sex' and dataset_id = 'derm'").values
+        )
+        rows_of = dict(wh.sql("select image_id, row_index from images where dataset_id = 'derm'").values)
+    assert (points["threshold"] == 0.3).all() and set(groups["condition"]) == {"clean"}
+    assert set(groups["key"]) == {"sex"} and set(groups["eval_dataset_id"]) == {"bin", "cxr", "derm"}
+    _, _, _, labels, preds, _ = stored
+    derm = groups[groups["dataset_id"] == "derm"]
+    assert len(derm) == derm["run_id"].nunique() * 3 * 2  # classes x {f, m}
+    for row in derm.itertuples():
+        fit = points.loc[points["run_id"] == row.run_id, "fit_id"].iloc[0]
+        ids, p = preds[fit][("clean", "derm")]
+        mask = np.array([sex[i] == row.value for i in ids])
+        truth = _truth(labels, "derm", [rows_of[i] for i in np.asarray(ids)[mask]], row.label_idx)
+        tn, fp, fn, tp = confusion_matrix(truth, p[mask, row.label_idx] >= 0.3, labels=[False, True]).ravel()
+        assert (row.n_images, row.n_positive) == (mask.sum(), tp + fn)
+        assert (row.sensitivity, row.specificity) == pytest.approx((tp / (tp + fn), tn / (tn + fp)))
+    assert main(["analyze", "operating_points", "--rule", "fixed", "--db", str(db)]) == 1
+    assert "rule fixed needs a threshold" in capsys.readouterr().err

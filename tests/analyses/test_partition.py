@@ -196,6 +196,14 @@ def test_shift_pairs_filters_and_a_dataset_without_a_test_split(synthetic_db, ca
         result = run_analysis(wh, "partition")
     assert sorted(set(result.summary["dataset"])) == ["cxr", "derm"]
     assert any(n.startswith("pool: no test split") for n in result.notes)
+    # -d adds or replaces that dataset's rows only: cxr's stay as they were (issue 42)
+    query = "select * from partition_shift where dataset = ? order by all"
+    with Warehouse.open(synthetic_db, read_only=True) as wh:
+        cxr = wh.sql(query, ["cxr"])
+    assert main(["analyze", "partition", "-d", "derm", "-e", "enc-b", "--db", str(synthetic_db)]) == 0
+    with Warehouse.open(synthetic_db, read_only=True) as wh:
+        assert wh.sql(query, ["cxr"]).equals(cxr)
+        assert set(wh.sql(query, ["derm"])["encoder_id"]) == {"enc-b"}
 
 
 def test_too_few_groups_for_the_folds_is_one_line(synthetic_db):

@@ -208,3 +208,25 @@ def test_bad_subgroup_input_is_one_line_and_writes_nothing(db, capsys):
         wh.con.execute("delete from image_metadata")
     rc, err = _run(capsys, "analyze", "subgroups", "--db", str(db))
     assert rc == 1 and "crsbench dataset metadata" in err
+
+
+def test_the_summary_names_the_worst_group_most_often_worst(db, capsys):
+    import json
+    from collections import Counter
+
+    assert main(["--json", "analyze", "subgroups", "--key", "sex", "--set", "replicates=0", "--db", str(db)]) == 0
+    summary = json.loads(capsys.readouterr().out)["summary"]
+    with Warehouse.open(db, read_only=True) as wh:
+        gap_rows = wh.sql("select * from subgroup_gaps")
+    assert summary and all(row["worst_group"] in {"f", "m"} for row in summary if row["metric"] == "auroc")
+    for row in summary:
+        mine = gap_rows[
+            (gap_rows["encoder_id"] == row["encoder_id"])
+            & (gap_rows["eval_dataset_id"] == row["eval_dataset_id"])
+            & (gap_rows["metric"] == row["metric"])
+        ]
+        counts = Counter(mine["worst_group"].dropna())
+        top = max(counts.values(), default=0)
+        assert row["worst_group"] == (min(g for g, c in counts.items() if c == top) if counts else None)
+    assert main(["analyze", "subgroups", "--key", "sex", "--set", "replicates=0", "--db", str(db)]) == 0
+    assert "worst_group" in capsys.readouterr().out
