@@ -90,6 +90,7 @@ def ingest(
     report = progress or no_progress
     log = RowLog(skip_bad)
     source = entry.read(path, log, resolved, report)
+    resolved = {**resolved, **source.kept_options}
     check_label_count(len(source.label_names), len(source.records), path.name)
     records = _unique_ids(source.records, log)
     records = _checked_images(source.root, records, log, report)
