@@ -72,7 +72,7 @@ def read_folder(path: Path, log: RowLog, options: dict[str, str], progress: Prog
     if options["labels"] == UNLABELED:
         return _unlabeled_folder(path)
     splits = _split_folders(path)
-    bases = splits or {path: None}
+    bases: dict[Path, str | None] = {**splits} if splits else {path: None}
     found: list[tuple[str, str, str | None]] = []  # (rel path, class, split)
     for base, split in bases.items():
         found += [(rel, cls, split) for rel, cls in _class_images(path, base)]
