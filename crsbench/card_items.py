@@ -62,6 +62,8 @@ def split_kind(adapter: str | None, options: str | None) -> str:
         return "official"
     if adapter == "manifest":
         return "the manifest's split column, else derived"
+    if adapter == "folder":
+        return "the split folders where present, else derived"
     return "derived"
 
 

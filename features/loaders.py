@@ -97,9 +97,13 @@ def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = Non
     import timm
 
     arch = arch or entry.checkpoint
+    options = _options(entry, num_classes=0, **kwargs)
     try:
         with seeded():
-            model = timm.create_model(arch, pretrained=False, **_options(entry, num_classes=0, **kwargs))
+            model = timm.create_model(arch, pretrained=False, **options)
+        if _needs_dynamic_size(entry, arch, model, options):
+            with seeded():  # the same parameters and init; only the patch grid follows the input
+                model = timm.create_model(arch, pretrained=False, **options, dynamic_img_size=True)
     except RuntimeError as exc:  # timm: "Unknown model (...)"
         raise CrsbenchError(f"encoder {entry.id!r}: {str(exc).splitlines()[0]}") from None
     if entry.pretrained or weights is not None or entry.weights_path:
@@ -113,6 +117,29 @@ def timm_model(entry: EncoderEntry, weights: Path | None, arch: str | None = Non
         )
         load_checkpoint(model, resolve_weights(entry, weights), rules, entry.id)
     return model
+
+
+def _needs_dynamic_size(entry: EncoderEntry, arch: str, model: nn.Module, options: dict[str, Any]) -> bool:
+    """Whether a ViT-like timm model built for a fixed image size must run at the entry's other
+    `input_size`. timm's `dynamic_img_size` resamples the position embedding to the patch grid of
+    each input (as timm does for a checkpoint loaded at another `img_size`), so a checkpoint
+    trained at the model's size loads unchanged. A model without that option is refused here,
+    not by an assertion inside its forward."""
+    patch_embed = getattr(model, "patch_embed", None)
+    fixed = getattr(patch_embed, "img_size", None)
+    if not getattr(patch_embed, "strict_img_size", False) or fixed is None:
+        return False
+    fixed = tuple(fixed) if isinstance(fixed, (tuple, list)) else (fixed, fixed)
+    size = entry.input_size
+    if fixed == (size, size) or "img_size" in options or "dynamic_img_size" in options:
+        return False
+    if "dynamic_img_size" in inspect.signature(type(model).__init__).parameters:
+        return True
+    raise CrsbenchError(
+        f"encoder {entry.id!r}: timm model {arch!r} takes {fixed[0]}x{fixed[1]} px input only, not input_size "
+        f"{size}; drop the input_size override, or build it for {size} px with model_kwargs "
+        f"{{ img_size = {size} }} (its weights must then fit that size)"
+    )
 
 
 # -- transformers -------------------------------------------------------------------------------

@@ -13,6 +13,15 @@ from crsbench.core import InputError, ProgressFn
 from crsbench.ingest.adapter_folder import LABELS_OPTION, UNLABELED, unlabeled_source
 from crsbench.ingest.images import NPZ_SEPARATOR, read_npz
 from crsbench.ingest.labels import MAX_LABELS, check_label_count, clean_label, clean_names, is_missing
+from crsbench.ingest.manifest_columns import (
+    COLUMN_OPTIONS,
+    MANIFEST_FILE,
+    MANIFEST_RESERVED,
+    column_hint,
+    likely_column,
+    named_columns,
+    warn_unread_columns,
+)
 from crsbench.ingest.metadata import check_key
 from crsbench.ingest.registry import AdapterOption, register_adapter
 from crsbench.ingest.source import Record, RowLog, Source, csv_line, parse_binary, read_csv, safe_rel_path
@@ -124,7 +133,6 @@ def _medmnist_label(row: np.ndarray, task: Task, n_labels: int) -> int | np.ndar
     return int(value)
 
 
-MANIFEST_RESERVED = ("path", "image_id", "group", "split", "label")
 META_PREFIX = "meta:"  # a manifest column meta:<key> is per-image metadata (ingest.metadata)
 MANIFEST_SPLITS = {
     "train": "train",
@@ -143,6 +151,7 @@ MANIFEST_SPLITS = {
     task=None,
     description="a CSV of image paths relative to its folder: 'path,label' or 'path,<one 0/1 column per label>'; "
     "optional image_id, group and split (train/calib/test) columns and meta:<key> metadata columns; "
+    "columns named otherwise are named with the *_column options (-o label_column=diagnosis); "
     "the task type is declared",
     options={
         "task": AdapterOption(None, "task type: multiclass, ordinal or multilabel", TASK_CHOICES),
@@ -157,22 +166,27 @@ MANIFEST_SPLITS = {
             ("refuse", "zeros"),
         ),
         "labels": LABELS_OPTION,
+        **{
+            option: AdapterOption(column, f"the column of {what} (default {column!r})")
+            for option, (column, what) in COLUMN_OPTIONS.items()
+        },
     },
 )
 def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: ProgressFn) -> Source:
-    if path.is_dir():
-        path = path / "manifest.csv"
+    if path.is_dir():  # a dataset's source re-read: the file it was ingested from
+        path = path / options.get(MANIFEST_FILE, "manifest.csv")
     root, name = path.parent, path.name
-    frame = read_csv(path, ["path"])
+    frame = read_csv(path, [])
     meta_columns = {
         c: check_key(c[len(META_PREFIX) :].strip(), f"{name}: column {c!r}")
         for c in frame.columns
         if c.startswith(META_PREFIX)
     }
     meta_cells = {key: frame[c].to_numpy() for c, key in meta_columns.items()}
-    frame = frame.drop(columns=list(meta_columns))
+    frame = named_columns(frame.drop(columns=list(meta_columns)), options, name)
     if options.get("labels") == UNLABELED:
-        return _unlabeled_manifest(frame, root, name, log)
+        warn_unread_columns(frame, name)
+        return _unlabeled_manifest(frame, root, name, log, meta_cells)
     task = Task.parse(options["task"])
     if "label" not in frame.columns and task is not Task.MULTILABEL:
         _explain_missing_label_column(frame, name)
@@ -181,6 +195,7 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
         if task is Task.MULTILABEL:
             raise InputError(f"{name}: a multilabel manifest needs one 0/1 column per label, not a 'label' column")
         names = _names(options["classes"], f"{name}: option classes") or _class_names(frame["label"], task, name)
+        warn_unread_columns(frame, name)
         parse = lambda row: _class_index(row["label"], names)  # noqa: E731
     else:
         columns = [c for c in frame.columns if c not in MANIFEST_RESERVED]
@@ -209,10 +224,12 @@ def read_manifest(path: Path, log: RowLog, options: dict[str, str], progress: Pr
             )
             rec.meta = {key: str(meta_cells[key][i]) for key in meta_cells}
             records.append(rec)
-    return Source(root, task, names, records)
+    return Source(root, task, names, records, kept_options={MANIFEST_FILE: name})
 
 
-def _unlabeled_manifest(frame: pd.DataFrame, root: Path, name: str, log: RowLog) -> Source:
+def _unlabeled_manifest(
+    frame: pd.DataFrame, root: Path, name: str, log: RowLog, meta_cells: dict[str, np.ndarray]
+) -> Source:
     """--unlabeled: only path (and image_id, group, split) are read; label columns are refused."""
     labelled = [c for c in frame.columns if c not in MANIFEST_RESERVED or c == "label"]
     if labelled:
@@ -229,21 +246,21 @@ def _unlabeled_manifest(frame: pd.DataFrame, root: Path, name: str, log: RowLog)
             if split not in MANIFEST_SPLITS:
                 raise InputError(f"unknown split {row['split']!r} (expected train, calib or test)")
             group = (row.get("group") or "").strip() or image_id
-            records.append(
-                Record(image_id, rel, np.zeros(0, np.int8), group, MANIFEST_SPLITS[split], name, csv_line(i))
-            )
-    return unlabeled_source(root, records)
+            rec = Record(image_id, rel, np.zeros(0, np.int8), group, MANIFEST_SPLITS[split], name, csv_line(i))
+            rec.meta = {key: str(meta_cells[key][i]) for key in meta_cells}
+            records.append(rec)
+    source = unlabeled_source(root, records)
+    source.kept_options[MANIFEST_FILE] = name
+    return source
 
 
 def _explain_missing_label_column(frame: pd.DataFrame, name: str) -> None:
     """A multiclass/ordinal manifest without 'label': say so, not 'malformed value in column X'."""
     others = [c for c in frame.columns if c not in MANIFEST_RESERVED]
-    near = [c for c in frame.columns if c != "label" and clean_label(c).lower() in ("label", "labels", "class")]
     binary = all(clean_label(v) in BINARY for c in others for v in frame[c])
-    if near or not others or not binary:
-        found = ", ".join(frame.columns)
-        hint = f"; did you mean {near[0]!r}?" if near else " (or one 0/1 column per class)"
-        raise InputError(f"{name}: missing required column 'label'{hint} (found: {found})")
+    if likely_column(frame, "label") or not others or not binary:
+        hint = column_hint(frame, "label", "or give one 0/1 column per class")
+        raise InputError(f"{name}: missing required column 'label'{hint} (found: {', '.join(frame.columns)})")
 
 
 def _class_names(values: pd.Series, task: Task, name: str) -> list[str]:

@@ -86,7 +86,7 @@ def _metadata(root: Path, name: str, known: set[str]) -> tuple[dict[str, str], d
         return {}, {}
     meta = read_csv(root / name, ["image", "lesion_id"])
     ids = [img.strip() for img in meta["image"]]
-    check_known_images(ids, known, name)
+    check_known_images(ids, known, name, [csv_line(i) for i in range(len(ids))])
     columns = {c: key for c, key in ISIC_METADATA.items() if c in meta.columns}
     cells = {key: meta[c].to_numpy() for c, key in columns.items()}
     values = {img: {key: str(v[i]) for key, v in cells.items()} for i, img in enumerate(ids)}

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,7 +21,7 @@ import pandas as pd
 
 from crsbench.core import SPLITS, CrsbenchError, InputError, ProgressFn, no_progress
 from crsbench.ingest.duplicates import DUPLICATE_CHOICES, check_no_leak, split_groups
-from crsbench.ingest.images import check_image, npz_member
+from crsbench.ingest.images import check_image_size, npz_member
 from crsbench.ingest.labels import (
     RARE_CHOICES,
     check_label_count,
@@ -31,6 +32,7 @@ from crsbench.ingest.labels import (
 )
 from crsbench.ingest.metadata import metadata_frame, parse_bins
 from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
+from crsbench.ingest.sizes import mixed_sizes_note
 from crsbench.ingest.source import Record, RowLog, resolve_path, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.types import Dataset, Task
@@ -90,6 +92,7 @@ def ingest(
     report = progress or no_progress
     log = RowLog(skip_bad)
     source = entry.read(path, log, resolved, report)
+    resolved = {**resolved, **source.kept_options}
     check_label_count(len(source.label_names), len(source.records), path.name)
     records = _unique_ids(source.records, log)
     records = _checked_images(source.root, records, log, report)
@@ -192,29 +195,33 @@ def _unique_ids(records: Sequence[Record], log: RowLog) -> list[Record]:
 def _checked_images(root: Path, records: Sequence[Record], log: RowLog, report: ProgressFn) -> list[Record]:
     """Safe paths, readable images, and their SHA-256; bad ones go through the log."""
 
-    def check(rec: Record) -> str:
+    def check(rec: Record) -> tuple[str, tuple[int, int]]:
         member = npz_member(rec.rel_path)
         safe_rel_path(root, member[0] if member else rec.rel_path)
-        return check_image(root, rec.rel_path)
+        return check_image_size(root, rec.rel_path)
 
-    def attempt(rec: Record) -> tuple[str | None, str | None]:
+    def attempt(rec: Record) -> tuple[tuple[str, tuple[int, int]] | None, str | None]:
         try:
             return check(rec), None
         except InputError as exc:
             return None, str(exc)
 
     kept: list[Record] = []
+    sizes: dict[str, tuple[int, int]] = {}
     total = len(records)
     workers = min(8, (os.cpu_count() or 1) + 2)
     with ThreadPoolExecutor(max_workers=workers) as pool:  # decoding releases the GIL
-        for done, (rec, (sha, error)) in enumerate(zip(records, pool.map(attempt, records), strict=True), start=1):
-            if error is not None:
-                log.bad(rec.file, rec.line, error)
+        for done, (rec, (found, error)) in enumerate(zip(records, pool.map(attempt, records), strict=True), start=1):
+            if found is None:
+                log.bad(rec.file, rec.line, error or "unreadable image")
             else:
-                rec.sha256 = sha or ""
+                rec.sha256, sizes[rec.rel_path] = found
                 kept.append(rec)
             if done % 32 == 0 or done == total:
                 report("checking images", done, total)
+    note = mixed_sizes_note(sizes)
+    if note:
+        warnings.warn(note, stacklevel=3)
     return kept
 
 

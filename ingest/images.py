@@ -201,13 +201,20 @@ def check_image(root: Path, rel_path: str) -> str:
 
     For npz members the bytes are the image's array in C order.
     """
+    return check_image_size(root, rel_path)[0]
+
+
+def check_image_size(root: Path, rel_path: str) -> tuple[str, tuple[int, int]]:
+    """`check_image`'s SHA-256, and the decoded image's (width, height) as the encoders see it."""
     if npz_member(rel_path) is not None:
-        pixels = np.ascontiguousarray(npz_image(root, rel_path))
-        decode_pixels(root, rel_path)
-        return hashlib.sha256(pixels.tobytes()).hexdigest()
-    data = _read(Path(root), rel_path)
-    _decode_bytes(data, rel_path)
-    return hashlib.sha256(data).hexdigest()
+        raw = np.ascontiguousarray(npz_image(root, rel_path))
+        pixels = decode_pixels(root, rel_path)
+        digest = hashlib.sha256(raw.tobytes()).hexdigest()
+    else:
+        data = _read(Path(root), rel_path)
+        pixels = _decode_bytes(data, rel_path)
+        digest = hashlib.sha256(data).hexdigest()
+    return digest, (int(pixels.shape[1]), int(pixels.shape[0]))
 
 
 def open_image(root: Path | str, rel_path: str, mode: str = "RGB") -> Image.Image:

@@ -103,8 +103,10 @@ def metadata_frame(records: Sequence[Record], bins: Mapping[str, Sequence[float]
     counts = frame.groupby("key")["value"].nunique()
     for key, count in counts.items():
         if key not in bins and count > MAX_CATEGORIES:
+            example = frame[frame["key"] == key].iloc[0]
             raise InputError(
-                f"metadata key {key!r} has {count} distinct values (over {MAX_CATEGORIES}) and no bins: "
+                f"metadata key {key!r} has {count} distinct values (over {MAX_CATEGORIES}; e.g. image "
+                f"{example['image_id']!r}: {example['value']!r}) and no bins: "
                 f"declare edges with --option bins={key}=E1,E2,... or leave the column out"
             )
     return frame.sort_values(["image_id", "key"], kind="stable").reset_index(drop=True)
@@ -155,25 +157,51 @@ def _binned(text: str, key: str, edges: Sequence[float], rec: Record) -> str:
     return label
 
 
-def check_known_images(meta_images: Sequence[str], known: set[str], file: str) -> None:
-    """A metadata file may only describe images of the dataset."""
-    orphans = [i for i in meta_images if i not in known]
+def check_known_images(
+    meta_images: Sequence[str], known: set[str], file: str, lines: Sequence[int] | None = None
+) -> None:
+    """A metadata file may only describe images of the dataset: the first orphan is named (with
+    its line where `lines` gives the rows' file lines), the others counted as images, not cells."""
+    orphans = [k for k, i in enumerate(meta_images) if i not in known]
     if orphans:
-        more = f" (and {len(orphans) - 1} more)" if len(orphans) > 1 else ""
+        first = meta_images[orphans[0]]
+        others = len({meta_images[k] for k in orphans}) - 1
+        more = f" (and {others} more image{'s' if others > 1 else ''})" if others else ""
+        where = f"{file}: line {lines[orphans[0]]}" if lines is not None else file
         raise InputError(
-            f"{file}: metadata row for image {orphans[0]!r}{more}, which is not in the dataset; "
+            f"{where}: metadata row for image {first!r}{more}, which is not in the dataset; "
             f"remove the row or add the image"
         )
 
 
-def read_metadata_csv(path: Path, bins: Mapping[str, Sequence[float]]) -> pd.DataFrame:
-    """A metadata CSV: column image_id, then one column per key (lower-case names) -> long rows."""
+def check_one_row_per_image(meta_images: Sequence[str], lines: Sequence[int], file: str) -> None:
+    """Two rows of one image would give it two values of a key: the first repeat is named."""
+    first: dict[str, int] = {}
+    for image, line in zip(meta_images, lines, strict=True):
+        seen = first.setdefault(image, line)
+        if seen != line:
+            repeats = len(meta_images) - len(set(meta_images))
+            more = f" ({repeats} repeated rows in all)" if repeats > 1 else ""
+            raise InputError(
+                f"{file}: line {line}: a second row for image {image!r} (first at line {seen}){more}; "
+                f"keep one row per image"
+            )
+
+
+def read_metadata_csv(path: Path, bins: Mapping[str, Sequence[float]], known: set[str] | None = None) -> pd.DataFrame:
+    """A metadata CSV: column image_id, then one column per key (lower-case names) -> long rows.
+    One row per image; with `known`, every row's image must be one of them."""
     from crsbench.ingest.source import csv_line, read_csv
 
     frame = read_csv(path, ["image_id"])
     keys = {c: check_key(c.strip(), f"{path.name}: column {c!r}") for c in frame.columns if c != "image_id"}
     if not keys:
         raise InputError(f"{path.name}: no metadata columns beside image_id")
+    ids = [str(image).strip() for image in frame["image_id"]]
+    lines = [csv_line(i) for i in range(len(ids))]
+    check_one_row_per_image(ids, lines, path.name)
+    if known is not None:
+        check_known_images(ids, known, path.name, lines)
     cells = {key: frame[c].to_numpy() for c, key in keys.items()}
     records = [
         Record(

@@ -40,6 +40,8 @@ class Source:
     label_names: list[str]
     records: list[Record]
     notes: list[str] = dataclasses.field(default_factory=list)  # what the adapter decided
+    # Kept with the dataset's options, for a later re-read of its source (a manifest's file name).
+    kept_options: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 class RowLog:

@@ -23,14 +23,14 @@ def attach_metadata(wh: Warehouse, name: str, csv: Path | None = None, bins: str
     if row is None:
         raise CrsbenchError(f"no dataset {name!r} in {wh.path}")
     edges = parse_bins(bins)
+    known = {r[0] for r in wh.con.execute("select image_id from images where dataset_id = ?", [name]).fetchall()}
     if csv is not None:
-        frame = read_metadata_csv(Path(csv), edges)
+        frame = read_metadata_csv(Path(csv), edges, known)
         where = Path(csv).name
     else:
         adapter, root, options = row
         frame = read_source_metadata(adapter, Path(wh.resolve_path(root)), json.loads(options or "{}"), edges)
         where = f"the {adapter} source of {name}"
-    known = {r[0] for r in wh.con.execute("select image_id from images where dataset_id = ?", [name]).fetchall()}
     if csv is None:
         frame = frame[frame["image_id"].isin(known)]  # the source may list images skipped at ingest
     check_known_images(list(frame["image_id"]), known, where)

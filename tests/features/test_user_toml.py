@@ -4,14 +4,28 @@ TOML files are found, and the bad-input errors (one line, exit 1, nothing writte
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
-from support.user_encoders_support import cli, isolate_registry, make_tiny_db, r18_weights, run_counts
+import timm
+import torch
+from support.user_encoders_support import (
+    cli,
+    isolate_registry,
+    make_tiny_db,
+    r18_weights,
+    run_counts,
+    stored_features,
+)
+from timm.models.vision_transformer import checkpoint_filter_fn
 
 from crsbench.features.lookup import get_encoder
+from crsbench.features.transforms import decode_image, model_input
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.datasets import read_dataset
 
 
 @pytest.fixture(autouse=True)
@@ -170,3 +184,65 @@ def test_toml_found_beside_the_warehouse_and_through_the_environment(tmp_path, m
     assert listed["beside"] == f"toml:{tmp_path / 'crsbench.toml'}"
     assert listed["from-env"] == f"toml:{tmp_path / 'env.toml'}"
     assert not get_encoder("beside").pretrained  # random init, labelled so
+
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "ADDING_AN_ENCODER.md"
+
+
+def _documented_table() -> str:
+    """The first TOML table of ADDING_AN_ENCODER.md, section 2, as a user copies it."""
+    blocks = re.findall(r"```toml\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
+    return next(b for b in blocks if "[encoder.derm-vit]" in b)
+
+
+def test_documented_vit_table_runs_at_another_input_size(tiny_db, tmp_path, capsys):
+    """The doc's table, with only the model made tiny and the size made small: a ViT built for
+    224 px extracts at 64 px from a 224 px checkpoint (no img_size / dynamic_img_size needed)."""
+    table = _documented_table()
+    tiny, n = re.subn(r'model = "vit_small_patch16_224"', 'model = "vit_tiny_patch16_224"', table)
+    tiny, m = re.subn(r"input_size = 384", "input_size = 64", tiny)
+    assert n == m == 1, "the documented table changed; update this test with it"
+    assert "model_kwargs" not in tiny and "img_size" not in tiny
+    (tmp_path / "encoders.toml").write_text(tiny)
+    weights = tmp_path / "weights" / "derm_vit.pth"
+    weights.parent.mkdir()
+    torch.manual_seed(3)
+    published = timm.create_model("vit_tiny_patch16_224", pretrained=False)  # 224 px, with its head
+    torch.save(published.state_dict(), weights)
+    db = tmp_path / "bench.duckdb"
+    db.write_bytes(tiny_db.read_bytes())
+    argv = ("extract", "--db", str(db), "--encoders", str(tmp_path / "encoders.toml"), "-e", "derm-vit")
+    assert cli(*argv, "-d", "aptos") == 0, capsys.readouterr().err
+
+    # Independent: timm built for 64 px, the checkpoint's position embedding resampled by timm's
+    # own checkpoint filter, the documented transform, the mean over patch tokens after the norm.
+    reference = timm.create_model("vit_tiny_patch16_224", pretrained=False, num_classes=0, img_size=64).eval()
+    state = {k: v for k, v in published.state_dict().items() if not k.startswith("head.")}
+    reference.load_state_dict(checkpoint_filter_fn(state, reference))
+    with Warehouse.open(db, read_only=True) as wh:
+        ds = read_dataset(wh, "aptos")
+    entry = get_encoder("derm-vit")
+    assert entry.input_size == 64 and entry.mean == (0.6, 0.5, 0.4)
+    images = torch.cat([torch.tensor(decode_image(ds.root, p))[None] for p in ds.images.rel_path[:4]])
+    with torch.no_grad():
+        tokens = reference.forward_features(model_input(images, entry, torch.float32))
+    want = tokens[:, reference.num_prefix_tokens :].mean(dim=1).numpy()
+    got = stored_features(db, "aptos", "derm-vit")[:4]
+    assert got.shape == (4, 192)
+    np.testing.assert_allclose(got, want, rtol=2e-3, atol=2e-3 * np.abs(want).max())  # stored as float16
+
+
+def test_fixed_size_model_without_dynamic_option_is_refused_in_one_line(tiny_db, tmp_path, capsys):
+    """CaiT has a fixed patch grid and no dynamic_img_size: a user error naming the size, not an assertion."""
+    toml = tmp_path / "cait.toml"
+    toml.write_text(
+        '[encoder.cait]\nsource = "timm"\nmodel = "cait_xxs24_224"\npretrained = false\n'
+        "[encoder.cait.overrides]\ninput_size = 64\n"
+    )
+    db = tmp_path / "bench.duckdb"
+    db.write_bytes(tiny_db.read_bytes())
+    assert cli("extract", "--db", str(db), "--encoders", str(toml), "-e", "cait", "-d", "aptos") == 1
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "takes 224x224 px input only, not input_size 64" in err and "img_size = 64" in err
+    assert not Path(str(db) + ".features.zarr").exists()

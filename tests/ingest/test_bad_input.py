@@ -125,7 +125,7 @@ def orphan_metadata(root):
     return (
         root,
         [],
-        rf"ISIC_2019_Training_Metadata\.csv: metadata row for image '{kept[0]}', which is not in the dataset",
+        rf"ISIC_2019_Training_Metadata\.csv: line \d+: metadata row for image '{kept[0]}', which is not in the dataset",
     )
 
 

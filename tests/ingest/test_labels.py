@@ -102,10 +102,14 @@ def test_a_split_layout_leaving_calib_or_test_empty_fails_at_ingest(tmp_path):
 def test_missing_label_column_is_named(tmp_path):
     paths = _images(tmp_path, 12)
     pd.DataFrame({"path": paths, "Label": ["a", "b"] * 6}).to_csv(tmp_path / "m.csv", index=False)
-    with pytest.raises(InputError, match=r"missing required column 'label'; did you mean 'Label'"):
+    with pytest.raises(
+        InputError, match=r"missing required column 'label'; did you mean 'Label'\? \(-o label_column=Label\)"
+    ):
         ingest("manifest", tmp_path / "m.csv", "m", task="multiclass")
-    pd.DataFrame({"path": paths, "diagnosis": ["a", "b"] * 6}).to_csv(tmp_path / "m.csv", index=False)
-    with pytest.raises(InputError, match=r"missing required column 'label' \(or one 0/1"):
+    pd.DataFrame({"path": paths, "finding": ["a", "b"] * 6}).to_csv(tmp_path / "m.csv", index=False)
+    with pytest.raises(
+        InputError, match=r"missing required column 'label'; name the column with -o label_column=NAME, or give one 0/1"
+    ):
         ingest("manifest", tmp_path / "m.csv", "m", task="multiclass")
 
 

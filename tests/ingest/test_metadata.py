@@ -19,7 +19,7 @@ from support.synthetic import make_dataset
 from crsbench.cli import main
 from crsbench.core import InputError
 from crsbench.ingest import ingest
-from crsbench.ingest.metadata import bin_label, parse_bins
+from crsbench.ingest.metadata import bin_label, parse_bins, read_metadata_csv
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
 from crsbench.warehouse.schema import SCHEMA_VERSION
@@ -220,5 +220,29 @@ def test_dataset_metadata_attaches_from_the_source_or_a_csv(ingested_db, tmp_pat
     before = _snapshot(ingested_db)
     pd.DataFrame({"image_id": ["not-an-image"], "camera": ["A"]}).to_csv(csv_path, index=False)
     rc, err = _run(["dataset", "metadata", "aptos2019", str(csv_path), "--db", str(ingested_db)], capsys)
-    assert rc == 1 and "meta.csv: metadata row for image 'not-an-image', which is not in the dataset" in err
+    assert rc == 1 and "meta.csv: line 2: metadata row for image 'not-an-image', which is not in the dataset" in err
     assert _snapshot(ingested_db) == before
+
+
+def test_metadata_csv_errors_count_rows_and_name_the_first(tmp_path):
+    known = {f"img{i}" for i in range(5)}
+    bins = parse_bins("")
+    orphans = tmp_path / "orphans.csv"  # two unknown images, three keys each: 2 rows, 6 cells
+    pd.DataFrame(
+        {"image_id": ["img0", "x1", "img1", "x2"], "sex": ["m"] * 4, "site": ["a"] * 4, "age": ["50"] * 4}
+    ).to_csv(orphans, index=False)
+    with pytest.raises(InputError) as info:
+        read_metadata_csv(orphans, bins, known)
+    assert str(info.value) == (
+        "orphans.csv: line 3: metadata row for image 'x1' (and 1 more image), which is not in the dataset; "
+        "remove the row or add the image"
+    )
+    twice = tmp_path / "twice.csv"  # one image with two values of a key would be in two groups
+    pd.DataFrame({"image_id": ["img0", "img1", "img0"], "sex": ["m", "f", "f"]}).to_csv(twice, index=False)
+    with pytest.raises(InputError, match=r"^twice\.csv: line 4: a second row for image 'img0' \(first at line 2\)"):
+        read_metadata_csv(twice, bins, known)
+    wide = tmp_path / "wide.csv"
+    ids = [f"img{i}" for i in range(60)]
+    pd.DataFrame({"image_id": ids, "code": [f"c{i}" for i in range(60)]}).to_csv(wide, index=False)
+    with pytest.raises(InputError, match=r"'code' has 60 distinct values \(over 50; e\.g\. image 'img0': 'c0'\)"):
+        read_metadata_csv(wide, bins, set(ids))

@@ -61,7 +61,7 @@ def test_a_manifest_of_paths_ingests_without_labels(folder):
 
 def test_unlabelled_input_mistakes_are_one_clear_line(folder, tmp_path):
     cases = [
-        (lambda: ingest("folder", folder, "x"), "carries no labels; pass --unlabeled"),
+        (lambda: ingest("folder", folder, "x"), "not in a class folder.*pass --unlabeled to ingest without labels"),
         (
             lambda: ingest("aptos2019", folder, "x", unlabeled=True),
             "reads labelled layouts only; --unlabeled works with: ",
