@@ -60,7 +60,7 @@ N_CONDITIONS = 16
 TARGETS = {"new_encoder_16core_hours": 1.0, "full_grid_8workers_hours": 4.0, "peak_worker_gb": 8.0}
 KINDS = ("logreg_mc", "logreg_ml", "mlp", "knn")
 KNN_QUERIES = 512  # queries per k-NN timing point
-WARM_START_TOLERANCE = 1e-7  # run tables must agree to this (tests/probes/test_reproducible.py)
+WARM_START_TOLERANCE = 1e-7  # run tables must agree to this (warm against cold start)
 
 
 def cpu_seconds(fn: Callable[[], object], repeats: int = 1) -> float:

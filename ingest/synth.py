@@ -105,6 +105,20 @@ def sigmoid(z: np.ndarray) -> np.ndarray:
     return (0.5 * (1.0 + np.tanh(0.5 * z))).astype(np.float32)
 
 
+def portable_power(img: np.ndarray, exponent: float) -> np.ndarray:
+    """`img ** exponent` for a float32 image, with the same bits on every x86-64 CPU.
+
+    numpy computes a float32 power with the CPU's best kernel: on AVX-512 machines Intel's SVML,
+    elsewhere its own AVX2 loop, and the two differ in the last bit of ~1 in 5 values, enough to
+    change pixels after rounding to uint8 (the MIMIC-CXR stand-in's bytes differed between CPUs;
+    docs/METHODS.md §4.3). Computing in float64 and rounding once to float32 gives the correctly
+    rounded float32 result whatever float64 kernel ran (their errors are far below a float32 ulp).
+    """
+    exact = np.power(img.astype(np.float64), float(np.float32(exponent)))
+    result: np.ndarray = exact.astype(np.float32)
+    return result
+
+
 def to_uint8(img: np.ndarray) -> np.ndarray:
     result: np.ndarray = (np.clip(img, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
     return result

@@ -9,7 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from crsbench.ingest.synth import blob, disc, sigmoid, smooth_noise, strokes, to_uint8, unit_grid, wander
+from crsbench.ingest.synth import (
+    blob,
+    disc,
+    portable_power,
+    sigmoid,
+    smooth_noise,
+    strokes,
+    to_uint8,
+    unit_grid,
+    wander,
+)
 
 
 def render_cxr(rng: np.random.Generator, findings: dict[str, float], view: str, site: str, size: int) -> np.ndarray:
@@ -143,7 +153,7 @@ def _acquire(rng: np.random.Generator, img: np.ndarray, site: str, size: int) ->
     if site == "mimic":
         # Another detector and processing chain: a harder intensity curve, more noise,
         # a collimation border and a burnt-in side marker.
-        img = 0.08 + 0.8 * img**0.7
+        img = 0.08 + 0.8 * portable_power(img, 0.7)
         img += rng.normal(0, 0.035, img.shape).astype(np.float32)
         b = max(2, size // 16)
         img[:b, :], img[-b:, :], img[:, :b], img[:, -b:] = 0.0, 0.0, 0.0, 0.0

@@ -43,12 +43,17 @@ class InProcessExecutor:
 
     def run(self, jobs: Iterable[Job]) -> Iterator[tuple[Job, ChunkResult]]:
         """Run jobs as they are drawn from `jobs`, at most one per worker in flight."""
-        if self.workers == 1:
-            for job in jobs:
-                yield job, run_chunk(*job)
-            return
         previous = torch.get_num_threads()
+        # One intra-op thread per fit whatever the worker count: a fit's reductions then run in
+        # one order on every machine, so its bits do not depend on the cores (METHODS §4.3).
         torch.set_num_threads(1)
+        if self.workers == 1:
+            try:
+                for job in jobs:
+                    yield job, run_chunk(*job)
+            finally:
+                torch.set_num_threads(previous)
+            return
         pool = ThreadPoolExecutor(max_workers=self.workers)
         source = iter(jobs)
         pending: dict[Future[ChunkResult], Job] = {}

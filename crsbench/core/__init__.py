@@ -3,6 +3,9 @@
 `crsbench.core` imports nothing else from crsbench; every other package may import it. It is the
 one door to these names: every other module imports them from `crsbench.core` itself, never from
 a submodule of it or from a module that happens to hold them (tests/core/test_one_door.py).
+
+The canonical numerics modes are set first, before anything below (or any stage) loads numpy or
+torch: `crsbench.core.numerics`.
 """
 
 from crsbench.core.constants import (
@@ -32,11 +35,15 @@ from crsbench.core.constants import (
 )
 from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError
 from crsbench.core.keys import SEPARATOR, EncoderKey
+from crsbench.core.numerics import apply_canonical_modes, numerics_modes
 from crsbench.core.progress import ProgressFn, no_progress
 from crsbench.core.registry import Registry
 from crsbench.core.sql import crs_constants_sql
 from crsbench.core.targets import Protected, check_write_folder, check_write_target
 from crsbench.core.version import __version__
+
+# Before any stage loads numpy or torch (nothing above does): crsbench.core.numerics.
+apply_canonical_modes()
 
 __all__ = [
     "AXES",
@@ -77,4 +84,5 @@ __all__ = [
     "default_db_path",
     "lora_regime",
     "no_progress",
+    "numerics_modes",
 ]

@@ -15,6 +15,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from crsbench.core.numerics import canonical
+
 # The distributions whose versions can change a number; keys are the `provenance` view's columns.
 LIBRARIES = {
     "torch": "torch",
@@ -24,7 +26,7 @@ LIBRARIES = {
     "numpy": "numpy",
     "scikit_learn": "scikit-learn",
 }
-FIELDS = ("crsbench_version", "git_commit", *LIBRARIES, "cpu_capability", "threads", "device")
+FIELDS = ("crsbench_version", "git_commit", *LIBRARIES, "cpu_capability", "numerics", "threads", "device")
 
 
 @functools.lru_cache(maxsize=1)
@@ -64,6 +66,7 @@ def collect(device: str = "cpu", threads: int | None = None) -> dict[str, Any]:
     return {
         **_static(),
         "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+        "numerics": "canonical" if canonical() else "native",
         "threads": int(threads if threads is not None else torch.get_num_threads()),
         "device": device,
     }

@@ -3,7 +3,8 @@
 -- 'probe batch' (id = the batch's part name) or 'feature set' (id = dataset/encoder/regime).
 -- Versions are those of the installed distributions; cpu_capability is the instruction set torch
 -- dispatched to (torch.backends.cpu.get_cpu_capability()); threads is torch's thread count while
--- computing; device is where it ran. Rows recorded before provenance existed show nulls.
+-- computing; numerics is 'canonical' when the numerics modes of docs/METHODS.md §4.3 were in
+-- force; device is where it ran. Rows recorded before provenance existed show nulls.
 create or replace view provenance as
 with recorded as (
     select 'probe batch' as kind, batch as id, created_at, provenance::json as p
@@ -23,6 +24,7 @@ select kind, id, created_at,
        p ->> 'numpy' as numpy,
        p ->> 'scikit_learn' as scikit_learn,
        p ->> 'cpu_capability' as cpu_capability,
+       p ->> 'numerics' as numerics,
        cast(p ->> 'threads' as integer) as threads,
        p ->> 'device' as device
 from recorded;
@@ -40,5 +42,6 @@ comment on column provenance.duckdb is 'Installed duckdb (Python package) versio
 comment on column provenance.numpy is 'Installed numpy version. docs/METHODS.md §4.1.';
 comment on column provenance.scikit_learn is 'Installed scikit-learn version. docs/METHODS.md §4.1.';
 comment on column provenance.cpu_capability is 'CPU instruction set torch dispatched to (torch.backends.cpu.get_cpu_capability(), e.g. AVX2, AVX512, DEFAULT); results can differ in the last bits between sets. docs/METHODS.md §4.1.';
+comment on column provenance.numerics is '''canonical'' when the canonical numerics modes were in force (torch, oneDNN and MKL capped at AVX2: the same bits on every AVX2 CPU), ''native'' under CRSBENCH_NATIVE_NUMERICS=1 or when torch was loaded before crsbench; null before this was recorded. docs/METHODS.md §4.3.';
 comment on column provenance.threads is 'torch intra-op thread count while computing; count >= 1. docs/METHODS.md §4.1.';
 comment on column provenance.device is 'Where it ran: cpu, cuda, cuda:0, mps (probes run on cpu). docs/METHODS.md §4.1.';

@@ -212,7 +212,7 @@ def test_weights_convert_command(tmp_path, capsys):
         assert torch.equal(restored[key], value), key
     assert [p.name for p in out.parent.iterdir()] == ["retfound.safetensors"]  # no partial file left
     assert cli("weights", "convert", "--force", str(tmp_path / "absent.pth"), str(out)) == 1
-    
+
 
 def test_keys_that_do_not_fit_are_named_as_the_file_spells_them(tmp_path):
     from torch import nn

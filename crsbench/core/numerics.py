@@ -1,0 +1,72 @@
+"""Canonical numerics: the library modes that make crsbench's stored numbers the same on every
+x86-64 CPU with AVX2 (docs/METHODS.md §4.3), set once, before numpy or torch load.
+
+torch's CPU kernels pick their code path from the CPU: ATen's vectorised ops (softmax, sigmoid,
+log_softmax), oneDNN's convolutions and MKL's BLAS/LAPACK each run AVX-512 code where the CPU has
+it and AVX2 code elsewhere, and the two round differently. Measured: the demo's float16 features
+differed by 1 ulp between an AVX-512 and an AVX2 machine, and MLP probes amplified that to 0.005
+AUROC, moving the CRS in the fourth decimal. Capping all three at AVX2 gives the AVX2 machine's
+bits on both (the features and runs digests then match to the bit).
+
+The modes are environment variables the libraries read when they load, so this module sets them
+when `crsbench.core` is first imported (every crsbench entry point imports it before numpy or
+torch). They replace any other value of those variables, so a machine configured otherwise gives
+the same numbers; `CRSBENCH_NATIVE_NUMERICS=1` leaves every variable as it is (each library's own
+choice: faster on some CPUs, not reproducible across them). `numerics_modes()` reports what is in
+force, for provenance.
+
+The thread count is not a mode here: extraction and the probe grid run each unit of work (a chunk
+of images, a chunk of fits) on one intra-op thread and use the cores for several units at once, so
+no reduction's order depends on the number of cores.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+NATIVE_SWITCH = "CRSBENCH_NATIVE_NUMERICS"
+
+# Library -> the environment variable it reads at load time and the canonical value.
+CANONICAL_MODES: dict[str, str] = {
+    "ATEN_CPU_CAPABILITY": "avx2",  # torch's ATen kernels (softmax, sigmoid, reductions)
+    "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN convolutions and matmuls in extraction
+    "MKL_CBWR": "AVX2",  # MKL's conditional numerical reproducibility branch (BLAS, LAPACK)
+    "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+}
+
+
+def native_requested() -> bool:
+    return os.environ.get(NATIVE_SWITCH, "").strip().lower() in {"1", "true", "yes"}
+
+
+def apply_canonical_modes() -> list[str]:
+    """Set every canonical mode (unless `CRSBENCH_NATIVE_NUMERICS=1`); returns the variables changed.
+
+    Too late for a library already loaded (torch imported before crsbench): `numerics_modes`
+    then reports the mode torch actually runs, so provenance never claims the canonical one.
+    """
+    if native_requested():
+        return []
+    changed = [name for name, value in CANONICAL_MODES.items() if os.environ.get(name) != value]
+    for name in changed:
+        os.environ[name] = CANONICAL_MODES[name]
+    return changed
+
+
+def numerics_modes() -> dict[str, str]:
+    """The numerics modes in force in this process: each variable's value ('' if unset) and, once
+    torch is loaded, the ATen capability it actually uses."""
+    modes = {name: os.environ.get(name, "") for name in CANONICAL_MODES}
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        modes["aten_capability"] = str(torch.backends.cpu.get_cpu_capability()).lower()
+    return modes
+
+
+def canonical() -> bool:
+    """True when every mode is the canonical one (and torch, if loaded, runs AVX2 kernels)."""
+    modes = numerics_modes()
+    if any(modes[name] != value for name, value in CANONICAL_MODES.items()):
+        return False
+    return modes.get("aten_capability", "avx2") == "avx2"

@@ -1,0 +1,127 @@
+"""Canonical numerics (docs/METHODS.md §4.3): the modes are set before numpy or torch load, and the
+chain a CPU can change (suite bytes -> images -> features -> runs) gives the same digests under
+emulated CPUs as the golden file in the repository.
+
+A different CPU is emulated by what differs between CPUs: numpy's SIMD dispatch (AVX-512 turned
+off with NPY_DISABLE_CPU_FEATURES, as on an AVX2 machine), the thread count, and torch/oneDNN/MKL
+modes set otherwise in the environment (ATen's capability, oneDNN's ISA cap, MKL's code path).
+The native run (CRSBENCH_NATIVE_NUMERICS=1 with ATen's generic kernels) must differ: it shows the
+digests can see a kernel change. OPENBLAS_CORETYPE is left alone: it is set on some machines to
+keep old OpenBLAS builds from crashing, and no stored number goes through numpy's BLAS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from crsbench.core import numerics
+from crsbench.pipeline.digests import first_difference
+
+TESTS = Path(__file__).resolve().parents[1]
+GOLDEN = TESTS / "data" / "golden_digests.json"
+MODES = {"ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS"}
+
+
+def _clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in MODES and k != numerics.NATIVE_SWITCH}
+    return {**env, **extra}
+
+
+def _python(code: str, **extra: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", code], env=_clean_env(**extra), capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip()
+
+
+def test_importing_crsbench_sets_every_mode_before_numpy_or_torch_load():
+    code = (
+        "import os, sys, json\nimport crsbench\n"
+        "loaded = [m for m in ('numpy', 'torch') if m in sys.modules]\n"
+        "import torch\n"
+        f"names = {sorted(MODES)!r}\n"
+        "print(json.dumps({'loaded': loaded, 'env': {k: os.environ.get(k) for k in names},"
+        " 'aten': torch.backends.cpu.get_cpu_capability()}))"
+    )
+    seen = json.loads(_python(code, ATEN_CPU_CAPABILITY="default", MKL_CBWR="COMPATIBLE"))
+    assert seen["loaded"] == []
+    assert seen["env"] == {
+        "ATEN_CPU_CAPABILITY": "avx2",
+        "MKL_CBWR": "AVX2",
+        "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "ONEDNN_MAX_CPU_ISA": "AVX2",
+    }  # other values in the environment are replaced
+    assert seen["aten"] == "AVX2"
+
+
+def test_the_native_switch_leaves_the_environment_alone_and_provenance_says_so():
+    code = (
+        "import json, crsbench.core as c\nfrom crsbench.core import provenance\n"
+        "recorded = provenance.collect()['numerics']  # loads torch\n"
+        "print(json.dumps([c.numerics_modes(), recorded]))"
+    )
+    modes, recorded = json.loads(_python(code, CRSBENCH_NATIVE_NUMERICS="1", ATEN_CPU_CAPABILITY="default"))
+    assert modes["ATEN_CPU_CAPABILITY"] == "default" and modes["MKL_CBWR"] == ""
+    assert modes["aten_capability"] == "default" and recorded == "native"
+    modes, recorded = json.loads(_python(code))
+    assert modes["aten_capability"] == "avx2" and recorded == "canonical"
+
+
+def _avx512_features() -> str:
+    """numpy's AVX-512 dispatch targets this CPU has (to turn off), space-separated; '' on an AVX2 CPU."""
+    return _python(
+        "from numpy._core._multiarray_umath import __cpu_features__ as f\n"
+        "print(' '.join(k for k, v in f.items() if v and (k.startswith('AVX512') or k == 'X86_V4')))"
+    )
+
+
+def _chain(work: Path, **extra: str) -> dict[str, str]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "support.numerics_chain", str(work)],
+        cwd=TESTS,
+        env=_clean_env(**extra),
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.slow
+def test_emulated_cpus_give_the_golden_digests(tmp_path):
+    avx512 = _avx512_features()
+    variants = {
+        "this CPU": {},
+        "numpy without AVX-512, one thread": {
+            **({"NPY_DISABLE_CPU_FEATURES": avx512} if avx512 else {}),
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        },
+        "other kernel modes in the environment": {
+            "ATEN_CPU_CAPABILITY": "default",
+            "ONEDNN_MAX_CPU_ISA": "SSE41",
+            "MKL_CBWR": "COMPATIBLE",
+            "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+            "OMP_NUM_THREADS": "2",
+        },
+        "native generic kernels": {numerics.NATIVE_SWITCH: "1", "ATEN_CPU_CAPABILITY": "default"},
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = {
+            name: pool.submit(_chain, tmp_path / str(i), **env) for i, (name, env) in enumerate(variants.items())
+        }
+        digests = {name: f.result() for name, f in futures.items()}
+    golden = json.loads(GOLDEN.read_text())["chain"]
+    for name in list(variants)[:3]:
+        assert first_difference(digests[name], golden) is None, f"{name}: {first_difference(digests[name], golden)}"
+    # The control: generic kernels change features or runs, so the digests above could have differed.
+    assert first_difference(digests["native generic kernels"], golden) is not None
