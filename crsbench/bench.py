@@ -4,7 +4,7 @@
     bench.ingest("isic2019", "/data/ISIC2019", "isic")
     bench.extract(["tiny-vit"], ["isic"], ExtractConfig(ExtractOptions(batch_size=32)))
     bench.probe(encoders=["tiny-vit"])
-    bench.freeze_panel("ref", ["tiny-vit", "tiny-convnext"])
+    bench.freeze_panel("ref", ["tiny-vit", "tiny-convnext", "tiny-resnet18", "tiny-dinov2"])
     bench.leaderboard("ref").board                      # a DataFrame
 
 Each call opens the warehouse for as long as it needs it and closes it again, so a Bench

@@ -29,12 +29,14 @@ class Scores:
 
     # -- panels, scores, analyses, report -----------------------------------------------------
 
-    def freeze_panel(self, name: str, encoders: Sequence[str]) -> Panel:
-        """Freeze a reference panel: its members and their anchors per dataset and `global`."""
+    def freeze_panel(self, name: str, encoders: Sequence[str], allow_small: bool = False) -> Panel:
+        """Freeze a reference panel: its members and their anchors per dataset and `global`.
+        Fewer than 4 members are refused unless `allow_small` (min-max anchors over so few
+        members make the CRS say little; METHODS.md §8.1)."""
         from crsbench.warehouse.panels import freeze_panel
 
         with Warehouse.open(self.db, lean=True) as wh:
-            return freeze_panel(wh, name, list(encoders))
+            return freeze_panel(wh, name, list(encoders), allow_small=allow_small)
 
     def panels(self) -> pd.DataFrame:
         """The frozen panels, oldest first."""

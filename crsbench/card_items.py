@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 
@@ -260,7 +261,9 @@ def _uncertainty(wh: Warehouse, present: set[str], panel: str | None) -> CardIte
         wh,
         present,
         "bootstrap_intervals",
-        "select resample, metric, avg(hi - lo) as width, max(replicates) as replicates from bootstrap_intervals "
+        # avg skips the NULL widths of intervals that cannot vary (note): n/a, never a width of 0.
+        "select resample, metric, avg(hi - lo) as width, max(replicates) as replicates, "
+        "count(*) filter (where note is not null) as n_na, count(*) as n from bootstrap_intervals "
         "where panel = ? and encoder_id is not null and dataset_id is null and metric in ('crs', 'discrimination') "
         "group by all order by resample, metric",
         [panel],
@@ -272,13 +275,11 @@ def _uncertainty(wh: Warehouse, present: set[str], panel: str | None) -> CardIte
         chosen = "images+seeds" if "images+seeds" in set(widths["resample"]) else str(widths["resample"].iloc[0])
         part = widths[widths["resample"] == chosen]
         values["resample"] = chosen
-        values |= {f"{r.metric}.interval_width": float(r.width) for r in part.itertuples()}
+        values |= {f"{r.metric}.interval_width": float(r.width) for r in part.itertuples() if pd.notna(r.width)}
         statements.append(
             f"bootstrap ({chosen}, {int(part['replicates'].max())} replicates) resamples "
             f"{RESAMPLE_UNITS.get(chosen, chosen)}; mean 95 % interval width: "
-            + ", ".join(
-                f"{'AUROC' if r.metric == 'discrimination' else 'CRS'} {fmt(r.width)}" for r in part.itertuples()
-            )
+            + ", ".join(_width(r) for r in part.itertuples())
         )
     else:
         not_run.append(f"image/seed bootstrap: {COMMANDS['bootstrap']}" + (f" --panel {panel}" if panel else ""))
@@ -301,6 +302,15 @@ def _uncertainty(wh: Warehouse, present: set[str], panel: str | None) -> CardIte
     else:
         not_run.append(f"split-level uncertainty: {COMMANDS['resplit']}")
     return CardItem("uncertainty", "Uncertainty", tuple(statements), values, tuple(not_run))
+
+
+def _width(row: Any) -> str:
+    """'CRS 0.123', or n/a where the resampling cannot move the metric (those rows are left out)."""
+    label = "AUROC" if row.metric == "discrimination" else "CRS"
+    if pd.isna(row.width):
+        return f"{label} n/a (the same in every replicate: {row.resample} resampling does not move it)"
+    left_out = f" ({int(row.n_na)} of {int(row.n)} n/a, left out)" if row.n_na else ""
+    return f"{label} {fmt(row.width)}{left_out}"
 
 
 # -- 7. shortcut audit -------------------------------------------------------------------------

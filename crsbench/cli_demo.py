@@ -96,6 +96,7 @@ def demo(
     from crsbench.cli_panels import render_leaderboard
     from crsbench.cli_probes import render_probe
     from crsbench.cli_report import report_and_render
+    from crsbench.warehouse.panels import MIN_PANEL_MEMBERS, small_panel_reason
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -131,8 +132,11 @@ def demo(
 
     steps.start(f"4/6 freeze the reference panel '{DEMO_PANEL}' and rank by CRS")
     if DEMO_PANEL not in set(bench.panels()["panel"]):
-        bench.freeze_panel(DEMO_PANEL, encoders)
+        small = len(encoders) < MIN_PANEL_MEMBERS  # the user picked so few: a demo still runs
+        bench.freeze_panel(DEMO_PANEL, encoders, allow_small=small)
         console.print(f"  froze panel {DEMO_PANEL}: {', '.join(encoders)}")
+        if small:
+            console.print(f"  warning: {small_panel_reason(len(encoders))}")
     else:
         console.print(f"  panel {DEMO_PANEL} already frozen (frozen panels never move)")
     render_leaderboard(bench.leaderboard(DEMO_PANEL))

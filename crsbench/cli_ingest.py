@@ -8,6 +8,7 @@ from typing import Annotated
 
 import pandas as pd
 import typer
+from rich.markup import escape
 
 from crsbench.bench import Bench, IngestConfig
 from crsbench.cli_app import DbOption, app
@@ -141,8 +142,9 @@ def ingest_command(
             "splits": {k: int(v) for k, v in counts.items()},
             "skipped": len(ds.errors),
             "db": str(db),
+            "warnings": ds.warnings,
         },
-        human,
+        "\n".join([human, *(f"warning: {escape(w)}" for w in ds.warnings)]),
     )
 
 

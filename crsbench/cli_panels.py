@@ -11,7 +11,11 @@ from rich.markup import escape
 from crsbench.bench import Bench, Leaderboard
 from crsbench.cli_app import DbOption, app
 from crsbench.core import default_db_path
+from crsbench.leaderboard import agreement_gaps
 from crsbench.output import console, emit, print_frame
+
+# The cell of an interval the bootstrap cannot move (crs_encoder_ci.crs_note / auroc_note).
+NA_FIXED = "n/a (same in every replicate)"
 
 panel_app = typer.Typer(help="Freeze and inspect reference panels (fixed-reference CRS).", no_args_is_help=True)
 app.add_typer(panel_app, name="panel")
@@ -20,12 +24,20 @@ app.add_typer(panel_app, name="panel")
 @panel_app.command("freeze")
 def panel_freeze(
     name: Annotated[str, typer.Argument(help="Panel name (frozen panels are immutable).")],
-    encoders: Annotated[str, typer.Option("--encoders", help="Comma-separated encoder ids.")],
+    encoders: Annotated[str, typer.Option("--encoders", help="Comma-separated encoder ids (at least 4).")],
+    allow_small: Annotated[
+        bool,
+        typer.Option(
+            "--allow-small",
+            help="Freeze a panel of 2 or 3 members: each axis is min-max normalised over the members, "
+            "so so few give a CRS that says little (with 2, every axis is 0 or 1).",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Freeze a reference panel: store its members and anchors per dataset and `global`."""
     bench = Bench(db)
-    panel = bench.freeze_panel(name, encoders.split(","))
+    panel = bench.freeze_panel(name, encoders.split(","), allow_small=allow_small)
     # Axis intervals do not depend on the panel: an earlier bootstrap of the members counts.
     noise_known, warnings = bench.anchor_noise(panel.name)
     hint = (
@@ -118,9 +130,14 @@ def render_leaderboard(result: Leaderboard) -> None:
         *(f"stale: {s}" for s in result.stale),
         *result.flagged,
     ]
-    if boot is not None and board["crs_lo"].isna().any() and not result.stale:
-        left = ", ".join(board.loc[board["crs_lo"].isna(), "encoder_id"])
+    unbooted = board["crs_lo"].isna() & board["crs_note"].isna()
+    if boot is not None and unbooted.any() and not result.stale:
+        left = ", ".join(board.loc[unbooted, "encoder_id"])
         notes.append(f"not bootstrapped: {left}; run 'crsbench analyze bootstrap --panel {used}'")
+    for label, column in (("CRS", "crs_note"), ("AUROC", "auroc_note")):
+        for note, rows in board.dropna(subset=[column]).groupby(column, sort=False):
+            ties = "; no tie with the leader is counted from it" if label == "CRS" and len(rows) == len(board) else ""
+            notes.append(f"{label} interval n/a for {', '.join(rows['encoder_id'])}: {note}{ties}")
     if boot is None:
         notes.append(
             f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
@@ -136,6 +153,7 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "leaderboard": board,
                 "rank_agreement": agreement,
                 "rank_agreement_intervals": agree_ci,
+                "rank_agreement_na": agreement_gaps(agreement),
                 "warnings": result.warnings,
                 "incomplete": result.incomplete,
                 "partial": result.partial,
@@ -155,10 +173,14 @@ def render_leaderboard(result: Leaderboard) -> None:
             "datasets": [_coverage(r) for r in board.to_dict("records")],
             "crs": board["crs"],
             "crs 95% CI": [
-                _ci(lo, hi, boot is not None) for lo, hi in zip(board["crs_lo"], board["crs_hi"], strict=True)
+                _ci(lo, hi, boot is not None, note)
+                for lo, hi, note in zip(board["crs_lo"], board["crs_hi"], board["crs_note"], strict=True)
             ],
             "auroc": board["auroc"],
-            "auroc 95% CI": [_ci(lo, hi) for lo, hi in zip(board["auroc_lo"], board["auroc_hi"], strict=True)],
+            "auroc 95% CI": [
+                _ci(lo, hi, note=note)
+                for lo, hi, note in zip(board["auroc_lo"], board["auroc_hi"], board["auroc_note"], strict=True)
+            ],
             "auroc_rank": board["auroc_rank"],
             "panel": board["in_panel"],
         }
@@ -176,6 +198,9 @@ def render_leaderboard(result: Leaderboard) -> None:
     # One column per population, one row per statistic: narrow enough for any terminal.
     agree = agreement.set_index("population").astype(object).T.rename_axis("statistic").reset_index()
     agree.columns = [str(c) for c in agree.columns]
+    for population, gaps in agreement_gaps(agreement).items():  # say why a statistic is blank
+        for statistic, why in gaps.items():
+            agree.loc[agree["statistic"] == statistic, population] = why
     if agree_ci is not None and len(agree_ci):
         ci = {r.statistic: _ci(r.lo, r.hi) for r in agree_ci.itertuples()}
         agree["95% CI"] = agree["statistic"].map(ci).fillna("")
@@ -206,7 +231,11 @@ def _coverage(row: dict[str, Any]) -> str:
     return f"{int(row['n_datasets'] or 0)}/{int(row['n_panel_datasets'])}"
 
 
-def _ci(lo: float, hi: float, bootstrapped: bool = False) -> str:
+def _ci(lo: float, hi: float, bootstrapped: bool = False, note: str | None = None) -> str:
+    if isinstance(note, str):  # the bootstrap ran but cannot move this value: no interval to show
+        return NA_FIXED
     if pd.isna(lo) or pd.isna(hi):
         return "not bootstrapped" if bootstrapped else ""
+    if lo == hi:  # a rank statistic no replicate moved: a value, not an interval
+        return f"{lo:.4f} in every replicate"
     return f"[{lo:.4f}, {hi:.4f}]"

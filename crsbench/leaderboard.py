@@ -13,7 +13,18 @@ from crsbench.core import EncoderKey
 from crsbench.warehouse.connection import Warehouse
 
 RESAMPLE_PREFERENCE = ("images+seeds", "seeds", "images")
-CI_COLUMNS = ["encoder_id", "tier", "crs_lo", "crs_hi", "auroc_lo", "auroc_hi", "gap_lo", "gap_hi"]
+CI_COLUMNS = [
+    "encoder_id",
+    "tier",
+    "crs_lo",
+    "crs_hi",
+    "auroc_lo",
+    "auroc_hi",
+    "gap_lo",
+    "gap_hi",
+    "crs_note",
+    "auroc_note",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,7 +137,7 @@ def with_intervals(wh: Warehouse, panel: str, board: pd.DataFrame, resample: str
         out = board.copy()
         out["tier"] = out["crs_rank"].map(lambda r: None if pd.isna(r) else str(int(r)))
         for col in CI_COLUMNS[2:]:
-            out[col] = float("nan")
+            out[col] = None if col.endswith("_note") else float("nan")
         return out
     ci = wh.sql(
         f"select {', '.join(CI_COLUMNS)} from crs_encoder_ci where panel = ? and resample = ? and regime = 'frozen'",
@@ -143,6 +154,23 @@ def agreement_intervals(wh: Warehouse, panel: str, resample: str | None) -> pd.D
         "order by metric",
         [panel, resample],
     )
+
+
+def agreement_gaps(agreement: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """Why a rank-agreement statistic is NULL, per population and statistic: tau and rho need two
+    encoders ranked, and are undefined when every pair is tied on CRS or on AUROC."""
+    out: dict[str, dict[str, str]] = {}
+    for row in agreement.to_dict("records"):
+        n = 0 if pd.isna(row.get("n")) else int(row["n"])
+        why = (
+            f"n/a (needs >= 2 ranked encoders, has {n})"
+            if n < 2
+            else f"n/a (every pair of the {n} encoders is tied on CRS or on AUROC)"
+        )
+        gaps = {s: why for s in ("kendall_tau", "spearman_rho") if s in row and pd.isna(row[s])}
+        if gaps:
+            out[str(row["population"])] = gaps
+    return out
 
 
 def anchor_noise_warnings(wh: Warehouse, panel: str, resample: str | None = None) -> list[str]:

@@ -35,6 +35,7 @@ from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
 from crsbench.ingest.sizes import mixed_sizes_note
 from crsbench.ingest.source import Record, RowLog, resolve_path, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
+from crsbench.ingest.strata import split_warning
 from crsbench.ingest.types import Dataset, Task
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
@@ -163,7 +164,15 @@ def ingest(
         domain=domain,
         options=resolved,
         metadata=metadata,
+        warnings=_bootstrap_warnings(name, source.task, names, labels, images),
     )
+
+
+def _bootstrap_warnings(name: str, task: Task, names: list[str], labels: np.ndarray, images: pd.DataFrame) -> list[str]:
+    """One line when the test split cannot support the image-level bootstrap (ingest.strata)."""
+    test = (images["split"] == "test").to_numpy()
+    line = split_warning(name, "test", labels[test], images["group_id"][test].tolist(), names, task is Task.MULTILABEL)
+    return [line] if line else []
 
 
 def _unlabeled_options(entry: AdapterEntry, options: dict[str, object]) -> dict[str, object]:

@@ -63,6 +63,9 @@ class Dataset:
     metadata: pd.DataFrame = dataclasses.field(
         default_factory=lambda: pd.DataFrame(columns=["image_id", "key", "value"], dtype=object)
     )
+    # What ingest accepted but warns about (e.g. a test split that cannot support the image-level
+    # bootstrap, ingest.strata); not stored, not part of data_digest.
+    warnings: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def n_images(self) -> int:

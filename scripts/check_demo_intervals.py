@@ -24,15 +24,18 @@ from crsbench.warehouse.connection import Warehouse
 
 
 def strata_of_units(labels: np.ndarray, unit: np.ndarray, multilabel: bool) -> np.ndarray:
-    """A unit's stratum: its most frequent class, or (multilabel) its lowest-index positive
-    label, 'none' apart; labels shared by fewer than 2 units are pooled."""
+    """A unit's stratum: the rarest class it holds (held by the fewest units, ties to the lowest
+    index), or (multilabel) its lowest-index positive label, 'none' apart; strata of fewer than 2
+    units are pooled."""
     n_units = unit.max() + 1
     onehot = labels if multilabel else np.eye(labels.max() + 1, dtype=int)[labels]
     per_unit = np.zeros((n_units, onehot.shape[1]), dtype=int)
     np.add.at(per_unit, unit, onehot)
-    if not multilabel:
-        return per_unit.argmax(axis=1)
-    stratum = np.where(per_unit.any(axis=1), np.argmax(per_unit > 0, axis=1), onehot.shape[1])
+    if multilabel:
+        stratum = np.where(per_unit.any(axis=1), np.argmax(per_unit > 0, axis=1), onehot.shape[1])
+    else:
+        held_by = (per_unit > 0).sum(axis=0)
+        stratum = np.array([min(np.flatnonzero(row), key=lambda k: (held_by[k], k)) for row in per_unit])
     counts = np.bincount(stratum)
     rare = counts[stratum] < 2
     if rare.sum() >= 2:

@@ -34,6 +34,9 @@ def test_the_documented_demo_chain_runs(tmp_path, capsys):
     probe_line = "print(bench.probe(ENCODERS, config=GRID))"
     assert probe_line in script
     script = script.replace(probe_line, "bench.restrict_grid(GRID); " + probe_line)
+    freeze_line = 'bench.freeze_panel("demo", ENCODERS)'  # two encoders here: a small panel on purpose
+    assert freeze_line in script
+    script = script.replace(freeze_line, 'bench.freeze_panel("demo", ENCODERS, allow_small=True)')
     namespace = {"OUT_DIR": str(tmp_path / "out"), "__name__": "__main__"}
     exec(compile(script, str(DOC), "exec"), namespace)  # the repository's own documented script
 

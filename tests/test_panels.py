@@ -35,7 +35,7 @@ def test_freeze_stores_members_and_min_max_anchors_per_scope(db):
     path, runs = db
     members = ["e1", "e3", "e5"]
     with Warehouse.open(path) as wh:
-        panel = freeze_panel(wh, "main", [*members, "e3"])  # duplicates are ignored
+        panel = freeze_panel(wh, "main", [*members, "e3"], allow_small=True)  # duplicates are ignored
         stored = get_panel(wh, "main")
     assert stored.members == ("e1", "e3", "e5") == panel.members
     cells = reference_axes_cell(runs)
@@ -54,12 +54,12 @@ def test_freeze_stores_members_and_min_max_anchors_per_scope(db):
 def test_refreezing_a_name_is_refused_and_changes_nothing(db):
     path, _ = db
     with Warehouse.open(path) as wh:
-        freeze_panel(wh, "main", ["e1", "e2"])
+        freeze_panel(wh, "main", ["e1", "e2"], allow_small=True)
         before = wh.sql("select * from reference_anchors order by all")
         with pytest.raises(CrsbenchError, match="immutable"):
-            freeze_panel(wh, "main", ["e1", "e2"])
+            freeze_panel(wh, "main", ["e1", "e2"], allow_small=True)
         with pytest.raises(CrsbenchError, match="immutable"):
-            freeze_panel(wh, "main", ["e3", "e4"])
+            freeze_panel(wh, "main", ["e3", "e4"], allow_small=True)
         after = wh.sql("select * from reference_anchors order by all")
         assert after.equals(before)
         assert list(wh.sql("select encoder_id from reference_panels order by 1").encoder_id) == ["e1", "e2"]
@@ -70,9 +70,9 @@ def test_degenerate_axis_is_an_error_naming_scope_and_axis(db):
     with Warehouse.open(path) as wh:
         # e2 and e6 are identical; e5 has no fundus cell, so on fundus only the twins remain
         with pytest.raises(CrsbenchError, match=r"degenerate anchor for axis 'discrimination' in scope 'fundus'"):
-            freeze_panel(wh, "twins", ["e2", "e5", "e6"])
+            freeze_panel(wh, "twins", ["e2", "e5", "e6"], allow_small=True)
         with pytest.raises(CrsbenchError, match=r"in scope 'cxr'"):
-            freeze_panel(wh, "twins", ["e2", "e6"])
+            freeze_panel(wh, "twins", ["e2", "e6"], allow_small=True)
         assert list_panels(wh).empty  # nothing half-written
         assert wh.sql("select count(*) as n from reference_anchors").n[0] == 0
 
@@ -87,7 +87,7 @@ def test_degenerate_axis_is_an_error_naming_scope_and_axis(db):
 def test_bad_membership_is_refused(db, members, message):
     path, _ = db
     with Warehouse.open(path) as wh, pytest.raises(CrsbenchError, match=message):
-        freeze_panel(wh, "bad", members)
+        freeze_panel(wh, "bad", members, allow_small=True)
 
 
 def test_leaderboard_falls_back_to_cohort_mode_without_a_panel(db):
@@ -108,7 +108,7 @@ def test_panel_cli_freeze_list_show_leaderboard(db, capsys):
     path, _ = db
     code, payload = _cli(capsys, "panel", "freeze", "ref", "--encoders", "e1,e2,e3,e4", "--db", str(path))
     assert code == 0 and payload["members"] == ["e1", "e2", "e3", "e4"]
-    code, _ = _cli(capsys, "panel", "freeze", "ref", "--encoders", "e1,e2", "--db", str(path))
+    code, _ = _cli(capsys, "panel", "freeze", "ref", "--encoders", "e1,e2", "--allow-small", "--db", str(path))
     assert code == 1
     code, payload = _cli(capsys, "panel", "list", "--db", str(path))
     assert code == 0 and [p["panel"] for p in payload["panels"]] == ["ref"]

@@ -24,6 +24,9 @@ from crsbench.warehouse.parts import one_row
 GLOBAL_SCOPE = "global"
 PANEL_MODE = "fixed"
 COHORT = "cohort"
+# Below this many members the min-max anchors are set by so few encoders that the CRS says little
+# (with 2, every member scores 0 or 1 on every axis); freezing one needs allow_small (METHODS §8.1).
+MIN_PANEL_MEMBERS = 4
 
 _MEMBER_AXES_SQL = """
     select scope, encoder_id, discrimination, calibration, label_efficiency, robustness
@@ -92,14 +95,29 @@ def _refuse_flagged(wh: Warehouse, name: str, members: tuple[str, ...]) -> None:
         )
 
 
-def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str]) -> Panel:
-    """Freeze panel `name` over `encoders` (>= 2, each with complete frozen-regime cells)."""
+def small_panel_reason(n_members: int) -> str:
+    """Why a panel of `n_members` (< MIN_PANEL_MEMBERS) gives scores that mean little."""
+    return f"each axis is min-max normalised over the {n_members} members, so " + (
+        "each member scores exactly 0 or 1 on every axis and the CRS cannot tell them apart"
+        if n_members == 2
+        else "the anchors are set by the members themselves and the CRS says little"
+    )
+
+
+def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_small: bool = False) -> Panel:
+    """Freeze panel `name` over `encoders` (>= MIN_PANEL_MEMBERS, or >= 2 with `allow_small`;
+    each with complete frozen-regime cells)."""
     name = name.strip()
     if not name or name == COHORT:
         raise CrsbenchError(f"panel name {name!r} is not allowed (empty or reserved)")
     members = _clean_members(encoders)
     if len(members) < 2:
         raise CrsbenchError(f"panel {name!r} needs at least 2 distinct encoders, got {len(members)}")
+    if len(members) < MIN_PANEL_MEMBERS and not allow_small:
+        raise CrsbenchError(
+            f"panel {name!r} has {len(members)} members, fewer than {MIN_PANEL_MEMBERS}: "
+            f"{small_panel_reason(len(members))}; add members, or pass --allow-small to freeze it anyway"
+        )
     existing = wh.con.execute("select frozen_at from panels where panel = ?", [name]).fetchone()
     if existing is not None:
         raise CrsbenchError(

@@ -38,7 +38,15 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.criterion import registered, resolve_population
-from crsbench.analyses.intervals import interval_rows, runs_digest, store_intervals
+from crsbench.analyses.intervals import (
+    cannot_vary,
+    fixed_note,
+    flat_members,
+    interval_rows,
+    pinned_note,
+    runs_digest,
+    store_intervals,
+)
 from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
 from crsbench.analyses.resample import SeedDraws, draw_images, draw_seeds, eval_images
 from crsbench.analyses.rescore import rescore, scored_runs
@@ -188,16 +196,21 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> 
     auroc = scores.pivot(index="replicate", columns="encoder_id", values="auroc").reindex_like(crs)
     encoders = list(crs.columns)
     point, boot = crs.loc[0].to_numpy(float), crs.drop(index=0).to_numpy(float)
+    a_boot = auroc.drop(index=0).to_numpy(float)
+    # A CRS no replicate moves ranks nothing: no interval, P(rank 1), P(top 3) or tier (intervals.py).
+    crs_fixed = cannot_vary(boot)
     boot_ranks = ranks(boot)
     c_lo, c_med, c_hi = _percentiles(boot)
-    a_lo, _, a_hi = _percentiles(auroc.drop(index=0).to_numpy(float))
+    a_lo, _, a_hi = _percentiles(a_boot)
+    if crs_fixed:
+        boot_ranks[:] = np.nan
+    # A member pinned at one value (e.g. at a min-max anchor) has no interval either, never [x, x].
+    for lo, hi, values in ((c_lo, c_hi, boot), (a_lo, a_hi, a_boot)):
+        flat = flat_members(values)
+        lo[flat], hi[flat] = np.nan, np.nan
     valid = (~np.isnan(boot)).sum(axis=0)
     with np.errstate(invalid="ignore"):
-        mean_rank = (
-            np.nanmean(np.where(np.isnan(boot_ranks), np.nan, boot_ranks), axis=0)
-            if len(boot)
-            else np.full(len(encoders), np.nan)
-        )
+        mean_rank = np.nanmean(boot_ranks, axis=0) if len(boot) and not crs_fixed else np.full(len(encoders), np.nan)
     n = max(len(boot), 1)
     table = pd.DataFrame(
         {
@@ -212,12 +225,12 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> 
             "auroc_hi": a_hi,
             "rank": ranks(point[None, :])[0],
             "mean_rank": mean_rank,
-            "p_rank1": (boot_ranks == 1).sum(axis=0) / n,
-            "p_top3": (boot_ranks <= 3).sum(axis=0) / n,
+            "p_rank1": np.nan if crs_fixed else (boot_ranks == 1).sum(axis=0) / n,
+            "p_top3": np.nan if crs_fixed else (boot_ranks <= 3).sum(axis=0) / n,
             "n_replicates": valid,
         }
     )
-    modal = table["p_rank1"] == table["p_rank1"].max()
+    modal = table["p_rank1"] == table["p_rank1"].max()  # never true for NaN
     table["leading_tier"] = (table["p_top3"] >= tier_threshold) | modal
     table = table.sort_values(["crs", "encoder_id"], ascending=[False, True]).reset_index(drop=True)
 
@@ -225,7 +238,7 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> 
     rows = []
     for a, b in itertools.combinations(order, 2):
         diff = crs[a].to_numpy(float) - crs[b].to_numpy(float)
-        d_boot = diff[1:][~np.isnan(diff[1:])]
+        d_boot = diff[1:][~np.isnan(diff[1:])] if not crs_fixed else np.zeros(0)
         lo, med, hi = np.percentile(d_boot, [2.5, 50.0, 97.5]) if len(d_boot) else (np.nan,) * 3
         rows.append(
             {
@@ -236,7 +249,7 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> 
                 "diff_median": med,
                 "diff_lo": lo,
                 "diff_hi": hi,
-                "p_a_better": float((d_boot > 0).sum() / n),
+                "p_a_better": np.nan if crs_fixed else float((d_boot > 0).sum() / n),
             }
         )
     return table[ENCODER_COLUMNS], pd.DataFrame(rows, columns=PAIR_COLUMNS)
@@ -262,21 +275,23 @@ def bootstrap_scores(
     resample: str,
     rng: np.random.Generator,
     workers: int | None = None,
-) -> pd.DataFrame:
-    """Every replicate's scores (see replicate_scores) under the chosen resampling."""
+) -> tuple[pd.DataFrame, list[str]]:
+    """Every replicate's scores (see replicate_scores) under the chosen resampling, and notes on
+    how small test strata were pooled."""
     runs = scored_runs(wh, members)
     if runs.empty:
         raise CrsbenchError("bootstrap: no member has a complete cell (see 'crsbench status')")
     images = "images" in resample
     seeds = {d: sorted(int(s) for s in g.unique()) for d, g in runs.groupby("dataset_id")["seed"]}
     draws = draw_seeds(seeds, replicates, rng, resample_seeds="seeds" in resample, resample_images=images)
-    metrics = [stored_metrics(runs)]
+    metrics, notes = [stored_metrics(runs)], []
     if images:
         tests = {e: eval_images(wh, e) for e in sorted(runs["eval_dataset_id"].unique())}
         weights = {e: draw_images(t, replicates, rng) for e, t in tests.items()}
         auroc, ece = rescore(wh, runs, tests, weights, workers=workers)
         metrics.append(rescored_metrics(auroc, ece, runs["key"].to_numpy()))
-    return replicate_scores(wh, runs, pd.concat(metrics, ignore_index=True), draws)
+        notes = [n for t in tests.values() for n in t.notes]
+    return replicate_scores(wh, runs, pd.concat(metrics, ignore_index=True), draws), notes
 
 
 @register_analysis(
@@ -313,7 +328,7 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     panel, members = resolve_population(wh, params["panel"])
     check_complete(wh, panel, members)
     digest = runs_digest(wh, list(members))  # before reading: a run landing meanwhile makes it stale
-    scores = bootstrap_scores(
+    scores, strata_notes = bootstrap_scores(
         wh, members, replicates, resample, np.random.default_rng(int(params["seed"])), params["workers"]
     )
     global_rows = scores[scores["scope"] == "global"].rename(columns={"discrimination": "auroc"})
@@ -339,12 +354,28 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         f"tied with the leader (CRS-gap interval contains 0, shown '=1'): {', '.join(tied)}",
         f"leading tier (P(top 3) >= {params['tier_threshold']} or modal P(rank 1)): " + ", ".join(tier),
         f"{separated}/{len(pairs)} pairs have a 95 % CRS-difference interval above 0",
+        *strata_notes,
+        *na_notes(intervals, resample),
         f"stored: bootstrap_intervals (panel {panel}, resample {resample})",
     ]
     summary = encoders[
         ["encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi", "p_rank1", "leading_tier"]
     ]
     return AnalysisResult(tables=tables, summary=summary, notes=notes)
+
+
+def na_notes(intervals: pd.DataFrame, resample: str) -> list[str]:
+    """What is n/a among the aggregate intervals (intervals.py), and what it leaves uncounted."""
+    aggregate = intervals[intervals["dataset_id"].isna()]
+    fixed = list(aggregate.loc[aggregate["note"] == fixed_note(resample), "metric"].unique())
+    pinned = aggregate.loc[(aggregate["note"] == pinned_note(resample)) & (aggregate["metric"] == "crs"), "encoder_id"]
+    lines = []
+    if fixed:
+        uncounted = "; no tie, P(rank 1) or P(top 3) is counted" if "crs" in fixed else ""
+        lines.append(f"n/a, no interval: {', '.join(fixed)} ({fixed_note(resample)}){uncounted}")
+    if len(pinned):
+        lines.append(f"n/a, no interval: the CRS of {', '.join(pinned)} ({pinned_note(resample)})")
+    return lines
 
 
 _GAPS_SQL = """

@@ -11,9 +11,17 @@ replicates 1..R, replicates = how many of them had a value. Metrics:
   the data cannot tell the encoder from the leader: the encoder shares rank 1 ("=1");
 * `kendall_tau`, `spearman_rho`, `reversals` (encoder_id NULL, aggregate only): how the CRS
   ranking agrees with the AUROC ranking, from `crs_rank_agreement`.
+
+An interval that cannot vary is not an interval: where a metric takes the same value in every
+replicate for every member of a scope (e.g. the AUROC under `--resample seeds`, whose 100 % fits
+do not depend on the seed), the resampling does not reach it. Its rows get lo = hi = NULL and
+`note` says why, never [x, x]; `auroc_rank` follows `discrimination`, `crs_gap` follows `crs`
+(so no tie with the leader is counted), and the rank-agreement statistics follow both.
 """
 
 from __future__ import annotations
+
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -33,6 +41,7 @@ COLUMNS = [
     "hi",
     "replicates",
     "input_digest",
+    "note",
 ]
 # The digest of the runs of `encoders` (bootstrap_freshness recomputes it to flag stale rows).
 _DIGEST_SQL = """
@@ -48,6 +57,64 @@ def runs_digest(wh: Warehouse, encoders: list[str]) -> str | None:
 
 
 AGREEMENT = ("kendall_tau", "spearman_rho", "reversals")
+# Metrics that cannot vary when the one they are derived from cannot (see the module docstring).
+DERIVED = {
+    "auroc_rank": ("discrimination",),
+    "crs_gap": ("crs",),
+    **dict.fromkeys(AGREEMENT, ("crs", "discrimination")),
+}
+
+
+FLAT = 1e-12  # a replicate spread at most this is no spread (identical inputs give identical floats)
+
+
+def flat_members(values: np.ndarray) -> np.ndarray:
+    """Per member (column) of bootstrap replicates (R, members): whether every replicate gives it
+    one value (NaN ignored; a member with no value counts as flat)."""
+    if not values.size:
+        return np.zeros(values.shape[1] if values.ndim == 2 else 0, dtype=bool)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns
+        spread = np.nanmax(values, axis=0) - np.nanmin(values, axis=0)
+    flat: np.ndarray = np.isnan(spread) | (spread <= FLAT)
+    return flat
+
+
+def cannot_vary(values: np.ndarray) -> bool:
+    """Whether no member's replicates move (flat_members for all): then the resampling does not
+    reach the metric and it has no interval."""
+    return bool(values.size) and bool(flat_members(values).all())
+
+
+def fixed_note(resample: str) -> str:
+    """Why a metric no member's replicates move is n/a (bootstrap_intervals.note)."""
+    return f"cannot vary: the same value in every replicate for every member under {resample} resampling"
+
+
+def pinned_note(resample: str) -> str:
+    """Why one member's metric is n/a while others' vary (bootstrap_intervals.note)."""
+    return (
+        f"the same value in every replicate under {resample} resampling: pinned at a min-max anchor, "
+        "or not reached by the resampling"
+    )
+
+
+def _notes(long: pd.DataFrame, rows: pd.DataFrame, resample: str) -> pd.Series:
+    """The note of each of `rows` (scope, encoder_id, metric): a metric no member's replicates
+    move, and what derives from it, is fixed; one member's CRS or axis alone is pinned."""
+    boot = long[(long["replicate"] > 0) & long["value"].notna()]
+    spread = boot.groupby(["scope", "encoder_id", "metric"])["value"].agg(lambda v: v.max() - v.min())
+    flat = spread <= FLAT
+    everyone = flat.groupby(level=["scope", "metric"]).all()
+    fixed = {(str(s), str(m)) for (s, m), v in everyone.items() if v and m not in DERIVED}
+    scopes = {str(s) for s in long["scope"].unique()}
+    fixed |= {(s, m) for s in scopes for m, base in DERIVED.items() if all((s, b) in fixed for b in base)}
+    pinned = {(str(s), str(e), str(m)) for (s, e, m), v in flat.items() if v and m in ("crs", *AXES)}
+    notes = [
+        fixed_note(resample) if (s, m) in fixed else pinned_note(resample) if (s, e, m) in pinned else None
+        for s, e, m in zip(rows["scope"], rows["encoder_id"].astype(str), rows["metric"], strict=True)
+    ]
+    return pd.Series(notes, index=rows.index, dtype=object)
 
 
 def _gap_and_rank(scores: pd.DataFrame) -> pd.DataFrame:
@@ -88,6 +155,8 @@ def interval_rows(wh: Warehouse, scores: pd.DataFrame, panel: str, resample: str
     panel_rows = summarise_long(agree_long.astype({"value": float}), ["scope", "metric"])
     panel_rows["encoder_id"] = None
     out = pd.concat([rows, panel_rows], ignore_index=True)
+    out["note"] = _notes(long, out, resample)
+    out.loc[out["note"].notna(), ["lo", "hi"]] = np.nan
     out["dataset_id"] = out["scope"].where(out["scope"] != GLOBAL, None)
     out["panel"], out["resample"] = panel, resample
     out["replicates"] = out["replicates"].fillna(0).astype(np.int64)

@@ -3,12 +3,12 @@
 Seeds: per dataset, one multiset of that dataset's seeds with replacement (as many draws as
 seeds), applied to every encoder (paired). Images: per eval dataset, the test set resampled
 stratified by class and grouped by patient: the resampling unit is a group (`images.group_id`,
-the image itself where a dataset has no groups), each unit belongs to the stratum of its most
-frequent class (multiclass/ordinal; ties to the lowest class index) or of its lowest-index
-positive label (multilabel; 'no label' is a stratum of its own), and each stratum draws as
-many units as it holds. The same draw weights every encoder, condition, fraction and seed of
-that eval dataset, which is what pairs the comparison. A draw is stored as integer weights:
-image i drawn w_i times (`probes.weighted_metrics` scores the stored predictions with them).
+the image itself where a dataset has no groups), in the stratum `crsbench.ingest.strata` gives it
+(the rarest class it holds, multiclass/ordinal; its lowest-index positive label, multilabel;
+strata of fewer than 2 units pooled), and each stratum draws as many units as it holds. The same
+draw weights every encoder, condition, fraction and seed of that eval dataset, which is what
+pairs the comparison. A draw is stored as integer weights: image i drawn w_i times
+(`probes.weighted_metrics` scores the stored predictions with them).
 
 Replicate 0 is the identity everywhere (every seed once, every image once): the point estimate.
 """
@@ -22,10 +22,9 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core import CrsbenchError
+from crsbench.ingest.strata import resample_strata, units_by_label, unsupported
 from crsbench.ingest.types import Task
 from crsbench.warehouse.connection import Warehouse
-
-MIN_UNITS_PER_STRATUM = 2
 
 
 @dataclass(frozen=True)
@@ -39,6 +38,8 @@ class EvalImages:
     unit: np.ndarray  # (n,) resampling unit (group) code per image
     stratum: np.ndarray  # (n_units,) stratum code per unit
     stratum_names: list[str]
+    notes: tuple[str, ...] = ()  # how small strata were pooled
+    unsupported: str | None = None  # why the split cannot support the image bootstrap (ingest.strata)
 
 
 @dataclass(frozen=True)
@@ -73,39 +74,39 @@ def eval_images(wh: Warehouse, dataset_id: str) -> EvalImages:
     onehot = np.zeros((len(images), len(names)), dtype=np.int64)
     onehot[position.loc[long["image_id"]].to_numpy(), long["label_idx"].to_numpy()] = 1
     unit, _ = pd.factorize(images["grp"])
-    n_units = int(unit.max()) + 1 if len(unit) else 0
-    per_unit = np.zeros((n_units, len(names)), dtype=np.int64)
-    np.add.at(per_unit, unit, onehot)
-    if task is Task.MULTILABEL:
-        labels = onehot
-        has = per_unit.sum(axis=1) > 0
-        stratum = np.where(has, np.argmax(per_unit > 0, axis=1), len(names))
-        stratum_names = [*names, "no label", "rare labels"]
-        # A multilabel stratum is a unit's first positive label, a proxy rather than a class: units
-        # whose proxy is shared by fewer than 2 units are pooled, so rare labels still vary.
-        counts = np.bincount(stratum, minlength=len(stratum_names))
-        rare = counts[stratum] < MIN_UNITS_PER_STRATUM
-        if rare.sum() >= MIN_UNITS_PER_STRATUM:
-            stratum = np.where(rare, len(names) + 1, stratum)
-        elif rare.any():
-            stratum = np.where(rare, int(np.argmax(counts)), stratum)
-    else:
-        labels = onehot.argmax(axis=1)
-        stratum = per_unit.argmax(axis=1)  # most frequent class, ties to the lowest index
-        stratum_names = list(names)
-    return EvalImages(dataset_id, task, images["row_index"].to_numpy(np.int64), labels, unit, stratum, stratum_names)
+    per_unit = units_by_label(unit, onehot)
+    multilabel = task is Task.MULTILABEL
+    strata = resample_strata(per_unit, names, multilabel)
+    notes = []
+    if strata.pooled:
+        into = f"joined stratum {strata.joined!r}" if strata.joined else "were pooled into one stratum"
+        notes.append(
+            f"{dataset_id}: test strata of fewer than 2 groups ({', '.join(strata.pooled)}) {into} (METHODS.md §10.2)"
+        )
+    return EvalImages(
+        dataset_id,
+        task,
+        images["row_index"].to_numpy(np.int64),
+        onehot if multilabel else onehot.argmax(axis=1),
+        unit,
+        strata.stratum,
+        strata.names,
+        tuple(notes),
+        unsupported(per_unit, names, multilabel),
+    )
 
 
 def check_strata(test: EvalImages) -> None:
-    """Every stratum that occurs needs >= 2 units, else a replicate cannot vary it."""
+    """Refuse a test split that cannot support the image bootstrap (`ingest.strata.unsupported`),
+    and any stratum of fewer than 2 units, which a replicate could not vary."""
     counts = np.bincount(test.stratum, minlength=len(test.stratum_names))
-    for code, count in enumerate(counts):
-        if 0 < count < MIN_UNITS_PER_STRATUM:
-            raise CrsbenchError(
-                f"dataset {test.dataset_id}: class {test.stratum_names[code]!r} has {count} test "
-                f"image (group) in its resample stratum; the image-level bootstrap needs at least "
-                f"{MIN_UNITS_PER_STRATUM} (use --resample seeds)"
-            )
+    small = [test.stratum_names[c] for c, n in enumerate(counts) if 0 < n < 2]
+    why = test.unsupported or (f"stratum {small[0]!r} has 1 test image (group)" if small else None)
+    if why is not None:
+        raise CrsbenchError(
+            f"dataset {test.dataset_id}: {why}; the image-level bootstrap needs every class in at least "
+            "2 test groups (use --resample seeds)"
+        )
 
 
 def draw_images(test: EvalImages, replicates: int, rng: np.random.Generator) -> np.ndarray:

@@ -133,8 +133,19 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         board = board.merge(boot[keep], on="encoder_id", how="left")
     members = set(data.members)
 
+    def fixed(row: pd.Series, column: str) -> str | None:
+        """The note of an interval the bootstrap cannot move (crs_encoder_ci), shown as n/a."""
+        note = row.get(column)
+        return (
+            f' <span class="note" title="{esc(note)}">n/a (same in every replicate)</span>'
+            if isinstance(note, str)
+            else None
+        )
+
     def auroc_cell(row: pd.Series) -> str:
         text = fmt_number(row["auroc"])
+        if (na := fixed(row, "auroc_note")) is not None:
+            return text + na
         if "auroc_lo" in cols and "auroc_hi" in cols:
             text += (
                 f' <span class="note">[{fmt_number(row[cols["auroc_lo"]])}, {fmt_number(row[cols["auroc_hi"]])}]</span>'
@@ -143,6 +154,8 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
 
     def crs_cell(row: pd.Series) -> str:
         text = fmt_number(row["crs"])
+        if (na := fixed(row, "crs_note")) is not None:
+            return text + na
         if "lo" in cols and "hi" in cols:
             if pd.isna(row[cols["lo"]]) or pd.isna(row[cols["hi"]]):
                 return text + (

@@ -3,6 +3,8 @@
 -- have NULL intervals and resample NULL when the panel has no bootstrap yet) and the tier: '=1'
 -- for every encoder whose CRS gap to the leader has an interval reaching 0 when there are several
 -- ('1' when the leader stands alone), else its CRS rank.
+-- An interval that cannot vary (bootstrap_intervals.note) is NULL with its note here, and its
+-- NULL CRS gap counts in no tie.
 -- A stale bootstrap (bootstrap_freshness: its runs changed since it ran) gives no interval and
 -- no tie here: stale is true and the intervals are NULL, so an old interval is never shown
 -- beside a current point estimate; rerun the bootstrap to fill them.
@@ -25,7 +27,9 @@ ci as (
            max(hi) filter (where metric = 'crs_gap') as gap_hi,
            max(lo) filter (where metric = 'auroc_rank') as auroc_rank_lo,
            max(hi) filter (where metric = 'auroc_rank') as auroc_rank_hi,
-           max(replicates) filter (where metric = 'crs') as replicates
+           max(replicates) filter (where metric = 'crs') as replicates,
+           max(note) filter (where metric = 'crs') as crs_note,
+           max(note) filter (where metric = 'discrimination') as auroc_note
     from bootstrap_intervals b
     where dataset_id is null and encoder_id is not null
       and not exists (
@@ -38,7 +42,7 @@ joined as (
     select c.panel, r.resample, c.encoder_id, c.regime, c.crs, i.crs_lo, i.crs_hi, c.auroc,
            i.auroc_lo, i.auroc_hi, i.gap_lo, i.gap_hi, c.crs_rank, c.auroc_rank, i.auroc_rank_lo,
            i.auroc_rank_hi, c.in_panel, c.n_datasets, c.pretrained, i.replicates,
-           coalesce(f.stale, false) as stale, c.coverage
+           coalesce(f.stale, false) as stale, c.coverage, i.crs_note, i.auroc_note
     from crs_encoder c
     left join resamples r on r.panel = c.panel
     left join freshness f on f.panel = r.panel and f.resample = r.resample
@@ -56,7 +60,7 @@ select panel, resample, encoder_id, regime, crs, crs_lo, crs_hi, auroc, auroc_lo
             when gap_lo <= 0 then '1'
             else crs_rank::varchar end as tier,
        gap_lo, gap_hi, crs_rank, auroc_rank, auroc_rank_lo, auroc_rank_hi, in_panel, n_datasets,
-       pretrained, replicates, stale, coverage
+       pretrained, replicates, stale, coverage, crs_note, auroc_note
 from tied;
 
 comment on view crs_encoder_ci is 'One row per (panel, resample, encoder, regime) of crs_encoder with 95 % bootstrap intervals of CRS and AUROC and the tier (=1: tied with the leader). docs/METHODS.md §10.';
@@ -83,3 +87,5 @@ comment on column crs_encoder_ci.pretrained is 'Whether the encoder carries pret
 comment on column crs_encoder_ci.replicates is 'Replicates with a CRS value. docs/METHODS.md §10.';
 comment on column crs_encoder_ci.stale is 'True when the stored bootstrap of this panel and resample read runs that have changed since (bootstrap_freshness): its intervals and ties are withheld (NULL) rather than shown beside the current CRS; rerun crsbench analyze bootstrap --panel P. docs/METHODS.md §10.';
 comment on column crs_encoder_ci.coverage is 'full or partial, as crs_encoder.coverage: partial encoders miss a panel dataset and have no aggregate rank. docs/METHODS.md §8.5.';
+comment on column crs_encoder_ci.crs_note is 'Why crs_lo / crs_hi are NULL although the bootstrap ran (bootstrap_intervals.note): the CRS cannot vary under this resampling for any member (then no tie is counted either), or is pinned at one value for this one. NULL otherwise. docs/METHODS.md §10.';
+comment on column crs_encoder_ci.auroc_note is 'Why auroc_lo / auroc_hi are NULL although the bootstrap ran (bootstrap_intervals.note), e.g. the AUROC under seeds resampling. NULL otherwise. docs/METHODS.md §10.';

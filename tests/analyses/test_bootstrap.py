@@ -102,14 +102,17 @@ def test_an_encoder_dominating_every_axis_is_always_first(tmp_path):
         tier = leading_tier(wh)
     got = result.tables["encoders"].set_index("encoder_id")
     assert got.loc["top", "p_rank1"] == 1.0 and got.loc["top", "p_top3"] == 1.0
-    assert got.loc["top", "crs_lo"] == got.loc["top", "crs_hi"] == 1.0  # Dom = S = W = 1
+    assert got.loc["top", "crs_median"] == 1.0  # Dom = S = W = 1 in every replicate
+    # pinned at 1.0 while the others vary: n/a, never the interval [1, 1]
+    assert np.isnan(got.loc["top", "crs_lo"]) and np.isnan(got.loc["top", "crs_hi"])
+    assert got.drop(index="top")["crs_lo"].notna().all()
     assert (got.drop(index="top")["p_rank1"] == 0).all()
     assert "top" in set(tier["encoder_id"])
     pairs = result.tables["pairs"]
     assert (pairs.loc[pairs["encoder_a"] == "top", "diff_lo"] > 0).all()
 
 
-def test_identical_seeds_collapse_every_interval_to_a_point(tmp_path):
+def test_identical_seeds_leave_every_interval_and_rank_probability_na(tmp_path):
     rows = []
     for i, e in enumerate(["a", "b", "c", "d", "e"]):
         rows += _cells(
@@ -124,11 +127,12 @@ def test_identical_seeds_collapse_every_interval_to_a_point(tmp_path):
     with Warehouse.open(db) as wh:
         result = run_analysis(wh, "bootstrap", {"replicates": 200, "resample": "seeds"})
     enc = result.tables["encoders"]
-    assert (enc["crs_lo"] == enc["crs"]).all() and (enc["crs_hi"] == enc["crs"]).all()
-    assert (enc["auroc_lo"] == enc["auroc_hi"]).all()
-    assert set(enc["p_rank1"]) == {0.0, 1.0} and enc["p_rank1"].sum() == 1.0
+    # Nothing the seeds draw moves a score: no interval, no rank probability, no tier (never [x, x]).
+    assert (enc["crs_median"] == enc["crs"]).all()
+    assert enc[["crs_lo", "crs_hi", "auroc_lo", "auroc_hi", "p_rank1", "p_top3", "mean_rank"]].isna().all().all()
+    assert not enc["leading_tier"].any()
     pairs = result.tables["pairs"]
-    assert (pairs["diff_lo"] == pairs["diff"]).all() and (pairs["diff_hi"] == pairs["diff"]).all()
+    assert pairs[["diff_lo", "diff_hi", "p_a_better"]].isna().all().all() and pairs["diff"].notna().all()
 
 
 def test_probabilities_and_intervals_summarise_the_stored_replicates(world):
@@ -148,8 +152,12 @@ def test_probabilities_and_intervals_summarise_the_stored_replicates(world):
     for e in wide.columns:
         assert enc.loc[e, "p_rank1"] == pytest.approx(np.mean(want_rank[:, wide.columns.get_loc(e)] == 1))
         assert enc.loc[e, "p_top3"] == pytest.approx(np.mean(want_rank[:, wide.columns.get_loc(e)] <= 3))
+        if wide[e].min() == wide[e].max():  # pinned at one value (a min-max anchor): n/a, never [x, x]
+            assert np.isnan(enc.loc[e, "crs_lo"]) and np.isnan(enc.loc[e, "crs_hi"])
+            continue
         assert enc.loc[e, "crs_lo"] == pytest.approx(np.percentile(wide[e], 2.5))
         assert enc.loc[e, "crs_hi"] == pytest.approx(np.percentile(wide[e], 97.5))
+    assert (wide.max() > wide.min()).sum() >= 5
     assert enc["p_rank1"].sum() == pytest.approx(1.0)  # no ties in this scenario
     assert enc["p_top3"].sum() == pytest.approx(3.0)
     pairs = result.tables["pairs"].set_index(["encoder_a", "encoder_b"])

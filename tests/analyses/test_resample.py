@@ -34,7 +34,9 @@ def test_class_counts_are_kept_and_groups_move_together():
 
 def test_a_stratum_with_one_unit_is_refused_in_one_line():
     labels = np.array([0, 0, 0, 1, 1, 2])
-    with pytest.raises(CrsbenchError, match=r"class 'c' has 1 test image \(group\) in its resample stratum"):
+    with pytest.raises(
+        CrsbenchError, match=r"^dataset ds: stratum 'c' has 1 test image \(group\);.*\(use --resample seeds\)$"
+    ):
         draw_images(_images(labels, np.arange(6)), 100, np.random.default_rng(0))
 
 

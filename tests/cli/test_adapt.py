@@ -71,7 +71,7 @@ def pipeline(tmp_path_factory, _ingested_db_template):
     assert _cli("grid", "restrict", "--db", str(db), "-d", DATASET, *grid) == 0
     assert _cli("probe", "--db", str(db), "--store", store, "-d", DATASET, *grid) == 0
     with Warehouse.open(db) as wh:
-        freeze_panel(wh, "p", list(FROZEN))
+        freeze_panel(wh, "p", list(FROZEN), allow_small=True)
     return db, store
 
 

@@ -98,7 +98,16 @@ def test_user_errors_of_each_family_exit_1(warehouse, tmp_path, capsys):
         ["sql", "select * from no_such_table", "--db", str(warehouse)],
         ["report", "--panel", "nope", "--db", str(warehouse), "--out", str(tmp_path / "r.html")],
         ["panel", "show", "nope", "--db", str(warehouse)],
-        ["panel", "freeze", "main", "--encoders", "alpha,bravo", "--db", str(warehouse)],  # already frozen
+        [
+            "panel",
+            "freeze",
+            "main",
+            "--encoders",
+            "alpha,bravo",
+            "--allow-small",
+            "--db",
+            str(warehouse),
+        ],  # already frozen
         ["analyze", "no-such-analysis", "--db", str(warehouse)],
         ["ingest", "aptos2019", str(tmp_path / "nothing-here"), "--name", "x", "--db", str(tmp_path / "w.duckdb")],
     ]
@@ -163,7 +172,20 @@ def test_json_output_of_panel_leaderboard_and_analyze(warehouse, tmp_path, capsy
     shutil.copy(warehouse, db)
     shutil.copytree(warehouse.with_name(warehouse.name + ".parts"), db.with_name(db.name + ".parts"))
     doc = one_json(
-        run(capsys, ["--json", "panel", "freeze", "second", "--encoders", "alpha,bravo,delta", "--db", str(db)])[1]
+        run(
+            capsys,
+            [
+                "--json",
+                "panel",
+                "freeze",
+                "second",
+                "--encoders",
+                "alpha,bravo,delta",
+                "--allow-small",
+                "--db",
+                str(db),
+            ],
+        )[1]
     )
     assert doc["panel"] == "second" and doc["members"] == ["alpha", "bravo", "delta"]
     doc = one_json(run(capsys, ["--json", "panel", "list", "--db", str(db)])[1])

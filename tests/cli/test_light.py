@@ -109,7 +109,7 @@ def light_commands(db: Path, out: Path) -> dict[str, list[str]]:
         "sql": ["sql", "select encoder_id, crs from crs_encoder order by encoder_id", *d],
         "describe": ["describe", *d],
         "export": ["export", "crs_encoder", "--out", str(out / "board.csv"), *d],
-        "panel freeze": ["panel", "freeze", "light", "--encoders", "e1,e2,e3", *d],
+        "panel freeze": ["panel", "freeze", "light", "--encoders", "e1,e2,e3", "--allow-small", *d],
     }
 
 

@@ -110,7 +110,7 @@ def flagged_db(tmp_path_factory):
     root = zarr.open_group(store, mode="a", zarr_format=3)
     with Warehouse.open(db) as wh:
         wh.append_runs(frame(rows))
-        freeze_panel(wh, "p", ["e1", "e2", "e3"])
+        freeze_panel(wh, "p", ["e1", "e2", "e3"], allow_small=True)
         for encoder in ("e1", FLAT):
             attrs = {"image_digest": "x", "dim": 8, "n_images": 10, "complete": True}
             if encoder == FLAT:
@@ -132,7 +132,7 @@ def test_confirming_a_sound_set_is_a_one_line_error(flagged_db, capsys):
     assert capsys.readouterr().err.strip() == (
         "error: feature set derm/e1 is not flagged as degenerate; there is nothing to confirm"
     )
-    assert main(["panel", "freeze", "q", "--encoders", f"e1,{FLAT}", "--db", str(flagged_db)]) == 1
+    assert main(["panel", "freeze", "q", "--encoders", f"e1,{FLAT}", "--allow-small", "--db", str(flagged_db)]) == 1
     assert "error: panel 'q': flat has a degenerate feature set on derm (constant features" in capsys.readouterr().err
     assert main(["--json", "feature-sets", "--db", str(flagged_db)]) == 0
     rows = json.loads(capsys.readouterr().out)["feature_sets"]

@@ -86,7 +86,11 @@ def _store_bootstraps(wh: Warehouse) -> None:
             ):
                 rows.append([PANEL, resample, encoder, None, metric, (lo + hi) / 2, lo, hi, 200, recorded])
         rows.append([PANEL, resample, None, None, "kendall_tau", 0.6, 0.2, 1.0, 200, recorded])
-    wh.con.executemany("insert into bootstrap_intervals values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
+    wh.con.executemany(
+        "insert into bootstrap_intervals (panel, resample, encoder_id, dataset_id, metric, estimate, lo, hi, "
+        "replicates, input_digest) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
 
 
 def _frame(wh: Warehouse, view: str) -> pd.DataFrame:

@@ -7,6 +7,7 @@ stored float32 predictions with `probes.metrics`, as the grid does."""
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
@@ -44,6 +45,22 @@ def _datasets() -> dict[str, Dataset]:
         "derm": make_dataset("derm", "multiclass", 400, 4, seed=11, split_share=(0.4, 0.1)),
         "cxr": make_dataset("cxr", "multilabel", 400, 3, seed=12, split_share=(0.4, 0.1)),
     }
+
+
+def mixed_patients(name: str = "derm", seed: int = 11) -> Dataset:
+    """`derm` (multiclass, 4 classes) whose test patients hold images of different classes, as a
+    user's grouped data does: class3 has 6 test images in 5 patients and is the most frequent
+    class of only one of them (patient p0: 3 3 0; p1-p4: 3 x x with x in 0-2); every other test
+    image is in a two-image patient of classes 0-2, mixed as they come."""
+    ds = make_dataset(name, "multiclass", 400, 4, seed=seed, split_share=(0.4, 0.1))
+    test = ds.split_rows("test")
+    labels, groups = ds.labels.copy(), ds.images["group_id"].to_numpy(object).copy()
+    rest = labels[test[15:]]
+    labels[test[15:]] = np.where(rest == 3, np.arange(len(rest)) % 3, rest)
+    labels[test[:15]] = [3, 3, 0, *(v for k in range(1, 5) for v in (3, k % 3, k % 3))]
+    groups[test[:15]] = [f"p{i // 3}" for i in range(15)]
+    groups[test[15:]] = [f"q{i // 2}" for i in range(len(test) - 15)]
+    return dataclasses.replace(ds, labels=labels, images=ds.images.assign(group_id=groups))
 
 
 def probs(ds: Dataset, rows: np.ndarray, quality: float, rng: np.random.Generator) -> np.ndarray:
@@ -96,10 +113,16 @@ def run_records(
 
 
 def cell_batches(
-    ds: Dataset, encoder: str, quality: float, k: int, perturbed: tuple[str, ...] = CONDITIONS
+    ds: Dataset,
+    encoder: str,
+    quality: float,
+    k: int,
+    perturbed: tuple[str, ...] = CONDITIONS,
+    seeded: bool = True,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Runs and predictions of one (encoder, dataset) cell: clean at every fraction x seed,
-    the perturbed conditions at fraction 1.0."""
+    the perturbed conditions at fraction 1.0. Not `seeded`: every seed of a fraction gets the
+    same predictions, so nothing a seed bootstrap draws moves any score."""
     rows = ds.split_rows("test")
     runs, preds = [], []
     created = datetime(2026, 1, 1, tzinfo=UTC)
@@ -109,7 +132,7 @@ def cell_batches(
             strength = quality * (0.8 + 0.2 * fraction**0.3)
             conditions = ["clean", *perturbed] if fraction == 1.0 else ["clean"]
             for c, condition in enumerate(conditions):
-                noise_seed = 0 if fraction == 1.0 else seed
+                noise_seed = seed if fraction < 1.0 and seeded else 0
                 rng = np.random.default_rng([k, len(ds.name), int(fraction * 100), noise_seed, c])
                 p = probs(ds, rows, strength * (1 - 0.04 * c), rng)
                 run, pred = run_records(ds, key, rows, condition, p, created)
@@ -118,16 +141,22 @@ def cell_batches(
     return (pd.DataFrame(runs, columns=runs_schema().names), pd.concat(preds, ignore_index=True)[PREDICTIONS.names])
 
 
-def build_world(folder: Path, encoders: dict[str, float] | None = None) -> Path:
-    """Datasets `derm` (multiclass, 4 classes) and `cxr` (multilabel, 3 labels), a frozen panel."""
+def build_world(
+    folder: Path,
+    encoders: dict[str, float] | None = None,
+    datasets: dict[str, Dataset] | None = None,
+    seeded: bool = True,
+) -> Path:
+    """Datasets `derm` (multiclass, 4 classes) and `cxr` (multilabel, 3 labels), or `datasets`,
+    and a frozen panel (`seeded`: see cell_batches)."""
     encoders = encoders or ENCODERS
     db = folder / "w.duckdb"
     with Warehouse.open(db) as wh:
-        for ds in _datasets().values():
+        for ds in (datasets or _datasets()).values():
             load_dataset(wh, ds, grid=GRID)
             for k, (name, quality) in enumerate(encoders.items()):
-                wh.append_runs(*cell_batches(ds, name, quality, k))
-        freeze_panel(wh, PANEL, list(encoders))
+                wh.append_runs(*cell_batches(ds, name, quality, k, seeded=seeded))
+        freeze_panel(wh, PANEL, list(encoders), allow_small=True)  # some worlds have 2 or 3
     return db
 
 

@@ -53,7 +53,7 @@ def build(db: Path, runs: pd.DataFrame, members: list[str] | None = None, panel:
         for seed in sorted(runs["seed"].unique()):  # one part per seed, like a sweep
             wh.append_runs(runs[runs["seed"] == seed])
         if members is not None:
-            freeze_panel(wh, panel, members)
+            freeze_panel(wh, panel, members, allow_small=True)  # fixtures freeze small panels too
     return db
 
 

@@ -23,7 +23,7 @@ def db(tmp_path):
 
 def test_freeze_records_the_members_condition_set_per_dataset(db):
     with Warehouse.open(db) as wh:
-        freeze_panel(wh, "main", ["e1", "e3", "e5"])
+        freeze_panel(wh, "main", ["e1", "e3", "e5"], allow_small=True)
         stored = wh.sql("select scope, conditions from panel_conditions where panel = 'main' order by scope")
         assert condition_warnings(wh.con, "main") == []
     assert list(stored.scope) == ["cxr", "derm", "fundus"]  # e5 has no fundus cell; e1 and e3 do
@@ -32,7 +32,7 @@ def test_freeze_records_the_members_condition_set_per_dataset(db):
 
 def test_a_cell_over_another_condition_set_is_flagged_by_name(db):
     with Warehouse.open(db) as wh:
-        freeze_panel(wh, "main", ["e1", "e3"])
+        freeze_panel(wh, "main", ["e1", "e3"], allow_small=True)
         # e7 is probed later with a plugin perturbation as well (one more condition on derm).
         extra = [run_row("e7", "derm", "derm", "invert-s1", 1.0, seed, 0.6, 0.2) for seed in range(5)]
         wh.append_runs(frame([*encoder_runs("e7"), *extra]))
