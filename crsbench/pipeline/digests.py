@@ -40,15 +40,14 @@ def image_digests(wh: Warehouse, datasets: Iterable[str]) -> dict[str, str]:
 def feature_digests(store_url: str, datasets: Iterable[str], encoders: Iterable[str]) -> dict[str, str]:
     import zarr
 
-    root = zarr.open_group(store_url, mode="r")
     out = {}
     for name in datasets:
         for encoder in encoders:
-            group = root[f"{name}/{encoder}"]
-            for depth in sorted(k for k in group if k.startswith("d")):
-                for condition in sorted(group[depth]):
-                    block = np.asarray(group[f"{depth}/{condition}"][:])
-                    out[f"features/{name}/{encoder}/{depth}/{condition}"] = short_digest(block.tobytes())
+            group = zarr.open_group(store_url, path=f"{name}/{encoder}", mode="r")
+            for path in sorted(key for key, node in group.members(max_depth=None) if isinstance(node, zarr.Array)):
+                if path.startswith("d") and "/" in path:  # <depth>/<condition>; not the bookkeeping arrays
+                    block = np.asarray(zarr.open_array(store_url, path=f"{name}/{encoder}/{path}", mode="r")[:])
+                    out[f"features/{name}/{encoder}/{path}"] = short_digest(block.tobytes())
     return out
 
 
