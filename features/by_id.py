@@ -199,6 +199,7 @@ def _longest_block_list(root: nn.Module) -> str:
 def _hf(name: str) -> dict[str, Any]:
     import torch
     import transformers
+    from huggingface_hub.errors import StrictDataclassError  # transformers' config validation
 
     folder = _local_or_cached(name)
     if folder is None:
@@ -210,14 +211,14 @@ def _hf(name: str) -> dict[str, Any]:
         config = transformers.AutoConfig.from_pretrained(str(folder), local_files_only=True, trust_remote_code=False)
         with torch.device("meta"):
             model = transformers.AutoModel.from_config(config, trust_remote_code=False)
-    except (OSError, ValueError, KeyError) as exc:
+    except (OSError, ValueError, KeyError, StrictDataclassError) as exc:
         custom = _auto_map(folder)
         if custom:
             raise CrsbenchError(
                 f"hf model {folder} needs its own Python code ({custom} in the auto_map of its "
                 f"config.json); crsbench never runs a checkpoint's code"
             ) from None
-        text = str(exc).strip()
+        text = " ".join(str(exc).split()) if isinstance(exc, StrictDataclassError) else str(exc).strip()
         raise CrsbenchError(f"cannot read hf model {folder}: {text.splitlines()[0] if text else exc!r}") from None
     root = _vision_part(model)
     norms = [n for n in _FINAL_NORMS if isinstance(getattr(root, n, None), nn.LayerNorm)]

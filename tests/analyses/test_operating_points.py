@@ -190,7 +190,7 @@ def test_a_fixed_threshold_gives_per_subgroup_rates_equal_to_sklearn(stored, tmp
     args = ["analyze", "operating_points", "--threshold", "0.3", "--key", "sex", "--db", str(db)]
     assert main(args) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "at p >= 0.3, by sex: f sens" in out
+    assert "at p >= 0.3, by sex: F sens" in out  # metadata values keep their case
     with Warehouse.open(db, read_only=True) as wh:
         groups = wh.sql("select * from analysis_operating_points_subgroups where rule = 'fixed'")
         points = wh.sql("select * from operating_points where rule = 'fixed'")

@@ -218,7 +218,7 @@ def test_the_summary_names_the_worst_group_most_often_worst(db, capsys):
     summary = json.loads(capsys.readouterr().out)["summary"]
     with Warehouse.open(db, read_only=True) as wh:
         gap_rows = wh.sql("select * from subgroup_gaps")
-    assert summary and all(row["worst_group"] in {"f", "m"} for row in summary if row["metric"] == "auroc")
+    assert summary and all(row["worst_group"] in {"F", "M"} for row in summary if row["metric"] == "auroc")
     for row in summary:
         mine = gap_rows[
             (gap_rows["encoder_id"] == row["encoder_id"])
