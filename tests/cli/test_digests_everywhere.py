@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 import pytest
 import zarr
 from support.bootstrap_support import build_world, copy_world
-from support.fault_support import env, raw_runs, synthetic_warehouse
+from support.fault_support import env, one_line_user_error, raw_runs, synthetic_warehouse
 from zarr.codecs import BloscCodec, Crc32cCodec
 
 from crsbench.warehouse.connection import Warehouse
@@ -47,13 +47,6 @@ def _cli(*args: str) -> tuple[int, str, str]:
         timeout=300,
     )
     return proc.returncode, proc.stdout, proc.stderr
-
-
-def _one_line_error(rc: int, err: str, *names: str) -> None:
-    assert rc == 1, err[-3000:]
-    assert err.count("\n") == 1 and err.startswith("error: "), err
-    for name in names:
-        assert name in err, err
 
 
 def _crc(block: np.ndarray) -> int:
@@ -132,7 +125,7 @@ def _assert_caught(db: Path, records_left: str) -> None:
     rc, _, err = _cli(
         "probe", "--probe", "logreg", "--depth", "1.0", "--fraction", "1.0", "-d", "derm", "--db", str(db)
     )
-    _one_line_error(rc, err, f"damaged feature chunk {CHUNK0}", "crsbench extract --repair -e enc -d derm")
+    one_line_user_error(rc, err, f"damaged feature chunk {CHUNK0}", "crsbench extract --repair -e enc -d derm")
     assert len(raw_runs(db)) == before  # no fit ran on the swapped rows
 
 
@@ -215,7 +208,7 @@ def test_planted_parts_are_never_read_folded_or_deleted(world, tmp_path):
 
     file_before = _digest(db)
     rc, _, err = _cli("warehouse", "compact", "--db", str(db))
-    _one_line_error(rc, err, "not written by crsbench", planted[0].name, "move them out")
+    one_line_user_error(rc, err, "not written by crsbench", planted[0].name, "move them out")
     assert _digest(db) == file_before and all(p.exists() for p in planted)  # refused before the file opened
 
     with Warehouse.open(db) as wh:  # a read-write open never records them in the ledger

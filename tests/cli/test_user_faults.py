@@ -25,7 +25,7 @@ import pandas as pd
 import pytest
 import zarr
 from PIL import Image
-from support.fault_support import env, raw_runs, synthetic_warehouse
+from support.fault_support import env, one_line_user_error, raw_runs, synthetic_warehouse
 from support.runs_factory import encoder_runs, frame
 
 from crsbench.cli import main
@@ -68,14 +68,6 @@ def _cli(args: list[str], prelude: str = "", fsize: int | None = None) -> tuple[
     return proc.returncode, proc.stderr
 
 
-def _one_line_user_error(rc: int, err: str, *names: str) -> None:
-    assert rc == 1, err[-3000:]
-    assert err.count("\n") == 1 and err.startswith("error: "), err
-    assert "internal error" not in err and "Traceback" not in err
-    for name in names:
-        assert name in err, err
-
-
 @pytest.fixture(scope="module")
 def template(tmp_path_factory) -> Path:
     """The synthetic warehouse (features of one encoder) with run parts pending (not folded)."""
@@ -100,7 +92,7 @@ def _runs(db: Path) -> int:
 def test_a_file_size_limit_is_a_user_error_and_the_warehouse_is_intact(db):
     before = _runs(db)
     rc, err = _cli(["warehouse", "compact", "--db", str(db)], fsize=16 * 1024)  # writing the file fails
-    _one_line_user_error(rc, err, str(db), "file-size limit (ulimit -f)")
+    one_line_user_error(rc, err, str(db), "file-size limit (ulimit -f)")
     assert _runs(db) == before
     rc, err = _cli(["warehouse", "compact", "--db", str(db)])  # a rerun does the job
     assert rc == 0, err
@@ -110,7 +102,7 @@ def test_a_file_size_limit_is_a_user_error_and_the_warehouse_is_intact(db):
 def test_a_full_disk_while_writing_parquet_parts(tmp_path):
     db = tmp_path / "new.duckdb"
     rc, err = _cli(["warehouse", "init", "--db", str(db)], prelude=FULL_PARQUET)  # writes the empty parts
-    _one_line_user_error(rc, err, str(parts_dir_for(db)), ".parquet: the disk is full")
+    one_line_user_error(rc, err, str(parts_dir_for(db)), ".parquet: the disk is full")
     assert not [p for p in parts_dir_for(db).rglob("*") if p.name.startswith(".tmp-")]  # no temporary left
 
 
@@ -128,7 +120,7 @@ def test_a_full_disk_while_writing_feature_chunks(tmp_path):
     )
     extract = ["extract", "-e", "tiny-convnext", "-d", "m", "--db", str(db)]
     rc, err = _cli(extract, prelude=FULL_ZARR_CHUNKS)
-    _one_line_user_error(rc, err, f"{db}.features.zarr/m/tiny-convnext/", "(row chunk 0): the disk is full")
+    one_line_user_error(rc, err, f"{db}.features.zarr/m/tiny-convnext/", "(row chunk 0): the disk is full")
     with Warehouse.open(db, read_only=True) as wh:  # nothing catalogued; the set is left to resume
         assert wh.sql("select count(*) n from feature_sets")["n"].item() == 0
     group = zarr.open_group(f"{db}.features.zarr/m/tiny-convnext", mode="r")
@@ -140,7 +132,7 @@ def test_a_truncated_parquet_part_names_it(db):
     part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
     for command in (["status"], ["warehouse", "compact"]):
         rc, err = _cli([*command, "--db", str(db)])
-        _one_line_user_error(rc, err, f"Parquet file {part} is truncated")
+        one_line_user_error(rc, err, f"Parquet file {part} is truncated")
     moved = db.parent / "moved"
     moved.mkdir()
     shutil.move(part, moved / part.name)  # the fix the message gives: the rest is served
@@ -152,7 +144,7 @@ def test_a_truncated_zarr_chunk_names_it(db):
     chunk = Path(str(db) + ".features.zarr") / "derm" / "enc" / "d100" / "clean" / "c" / "0" / "0"
     chunk.write_bytes(chunk.read_bytes()[: chunk.stat().st_size // 2])
     rc, err = _cli([*PROBE, "--seed", "0", "--db", str(db)])
-    _one_line_user_error(rc, err, "damaged feature chunk derm/enc/d100/clean/c/0/0", "extract --repair -e enc -d derm")
+    one_line_user_error(rc, err, "damaged feature chunk derm/enc/d100/clean/c/0/0", "extract --repair -e enc -d derm")
 
 
 def test_a_symlink_loop_in_a_dataset_folder_names_it(tmp_path):
@@ -169,7 +161,7 @@ def test_a_symlink_loop_in_a_dataset_folder_names_it(tmp_path):
     rc, err = _cli(
         ["ingest", "manifest", str(tmp_path / "ds"), "--name", "m", "-o", "task=multiclass", "--db", str(db)]
     )
-    _one_line_user_error(rc, err, "manifest.csv: line 14:", f"{tmp_path / 'ds' / 'img' / 'loop'}", "symlink loop")
+    one_line_user_error(rc, err, "manifest.csv: line 14:", f"{tmp_path / 'ds' / 'img' / 'loop'}", "symlink loop")
     assert not db.exists() or "m" not in duckdb.connect(str(db), read_only=True).sql("from datasets").df().values
 
 
@@ -192,7 +184,7 @@ def test_a_pickle_inside_an_hf_folder_names_the_file(db, tmp_path):
         '"image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]}'
     )
     rc, err = _cli(["extract", "-e", f"hf:{folder}", "-d", "derm", "--db", str(db)])
-    _one_line_user_error(
+    one_line_user_error(
         rc, err, f"weights {folder / 'pytorch_model.bin'} hold pickled Python objects (argparse.Namespace)"
     )
     assert "crsbench weights convert" in err

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import torch
 from PIL import Image
-from support.fault_support import env, synthetic_warehouse
+from support.fault_support import env, one_line_user_error, synthetic_warehouse
 
 pytestmark = pytest.mark.slow  # each case starts the CLI (torch, timm) in a subprocess
 RUN_CLI = "import sys\nfrom crsbench.cli import main\nsys.exit(main())\n"
@@ -66,14 +66,6 @@ def _cli(args: list[str], tmp: Path, prelude: str = "") -> tuple[int, str]:
     return proc.returncode, proc.stderr
 
 
-def _one_line_user_error(rc: int, err: str, *names: str) -> None:
-    assert rc == 1, err[-3000:]
-    assert err.count("\n") == 1 and err.startswith("error: "), err
-    assert "internal error" not in err and "Traceback" not in err
-    for name in names:
-        assert name in err, err
-
-
 def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -92,7 +84,7 @@ def db(template, tmp_path) -> Path:
 def _extract_refused(db: Path, tmp: Path, args: list[str], *names: str, prelude: str = "") -> None:
     before = _digest(db)
     rc, err = _cli(["extract", *args, "-d", "derm", "--db", str(db)], tmp, prelude)
-    _one_line_user_error(rc, err, *names)
+    one_line_user_error(rc, err, *names)
     assert _digest(db) == before
 
 
@@ -206,7 +198,7 @@ def test_a_fifo_in_a_dataset_is_refused_at_ingest_without_blocking(db, tmp_path,
         args = ["manifest", str(tmp_path / "fifo.csv"), "-o", "task=multiclass"]
     before = _digest(db)
     rc, err = _cli(["ingest", *args, "--name", "piped", "--db", str(db)], tmp_path)  # a hang: TimeoutExpired
-    _one_line_user_error(rc, err, *names)
+    one_line_user_error(rc, err, *names)
     assert _digest(db) == before
 
 

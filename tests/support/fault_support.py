@@ -83,3 +83,12 @@ def raw_runs(db: Path) -> pd.DataFrame:
             frames.insert(0, wh.sql("select * exclude (part) from runs_compacted"))
     frames = [f for f in frames if len(f)]
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def one_line_user_error(rc: int, err: str, *names: str) -> None:
+    """A refusal as the CLI gives one: exit 1, exactly one `error: ...` line naming `names`."""
+    assert rc == 1, err[-3000:]
+    assert err.count("\n") == 1 and err.startswith("error: "), err
+    assert "internal error" not in err and "Traceback" not in err
+    for name in names:
+        assert name in err, err

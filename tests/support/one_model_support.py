@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.fault_support import env
+from support.fault_support import env, one_line_user_error  # noqa: F401  (re-exported)
 
 RUN_CLI = "import sys\nfrom crsbench.cli import main\nsys.exit(main())\n"
 
@@ -23,14 +23,6 @@ def cli(*args: str) -> tuple[int, str, str]:
         timeout=300,
     )
     return proc.returncode, proc.stdout, proc.stderr
-
-
-def one_line_user_error(rc: int, err: str, *names: str) -> None:
-    assert rc == 1, err[-3000:]
-    assert err.count("\n") == 1 and err.startswith("error: "), err
-    assert "internal error" not in err and "Traceback" not in err
-    for name in names:
-        assert name in err, err
 
 
 def warehouse_digest(db: Path) -> dict[str, str]:
