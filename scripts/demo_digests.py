@@ -22,11 +22,11 @@ from crsbench.warehouse.connection import Warehouse
 GOLDEN = Path(__file__).resolve().parent.parent / "tests" / "data" / "golden_digests.json"
 TABLES = {
     "crs_encoder": "select * from crs_encoder order by panel, encoder_id",
-    "bootstrap_intervals": "select * exclude (created_at) from bootstrap_intervals order by all",
+    "bootstrap_intervals": "select * exclude (input_digest) from bootstrap_intervals order by all",
     "analysis_e1_specialisation": "select * from analysis_e1_specialisation order by all",
     "analysis_e4_corruption": "select * from analysis_e4_summary order by all",
     "analysis_agreement": "select * from analysis_agreement_encoder_agreement order by all",
-    "operating_points": "select * from analysis_operating_points_rates order by all",
+    "operating_points": "select * from operating_points order by all",
 }
 
 
