@@ -96,7 +96,7 @@ def demo(
     from crsbench.cli_panels import render_leaderboard
     from crsbench.cli_probes import render_probe
     from crsbench.cli_report import report_and_render
-    from crsbench.warehouse.panels import MIN_PANEL_MEMBERS, small_panel_reason
+    from crsbench.core import MIN_PANEL_MEMBERS, small_panel_reason
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)

@@ -238,4 +238,6 @@ def _ci(lo: float, hi: float, bootstrapped: bool = False, note: str | None = Non
         return "not bootstrapped" if bootstrapped else ""
     if lo == hi:  # a rank statistic no replicate moved: a value, not an interval
         return f"{lo:.4f} in every replicate"
+    if f"{lo:.4f}" == f"{hi:.4f}":  # it moved, below the printed digits: never shown as [x, x]
+        return f"{lo:.4f} (every replicate within 0.0001)"
     return f"[{lo:.4f}, {hi:.4f}]"

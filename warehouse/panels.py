@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import duckdb
 import pandas as pd
 
-from crsbench.core import AXES, CrsbenchError, __version__
+from crsbench.core import AXES, MIN_PANEL_MEMBERS, CrsbenchError, __version__, small_panel_reason
 from crsbench.warehouse.conditions import member_condition_sets, record_panel_conditions
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import one_row
@@ -24,9 +24,6 @@ from crsbench.warehouse.parts import one_row
 GLOBAL_SCOPE = "global"
 PANEL_MODE = "fixed"
 COHORT = "cohort"
-# Below this many members the min-max anchors are set by so few encoders that the CRS says little
-# (with 2, every member scores 0 or 1 on every axis); freezing one needs allow_small (METHODS §8.1).
-MIN_PANEL_MEMBERS = 4
 
 _MEMBER_AXES_SQL = """
     select scope, encoder_id, discrimination, calibration, label_efficiency, robustness
@@ -93,15 +90,6 @@ def _refuse_flagged(wh: Warehouse, name: str, members: tuple[str, ...]) -> None:
             f"a member sets the anchors, so confirm the set first (crsbench feature-sets --confirm "
             f"{r.encoder_id} {r.dataset_id}) or leave it out"
         )
-
-
-def small_panel_reason(n_members: int) -> str:
-    """Why a panel of `n_members` (< MIN_PANEL_MEMBERS) gives scores that mean little."""
-    return f"each axis is min-max normalised over the {n_members} members, so " + (
-        "each member scores exactly 0 or 1 on every axis and the CRS cannot tell them apart"
-        if n_members == 2
-        else "the anchors are set by the members themselves and the CRS says little"
-    )
 
 
 def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_small: bool = False) -> Panel:

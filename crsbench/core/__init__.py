@@ -21,6 +21,7 @@ from crsbench.core.constants import (
     FROZEN,
     LABEL_FRACTIONS,
     LORA,
+    MIN_PANEL_MEMBERS,
     PERTURBATION_PLUGINS,
     PERTURBATIONS,
     PERTURBED_CONDITIONS,
@@ -32,6 +33,7 @@ from crsbench.core.constants import (
     TERM_WEIGHTS,
     default_db_path,
     lora_regime,
+    small_panel_reason,
 )
 from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError
 from crsbench.core.keys import SEPARATOR, EncoderKey
@@ -61,6 +63,7 @@ __all__ = [
     "FROZEN",
     "LABEL_FRACTIONS",
     "LORA",
+    "MIN_PANEL_MEMBERS",
     "PERTURBATIONS",
     "PERTURBATION_PLUGINS",
     "PERTURBED_CONDITIONS",
@@ -85,4 +88,5 @@ __all__ = [
     "lora_regime",
     "no_progress",
     "numerics_modes",
+    "small_panel_reason",
 ]

@@ -40,6 +40,20 @@ CONDITIONS: Final[tuple[str, ...]] = (CLEAN, *PERTURBED_CONDITIONS)
 # The run-record condition of a model evaluated on the paired external dataset (E7).
 SHIFT: Final = "shift"
 
+# Below this many members the min-max anchors are set by so few encoders that the CRS says little
+# (with 2, every member scores 0 or 1 on every axis); freezing one needs allow_small (METHODS §8.1).
+MIN_PANEL_MEMBERS: Final = 4
+
+
+def small_panel_reason(n_members: int) -> str:
+    """Why a panel of `n_members` (< MIN_PANEL_MEMBERS) gives scores that mean little."""
+    return f"each axis is min-max normalised over the {n_members} members, so " + (
+        "each member scores exactly 0 or 1 on every axis and the CRS cannot tell them apart"
+        if n_members == 2
+        else "the anchors are set by the members themselves and the CRS says little"
+    )
+
+
 # The probe whose grid covers every depth and fraction; the axes and the CRS are read from it (METHODS §3).
 PRIMARY_PROBE: Final = "logreg"
 # The (probe, depth) pairs of the protocol's declared grid: the primary probe at every depth, the
