@@ -123,6 +123,34 @@ def leaderboard(
 def render_leaderboard(result: Leaderboard) -> None:
     used, board, agreement = result.panel, result.board, result.agreement
     boot, agree_ci = result.resample, result.agreement_intervals
+    if console.json_mode:
+        emit(
+            {
+                "panel": used,
+                "verdict": result.verdict,
+                "resample": boot,
+                "leaderboard": board,
+                "rank_agreement": agreement,
+                "rank_agreement_intervals": agree_ci,
+                "rank_agreement_na": agreement_gaps(agreement),
+                "warnings": result.warnings,
+                "incomplete": result.incomplete,
+                "partial": result.partial,
+                "stale": result.stale,
+                "flagged": result.flagged,
+            }
+        )
+        return
+    console.print(escape(result.verdict))
+    _print_board(result)
+    _print_agreement(agreement, agree_ci)
+    for line in _leaderboard_notes(result):
+        console.print(escape(line))
+
+
+def _leaderboard_notes(result: Leaderboard) -> list[str]:
+    """The lines under the tables: warnings, gaps in coverage, and why an interval is missing."""
+    used, board, boot = result.panel, result.board, result.resample
     notes = [
         *(f"warning: {w}" for w in result.warnings),
         *(f"incomplete: {m}" for m in result.incomplete),
@@ -144,26 +172,12 @@ def render_leaderboard(result: Leaderboard) -> None:
             + ("" if result.cohort else f" --panel {used}")
             + "'"
         )
-    if console.json_mode:
-        emit(
-            {
-                "panel": used,
-                "verdict": result.verdict,
-                "resample": boot,
-                "leaderboard": board,
-                "rank_agreement": agreement,
-                "rank_agreement_intervals": agree_ci,
-                "rank_agreement_na": agreement_gaps(agreement),
-                "warnings": result.warnings,
-                "incomplete": result.incomplete,
-                "partial": result.partial,
-                "stale": result.stale,
-                "flagged": result.flagged,
-            }
-        )
-        return
-    console.print(escape(result.verdict))
-    mode = "cohort mode: no frozen panel" if result.cohort else f"panel {used}"
+    return notes
+
+
+def _print_board(result: Leaderboard) -> None:
+    board, boot = result.board, result.resample
+    mode = "cohort mode: no frozen panel" if result.cohort else f"panel {result.panel}"
     # The terminal view keeps the columns that fit 80 characters; --json has them all.
     short = pd.DataFrame(
         {
@@ -195,6 +209,9 @@ def render_leaderboard(result: Leaderboard) -> None:
         title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "
         + (f"intervals: {boot} bootstrap{ties}" if boot else "no intervals yet"),
     )
+
+
+def _print_agreement(agreement: pd.DataFrame, agree_ci: pd.DataFrame | None) -> None:
     # One column per population, one row per statistic: narrow enough for any terminal.
     agree = agreement.set_index("population").astype(object).T.rename_axis("statistic").reset_index()
     agree.columns = [str(c) for c in agree.columns]
@@ -205,8 +222,6 @@ def render_leaderboard(result: Leaderboard) -> None:
         ci = {r.statistic: _ci(r.lo, r.hi) for r in agree_ci.itertuples()}
         agree["95% CI"] = agree["statistic"].map(ci).fillna("")
     print_frame(agree, title="AUROC ranking vs CRS ranking (rank agreement)")
-    for line in notes:
-        console.print(escape(line))
 
 
 def _rank(row: dict[str, Any]) -> str:

@@ -29,7 +29,7 @@ import pandas as pd
 from crsbench.analyses import operating_subgroups as og
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.analyses.rescore import _load_predictions
-from crsbench.analyses.subgroups import RUN_COLUMNS, _listed, check_keys, replace_rows
+from crsbench.analyses.subgroups import RUN_COLUMNS, check_keys, listed, replace_rows
 from crsbench.analyses.thresholds import (
     RATES,
     best_balanced_accuracy,
@@ -131,7 +131,7 @@ def _check_calib_splits(wh: Warehouse, datasets: list[str]) -> None:
 
 
 def _rules(params: Mapping[str, Any]) -> list[str]:
-    rules = _listed(params["rules"])
+    rules = listed(params["rules"])
     unknown = [r for r in rules if r not in RULES]
     if unknown:
         raise CrsbenchError(f"unknown threshold rule {unknown[0]!r} (rules: {', '.join(RULES)})")
@@ -191,7 +191,7 @@ def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult
     targets = {d: _targets(wh, d) for d in sorted(set(runs["dataset_id"]) | set(runs["eval_dataset_id"]))}
     rows: list[dict[str, Any]] = []
     group_rows: list[dict[str, Any]] = []
-    keys = _listed(params["keys"])
+    keys = listed(params["keys"])
     if keys:
         check_keys(wh, keys, sorted(set(runs["eval_dataset_id"])))
     groups = {d: og.metadata_by_row(wh, d, keys) for d in sorted(set(runs["eval_dataset_id"]))}

@@ -31,7 +31,7 @@ from crsbench.analyses.partition_cv import (
     out_of_fold_scores,
 )
 from crsbench.analyses.registry import AnalysisResult, register_analysis
-from crsbench.analyses.subgroups import _listed, replace_rows
+from crsbench.analyses.subgroups import listed, replace_rows
 from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import shift_targets
@@ -68,7 +68,7 @@ DOCS = {
 
 
 def listed_encoders(params: Mapping[str, Any]) -> list[str]:
-    return [str(EncoderKey.parse(e)) for e in _listed(params["encoders"])]
+    return [str(EncoderKey.parse(e)) for e in listed(params["encoders"])]
 
 
 def frozen_sources(wh: Warehouse, dataset_id: str) -> dict[str, inputs.FeatureSource]:

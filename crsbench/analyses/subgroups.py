@@ -68,7 +68,7 @@ SUMMARY_COLUMNS = [
 
 def select_runs(wh: Warehouse, params: Mapping[str, Any]) -> pd.DataFrame:
     """The in-grid runs of the probe at the chosen depth / fraction and conditions."""
-    conditions = _listed(params["conditions"])
+    conditions = listed(params["conditions"])
     runs = wh.sql(
         f"select {', '.join(RUN_COLUMNS)} from runs_grid where in_grid and probe = ? and regime = ? "
         "and list_contains(?, condition) order by encoder_id, dataset_id, eval_dataset_id, depth, "
@@ -88,7 +88,7 @@ def select_runs(wh: Warehouse, params: Mapping[str, Any]) -> pd.DataFrame:
     return runs
 
 
-def _listed(value: Any) -> list[str]:
+def listed(value: Any) -> list[str]:
     if value is None:
         return []
     items = value if isinstance(value, (list, tuple)) else str(value).split(",")
@@ -148,7 +148,7 @@ def subgroups(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     if replicates < 0:
         raise CrsbenchError(f"replicates must be >= 0, got {replicates}")
     runs = select_runs(wh, params)
-    keys = check_keys(wh, _listed(params["keys"]), sorted(runs["eval_dataset_id"].unique()))
+    keys = check_keys(wh, listed(params["keys"]), sorted(runs["eval_dataset_id"].unique()))
     rng = np.random.default_rng(int(params["seed"]))
     metric_rows: list[dict[str, Any]] = []
     gap_rows: list[dict[str, Any]] = []
@@ -181,7 +181,7 @@ def subgroups(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
                 gap_rows += [_gap_row(base, key, g) for g in gaps(scores)]
     metrics = pd.DataFrame(metric_rows, columns=METRIC_COLUMNS)
     gap_frame = pd.DataFrame(gap_rows, columns=GAP_COLUMNS)
-    named = set(_listed(params["keys"]))
+    named = set(listed(params["keys"]))
     for key in keys:
         rows = metrics[metrics["key"] == key]
         if len(rows) and not (rows["status"] == "scored").any():
