@@ -3,7 +3,7 @@ VENV ?= .venv
 PYTHON ?= python3
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint soak bench clean-venv
+.PHONY: demo demo-check test lint soak bench clean-venv
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -14,6 +14,14 @@ $(STAMP): pyproject.toml constraints.txt
 
 demo: $(STAMP)
 	$(VENV)/bin/crsbench demo --out demo-out
+
+# A fresh demo against the repository: its stage digests (tests/data/golden_digests.json) and the
+# digits README, USER_GUIDE and ANALYST_GUIDE print (docs/METHODS.md §4.3). CI runs it after the tests.
+demo-check: $(STAMP)
+	rm -rf demo-check demo-check.log
+	COLUMNS=140 $(VENV)/bin/crsbench demo --out demo-check > demo-check.log
+	$(VENV)/bin/python scripts/demo_digests.py demo-check --check
+	$(VENV)/bin/python scripts/docs_transcripts.py demo-check.log demo-check --check
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

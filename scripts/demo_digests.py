@@ -38,7 +38,7 @@ def demo_digests(out: Path) -> dict[str, str]:
         known = {r[0] for r in wh.con.execute("select table_name from information_schema.tables").fetchall()}
         tables = {k: q for k, q in TABLES.items() if q.split(" from ")[1].split()[0] in known}
         return {
-            **chain_digests(wh, str(db) + ".features.zarr", datasets, encoders, ("logreg", "knn", "mlp")),
+            **chain_digests(wh, str(db) + ".features.zarr", datasets, encoders, ("logreg", "knn", "mlp", "zeroshot")),
             **table_digests(wh, tables),
         }
 

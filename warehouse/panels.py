@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 import duckdb
 import pandas as pd
 
-from crsbench.core import AXES, MIN_PANEL_MEMBERS, CrsbenchError, __version__, small_panel_reason
+from crsbench.core import AXES, MIN_PANEL_MEMBERS, NATIVE_SWITCH, CrsbenchError, __version__, small_panel_reason
 from crsbench.warehouse.conditions import member_condition_sets, record_panel_conditions
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import one_row
@@ -92,6 +92,25 @@ def _refuse_flagged(wh: Warehouse, name: str, members: tuple[str, ...]) -> None:
         )
 
 
+def _refuse_mixed_numerics(wh: Warehouse, name: str, members: tuple[str, ...]) -> None:
+    """Members' features computed under canonical and native numerics (METHODS.md §4.3) differ in
+    the last bits by CPU, so one panel holds one kind; sets recorded before numerics was are not judged."""
+    kinds = wh.sql(
+        "select p ->> 'numerics' as numerics, list(distinct encoder_id order by encoder_id) as encoders "
+        "from (select encoder_id, provenance::json as p from feature_sets "
+        "      where regime = 'frozen' and list_contains(?, encoder_id)) "
+        "where p ->> 'numerics' is not null group by all order by numerics",
+        [list(members)],
+    )
+    if len(kinds) > 1:
+        spread = "; ".join(f"{r.numerics}: {', '.join(r.encoders)}" for r in kinds.itertuples())
+        raise CrsbenchError(
+            f"panel {name!r} mixes feature sets computed under different numerics ({spread}); their bits "
+            "depend on the CPU differently (docs/METHODS.md §4.3): re-extract the native ones without "
+            f"{NATIVE_SWITCH}=1 (crsbench extract --force ...) or leave them out"
+        )
+
+
 def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_small: bool = False) -> Panel:
     """Freeze panel `name` over `encoders` (>= MIN_PANEL_MEMBERS, or >= 2 with `allow_small`;
     each with complete frozen-regime cells)."""
@@ -113,6 +132,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_sma
             "freeze the new membership under a new name"
         )
     _refuse_flagged(wh, name, members)
+    _refuse_mixed_numerics(wh, name, members)
     with wh.snapshot(("axes_cell",)):  # its reads below evaluate the cells once
         member_axes, anchors = _member_axes_and_anchors(wh, members)
         condition_sets = member_condition_sets(wh.con, name, members)  # one set per dataset, else refused

@@ -37,7 +37,7 @@ from crsbench.core.constants import (
 )
 from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError
 from crsbench.core.keys import SEPARATOR, EncoderKey
-from crsbench.core.numerics import apply_canonical_modes, numerics_modes
+from crsbench.core.numerics import NATIVE_SWITCH, apply_canonical_modes, numerics_modes
 from crsbench.core.progress import ProgressFn, no_progress
 from crsbench.core.registry import Registry
 from crsbench.core.sql import crs_constants_sql
@@ -64,6 +64,7 @@ __all__ = [
     "LABEL_FRACTIONS",
     "LORA",
     "MIN_PANEL_MEMBERS",
+    "NATIVE_SWITCH",
     "PERTURBATIONS",
     "PERTURBATION_PLUGINS",
     "PERTURBED_CONDITIONS",

@@ -3,10 +3,14 @@ x86-64 CPU with AVX2 (docs/METHODS.md §4.3), set once, before numpy or torch lo
 
 torch's CPU kernels pick their code path from the CPU: ATen's vectorised ops (softmax, sigmoid,
 log_softmax), oneDNN's convolutions and MKL's BLAS/LAPACK each run AVX-512 code where the CPU has
-it and AVX2 code elsewhere, and the two round differently. Measured: the demo's float16 features
-differed by 1 ulp between an AVX-512 and an AVX2 machine, and MLP probes amplified that to 0.005
-AUROC, moving the CRS in the fourth decimal. Capping all three at AVX2 gives the AVX2 machine's
-bits on both (the features and runs digests then match to the bit).
+it and AVX2 code elsewhere, and the two round differently. numpy's and scipy's OpenBLAS does the
+same (SkylakeX kernels against Haswell/Zen ones), and its result bits also depend on its thread
+count, so it is pinned to the Haswell kernels on one thread; it carries the zero-shot logits, the
+bootstrap's weighted ECE and the degenerate check's SVD, none of them heavy. numpy's own loops
+(float32 power, exp, log) also dispatch to AVX-512 code, so its AVX-512 targets are switched off.
+Measured: the demo's float16 features differed by 1 ulp between an AVX-512 and an AVX2 machine,
+and MLP probes amplified that to 0.005 AUROC, moving the CRS in the fourth decimal. Capping every
+library at AVX2 gives the AVX2 machine's bits on both (the digests then match to the bit).
 
 The modes are environment variables the libraries read when they load, so this module sets them
 when `crsbench.core` is first imported (every crsbench entry point imports it before numpy or
@@ -15,7 +19,7 @@ the same numbers; `CRSBENCH_NATIVE_NUMERICS=1` leaves every variable as it is (e
 choice: faster on some CPUs, not reproducible across them). `numerics_modes()` reports what is in
 force, for provenance.
 
-The thread count is not a mode here: extraction and the probe grid run each unit of work (a chunk
+torch's thread count is not a mode here: extraction and the probe grid run each unit of work (a chunk
 of images, a chunk of fits) on one intra-op thread and use the cores for several units at once, so
 no reduction's order depends on the number of cores.
 """
@@ -33,7 +37,23 @@ CANONICAL_MODES: dict[str, str] = {
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN convolutions and matmuls in extraction
     "MKL_CBWR": "AVX2",  # MKL's conditional numerical reproducibility branch (BLAS, LAPACK)
     "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+    # numpy's own SIMD loops (exp, log, power, ...) run AVX-512 code where the CPU has it; capped
+    # at X86_V3 (AVX2) by switching off numpy 2's AVX-512 dispatch targets (absent ones are ignored).
+    "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+    "OPENBLAS_CORETYPE": "Haswell",  # numpy's and scipy's OpenBLAS (Zen runs the same kernels)
+    "OPENBLAS_NUM_THREADS": "1",  # OpenBLAS's gemm and SVD bits depend on its thread count
 }
+# Modes that would stop a CPU without AVX2 (an illegal instruction), so set only where it has AVX2.
+NEEDS_AVX2 = frozenset({"OPENBLAS_CORETYPE"})
+
+
+def cpu_has_avx2() -> bool:
+    """True on an x86-64 CPU that reports AVX2 (Linux's /proc/cpuinfo); False elsewhere or unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as info:
+            return any(line.startswith("flags") and "avx2" in line.split() for line in info)
+    except OSError:
+        return False
 
 
 def native_requested() -> bool:
@@ -48,7 +68,8 @@ def apply_canonical_modes() -> list[str]:
     """
     if native_requested():
         return []
-    changed = [name for name, value in CANONICAL_MODES.items() if os.environ.get(name) != value]
+    settable = CANONICAL_MODES if cpu_has_avx2() else {k: v for k, v in CANONICAL_MODES.items() if k not in NEEDS_AVX2}
+    changed = [name for name, value in settable.items() if os.environ.get(name) != value]
     for name in changed:
         os.environ[name] = CANONICAL_MODES[name]
     return changed

@@ -97,3 +97,25 @@ def test_a_blank_rank_agreement_says_why(capsys):
     out = capsys.readouterr().out
     assert out.count("n/a (every pair of the 2 encoders is tied on CRS or on AUROC)") == 2
     assert out.count("n/a (needs >= 2 ranked encoders, has 1)") == 2
+
+
+def _record_numerics(db, kinds: dict[str, str | None]) -> None:
+    """One frozen feature set per encoder, its provenance naming the numerics it ran under."""
+    with Warehouse.open(db) as wh:
+        for encoder, kind in kinds.items():
+            provenance = None if kind is None else f'{{"numerics": "{kind}"}}'
+            wh.con.execute(
+                "insert into feature_sets (dataset_id, encoder_id, regime, complete, provenance) "
+                "values ('d0', ?, 'frozen', true, ?)",
+                [encoder, provenance],
+            )
+
+
+def test_a_panel_mixing_canonical_and_native_numerics_is_refused_naming_both(db):
+    _record_numerics(db, {"e1": "canonical", "e2": "native", "e3": "canonical", "e4": None})
+    proc = _cli("panel", "freeze", "mixed", "--encoders", "e1,e2,e3,e4", "--db", str(db))
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr[-2000:]
+    assert "canonical: e1, e3; native: e2" in proc.stderr and "CRSBENCH_NATIVE_NUMERICS" in proc.stderr
+    assert _panels(db) == []
+    # A set recorded before numerics was (e4: no provenance) is not judged; one kind freezes.
+    assert Bench(db).freeze_panel("one_kind", ["e1", "e3", "e4", "e5"]).members == ("e1", "e3", "e4", "e5")

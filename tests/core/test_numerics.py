@@ -4,10 +4,11 @@ emulated CPUs as the golden file in the repository.
 
 A different CPU is emulated by what differs between CPUs: numpy's SIMD dispatch (AVX-512 turned
 off with NPY_DISABLE_CPU_FEATURES, as on an AVX2 machine), the thread count, and torch/oneDNN/MKL
-modes set otherwise in the environment (ATen's capability, oneDNN's ISA cap, MKL's code path).
+modes set otherwise in the environment (ATen's capability, oneDNN's ISA cap, MKL's code path,
+OpenBLAS's core type and thread count).
 The native run (CRSBENCH_NATIVE_NUMERICS=1 with ATen's generic kernels) must differ: it shows the
-digests can see a kernel change. OPENBLAS_CORETYPE is left alone: it is set on some machines to
-keep old OpenBLAS builds from crashing, and no stored number goes through numpy's BLAS.
+digests can see a kernel change. numpy's own loops and OpenBLAS are checked on the operations
+crsbench uses them for (gemm, SVD, exp, log, power) against an emulated AVX2 machine.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from crsbench.pipeline.digests import first_difference
 
 TESTS = Path(__file__).resolve().parents[1]
 GOLDEN = TESTS / "data" / "golden_digests.json"
-MODES = {"ATEN_CPU_CAPABILITY", "ONEDNN_MAX_CPU_ISA", "MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS"}
+MODES = set(numerics.CANONICAL_MODES)
 
 
 def _clean_env(**extra: str) -> dict[str, str]:
@@ -57,9 +58,45 @@ def test_importing_crsbench_sets_every_mode_before_numpy_or_torch_load():
         "ATEN_CPU_CAPABILITY": "avx2",
         "MKL_CBWR": "AVX2",
         "MKL_ENABLE_INSTRUCTIONS": "AVX2",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
         "ONEDNN_MAX_CPU_ISA": "AVX2",
+        "OPENBLAS_CORETYPE": "Haswell",
+        "OPENBLAS_NUM_THREADS": "1",
     }  # other values in the environment are replaced
     assert seen["aten"] == "AVX2"
+
+
+NUMPY_OPS = (
+    "import hashlib, json, sys\n"
+    "import numpy as np, threadpoolctl\n"
+    "from numpy._core._multiarray_umath import __cpu_features__ as cpu\n"
+    "r = np.random.default_rng(0); a = r.standard_normal((3000, 777)); b = r.standard_normal((777, 500))\n"
+    "f = a.astype(np.float32)\n"
+    "outs = [a @ b, f @ b.astype(np.float32), np.linalg.svd(a[:400], compute_uv=False),\n"
+    "        np.exp(f), np.log(np.abs(f) + 1), np.abs(f) ** np.float32(0.7), np.tanh(a)]\n"
+    "blas = [(i['architecture'], i['num_threads']) for i in threadpoolctl.threadpool_info() if i['internal_api'] == 'openblas']\n"
+    "print(json.dumps({'digest': hashlib.sha256(b''.join(o.tobytes() for o in outs)).hexdigest()[:16],\n"
+    "                  'x86_v4': bool(cpu.get('X86_V4')), 'blas': blas}))"
+)
+
+
+def test_numpy_and_openblas_run_the_avx2_machines_kernels_whatever_the_environment_says():
+    """numpy's AVX-512 loops and OpenBLAS's SkylakeX kernels round otherwise than an AVX2 machine's,
+    and OpenBLAS's bits move with its thread count (measured: gemm, SVD, float32 exp and power). An
+    AVX2 machine with two BLAS threads is emulated with the native switch; crsbench's modes must give
+    the AVX2 machine's bits on one thread whatever this environment asks for."""
+    hostile = {"OPENBLAS_CORETYPE": "SkylakeX", "OPENBLAS_NUM_THREADS": "2", "NPY_DISABLE_CPU_FEATURES": ""}
+    run = json.loads(_python("import crsbench\n" + NUMPY_OPS, **hostile))
+    assert not run["x86_v4"] and run["blas"] and all(b == ["Haswell", 1] for b in run["blas"])
+    avx2_one_thread = {
+        numerics.NATIVE_SWITCH: "1",
+        "NPY_DISABLE_CPU_FEATURES": "X86_V4 AVX512_ICL AVX512_SPR",
+        "OPENBLAS_CORETYPE": "Zen",  # an AMD AVX2 machine's own choice: the Haswell kernels
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+    assert json.loads(_python(NUMPY_OPS, **avx2_one_thread))["digest"] == run["digest"]
+    native = json.loads(_python(NUMPY_OPS, **{numerics.NATIVE_SWITCH: "1", **hostile}))
+    assert native["digest"] != run["digest"]  # the control: these operations do see the kernels
 
 
 def test_the_native_switch_leaves_the_environment_alone_and_provenance_says_so():
@@ -111,6 +148,8 @@ def test_emulated_cpus_give_the_golden_digests(tmp_path):
             "ONEDNN_MAX_CPU_ISA": "SSE41",
             "MKL_CBWR": "COMPATIBLE",
             "MKL_ENABLE_INSTRUCTIONS": "SSE4_2",
+            "OPENBLAS_CORETYPE": "Sandybridge",
+            "OPENBLAS_NUM_THREADS": "2",
             "OMP_NUM_THREADS": "2",
         },
         "native generic kernels": {numerics.NATIVE_SWITCH: "1", "ATEN_CPU_CAPABILITY": "default"},
