@@ -37,8 +37,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import roc_auc_score
 from support.synthetic import make_dataset, write_features
+from threadpoolctl import threadpool_limits
 
 from crsbench.core import CLEAN, CONDITIONS, FRACTION_SEEDS, LABEL_FRACTIONS
+from crsbench.core.backends import backends_line, cpu_model
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.grid import plan_fits, run_grid
@@ -116,7 +118,9 @@ def main() -> int:
         ours = pd.concat(frames).set_index(["dataset_id", "label_fraction", "seed", "condition"])["auroc"]
 
         start = time.perf_counter()
-        reference = sklearn_loop(fits, datasets, store)
+        # scikit-learn on OpenBLAS with the threads asked for (canonical numerics pin crsbench's to 1)
+        with threadpool_limits(limits=args.threads, user_api="blas"):
+            reference = sklearn_loop(fits, datasets, store)
         base_s = time.perf_counter() - start
 
     diff = max(abs(ours[r] - a) for r, a in reference.items())
@@ -129,6 +133,7 @@ def main() -> int:
         f"grid: {len(fits)} logreg fits, {len(ours)} run records "
         f"(multiclass K=8 + multilabel L=14, N={args.n}, D={args.dim})"
     )
+    print(f"CPU: {cpu_model()}; {backends_line()}")
     print(f"crsbench run_grid: {ours_s:8.1f} s")
     print(f"sklearn loop:      {base_s:8.1f} s")
     print(f"speed-up: {base_s / ours_s:.1f}x   max |AUROC difference|: {diff:.5f}")
