@@ -22,6 +22,7 @@ demo-check: $(STAMP)
 	COLUMNS=140 $(VENV)/bin/crsbench demo --out demo-check > demo-check.log
 	$(VENV)/bin/python scripts/demo_digests.py demo-check --check
 	$(VENV)/bin/python scripts/docs_transcripts.py demo-check.log demo-check --check
+	$(VENV)/bin/python scripts/analyst_guide.py --db demo-check/crsbench.duckdb --check
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
