@@ -27,7 +27,7 @@ def outside_lines(wh: Warehouse, regime: str | None = "frozen") -> list[str]:
     """One line per encoder outside every panel with incomplete cells, e.g.
     'tiny-clip: zero-shot plus 2 of 30 probe settings; outside every panel'. The settings are the
     (probe, depth, label fraction) keys of the declared grid of its cells' datasets; one counts
-    when the encoder has any run of it."""
+    when the encoder has any run of it. A declared zero-shot cell lacking runs says how many."""
     outside = sorted(outside_panels(wh))
     if not outside:
         return []
@@ -38,16 +38,21 @@ def outside_lines(wh: Warehouse, regime: str | None = "frozen") -> list[str]:
         "  from cells c join grid_declared g using (dataset_id, regime)), "
         "held as (select distinct r.encoder_id, r.regime, r.probe, r.depth, r.label_fraction "
         "  from runs_grid r join cells c using (encoder_id, dataset_id, regime) where r.in_grid), "
-        "zeroshot as (select distinct encoder_id, regime from held where probe = 'zeroshot') "
+        "zeroshot as (select distinct encoder_id, regime from held where probe = 'zeroshot'), "
+        "zeroshot_gaps as (select encoder_id, regime, count(*) as n from grid_missing "
+        "  where probe = 'zeroshot' and list_contains(?, encoder_id) group by all) "
         "select d.encoder_id, d.regime, count(*) as n_settings, count(h.probe) as n_held, "
-        "  any_value(z.encoder_id) is not null as zeroshot "
+        "  any_value(z.encoder_id) is not null as zeroshot, coalesce(any_value(g.n), 0) as zeroshot_lacks "
         "from declared d left join held h using (encoder_id, regime, probe, depth, label_fraction) "
-        "left join zeroshot z using (encoder_id, regime) group by all order by all",
-        [outside, regime, regime],
+        "left join zeroshot z using (encoder_id, regime) left join zeroshot_gaps g using (encoder_id, regime) "
+        "group by all order by all",
+        [outside, regime, regime, outside],
     )
     lines = []
     for r in counts.itertuples():
         zeroshot = "zero-shot plus " if bool(r.zeroshot) else ""
+        if r.zeroshot_lacks:
+            zeroshot = f"zero-shot lacking {int(r.zeroshot_lacks)} runs plus "
         suffix = "" if r.regime == "frozen" else f" ({r.regime})"
         lines.append(
             f"{r.encoder_id}{suffix}: {zeroshot}{int(r.n_held)} of {int(r.n_settings)} probe settings; "
@@ -96,7 +101,8 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
     for (encoder, dataset, reg), cell in gaps.groupby(keys, sort=True):
         parts = []
         fits = cell.groupby(["probe", "depth", "label_fraction", "seed"]).size().rename("n").reset_index()
-        for (probe, depth, fraction), group in fits.groupby(["probe", "depth", "label_fraction"]):
+        groups = sorted(fits.groupby(["probe", "depth", "label_fraction"]), key=lambda g: g[0][0] != "zeroshot")
+        for (probe, depth, fraction), group in groups:  # zero-shot first: a cap never hides it
             want = expected.get((dataset, reg, probe, depth, fraction), 1)
             what = "" if (probe, depth) == ("logreg", 1.0) else f"{probe} depth {depth:g} "
             whole = group[group["n"] >= want]["seed"].tolist()
