@@ -72,8 +72,8 @@ class Scores:
             return read_leaderboard(wh, panel, resample, allow_partial, subgroup)
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
-        """(whether any bootstrap informs the panel's anchor noise, one warning per axis and scope
-        whose anchor range is below 2x its noise)."""
+        """(whether any bootstrap informs the panel's anchor noise, one warning per bootstrap naming
+        the scopes and axes whose anchor range is below 2x their noise; METHODS.md §10.3)."""
         from crsbench.leaderboard import anchor_noise_warnings
 
         with Warehouse.open(self.db, read_only=True, lean=True) as wh:

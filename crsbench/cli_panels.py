@@ -135,6 +135,8 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "rank_agreement_na": agreement_gaps(agreement),
                 "warnings": result.warnings,
                 "incomplete": result.incomplete,
+                "outside_panels": result.outside,
+                "anchor_noise": result.anchor_noise,
                 "partial": result.partial,
                 "stale": result.stale,
                 "flagged": result.flagged,
@@ -154,6 +156,7 @@ def _leaderboard_notes(result: Leaderboard) -> list[str]:
     notes = [
         *(f"warning: {w}" for w in result.warnings),
         *(f"incomplete: {m}" for m in result.incomplete),
+        *(f"note: {m}" for m in result.outside),
         *result.partial,
         *(f"stale: {s}" for s in result.stale),
         *result.flagged,

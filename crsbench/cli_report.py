@@ -77,6 +77,7 @@ def status(db: DbOption = default_db_path()) -> None:
                 "panels": state.panels,
                 "analyses": state.analyses,
                 "incomplete_cells": state.incomplete_cells,
+                "outside_panels": state.outside,
                 "pending_parts": state.pending_parts,
                 "sweeps_running": state.sweeps_running,
                 "stale": state.stale,
@@ -116,6 +117,10 @@ def status(db: DbOption = default_db_path()) -> None:
         console.print("incomplete cells (left out of the CRS until 'crsbench probe' fills them):")
         for line in state.incomplete_cells:
             console.print(f"  {escape(line)}")
+    if state.outside:
+        console.print("encoders outside every panel, probed in part (no panel needs their missing runs):")
+        for line in state.outside:
+            console.print(f"  {escape(line)}")
     if state.flagged:
         console.print("degenerate feature sets (their encoders get no rank until confirmed):")
         for line in state.flagged:
@@ -125,6 +130,6 @@ def status(db: DbOption = default_db_path()) -> None:
         for line in state.shortcuts:
             console.print(f"  {escape(line)}")
     if state.stale:
-        console.print("stale stored results (computed from runs that have changed since):")
+        console.print("stale stored results (computed from runs or images that have changed since):")
         for line in state.stale:
             console.print(f"  {escape(line)}")

@@ -10,6 +10,7 @@ import dataclasses
 import pandas as pd
 
 from crsbench.core import EncoderKey
+from crsbench.gaps import missing_lines, outside_lines
 from crsbench.warehouse.connection import Warehouse
 
 RESAMPLE_PREFERENCE = ("images+seeds", "seeds", "images")
@@ -39,6 +40,8 @@ class Leaderboard:
     partial: list[str] = dataclasses.field(default_factory=list)  # partial-coverage encoders, why unranked
     stale: list[str] = dataclasses.field(default_factory=list)  # stored intervals whose runs changed
     flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, why unranked
+    outside: list[str] = dataclasses.field(default_factory=list)  # encoders outside every panel, probed in part
+    anchor_noise: pd.DataFrame | None = None  # panel_anchor_noise rows behind the anchor-noise warning
 
     @property
     def verdict(self) -> str:
@@ -75,6 +78,8 @@ def read_leaderboard(
         partial_lines(board, allow_partial),
         stale_lines(wh, used),
         flagged_lines(wh),
+        outside_lines(wh),
+        anchor_noise_rows(wh, used, boot),
     )
 
 
@@ -173,82 +178,44 @@ def agreement_gaps(agreement: pd.DataFrame) -> dict[str, dict[str, str]]:
     return out
 
 
-def anchor_noise_warnings(wh: Warehouse, panel: str, resample: str | None = None) -> list[str]:
-    """One line per scope (a dataset, or global) naming each axis whose anchor range is below
-    2x its bootstrap noise, with both figures (`panel_anchor_noise` holds them all)."""
-    rows = wh.sql(
-        "select * from panel_anchor_noise where panel = ? and amplifies_noise "
-        "and (? is null or resample = ?) order by resample, scope = 'global' desc, scope, axis",
+ANCHOR_NOISE_DOC = "docs/METHODS.md §10.3"
+AXES_ORDER = ("discrimination", "calibration", "label_efficiency", "robustness")
+
+
+def anchor_noise_rows(wh: Warehouse, panel: str, resample: str | None = None) -> pd.DataFrame:
+    """The panel_anchor_noise rows of `panel` (of `resample`, or every one stored) where the anchor
+    range is below 2x the axis's bootstrap noise: the detail behind `anchor_noise_warnings`."""
+    return wh.sql(
+        "select panel, resample, scope, axis, anchor_range, noise, range_over_noise from panel_anchor_noise "
+        "where panel = ? and amplifies_noise and (? is null or resample = ?) "
+        "order by resample, scope = 'global' desc, scope, axis",
         [panel, resample, resample],
     )
+
+
+def anchor_noise_warnings(wh: Warehouse, panel: str, resample: str | None = None) -> list[str]:
+    """One line per panel and bootstrap naming the scopes and axes whose anchor range is below 2x
+    their noise, compactly (scopes sharing the same axes together), with the docs section that
+    explains it; `anchor_noise_rows` (view panel_anchor_noise) holds each range and noise."""
+    rows = anchor_noise_rows(wh, panel, resample)
     lines = []
-    for (res, scope), group in rows.groupby(["resample", "scope"], sort=False):
-        axes = ", ".join(
-            f"{r.axis} (anchor range {r.anchor_range:.4f} < 2 x noise {r.noise:.4f})" for r in group.itertuples()
+    for res, group in rows.groupby("resample", sort=False):
+        lines.append(
+            f"panel {panel} ({res} bootstrap): min-max normalisation amplifies noise (anchor range < 2 x "
+            f"noise) on {_noisy_axes(group)}; see {ANCHOR_NOISE_DOC}; each range and noise: view "
+            "panel_anchor_noise"
         )
-        lines.append(f"panel {panel}, {scope} ({res} bootstrap): min-max normalisation amplifies noise on {axes}")
     return lines
 
 
-def _seed_ranges(seeds: list[int]) -> str:
-    seeds = sorted(set(seeds))
-    runs: list[tuple[int, int]] = []
-    for s in seeds:
-        if runs and s == runs[-1][1] + 1:
-            runs[-1] = (runs[-1][0], s)
-        else:
-            runs.append((s, s))
-    parts = [f"{a}" if a == b else f"{a}-{b}" for a, b in runs]
-    return ("seed " if len(seeds) == 1 else "seeds ") + ",".join(parts)
-
-
-def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20) -> list[str]:
-    """What incomplete cells lack, one line per cell, e.g.
-    'isic2019 x tiny-vit: fraction 0.05 seeds 3-4 missing'. A fit lacking every evaluation
-    counts as its seed missing; a fit lacking some is named with its conditions."""
-    gaps = wh.sql("select * from grid_missing where (? is null or regime = ?)", [regime, regime])
-    if gaps.empty:
-        return []
-    per_fit = wh.sql(
-        "select dataset_id, regime, probe, depth, label_fraction, seed, "
-        "count(distinct (condition, eval_dataset_id)) as n_evals from ("
-        "select * exclude (declared) from grid_declared union all "
-        "select * exclude (encoder_id, prompt_hash) from grid_declared_zeroshot) "
-        "group by all"
-    )
-    expected = (
-        per_fit.groupby(["dataset_id", "regime", "probe", "depth", "label_fraction"])["n_evals"]
-        .max()
-        .rename("n_expected")
-    )
-    lines = []
-    keys = ["encoder_id", "dataset_id", "regime"]
-    for (encoder, dataset, reg), cell in gaps.groupby(keys, sort=True):
-        parts = []
-        fits = cell.groupby(["probe", "depth", "label_fraction", "seed"]).size().rename("n").reset_index()
-        for (probe, depth, fraction), group in fits.groupby(["probe", "depth", "label_fraction"]):
-            want = expected.get((dataset, reg, probe, depth, fraction), 1)
-            what = "" if (probe, depth) == ("logreg", 1.0) else f"{probe} depth {depth:g} "
-            whole = group[group["n"] >= want]["seed"].tolist()
-            if whole:
-                parts.append(f"{what}fraction {fraction:g} {_seed_ranges(whole)} missing")
-            for row in group[group["n"] < want].itertuples():
-                conds = cell[
-                    (cell["probe"] == probe)
-                    & (cell["depth"] == depth)
-                    & (cell["label_fraction"] == fraction)
-                    & (cell["seed"] == row.seed)
-                ]
-                names = sorted(conds["condition"])
-                parts.append(
-                    f"{what}fraction {fraction:g} seed {row.seed}: {len(names)} "
-                    f"condition(s) missing ({', '.join(names[:3])}" + (", ..." if len(names) > 3 else "") + ")"
-                )
-        suffix = "" if reg == "frozen" else f" ({reg})"
-        lines.append(f"{dataset} x {encoder}{suffix}: " + "; ".join(parts))
-    if len(lines) > limit:
-        lines = [*lines[:limit], f"... and {len(lines) - limit} more incomplete cells (see the grid_missing view)"]
-    return lines
+def _noisy_axes(rows: pd.DataFrame) -> str:
+    """E.g. 'every axis of global, aptos2019; calibration, robustness of chexpert'."""
+    by_scope = rows.groupby("scope", sort=False)["axis"].agg(lambda a: tuple(x for x in AXES_ORDER if x in set(a)))
+    parts = []
+    for axes, scopes in by_scope.groupby(by_scope, sort=False):
+        named = "every axis" if set(axes) == set(AXES_ORDER) else ", ".join(axes)
+        parts.append(f"{named} of {', '.join(scopes.index)}")
+    return "; ".join(parts)
 
 
 def partial_lines(board: pd.DataFrame, allow_partial: bool = False) -> list[str]:

@@ -7,7 +7,8 @@ import dataclasses
 
 import pandas as pd
 
-from crsbench.leaderboard import flagged_lines, missing_lines
+from crsbench.gaps import missing_lines, outside_lines
+from crsbench.leaderboard import flagged_lines
 from crsbench.warehouse.connection import Warehouse
 
 
@@ -21,6 +22,7 @@ class WarehouseStatus:
     panels: pd.DataFrame  # panel, mode, frozen_at, n_members
     analyses: pd.DataFrame  # analysis, tables, created_at
     incomplete_cells: list[str] = dataclasses.field(default_factory=list)  # what each lacks
+    outside: list[str] = dataclasses.field(default_factory=list)  # encoders outside every panel, probed in part
     pending_parts: int = 0  # run parts not yet folded into the file (a plain client elsewhere cannot read them)
     sweeps_running: int = 0  # probe sweeps still writing parts
     stale: list[str] = dataclasses.field(default_factory=list)  # stored bootstraps/analyses whose runs changed
@@ -53,6 +55,7 @@ def read_status(wh: Warehouse) -> WarehouseStatus:
     """The whole status, incomplete cells of every regime included (run inside a freshness snapshot)."""
     state = warehouse_status(wh)
     state.incomplete_cells = missing_lines(wh, regime=None)
+    state.outside = outside_lines(wh, regime=None)
     return state
 
 
@@ -150,7 +153,9 @@ def stale_lines(wh: Warehouse) -> list[str]:
             )
     if "analysis_freshness" in present:
         stale = wh.sql("select distinct analysis from analysis_freshness where stale order by 1")["analysis"]
-        lines += [f"analysis {a}: stale (the runs changed since it ran); rerun 'crsbench analyze {a}'" for a in stale]
+        lines += [
+            f"analysis {a}: stale (what it read changed since it ran); rerun 'crsbench analyze {a}'" for a in stale
+        ]
     return lines
 
 

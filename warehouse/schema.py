@@ -299,17 +299,19 @@ TABLES: tuple[Schema, ...] = (
             Column(
                 "input_digest",
                 "VARCHAR",
-                "Digest of the runs the analysis read: MD5 over the encoder_run_digest of the "
-                "encoders in input_encoders (encoder=digest, sorted), taken before it ran; view "
-                "analysis_freshness flags the row stale once the runs differ (NULL: stored before "
-                f"digests were kept). {_M} §10.",
+                "Digest of the inputs the analysis read: MD5 over the encoder_run_digest of the "
+                "encoders in input_encoders (encoder=digest, sorted), and the dataset_image_digest of "
+                "each images:<dataset> there, taken before it ran; view analysis_freshness flags the "
+                f"row stale once they differ (NULL: stored before digests were kept). {_M} §10.",
                 since=5,
             ),
             Column(
                 "input_encoders",
                 "VARCHAR[]",
                 "Encoders whose runs the digest covers: those the output tables name (column "
-                f"encoder_id), or NULL for every encoder of the warehouse. {_M} §10.",
+                "encoder_id), or NULL for every encoder of the warehouse; an analysis that reads image "
+                "files rather than runs (shortcuts) names images:<dataset> for each dataset it read "
+                f"instead. {_M} §10.",
                 since=5,
             ),
         ),

@@ -28,6 +28,8 @@ import duckdb
 
 DATASET_COLUMNS = ("dataset_id", "dataset")
 PROVENANCE_KEY = "stored_datasets"
+# The input key of a dataset's images (view dataset_image_digest) beside the encoders' run digests.
+IMAGES_PREFIX = "images:"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,9 +78,12 @@ def dataset_column(columns: Sequence[str]) -> str | None:
 
 
 def digest_over(digests: Mapping[str, str], encoders: Sequence[str] | None) -> str | None:
-    """MD5 of `encoder=digest` over `encoders` (every encoder when None), as view analysis_freshness
-    computes it; None when none of them has runs."""
-    keys = sorted(digests) if encoders is None else sorted(e for e in set(encoders) if e in digests)
+    """MD5 of `input=digest` over the inputs `encoders` names (encoders, or images:<dataset>; every
+    encoder's runs when None), as view analysis_freshness computes it; None when none has a digest."""
+    if encoders is None:
+        keys = sorted(k for k in digests if not k.startswith(IMAGES_PREFIX))
+    else:
+        keys = sorted(e for e in set(encoders) if e in digests)
     if not keys:
         return None
     return hashlib.md5(",".join(f"{e}={digests[e]}" for e in keys).encode()).hexdigest()

@@ -24,6 +24,7 @@ import pandas as pd
 
 from crsbench.analyses import merge
 from crsbench.analyses.columns import column_doc
+from crsbench.analyses.inputs import READS, current_digests, described_inputs
 from crsbench.core import CrsbenchError, Registry, __version__
 from crsbench.core.schema import sql_identifier, sql_literal
 from crsbench.warehouse.connection import Warehouse
@@ -64,6 +65,7 @@ class AnalysisSpec:
     # Column or 'part.column' -> one-sentence description; section: its docs/METHODS.md section.
     column_docs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     section: str | None = None
+    reads: tuple[str, ...] = ("runs",)  # the inputs whose change makes its stored tables stale (inputs.READS)
 
     def column_doc(self, part: str, column: str) -> str | None:
         """The COMMENT of `column` of table analysis_<name>_<part> (see `columns.column_doc`)."""
@@ -91,6 +93,7 @@ def _spec(
     outputs: Outputs | None = None,
     columns: Mapping[str, str] | None = None,
     section: str | None = None,
+    reads: Sequence[str] = ("runs",),
 ) -> AnalysisSpec:
     doc = (fn.__doc__ or "").strip().splitlines()
     return AnalysisSpec(
@@ -101,6 +104,7 @@ def _spec(
         {part: tuple(cols) for part, cols in (outputs or {}).items()},
         dict(columns or {}),
         section,
+        tuple(reads),
     )
 
 
@@ -122,20 +126,24 @@ def register_analysis(
     outputs: Outputs | None = None,
     columns: Mapping[str, str] | None = None,
     section: str | None = None,
+    reads: Sequence[str] = ("runs",),
 ) -> Callable[[AnalysisFn], AnalysisFn]:
     """Register `fn` as analysis `name`; `params` declares every accepted param and its default,
     `outputs` every table part it may write and that part's columns (see `check_outputs`),
     `columns` what each column holds (keyed by column, or 'part.column' where one part differs;
-    one sentence each, the COMMENT ON COLUMN of its table) and `section` the docs/METHODS.md
-    section (e.g. "§11") the comments cite."""
+    one sentence each, the COMMENT ON COLUMN of its table), `section` the docs/METHODS.md
+    section (e.g. "§11") the comments cite and `reads` the inputs (`inputs.READS`: runs, images)
+    whose change makes its stored tables stale."""
     if not _NAME.match(name) or name in _RESERVED:
         raise ValueError(f"invalid analysis name {name!r}")
+    if not reads or set(reads) - set(READS):
+        raise ValueError(f"analysis {name!r} reads {list(reads)!r}; declare some of {list(READS)!r}")
     parts = set(outputs or {})
     for key in columns or {}:
         if "." in key and key.split(".")[0] not in parts:
             raise ValueError(f"analysis {name!r} describes column {key!r} of a part it does not declare")
     return ANALYSES.register(
-        name, params=params, description=description, outputs=outputs, columns=columns, section=section
+        name, params=params, description=description, outputs=outputs, columns=columns, section=section, reads=reads
     )
 
 
@@ -217,7 +225,7 @@ def store_result(
     scope = None if replace_all else merge.restricted_datasets(params)
     spec = get_analysis(name)
     with wh.transaction() as con:
-        snapshot = dict(digests) if digests is not None else dict(_current_digests(con))
+        snapshot = dict(digests) if digests is not None else current_digests(con)
         rows = con.execute(
             "select table_name, params, input_digest, input_encoders from analyses where analysis = ?", [name]
         ).fetchall()
@@ -236,10 +244,6 @@ def store_result(
             )
     result.notes.extend(writer.notes())
     return list(names)
-
-
-def _current_digests(con: Any) -> list[tuple[str, str]]:
-    return [(str(e), str(d)) for e, d in con.execute("select encoder_id, digest from encoder_run_digest").fetchall()]
 
 
 class _Writer:
@@ -351,25 +355,25 @@ def run_analysis(
     spec = get_analysis(name)
     resolved = resolve_params(spec, params)
     # Taken before reading, so a run landing meanwhile makes the result stale rather than fresh.
-    digests = dict(wh.con.execute("select encoder_id, digest from encoder_run_digest").fetchall())
+    digests = current_digests(wh.con)
     with merge.replacing_all(replace_all):
         result = spec.fn(wh, resolved)
     check_outputs(spec, result)
     if store:
         store_result(
-            wh, name, result, resolved, input_digest(digests, result), replace_all=replace_all, digests=digests
+            wh,
+            name,
+            result,
+            resolved,
+            input_digest(digests, result, spec.reads),
+            replace_all=replace_all,
+            digests=digests,
         )
     return result
 
 
-def input_digest(digests: dict[str, str], result: AnalysisResult) -> tuple[str | None, list[str] | None]:
-    """(digest, encoders) of the runs `result` describes: the encoders its tables name in an
-    encoder_id column (None: every encoder), as view analysis_freshness recomputes it."""
-    named = {
-        str(e)
-        for frame in (*result.tables.values(), result.summary)
-        if "encoder_id" in frame.columns
-        for e in frame["encoder_id"].dropna().unique()
-    }
-    encoders = sorted(named) if named else None
-    return merge.digest_over(digests, encoders), encoders
+def input_digest(
+    digests: Mapping[str, str], result: AnalysisResult, reads: Sequence[str] = ("runs",)
+) -> tuple[str | None, list[str] | None]:
+    """(digest, inputs) of what `result` describes (`inputs.described_inputs`)."""
+    return described_inputs((*result.tables.values(), result.summary), digests, reads)

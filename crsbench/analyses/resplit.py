@@ -215,14 +215,22 @@ def with_calib_crs(wh: Warehouse, repeats: pd.DataFrame) -> tuple[pd.DataFrame, 
     )
     frame = repeats.merge(stored, on=["encoder_id", "dataset"], how="left")
     usable = frame[frame["label_efficiency"].notna() & frame["robustness"].notna() & frame["calib_auroc"].notna()]
-    cells = sorted(set(frame["encoder_id"] + " on " + frame["dataset"]))
-    lacking = [c for c in cells if c not in set(usable["encoder_id"] + " on " + usable["dataset"])]
-    notes = []
+    # A shift target is never fitted on (its source's probes are evaluated on it): no advice to probe it.
+    targets = set(wh.sql("select distinct target_id from shift_pairs")["target_id"])
+    held = set(usable["encoder_id"] + " on " + usable["dataset"])
+    gaps = frame[~(frame["encoder_id"] + " on " + frame["dataset"]).isin(held)]
+    notes = [
+        f"calib_crs: {d} is a shift target (probes are fitted on its source, not on it), so it has no label "
+        "efficiency / robustness of its own: selection there is on calib AUROC only"
+        for d in sorted(set(gaps["dataset"]) & targets)
+    ]
+    probed = gaps[~gaps["dataset"].isin(targets)]
+    lacking = sorted(set(probed["encoder_id"] + " on " + probed["dataset"]))
     if lacking:
         more = f" and {len(lacking) - 3} more" if len(lacking) > 3 else ""
         notes.append(
             f"calib_crs: no stored label efficiency / robustness for {', '.join(lacking[:3])}{more} "
-            "(run 'crsbench probe'); not selectable on CRS"
+            "(run 'crsbench probe -e ENCODER -d DATASET' for them); not selectable on CRS"
         )
     out = repeats.assign(calib_crs=np.nan)
     if usable.empty:

@@ -232,6 +232,7 @@ def _datasets(wh: Warehouse, requested: object) -> tuple[list[str], list[str]]:
     params={"dataset": None, "folds": 5, "seed": 0},
     outputs={"summary": SUMMARY_COLUMNS},
     section="§19",
+    reads=("images",),  # file properties and labels, never runs: probing leaves it fresh
     columns={
         "dataset": "Dataset whose image files were audited (datasets.dataset_id).",
         "split": "pool_cv (out-of-fold inside train + calib) or test (fitted on the pool, scored on test).",

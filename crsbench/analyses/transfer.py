@@ -191,15 +191,18 @@ def dataset_transfer(
     chosen = list(pairs) if pairs is not None else list(itertools.permutations(by_key, 2))
     owners = sorted({b for _, b in chosen})
     lacking = [b for b in owners if b not in probes]
-    notes = (
-        [
-            f"{imgs.dataset_id}: no stored logreg probe at depth {depth} of {', '.join(lacking)}, so no transfer to "
-            f"them: coefficients are kept by 'crsbench probe' (full labels) since schema 7; fits made before, "
-            f"and datasets probes are not fitted on (shift targets), have none"
+    target = len(wh.sql("select 1 from shift_pairs where target_id = ? limit 1", [imgs.dataset_id])) > 0
+    if lacking and target and not probes:
+        notes = [
+            f"{imgs.dataset_id}: a shift target (probes are fitted on its source, not on it): no classifier transfer"
         ]
-        if lacking
-        else []
-    )
+    elif lacking:
+        notes = [
+            f"{imgs.dataset_id}: no stored logreg probe at depth {depth} of {', '.join(lacking)}, so no transfer to "
+            f"them: coefficients are kept by 'crsbench probe' (full labels) since schema 7; fits made before have none"
+        ]
+    else:
+        notes = []
     chosen = [(a, b) for a, b in chosen if b in probes]
     train, test = imgs.rows("train"), imgs.rows("test")
     if not chosen or not len(train) or not len(test):

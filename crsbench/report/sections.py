@@ -11,6 +11,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
+from crsbench import gaps
 from crsbench import leaderboard as read_models
 from crsbench.core import AXES
 from crsbench.report import figures as figs
@@ -232,14 +233,11 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
             "the leader contains 0, so the data cannot separate the encoder from the leader (blank: "
             f"separated; –: no interval). AUROC vs CRS ranking: {esc(stats)}.</p>"
         )
-        note += "".join(
-            f'<p class="note warning">Warning: {esc(w)}.</p>'
-            for w in read_models.anchor_noise_warnings(data.wh, data.panel, resample)
-        )
+        note += _anchor_noise(data, resample)
     note += "".join(
-        f'<p class="note warning">Incomplete (left out of the CRS): {esc(m)}</p>'
-        for m in read_models.missing_lines(data.wh)
+        f'<p class="note warning">Incomplete (left out of the CRS): {esc(m)}</p>' for m in gaps.missing_lines(data.wh)
     )
+    note += "".join(f'<p class="note">{esc(m)}.</p>' for m in gaps.outside_lines(data.wh))
     note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in read_models.partial_lines(board))
     return (
         f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
@@ -253,6 +251,28 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
             row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "",
         )
         + note
+    )
+
+
+def _anchor_noise(data: ReportData, resample: str) -> str:
+    """The one-line anchor-noise warning, each scope's range and noise folded under it."""
+    if data.panel is None:
+        return ""
+    rows = read_models.anchor_noise_rows(data.wh, data.panel, resample)
+    if rows.empty:
+        return ""
+    (line,) = read_models.anchor_noise_warnings(data.wh, data.panel, resample)
+    columns: dict[str, Cell] = {
+        "scope": lambda r: esc(r["scope"]),
+        "axis": lambda r: esc(r["axis"]),
+        "anchor range": number_cell("anchor_range", 4),
+        "noise": number_cell("noise", 4),
+        "range / noise": number_cell("range_over_noise", 2),
+    }
+    detail = table(rows, columns, text_columns=["scope", "axis"])
+    return (
+        f'<p class="note warning">Warning: {esc(line)}.</p>'
+        f"<details><summary>Anchor range and noise per scope and axis</summary>{detail}</details>"
     )
 
 
