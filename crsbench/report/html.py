@@ -60,6 +60,14 @@ figcaption { font-size: 12px; color: #566573; }
 code { background: #f4f6f7; padding: 1px 4px; border-radius: 3px; font-size: 13px; }
 .up { color: #1e8449; font-weight: 600; } .down { color: #e67e22; font-weight: 600; }
 .note { font-size: 13px; color: #566573; }
+.verdict { font-size: 16px; margin: 8px 0 10px; padding: 6px 12px; border-left: 4px solid #1f618d;
+           background: #eaf2f8; }
+table.leaderboard th { white-space: normal; vertical-align: bottom; }
+table.leaderboard th, table.leaderboard td { padding: 3px 6px; }
+table.leaderboard .interval { display: block; white-space: nowrap; }
+table.leaderboard .interval-na { display: block; white-space: normal; font-size: 12px; }
+table.leaderboard .badges { display: block; }
+table.leaderboard .badges .badge:first-child { margin-left: 0; }
 table.card td.card-text { white-space: normal; max-width: 900px; }
 table.card ul { margin: 0; padding-left: 18px; }
 table.card li.not-run { list-style: none; margin: 4px 0 4px -18px; padding: 4px 10px; background: #fef9e7;
@@ -89,7 +97,8 @@ def encoder_cell(
         marks += (
             '<span class="badge badge-candidate" title="scored against the panel, not a member of it">candidate</span>'
         )
-    return name + marks
+    # in a span of their own, so a narrow table can put them under the name
+    return name + (f'<span class="badges">{marks}</span>' if marks else "")
 
 
 def colour_key(directions: bool = False) -> str:
@@ -132,6 +141,7 @@ def table(
     columns: Mapping[str, Cell],
     text_columns: Sequence[str] = (),
     row_class: Callable[[pd.Series], str] | None = None,
+    css_class: str = "",
 ) -> str:
     """An HTML table; `columns` maps a header to a function returning the cell's (escaped) HTML."""
     head = "".join(f'<th class="{"text" if h in text_columns else ""}">{esc(h)}</th>' for h in columns)
@@ -143,7 +153,8 @@ def table(
         )
         rows.append(f'<tr class="{css}">{cells}</tr>')
     # wide tables (intervals, provenance) scroll inside their box instead of widening the page
-    return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    table_tag = f'<table class="{esc(css_class)}">' if css_class else "<table>"
+    return f'<div class="scroll">{table_tag}<thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 class FigureSink:

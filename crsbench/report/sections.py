@@ -50,11 +50,15 @@ class Section:
 SECTIONS: list[Section] = []
 
 
-def section(section_id: str, title: str, first: bool = False) -> Callable[[SectionFn], SectionFn]:
-    """Register a section after those registered so far (`first`: before them all)."""
+def section(
+    section_id: str, title: str, first: bool = False, after: str | None = None
+) -> Callable[[SectionFn], SectionFn]:
+    """Register a section after those registered so far (`first`: before them all; `after`: right
+    after that section)."""
 
     def register(fn: SectionFn) -> SectionFn:
-        SECTIONS.insert(0 if first else len(SECTIONS), Section(section_id, title, fn))
+        where = 0 if first else len(SECTIONS) if after is None else 1 + [s.id for s in SECTIONS].index(after)
+        SECTIONS.insert(where, Section(section_id, title, fn))
         return fn
 
     return register
@@ -105,7 +109,8 @@ def overview(data: ReportData, sink: FigureSink) -> str | Missing:
     return f"<ul>{''.join(items)}</ul>"
 
 
-@section("leaderboard", "CRS leaderboard next to AUROC")
+# First: the page opens with the verdict and the board (the reporting card follows it).
+@section("leaderboard", "CRS leaderboard next to AUROC", first=True)
 def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
@@ -138,19 +143,24 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         """The note of an interval the bootstrap cannot move (crs_encoder_ci), shown as n/a."""
         note = row.get(column)
         return (
-            f' <span class="note" title="{esc(note)}">n/a (same in every replicate)</span>'
+            f'<span class="note interval-na" title="{esc(note)}">n/a (same in every replicate)</span>'
             if isinstance(note, str)
             else None
         )
+
+    def interval(lo: object, hi: object) -> str:
+        # on its own line under the estimate, so the column is as narrow as "[0.123, 0.456]"
+        return f'<span class="note interval">[{fmt_number(lo)}, {fmt_number(hi)}]</span>'
+
+    # encoders the table shows without a CRS interval: members (a bootstrap gives them one), others
+    no_interval: dict[bool, list[str]] = {True: [], False: []}
 
     def auroc_cell(row: pd.Series) -> str:
         text = fmt_number(row["auroc"])
         if (na := fixed(row, "auroc_note")) is not None:
             return text + na
         if "auroc_lo" in cols and "auroc_hi" in cols:
-            text += (
-                f' <span class="note">[{fmt_number(row[cols["auroc_lo"]])}, {fmt_number(row[cols["auroc_hi"]])}]</span>'
-            )
+            text += interval(row[cols["auroc_lo"]], row[cols["auroc_hi"]])
         return text
 
     def crs_cell(row: pd.Series) -> str:
@@ -159,11 +169,12 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
             return text + na
         if "lo" in cols and "hi" in cols:
             if pd.isna(row[cols["lo"]]) or pd.isna(row[cols["hi"]]):
-                return text + (
-                    ' <span class="note">not bootstrapped: run '
-                    f"<code>crsbench analyze bootstrap --panel {esc(data.panel)}</code></span>"
-                )
-            text += f' <span class="note">[{fmt_number(row[cols["lo"]])}, {fmt_number(row[cols["hi"]])}]</span>'
+                # short in the cell; what to do about it is said once, under the table
+                member = row["encoder_id"] in members
+                no_interval[member].append(str(row["encoder_id"]))
+                why = "not bootstrapped" if member else "no interval (not a member)"
+                return text + f'<span class="note interval-na">{why}</span>'
+            text += interval(row[cols["lo"]], row[cols["hi"]])
         return text
 
     def shift(row: pd.Series) -> str:
@@ -221,17 +232,26 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
         if boot is not None or resample is not None
         else f'<p class="note">No bootstrap intervals yet: run <code>{esc(FILL["bootstrap"])}</code>.</p>'
     )
+    board_html = table(
+        board,
+        columns,
+        text_columns=["Encoder"],
+        row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "",
+        css_class="leaderboard",
+    )  # rendered before the notes: the cells collect the members left unbootstrapped
+    note += _no_interval_notes(data.panel, no_interval[True], no_interval[False])
     if resample is not None:
         agree = read_models.agreement_intervals(data.wh, data.panel, resample)
+        # fmt_number gives HTML already (a dash entity for a missing bound): only the names are escaped
         stats = "; ".join(
-            f"{r.statistic} {fmt_number(r.estimate)} [{fmt_number(r.lo)}, {fmt_number(r.hi)}]"
+            f"{esc(r.statistic)} {fmt_number(r.estimate)} [{fmt_number(r.lo)}, {fmt_number(r.hi)}]"
             for r in agree.itertuples()
         )
         note += (
             f'<p class="note">Intervals: 95 % percentile, {esc(resample)} bootstrap. '
             "CRS rank = 1 + the panel members with a higher CRS; tier =1: the interval of the CRS gap to "
             "the leader contains 0, so the data cannot separate the encoder from the leader (blank: "
-            f"separated; –: no interval). AUROC vs CRS ranking: {esc(stats)}.</p>"
+            f"separated; &ndash;: no interval). AUROC vs CRS ranking: {stats}.</p>"
         )
         note += _anchor_noise(data, resample)
     note += "".join(
@@ -239,19 +259,30 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     )
     note += "".join(f'<p class="note">{esc(m)}.</p>' for m in gaps.outside_lines(data.wh))
     note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in read_models.partial_lines(board))
-    return (
+    formula = (
         f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
         f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
         f"(positive: the encoder rises under CRS).</p>"
-        + colour_key(directions=True)
-        + table(
-            board,
-            columns,
-            text_columns=["Encoder"],
-            row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "",
-        )
-        + note
     )
+    # the verdict first, then the board: both on the page's first screen; the explanations below them
+    verdict = read_models.verdict_line(data.panel, board, resample)
+    return f'<p class="verdict">{esc(verdict)}</p>' + colour_key(directions=True) + board_html + formula + note
+
+
+def _no_interval_notes(panel: str, unbootstrapped: list[str], outside: list[str]) -> str:
+    """Why a scored encoder shows no CRS interval, and the command that gives one where there is one."""
+    out = ""
+    if unbootstrapped:
+        out += (
+            f'<p class="note">Not bootstrapped: {esc(", ".join(unbootstrapped))}. Run '
+            f"<code>crsbench analyze bootstrap --panel {esc(panel)}</code> for their intervals.</p>"
+        )
+    if outside:
+        out += (
+            f'<p class="note">No interval for {esc(", ".join(outside))}: the bootstrap resamples the '
+            f"members of panel <code>{esc(panel)}</code> only.</p>"
+        )
+    return out
 
 
 def _anchor_noise(data: ReportData, resample: str) -> str:

@@ -47,8 +47,17 @@ def _matrix(pairs: pd.DataFrame, order: list[str], value: str, symmetric: bool, 
     return out
 
 
+def colour_range(matrix: np.ndarray) -> tuple[float, float]:
+    """The colour bar's range: 0 to 1, widened to every value shown (a retention can pass 1)."""
+    finite = matrix[np.isfinite(matrix)]
+    if finite.size == 0:
+        return 0.0, 1.0
+    return min(0.0, float(finite.min())), max(1.0, float(finite.max()))
+
+
 def _heat(ax: Axes, matrix: np.ndarray, labels: list[str], title: str, xlabel: str, ylabel: str) -> None:
-    image = ax.imshow(matrix, vmin=0.0, vmax=1.0, cmap=figs.colormap("viridis"))
+    vmin, vmax = colour_range(matrix)
+    image = ax.imshow(matrix, vmin=vmin, vmax=vmax, cmap=figs.colormap("viridis"))
     ax.set_xticks(range(len(labels)), labels, rotation=90, ha="center", fontsize=8)
     ax.set_yticks(range(len(labels)), labels, fontsize=8)
     ax.set_title(title, fontsize=9)
@@ -56,7 +65,8 @@ def _heat(ax: Axes, matrix: np.ndarray, labels: list[str], title: str, xlabel: s
     ax.set_ylabel(ylabel, fontsize=8)
     for (i, j), v in np.ndenumerate(matrix):
         if np.isfinite(v):
-            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if v < 0.6 else "black")
+            shade = (v - vmin) / (vmax - vmin)  # where the value sits on the colour bar
+            ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=7, color="white" if shade < 0.6 else "black")
     ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
 
 
@@ -101,7 +111,8 @@ def agreement(data: ReportData, sink: FigureSink) -> str | Missing:
         '<p class="note">Share of each image\'s nearest neighbours two encoders have in common (cosine, '
         "L2-normalised features, clean images), encoders ordered by CRS. Chance is k / (n - 1). "
         "Retention: AUROC of a stored probe reading another encoder's features through a linear map, "
-        "as a share of its own AUROC.</p>"
+        "as a share of its own AUROC; above 1, the mapped features serve that probe better than its own "
+        "encoder's (the colour bar then reaches the largest value).</p>"
     ]
     knn = pairs[pairs["measure"] == "mutual_knn"]
     for (dataset, depth), part in knn.groupby(["dataset_id", "depth"], sort=True):

@@ -1,4 +1,4 @@
-"""The reporting card, the report's opening section: seven items, each with its measured number
+"""The reporting card, right after the leaderboard: seven items, each with its measured number
 (computed in crsbench/card.py; this module only renders it). METHODS.md §19.2."""
 
 from __future__ import annotations
@@ -34,6 +34,6 @@ def render_card(card: Card) -> str:
     )
 
 
-@section("card", "Reporting card", first=True)
+@section("card", "Reporting card", after="leaderboard")
 def card(data: ReportData, sink: FigureSink) -> str | Missing:
     return render_card(reporting_card(data.wh, data.panel))

@@ -4,6 +4,9 @@ Asserts that the page loads from disk with no console error, no exception, no bl
 or failed request and no request leaving the machine; that every expected section is
 there with data; that every image decodes to a non-empty bitmap; and that random-init
 encoders are visibly marked. A screenshot is taken and checked to be a real, tall PNG.
+At 1280 px the first screen (800 px) shows the verdict and the leaderboard, which fits the page
+with no cell's content spilling out of its cell (the warehouse has bootstrap intervals, so the
+widest board: tiers, two intervals per row, an unbootstrapped member and a non-member).
 Skips, loudly, only when no Chromium binary exists (`bash scripts/test-deps.sh` installs it).
 """
 
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import io
 import warnings
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -19,7 +23,7 @@ from support.browser_support import find_chromium, inspect_page
 
 from crsbench.report import SECTION_IDS, build_report
 from crsbench.warehouse.connection import Warehouse
-from tests.report.test_report import build_warehouse
+from tests.report.test_report import UNBOOTSTRAPPED, build_warehouse
 
 CHROMIUM = find_chromium()
 if CHROMIUM is None:
@@ -34,7 +38,7 @@ if CHROMIUM is None:
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("browser")
-    db = build_warehouse(root / "wh.duckdb")
+    db = build_warehouse(root / "wh.duckdb", intervals=True)
     with Warehouse.open(db, read_only=True) as wh:
         result = build_report(wh, root / "report.html")
     page = inspect_page(root / "report.html", root / "report.png", width=1280, timeout_s=120)
@@ -94,6 +98,46 @@ def test_screenshot_is_the_whole_page(rendered):
     assert image.height >= min(page.dom["bodyHeight"], 16384) - 2
     # not a blank page: many distinct colours (text, figures, badges)
     assert len(image.convert("RGB").resize((320, 320)).getcolors(1 << 16) or []) > 50
+
+
+WIDTH, FIRST_SCREEN = 1280, 800
+TOLERANCE_PX = 1.0
+
+
+def test_first_screen_shows_the_verdict_and_the_leaderboard(rendered):
+    _, page, _ = rendered
+    board = page.dom["leaderboard"]
+    verdict = board["verdict"]
+    assert verdict is not None and verdict["text"].startswith("bravo leads on CRS (panel main)")
+    assert verdict["box"][3] <= FIRST_SCREEN  # the whole sentence
+    assert board["table"][1] <= FIRST_SCREEN - 100  # the table's head and its first rows
+    first_row_bottom = board["rows"][1][0]["box"][3]
+    assert first_row_bottom <= FIRST_SCREEN
+
+
+def test_leaderboard_fits_the_page(rendered):
+    _, page, _ = rendered
+    board = page.dom["leaderboard"]
+    assert page.dom["viewportWidth"] == WIDTH
+    assert board["table"][2] <= WIDTH - 24  # inside the page's right margin
+    assert board["scroll"]["scrollWidth"] <= board["scroll"]["clientWidth"]  # nothing hidden to scroll to
+    assert page.dom["pageWidth"] <= WIDTH
+
+
+def test_leaderboard_cells_hold_their_content(rendered):
+    _, page, _ = rendered
+    rows = page.dom["leaderboard"]["rows"]
+    texts = [" ".join(c["text"] for c in row) for row in rows]
+    # the rows this must hold for: a member left unbootstrapped and a non-member, both without an interval
+    assert any(UNBOOTSTRAPPED in t and "not bootstrapped" in t for t in texts)
+    assert any("echo" in t and "no interval" in t for t in texts)
+    for row in rows:
+        for cell in (c for c in row if c["content"] is not None):
+            (l0, t0, r0, b0), (l1, t1, r1, b1) = cell["box"], cell["content"]
+            inside = l1 >= l0 - TOLERANCE_PX and r1 <= r0 + TOLERANCE_PX and t1 >= t0 - TOLERANCE_PX
+            assert inside and b1 <= b0 + TOLERANCE_PX, f"{cell['text']!r} spills out of its cell"
+        for left, right in pairwise(row):
+            assert left["box"][2] <= right["box"][0] + TOLERANCE_PX, (left["text"], right["text"])
 
 
 def test_missing_sections_render_cleanly_too(tmp_path: Path):

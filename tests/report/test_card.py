@@ -129,10 +129,10 @@ def test_every_item_is_filled_and_each_number_is_its_relation_s_aggregate(card_d
 
 def test_card_renders_in_chromium_with_all_seven_items(card_db: Path, tmp_path: Path) -> None:
     # The card as the report renders it, in the report's page shell (tests/report/test_browser.py
-    # loads the whole report, which opens with it: SECTION_IDS[0]).
+    # loads the whole report, where it follows the verdict and the leaderboard: SECTION_IDS[1]).
     if find_chromium() is None:
         pytest.skip("CHROMIUM NOT INSTALLED: install it with `bash scripts/test-deps.sh`")
-    assert SECTION_IDS[0] == "card"
+    assert SECTION_IDS[:2] == ("leaderboard", "card")
     with Warehouse.open(card_db, read_only=True) as wh:
         body = render_card(card_for(wh))
     (tmp_path / "card.html").write_text(page("card", "", "", [("card", "Reporting card", body, False)]))

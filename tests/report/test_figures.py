@@ -16,6 +16,7 @@ from html import unescape
 from itertools import pairwise
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from support.browser_support import find_chromium
@@ -294,3 +295,47 @@ def test_crowded_figures_pass_the_check(tmp_path):
     out = tmp_path / "crowded.html"
     out.write_text(page("crowded", "", "", [("s", "S", body, False)]), encoding="utf-8")
     assert check_figures(out) == []
+
+
+@pytest.mark.parametrize(
+    ("auroc_rank", "crs_rank"),
+    [
+        ([1, 2], [1, 1]),  # a two-member panel: both on one CRS
+        ([1, 2, 3, 4], [1, 1, 1, 1]),  # four tied (the narrower spacing of small charts)
+        ([1, 1, 1, 4, 5, 6], [1, 1, 3, 3, 3, 6]),  # ties on both sides
+        (list(range(1, 11)), [1] * 10),  # ten tied at the top
+        ([1, 2, 3, 4, 5, 6, 7, 8, 9], [1, 1, 1, 1, 1, 3, 3, 3, 3]),  # two crowds that merge
+    ],
+)
+def test_slope_chart_names_of_tied_ranks_never_overlap(auroc_rank, crs_rank):
+    # every label the renderer drew, boxed where it landed in the PNG: no two intersect
+    labels = [f"tiny-encoder-{i} (random-init)" for i in range(len(auroc_rank))]
+    frame = pd.DataFrame({"label": labels, "auroc_rank": auroc_rank, "crs_rank": crs_rank})
+    layout = figure_layout(figs.slope_chart(frame, "panel p; Kendall tau = 0.50, 3 of 10 pairs reversed"), 110)
+    texts = layout["texts"]
+    assert sum(t["text"].endswith(label) or t["text"].startswith(label) for t in texts for label in labels) == 2 * len(
+        labels
+    )
+    for i, a in enumerate(texts):
+        for b in texts[i + 1 :]:
+            (a0, a1, a2, a3), (b0, b1, b2, b3) = a["box"], b["box"]
+            assert min(a2, b2) <= max(a0, b0) or min(a3, b3) <= max(a1, b1), (a["text"], b["text"])
+
+
+def test_retention_colour_bar_covers_every_value_shown():
+    from crsbench.report.sections_agreement import agreement_figure
+
+    knn = np.array([[1.0, 0.4, 0.2], [0.4, 1.0, 0.3], [0.2, 0.3, 1.0]])
+    retention = np.array([[np.nan, 0.81, 1.22], [1.05, np.nan, 0.9], [0.7, 0.95, np.nan]])
+    fig = agreement_figure(knn, retention, ["a", "b", "c"], "derm, depth 1, chance 0.1")
+    heat_axes = [ax for ax in fig.axes if ax.images]
+    assert len(heat_axes) == 2
+    for ax, matrix in zip(heat_axes, (knn, retention), strict=True):
+        low, high = ax.images[0].get_clim()
+        shown = [float(t.get_text()) for t in ax.texts]
+        assert sorted(shown) == sorted(round(v, 2) for v in matrix[np.isfinite(matrix)].tolist())
+        assert all(low <= v <= high for v in shown), (low, high, shown)
+        assert (low, high) == (0.0, max(1.0, float(np.nanmax(matrix))))
+    # the colour bars show those ranges: retention's reaches 1.22, not 1.0
+    bars = [ax for ax in fig.axes if not ax.images]
+    assert sorted(round(max(ax.get_ylim()), 2) for ax in bars) == [1.0, 1.22]

@@ -211,12 +211,47 @@ def agreement_tables() -> AnalysisResult:
     return AnalysisResult(tables, summary=summary_of(pairs))
 
 
+UNBOOTSTRAPPED = "delta"  # a member store_bootstrap_intervals leaves without an interval
+
+
+def store_bootstrap_intervals(wh: Warehouse, panel: str) -> None:
+    """Fresh images+seeds rows of bootstrap_intervals for `panel`, as `crsbench analyze bootstrap`
+    stores them: each member but UNBOOTSTRAPPED gets CRS, AUROC and CRS-gap intervals (the best two
+    tied with the leader, the others separated); Kendall tau cannot vary (n/a, no bounds)."""
+    from crsbench.analyses.intervals import COLUMNS, runs_digest, store_intervals
+
+    scored = wh.sql(
+        "select encoder_id, crs, auroc from crs_encoder where panel = ? and regime = 'frozen' and in_panel "
+        "and encoder_id <> ? order by crs desc",
+        [panel, UNBOOTSTRAPPED],
+    )
+    rows = []
+    for place, r in enumerate(scored.itertuples()):
+        gap = (-0.02, 0.0) if place == 0 else (-0.01, 0.1) if place == 1 else (0.05 * place, 0.1 + 0.1 * place)
+        for metric, estimate, lo, hi in (
+            ("crs", r.crs, r.crs - 0.05, r.crs + 0.05),
+            ("discrimination", r.auroc, r.auroc - 0.02, r.auroc + 0.02),
+            ("crs_gap", sum(gap) / 2, *gap),
+        ):
+            rows.append([panel, "images+seeds", r.encoder_id, None, metric, estimate, lo, hi, 200, None, None])
+    rows.append([panel, "images+seeds", None, None, "spearman_rho", 0.8, 0.4, 1.0, 200, None, None])
+    note = "same in every replicate"
+    rows.append([panel, "images+seeds", None, None, "kendall_tau", 1.0, None, None, 200, None, note])
+    digest = runs_digest(wh, scored["encoder_id"].tolist())
+    store_intervals(wh, pd.DataFrame(rows, columns=COLUMNS), panel, "images+seeds", digest)
+
+
 def build_warehouse(
-    path: Path, panel: str | None = "main", analyses: bool = True, before_analyses: Callable | None = None
+    path: Path,
+    panel: str | None = "main",
+    analyses: bool = True,
+    before_analyses: Callable | None = None,
+    intervals: bool = False,
 ) -> Path:
     """A warehouse with runs, encoders, datasets, (optionally) a frozen panel and analysis tables.
 
-    `before_analyses(wh)` runs after the panel is frozen and before the analyses (to add encoders)."""
+    `before_analyses(wh)` runs after the panel is frozen and before the analyses (to add encoders);
+    `intervals` stores bootstrap intervals for the panel (store_bootstrap_intervals)."""
     with Warehouse.open(path) as wh:
         for encoder in PROFILES:
             wh.con.execute(
@@ -245,6 +280,8 @@ def build_warehouse(
                 AnalysisResult({"cells": e2_cells(), "reliability": reliability_table()}, summary=e2_cells().head(3)),
                 {},
             )
+            if panel is not None and intervals:
+                store_bootstrap_intervals(wh, panel)
             if panel is not None:
                 store_result(
                     wh,
@@ -258,7 +295,7 @@ def build_warehouse(
 @pytest.fixture(scope="module")
 def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
     root = tmp_path_factory.mktemp("report")
-    db = build_warehouse(root / "wh.duckdb")
+    db = build_warehouse(root / "wh.duckdb", intervals=True)
     with Warehouse.open(db, read_only=True) as wh:
         result = build_report(wh, root / "report.html", figures_dir=root / "figures")
     return root / "report.html", root / "figures", result
@@ -329,7 +366,7 @@ def test_leaderboard_matches_crs_view_and_marks_random_init(full_report, tmp_pat
     assert "echo" in banner and "random-init" in banner
     board = re.search(r'id="leaderboard".*?</table>', html, re.S).group(0)
     rows = re.findall(r"<tr class=\"([^\"]*)\">(.*?)</tr>", board, re.S)
-    names = [re.sub(r"<span.*", "", re.findall(r"<td[^>]*>(.*?)</td>", r)[1]) for _, r in rows]
+    names = [re.sub(r"<span.*", "", re.findall(r'<td class="text">(.*?)</td>', r)[0]) for _, r in rows]
     # ordered by CRS, as the view says; 'bravo' (calibrated, robust) beats 'alpha' (best AUROC)
     db = out.parent / "wh.duckdb"
     with Warehouse.open(db, read_only=True) as wh:
@@ -393,3 +430,57 @@ def test_footer_prints_the_provenance_of_every_batch(full_report):
     cells = re.findall(r"<td>(.*?)</td>", footer)
     assert cells[0] == "probe batch"
     assert numpy.__version__ in cells and torch.backends.cpu.get_cpu_capability() in cells and "cpu" in cells
+
+
+def _visible_text(html: str) -> str:
+    """The page's text as a reader sees it: no style sheet, no tags or attributes, entities decoded
+    once, runs of white space as one space."""
+    from html import unescape
+
+    body = re.sub(r"<style>.*?</style>", " ", html, flags=re.S)
+    return " ".join(unescape(re.sub(r"<[^>]+>", " ", body)).split())
+
+
+def test_every_entity_is_escaped_once(full_report):
+    html = full_report[0].read_text(encoding="utf-8")
+    # an entity escaped twice reads as '&ndash;' on the page
+    assert re.findall(r"&amp;#?\w+;", html) == []
+    text = _visible_text(html)
+    assert re.findall(r"&#?\w+;", text) == []
+    # Kendall tau could not vary: its missing bounds show as dashes, not as entity names
+    assert re.search(r"kendall_tau 1\.000 \[\u2013, \u2013\]", text)
+
+
+def test_the_report_opens_with_the_verdict_then_the_board_then_the_card(full_report):
+    from crsbench import leaderboard as read_models
+
+    out, _, _ = full_report
+    html = out.read_text(encoding="utf-8")
+    assert SECTION_IDS[:2] == ("leaderboard", "card")
+    assert [s for s in re.findall(r'<section id="([^"]+)"', html)][:2] == ["leaderboard", "card"]
+    board = re.search(r'id="leaderboard".*?</section>', html, re.S).group(0)
+    first = re.search(r"<h2>[^<]*</h2>\s*(<p[^>]*>.*?</p>)", board, re.S).group(1)
+    assert 'class="verdict"' in first
+    with Warehouse.open(out.parent / "wh.duckdb", read_only=True) as wh:
+        shown = read_models.with_intervals(
+            wh, "main", wh.sql("select * from crs_encoder where panel = 'main' and regime = 'frozen'"), "images+seeds"
+        )
+        tied = wh.sql("select encoder_id from crs_encoder_ci where panel = 'main' and tier = '=1' order by crs desc")
+    expected = read_models.verdict_line("main", shown, "images+seeds")
+    assert _visible_text(first).strip() == expected
+    leader, *others = tied["encoder_id"].tolist()
+    assert expected.startswith(f"{leader} leads on CRS (panel main); tied with it within the 95 % intervals: ")
+    assert others and all(e in expected for e in others)
+
+
+def test_encoders_without_an_interval_say_why_under_the_table(full_report):
+    html = full_report[0].read_text(encoding="utf-8")
+    board = re.search(r'id="leaderboard".*?</section>', html, re.S).group(0)
+    table, notes = board.split("</table>", 1)
+    rows = re.findall(r"<tr class=[^>]*>(.*?)</tr>", table)
+    cells = {re.search(r'<td class="text">([^<]*)', r).group(1): _visible_text(r) for r in rows}
+    assert "not bootstrapped" in cells[UNBOOTSTRAPPED] and "no interval" in cells["echo"]
+    assert "<code>" not in table  # no command squeezed into a cell
+    text = _visible_text(notes)
+    assert f"Not bootstrapped: {UNBOOTSTRAPPED}. Run crsbench analyze bootstrap --panel main" in text
+    assert "No interval for echo: the bootstrap resamples the members of panel main only" in text

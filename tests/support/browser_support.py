@@ -42,6 +42,27 @@ CHROMIUM_FLAGS = (
 # Evaluated in the page once it has loaded: waits for every image to decode, then
 # describes the sections and images so a test can assert on them.
 PAGE_PROBE = """
+// The leaderboard as laid out: boxes in page px [left, top, right, bottom] of the verdict, the
+// table, its scroll box, and per row each cell's box and the box its content actually covers
+// (null for an empty cell).
+function leaderboardLayout() {
+  const section = document.querySelector('section[data-section="leaderboard"]');
+  const table = section && section.querySelector('table');
+  if (!table) return null;
+  const box = r => [r.left + window.scrollX, r.top + window.scrollY, r.right + window.scrollX, r.bottom + window.scrollY];
+  const content = el => { const range = document.createRange(); range.selectNodeContents(el);
+                          const r = range.getBoundingClientRect();
+                          return r.width || r.height ? box(r) : null; };  // null: an empty cell
+  const verdict = section.querySelector('.verdict');
+  const scroller = table.closest('.scroll') || table.parentElement;
+  return {
+    verdict: verdict ? {text: verdict.innerText, box: box(verdict.getBoundingClientRect())} : null,
+    table: box(table.getBoundingClientRect()),
+    scroll: {clientWidth: scroller.clientWidth, scrollWidth: scroller.scrollWidth},
+    rows: Array.from(table.rows).map(tr => Array.from(tr.cells).map(td => ({
+      text: td.innerText, box: box(td.getBoundingClientRect()), content: content(td)}))),
+  };
+}
 (async () => {
   const images = Array.from(document.images);
   await Promise.all(images.map(img => img.decode().catch(() => null)));
@@ -66,6 +87,9 @@ PAGE_PROBE = """
     })),
     banners: Array.from(document.querySelectorAll('.banner')).map(b => b.innerText),
     bodyHeight: document.documentElement.scrollHeight,
+    viewportWidth: document.documentElement.clientWidth,
+    pageWidth: document.documentElement.scrollWidth,
+    leaderboard: leaderboardLayout(),
   };
 })()
 """
