@@ -11,9 +11,11 @@ import typer
 from crsbench.bench import Bench, ExtractConfig, ExtractOptions
 from crsbench.cli_app import DbOption, StoreOption, app
 from crsbench.core import default_db_path
-from crsbench.output import console, emit, print_frame, progress
+from crsbench.output import console, emit, fitted_table, print_frame, progress
 
 DEFAULTS = ExtractOptions()  # the extraction defaults live in ExtractOptions alone
+# The columns `encoders` shows first when the terminal cannot hold them all.
+ENCODER_COLUMNS = ("id", "weights", "text_tower", "family", "scope", "input_size", "pretrained", "loader", "domain")
 
 EncodersFileOption = Annotated[
     list[Path] | None,
@@ -202,9 +204,17 @@ def encoders_command(
 ) -> None:
     """List every encoder (built-in, TOML, plugin) with its origin, family, scope, loader, input size."""
     rows = Bench(db).encoders(encoders_file or [], allow_code, check_weights)
-    print_frame(
-        pd.DataFrame(rows), title="encoders (also: timm:<name>, hf:<repo or folder>, open_clip:<arch>)", key="encoders"
-    )
+    if console.json_mode:
+        emit({"encoders": rows})
+        return
+    frame = pd.DataFrame(rows).drop(columns="weights_needed", errors="ignore")
+    title = "encoders (also: timm:<name>, hf:<repo or folder>, open_clip:<arch>)"
+    # The ids (and what is missing) are what one types or acts on: never wrapped or cut.
+    console.print(fitted_table(frame, title, ENCODER_COLUMNS, console.out.width))
+    if check_weights and any(str(r[k]).startswith("missing") for r in rows for k in ("weights", "text_tower")):
+        from crsbench.pipeline.encoders import missing_weights_hint
+
+        console.print(missing_weights_hint())
 
 
 @app.command("feature-sets")

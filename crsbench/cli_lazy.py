@@ -15,7 +15,6 @@ import inspect
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-import click
 from typer.core import TyperGroup
 
 if TYPE_CHECKING:
@@ -100,7 +99,10 @@ class LazyGroup(TyperGroup):
             return command
         # Listing for the help page: a stand-in carrying the one-line help, nothing imported.
         help_line = commands()[cmd_name][1]
-        # Only its name and help are read, so a plain click.Command serves for typer's copy.
+        # Only its name and help are read, so a plain click.Command serves for typer's copy
+        # (imported here: typer runs on its own copy, so a command that runs never needs click).
+        import click
+
         return cast("_click.Command", click.Command(cmd_name, help=help_line, short_help=help_line))
 
     def resolve_command(

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -24,8 +25,10 @@ class _Output:
         self.json_mode = False
         self.out = Console()
         if not self.out.is_terminal:
-            # Piped output (logs, CI, README captures) gets room for a whole leaderboard row.
-            self.out = Console(width=140)
+            # Piped output (logs, CI, README captures) gets room for a whole leaderboard row, unless
+            # COLUMNS says otherwise (as on a terminal).
+            columns = os.environ.get("COLUMNS", "")
+            self.out = Console(width=int(columns) if columns.isdigit() and int(columns) > 0 else 140)
         self.error_console = Console(stderr=True)
 
     def configure(self, quiet: bool = False, json_mode: bool = False) -> None:
@@ -81,6 +84,33 @@ def frame_table(frame: pd.DataFrame, title: str | None = None, max_rows: int = 6
         table.add_row(*[_fmt(v) for v in row.tolist()])
     if len(frame) > max_rows:
         table.caption = f"{len(frame) - max_rows} more rows not shown"
+    return table
+
+
+def fitted_table(frame: pd.DataFrame, title: str, order: Sequence[str], width: int) -> Table:
+    """`frame` as a table no wider than `width` whose cells are never wrapped or cut (ids one
+    types): the columns in `order` first, then the rest, each while it still fits; the first
+    always. The columns left out are named in the caption."""
+    import pandas as pd
+
+    names = [*[c for c in order if c in frame.columns], *[c for c in frame.columns if c not in order]]
+    cells = {name: [_fmt(v) for v in frame[name].tolist()] for name in names}
+    used = 1  # the left border; each column adds its text, one space either side and a border
+    shown: list[str] = []
+    for name in names:
+        need = max([len(name), *(len(text) for text in cells[name])]) + 3
+        if not shown or used + need <= width:
+            shown.append(name)
+            used += need
+    table = Table(title=title, show_lines=False)
+    for name in shown:
+        numeric = pd.api.types.is_numeric_dtype(frame[name])
+        table.add_column(name, justify="right" if numeric else "left", no_wrap=True, overflow="fold")
+    for i in range(len(frame)):
+        table.add_row(*[cells[name][i] for name in shown])
+    left_out = [name for name in names if name not in shown]
+    if left_out:
+        table.caption = f"not shown at this width: {', '.join(left_out)} (see --json)"
     return table
 
 

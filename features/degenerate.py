@@ -6,9 +6,12 @@ and no drop under perturbation. Extraction therefore measures each depth's clean
 the first `SAMPLE_ROWS` rows (the train split comes first): the numerical rank of the centred
 matrix is the number of singular values above `RANK_TOL` times the largest (float16 storage
 resolves about 1e-3). A depth whose rank is below `MIN_RANK_SHARE` of the attainable rank
-min(rows - 1, width) is degenerate. The verdict is stored in the set's attrs (`degenerate`, a
-one-line reason, absent when sound), warned about, and carried into the catalog; the warehouse
-leaves the encoder out of ranks until the set is confirmed (`confirm`).
+min(rows - 1, width) is degenerate. Only the depth the CRS reads (`CRS_DEPTH`, the final block)
+decides the verdict: stored in the set's attrs (`degenerate`, a one-line reason, absent when
+sound), warned about, and carried into the catalog; the warehouse leaves the encoder out of ranks
+until the set is confirmed (`confirm`). A degenerate intermediate depth feeds only the depth
+profile (E3), so it is a warning naming the depth (kept in `degenerate_other_depths`) and the
+encoder stays ranked.
 
 The demo's tiny random-init encoders keep at least 42 % of their attainable rank at every depth
 (the lowest: tiny-convnext at d025 on chexpert, 17 of 40), far above the threshold.
@@ -16,12 +19,13 @@ The demo's tiny random-init encoders keep at least 42 % of their attainable rank
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import numpy as np
 import zarr
 
-from crsbench.core import CLEAN, DEPTHS
+from crsbench.core import CLEAN, CRS_DEPTH, DEPTHS
 from crsbench.features.store import FeatureSetRef, depth_key
 
 SAMPLE_ROWS = 2048
@@ -29,6 +33,7 @@ RANK_TOL = 1e-3
 MIN_RANK_SHARE = 0.10
 DEGENERATE = "degenerate"  # group attr: the reason, or absent
 CONFIRMED = "degenerate_confirmed_at"  # group attr: when a user confirmed a flagged set
+OTHER_DEPTHS = "degenerate_other_depths"  # group attr: the reasons at depths the CRS does not read
 
 
 def numerical_rank(features: np.ndarray) -> int:
@@ -61,20 +66,45 @@ def degeneracy(features: np.ndarray, where: str) -> str | None:
     return None
 
 
-def assess(group: zarr.Group) -> str | None:
-    """The verdict on a feature set's clean features (deepest depth first), stored in its attrs."""
+@dataclasses.dataclass(frozen=True)
+class Verdict:
+    """What extraction found: `reason` at the depth the CRS reads (it flags the set: no rank until
+    confirmed), `other_depths` at the depths it does not read (a warning; the set stays ranked)."""
+
+    reason: str | None
+    other_depths: str | None
+
+    def other_depths_warning(self, path: str) -> str:
+        """The one-line warning for `other_depths` of the set at `path` (when there are any)."""
+        return (
+            f"feature set {path} is degenerate at a depth the CRS does not read: {self.other_depths}; "
+            f"it stays ranked (the CRS reads {depth_key(CRS_DEPTH)} only), but probes at that depth "
+            "learn little from it (the depth profile, E3)"
+        )
+
+
+def assess(group: zarr.Group) -> Verdict:
+    """The verdict on a feature set's clean features, deepest depth first, stored in its attrs."""
     reason = None
+    others = []
     for depth in sorted(DEPTHS, reverse=True):
         name = f"{depth_key(depth)}/{CLEAN}"
         if name not in group:
             continue
         array = group[name]
         assert isinstance(array, zarr.Array)
-        reason = degeneracy(np.asarray(array[: min(SAMPLE_ROWS, array.shape[0])]), depth_key(depth))
-        if reason is not None:
-            break
+        found = degeneracy(np.asarray(array[: min(SAMPLE_ROWS, array.shape[0])]), depth_key(depth))
+        if depth == CRS_DEPTH:
+            reason = found
+        elif found is not None:
+            others.append(found)
+    verdict = Verdict(reason, "; ".join(others) or None)
     group.attrs[DEGENERATE] = reason
-    return reason
+    if verdict.other_depths is not None:
+        group.attrs[OTHER_DEPTHS] = verdict.other_depths
+    elif OTHER_DEPTHS in group.attrs:
+        del group.attrs[OTHER_DEPTHS]
+    return verdict
 
 
 def confirm(group: zarr.Group, path: str) -> str:

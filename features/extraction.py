@@ -245,14 +245,16 @@ def extract(
         tap.close()
     if plan is not None:
         count_repair(group, plan)  # before `complete` flips back on
-    reason = assess(group)  # before `complete` flips: a complete set always carries its verdict
+    verdict = assess(group)  # before `complete` flips: a complete set always carries its verdict
     finish_feature_set(group, arrays, ref, ex.test_mask, settings, store.url)
-    if reason:
+    if verdict.reason:
         warnings.warn(
-            f"feature set {ref.path} is degenerate: {reason}; its cells are flagged and {entry.id} gets no "
+            f"feature set {ref.path} is degenerate: {verdict.reason}; its cells are flagged and {entry.id} gets no "
             f"rank until you confirm the set: crsbench feature-sets --confirm {ref.key} {dataset.name}",
             stacklevel=2,
         )
+    elif verdict.other_depths:  # a flagged set needs no second warning
+        warnings.warn(verdict.other_depths_warning(ref.path), stacklevel=2)
     group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
     attrs: dict[str, Any] = dict(group.attrs)
     attrs["seconds"] = time.perf_counter() - started

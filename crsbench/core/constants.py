@@ -56,6 +56,8 @@ def small_panel_reason(n_members: int) -> str:
 
 # The probe whose grid covers every depth and fraction; the axes and the CRS are read from it (METHODS §3).
 PRIMARY_PROBE: Final = "logreg"
+# The depth the axes and the CRS read (METHODS §6): the other depths feed only the depth profile (E3).
+CRS_DEPTH: Final = 1.0
 # The (probe, depth) pairs of the protocol's declared grid: the primary probe at every depth, the
 # check probes (mlp, knn) at full depth. Each pair is fitted at every declared fraction x seed.
 PROTOCOL_PROBE_DEPTHS: Final[tuple[tuple[str, float], ...]] = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -34,9 +35,26 @@ def encoder_rows(
         }
         if check_weights:
             from crsbench.features.text import text_tower_status
-            from crsbench.features.weights import weights_status
+            from crsbench.features.weights import weights_status, where_to_put
 
             row["weights"] = weights_status(e)
             row["text_tower"] = text_tower_status(e)
+            row["weights_needed"] = where_to_put(e) if row["weights"] == "missing" else None
         rows.append(row)
     return rows
+
+
+def missing_weights_hint() -> str:
+    """Where missing weights go, in one line (the footer of `crsbench encoders --check-weights`):
+    the places `resolve_weights` looks, in its order, and how to fill the Hugging Face cache."""
+    from huggingface_hub import constants
+
+    from crsbench.features.weights import ALLOW_ENV, WEIGHTS_ENV
+
+    folder = os.environ.get(WEIGHTS_ENV)
+    target = f"{Path(folder) / '<id>'}/" if folder else f"${WEIGHTS_ENV}/<id>/ (set {WEIGHTS_ENV} to a folder)"
+    return (
+        f"missing weights: put an encoder's files in {target}, or give extract --weights PATH, or fetch "
+        f"hub checkpoints into the Hugging Face cache ({constants.HF_HUB_CACHE}) with extract --allow-download "
+        f"({ALLOW_ENV}=1); 'crsbench --json encoders --check-weights' names each encoder's files (weights_needed)"
+    )

@@ -343,13 +343,15 @@ def _finish(
     test_mask = ds.images["split"].to_numpy() == "test"
     if plan is not None:
         count_repair(group, plan)  # before `complete` flips back on
-    reason = assess(group)
+    verdict = assess(group)
     finish_feature_set(group, arrays, ref, test_mask, settings, store.url)
-    if reason:
+    if verdict.reason:
         warnings.warn(
-            f"feature set {ref.path} is degenerate: {reason}; confirm it with "
+            f"feature set {ref.path} is degenerate: {verdict.reason}; confirm it with "
             f"crsbench feature-sets --confirm {ref.key} {ds.name}",
             stacklevel=2,
         )
+    elif verdict.other_depths:  # a flagged set needs no second warning
+        warnings.warn(verdict.other_depths_warning(ref.path), stacklevel=2)
     group.attrs["provenance"] = to_json(collect(device=f"dask {where}", threads=1))
     return dict(group.attrs)

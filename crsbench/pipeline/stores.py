@@ -7,7 +7,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from crsbench.core import CrsbenchError, Protected
-from crsbench.warehouse.parts import parts_dir_for
 
 STORE_ENV = "CRSBENCH_STORE"
 
@@ -52,6 +51,10 @@ def local_store_path(store_url: str) -> Path | None:
 def warehouse_paths(db: Path, store_url: str) -> Protected:
     """What no command may write over or into: the warehouse file, its WAL, its parts folder,
     and its local feature store with the adapters beside it (see `core.check_write_target`)."""
+    # Here, not at the top: every command imports this module for `check_store_url`, and the parts
+    # module loads pyarrow (and numpy), which `--help` and the commands that write nothing never need.
+    from crsbench.warehouse.parts import parts_dir_for
+
     paths = [
         (db, "the warehouse file"),
         (db.with_name(db.name + ".wal"), "the warehouse's write-ahead log"),

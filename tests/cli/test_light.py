@@ -86,8 +86,11 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def run_light(argv: list[str], cwd: Path) -> tuple[dict, subprocess.CompletedProcess[str], float]:
-    code = f"HEAVY = {HEAVY!r}\n{CHILD}"
+def run_light(
+    argv: list[str], cwd: Path, watched: tuple[str, ...] = HEAVY
+) -> tuple[dict, subprocess.CompletedProcess[str], float]:
+    """Run `argv`; the report's "heavy" lists the `watched` modules the command imported."""
+    code = f"HEAVY = {watched!r}\n{CHILD}"
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRSBENCH_")}
     started = time.perf_counter()
     proc = subprocess.run(
@@ -110,12 +113,13 @@ def light_commands(db: Path, out: Path) -> dict[str, list[str]]:
         "describe": ["describe", *d],
         "export": ["export", "crs_encoder", "--out", str(out / "board.csv"), *d],
         "panel freeze": ["panel", "freeze", "light", "--encoders", "e1,e2,e3", "--allow-small", *d],
+        "panel list": ["panel", "list", *d],
     }
 
 
 @pytest.mark.parametrize(
     "name",
-    ["--version", "encoders", "status", "leaderboard", "sql", "describe", "export", "panel freeze"],
+    ["--version", "encoders", "status", "leaderboard", "sql", "describe", "export", "panel freeze", "panel list"],
 )
 def test_light_command_imports_no_heavy_library_and_starts_fast(db: Path, tmp_path: Path, name: str) -> None:
     argv = light_commands(db, tmp_path)[name]
@@ -142,3 +146,15 @@ def test_light_command_imports_no_heavy_library_and_starts_fast(db: Path, tmp_pa
         with Warehouse.open(db, read_only=True) as wh:
             members = wh.sql("select encoder_id from reference_panels where panel = 'light' order by 1")
         assert list(members.encoder_id) == ["e1", "e2", "e3"]
+
+
+# What reading a warehouse needs; printing the help needs none of it.
+WAREHOUSE_LIBRARIES = ("numpy", "pandas", "pyarrow", "duckdb", "fsspec", "PIL")
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["sql", "--help"], ["warehouse", "--help"]])
+def test_help_imports_no_data_library(db: Path, tmp_path: Path, argv: list[str]) -> None:
+    report, proc, _ = run_light(argv, cwd=tmp_path, watched=(*HEAVY, *WAREHOUSE_LIBRARIES))
+    assert report["code"] == 0, proc.stderr[-2000:]
+    assert report["heavy"] == [], f"{' '.join(argv)} imported {report['heavy']}"
+    assert "Usage: crsbench" in proc.stdout

@@ -18,9 +18,9 @@ from support.runs_factory import DATASETS, SHIFT, cell_runs, frame
 
 from crsbench.bench import Bench
 from crsbench.cli import main
-from crsbench.core import InputError
+from crsbench.core import CRS_DEPTH, InputError
 from crsbench.features import extract, get_encoder
-from crsbench.features.degenerate import degeneracy, numerical_rank
+from crsbench.features.degenerate import Verdict, assess, degeneracy, numerical_rank
 from crsbench.features.loaders import build_model
 from crsbench.ingest import ingest, make_suite
 from crsbench.output import console
@@ -175,3 +175,95 @@ def test_a_flagged_encoder_gets_no_rank_until_confirmed(flagged_db, capsys):
     assert bench.status().flagged == []
     store_attrs = zarr.open_group(str(flagged_db) + ".features.zarr", mode="r")["derm/flat"].attrs
     assert store_attrs["degenerate_confirmed_at"]  # kept in the store (the truth), so a --sync keeps it
+
+
+# -- only the depth the CRS reads flags a set (issue 42 point 9) ------------------------------------
+
+
+def _feature_group(path, constant_depths: tuple[str, ...]) -> zarr.Group:
+    """A set's clean features at the four depths: 60 images x 16 columns, full rank except the
+    `constant_depths`, where every image has the same features."""
+    group = zarr.open_group(str(path), mode="w", zarr_format=3)
+    rng = np.random.default_rng(1)
+    for depth in ("d025", "d050", "d075", "d100"):
+        values = np.full((60, 16), 0.5) if depth in constant_depths else rng.normal(size=(60, 16))
+        group.create_array(f"{depth}/clean", data=values.astype(np.float16))
+    return group
+
+
+def test_only_the_crs_depth_flags_a_set_other_depths_warn(tmp_path):
+    assert CRS_DEPTH == 1.0  # METHODS §6: the axes and the CRS read the final block
+    shallow = _feature_group(tmp_path / "shallow.zarr", ("d025", "d050"))
+    verdict = assess(shallow)
+    assert verdict.reason is None and shallow.attrs["degenerate"] is None
+    expected = (
+        "constant features at d050 (every one of the 16 columns is the same on 60 images); "
+        "constant features at d025 (every one of the 16 columns is the same on 60 images)"
+    )
+    assert verdict.other_depths == shallow.attrs["degenerate_other_depths"] == expected
+    assert verdict.other_depths_warning("derm/e") == (
+        f"feature set derm/e is degenerate at a depth the CRS does not read: {expected}; it stays ranked "
+        "(the CRS reads d100 only), but probes at that depth learn little from it (the depth profile, E3)"
+    )
+
+    final = _feature_group(tmp_path / "final.zarr", ("d100", "d025"))
+    verdict = assess(final)
+    assert verdict.reason == final.attrs["degenerate"]
+    assert verdict.reason == "constant features at d100 (every one of the 16 columns is the same on 60 images)"
+    assert verdict.other_depths is not None and verdict.other_depths.startswith("constant features at d025")
+
+    # Re-assessed once sound, the set keeps no stale note.
+    rng = np.random.default_rng(2)
+    for depth in ("d025", "d050"):
+        shallow[f"{depth}/clean"][:] = rng.normal(size=(60, 16)).astype(np.float16)
+    assert assess(shallow) == Verdict(None, None)
+    assert "degenerate_other_depths" not in shallow.attrs
+
+
+def test_extraction_warns_about_an_unused_depth_and_does_not_flag(aptos, tmp_path, monkeypatch):
+    from crsbench.features import degenerate
+
+    real = degenerate.degeneracy
+
+    def shallow_only(features: np.ndarray, where: str) -> str | None:
+        return "constant features at d025 (stand-in)" if where == "d025" else real(features, where)
+
+    monkeypatch.setattr(degenerate, "degeneracy", shallow_only)
+    with pytest.warns(
+        UserWarning,
+        match=r"aptos/tiny-convnext is degenerate at a depth the CRS does not read: "
+        r"constant features at d025 \(stand-in\); it stays ranked",
+    ) as seen:
+        attrs = extract(aptos, ENTRY, str(tmp_path / "f.zarr"), **FAST)
+    assert not any("gets no rank" in str(w.message) for w in seen)
+    assert attrs["degenerate"] is None
+    assert attrs["degenerate_other_depths"] == "constant features at d025 (stand-in)"
+
+
+def test_a_set_degenerate_only_at_an_unused_depth_stays_ranked(tmp_path):
+    """Two non-members as good as the best member: `shallow` degenerate at d025 only is ranked with
+    no flag; `final`, degenerate at d100, has no rank and the leaderboard says why."""
+    rows = []
+    for i, (encoder, quality) in enumerate((("e1", 0.6), ("e2", 0.7), ("e3", 0.8), ("shallow", 0.8), ("final", 0.8))):
+        rows += _runs(encoder, quality, i)
+    db = tmp_path / "w.duckdb"
+    store = str(db) + ".features.zarr"
+    verdicts = {
+        "shallow": assess(_feature_group(tmp_path / "a.zarr", ("d025",))),
+        "final": assess(_feature_group(tmp_path / "b.zarr", ("d100",))),
+    }
+    root = zarr.open_group(store, mode="a", zarr_format=3)
+    with Warehouse.open(db) as wh:
+        wh.append_runs(frame(rows))
+        freeze_panel(wh, "p", ["e1", "e2", "e3"], allow_small=True)
+        for encoder, verdict in verdicts.items():
+            attrs = {"image_digest": "x", "dim": 16, "n_images": 60, "complete": True, "degenerate": verdict.reason}
+            root.require_group(f"derm/{encoder}").attrs.update(attrs)
+            catalog.record_feature_set(wh, store, catalog.FeatureSetRef("derm", encoder), attrs)
+    board = _rows(db, "crs_encoder", "where panel = 'p'")
+    assert not board["shallow"]["flagged"] and board["shallow"]["crs_rank"] >= 1
+    assert board["final"]["flagged"] and pd.isna(board["final"]["crs_rank"])
+    assert Bench(db).leaderboard("p").flagged == [
+        "flagged: final on derm: constant features at d100 (every one of the 16 columns is the same on 60 images); "
+        "it gets no rank until you confirm the set: crsbench feature-sets --confirm final derm"
+    ]
