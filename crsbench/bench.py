@@ -329,12 +329,15 @@ class Bench(Reads, Scores):
         return self._change_grid(datasets, change)
 
     def _change_grid(self, datasets: Sequence[str], change: Callable[[Any, list[str]], T]) -> T:
-        """Apply `change(con, dataset names)` to the declared grids in one transaction."""
-        from crsbench.pipeline.probe import choose_datasets
+        """Apply `change(con, dataset names)` to the declared grids in one transaction. The default
+        is every dataset `probe` fits on: one ingested --unlabeled has no grid and is left out (named,
+        it is refused as `probe` refuses it)."""
+        from crsbench.pipeline.probe import choose_datasets, labelled_only
         from crsbench.warehouse.datasets import list_datasets, shift_pairs
 
         with Warehouse.open(self.db) as wh:
             names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
+            names = labelled_only(wh, names, requested=bool(datasets))
             with wh.transaction() as con:
                 return change(con, names)
 

@@ -178,3 +178,26 @@ def test_a_schema_v4_warehouse_gets_the_protocol_grid(tmp_path):
 def test_grid_restrict_is_refused_once_a_panel_is_frozen(probed, run_cli):
     err = run_cli(probed, "grid", "restrict", "--probe", "logreg", code=1)
     assert "panel(s) p are frozen" in err and len(err.strip().splitlines()) == 1
+
+
+def test_grid_restrict_leaves_out_an_unlabelled_dataset_and_refuses_it_named(tmp_path, run_cli):
+    """An --unlabeled dataset has no grid: a bare restrict narrows the others (as a bare `probe`
+    fits only them); naming it is one line, as `probe -d` says."""
+    from PIL import Image
+
+    from crsbench.ingest import ingest
+
+    (tmp_path / "scans").mkdir()
+    for i in range(6):
+        Image.new("L", (8, 8), color=40 * i).save(tmp_path / "scans" / f"s{i}.png")
+    db = tmp_path / "bench.duckdb"
+    with Warehouse.open(db) as wh:
+        load_dataset(wh, make_dataset("derm", "multiclass", 150, 3, seed=1), grid=GRID)
+        load_dataset(wh, ingest("folder", tmp_path / "scans", "scans", unlabeled=True))
+    out = run_cli(db, "grid", "restrict", "--probe", "logreg", "--fraction", "1.0")
+    assert out["removed"] == {"derm": 2 * 5 - 1}  # of GRID's fits (2 probes x 5 fractions x 1 seed), one stays
+    with Warehouse.open(db, read_only=True) as wh:
+        kept = wh.sql("select distinct probe, label_fraction from dataset_grid where dataset_id = 'derm'")
+    assert kept.values.tolist() == [["logreg", 1.0]]
+    err = run_cli(db, "grid", "restrict", "-d", "scans", "--probe", "logreg", code=1)
+    assert "'scans' was ingested without labels" in err and len(err.strip().splitlines()) == 1
