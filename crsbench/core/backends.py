@@ -31,9 +31,9 @@ def describe_backends() -> dict[str, str]:
     branch = os.environ.get("MKL_CBWR", "")
     mkl = f"MKL, {branch} branch" if branch else "MKL, its own path for this CPU"
     return {
-        "torch BLAS/LAPACK": mkl if torch.backends.mkl.is_available() else "not MKL",
+        "torch BLAS/LAPACK": mkl if torch.backends.mkl.is_available() else "not MKL",  # type: ignore[no-untyped-call]
         "torch convolutions": f"oneDNN, ISA cap {os.environ.get('ONEDNN_MAX_CPU_ISA', '') or 'none'}"
-        if torch.backends.mkldnn.is_available()
+        if torch.backends.mkldnn.is_available()  # type: ignore[no-untyped-call]
         else "ATen",
         "torch kernels": f"ATen {str(torch.backends.cpu.get_cpu_capability()).lower()}",
         "numpy/scipy": _openblas(threadpoolctl.threadpool_info()),
