@@ -61,7 +61,12 @@ def ingested_db(tmp_path: Path, _ingested_db_template: Path) -> Path:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """`soak` tests repeat a fault the default suite already covers, at more length (a second
-    kill path, a third concurrent process): `make soak` (CRSBENCH_SOAK=1) runs them."""
+    kill path, a third concurrent process): `make soak` (CRSBENCH_SOAK=1) runs them. `demo` tests
+    read a finished fresh demo: `make demo-check` runs one and them (CRSBENCH_DEMO_OUT)."""
+    if not os.environ.get("CRSBENCH_DEMO_OUT"):
+        for item in items:
+            if item.get_closest_marker("demo") is not None:
+                item.add_marker(pytest.mark.skip(reason="reads a fresh demo: run by `make demo-check`"))
     if os.environ.get("CRSBENCH_SOAK", "0") not in ("", "0"):
         return
     skip = pytest.mark.skip(reason="soak test: run with `make soak` (CRSBENCH_SOAK=1)")
