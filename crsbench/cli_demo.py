@@ -50,7 +50,9 @@ class _Steps:
         self.started = time.perf_counter()
 
     def start(self, title: str) -> str:
+        """Open the next step, numbered in order (which steps run depends on the options)."""
         self.stop()
+        title = f"{len(self.seconds) + 1}. {title}"
         console.print(f"\n[bold cyan]== {title}[/]")
         self.title, self.started = title, time.perf_counter()
         return title
@@ -98,6 +100,8 @@ def demo(
     from crsbench.cli_probes import render_probe
     from crsbench.cli_report import report_and_render
     from crsbench.core import MIN_PANEL_MEMBERS, small_panel_reason
+    from crsbench.core.backends import backends_line
+    from crsbench.core.numerics import canonical
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -110,28 +114,29 @@ def demo(
         "[yellow]All encoders here are random-init (pretrained = false): the numbers show the "
         "machinery, not real encoder quality.[/]"
     )
+    console.print(f"numerics: {'canonical' if canonical() else 'native'} ({escape(backends_line())})")
 
     steps = _Steps()
-    step = steps.start("1/6 generate the embedded suite and ingest it")
+    step = steps.start("generate the embedded suite and ingest it")
     with progress(step) as bar:
         summary = bench.ingest_suite(out / "suite", scale, image_size, progress=bar)
     console.print("\n".join(f"  {r.dataset_id}: {r.task}, {r.n_images} images" for r in summary.itertuples()))
     console.print(f"  shift pair: {plan.shift[0]} -> {plan.shift[1]}")
 
     step = steps.start(
-        f"2/6 extract features once: {len(DEPTHS)} depths x {plan.n_conditions} conditions per encoder and dataset"
+        f"extract features once: {len(DEPTHS)} depths x {plan.n_conditions} conditions per encoder and dataset"
     )
     with progress(step) as bar:
         extracted = bench.extract(encoders, datasets, ExtractConfig(), progress=bar)
     render_extract(bench.store, extracted)
 
-    step = steps.start("3/6 probe grid: logreg x 4 depths, mlp and knn at full depth, 5 fractions x 5 seeds")
+    step = steps.start("probe grid: logreg x 4 depths, mlp and knn at full depth, 5 fractions x 5 seeds")
     with progress(step) as bar:
         grid = bench.probe(encoders, (), ProbeConfig(batch_size=DEMO_PROBE_BATCH), progress=bar)
     render_probe(bench, grid)
     bench.compact()  # runs in the file keep the analyses' queries fast
 
-    steps.start(f"4/6 freeze the reference panel '{DEMO_PANEL}' and rank by CRS")
+    steps.start(f"freeze the reference panel '{DEMO_PANEL}' and rank by CRS")
     if DEMO_PANEL not in set(bench.panels()["panel"]):
         small = len(encoders) < MIN_PANEL_MEMBERS  # the user picked so few: a demo still runs
         bench.freeze_panel(DEMO_PANEL, encoders, allow_small=small)
@@ -142,13 +147,13 @@ def demo(
         console.print(f"  panel {DEMO_PANEL} already frozen (frozen panels never move)")
     render_leaderboard(bench.leaderboard(DEMO_PANEL))
 
-    steps.start(f"5/6 bootstrap over test images and seeds ({replicates:,} replicates): intervals and ties")
+    steps.start(f"bootstrap over test images and seeds ({replicates:,} replicates): intervals and ties")
     analyze_and_render(bench, "bootstrap", {"panel": DEMO_PANEL, "replicates": replicates})
     render_leaderboard(bench.leaderboard(DEMO_PANEL))  # now with intervals and ties
 
     report_path = out / "report.html"
     if report:
-        steps.start("6/6 analyses (E1-E4, E6, subgroups, operating points, agreement, split shift, resplit, shortcuts)")
+        steps.start("analyses (E1-E4, E6, subgroups, operating points, agreement, split shift, resplit, shortcuts)")
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, dict(DEMO_PARAMS.get(name, {})))
     # After the analyses, so that they describe the panel's encoders only (the image-text encoder's
