@@ -43,3 +43,10 @@ class Reads:
         from crsbench.pipeline.encoders import encoder_rows
 
         return encoder_rows(self.db, [Path(f) for f in files], allow_code, check_weights)
+
+    @staticmethod
+    def missing_weights_hint() -> str:
+        """Where missing weights go, in one line: the places extraction looks, in its order."""
+        from crsbench.pipeline.encoders import missing_weights_hint
+
+        return missing_weights_hint()

@@ -212,9 +212,7 @@ def encoders_command(
     # The ids (and what is missing) are what one types or acts on: never wrapped or cut.
     console.print(fitted_table(frame, title, ENCODER_COLUMNS, console.out.width))
     if check_weights and any(str(r[k]).startswith("missing") for r in rows for k in ("weights", "text_tower")):
-        from crsbench.pipeline.encoders import missing_weights_hint
-
-        console.print(missing_weights_hint())
+        console.print(Bench.missing_weights_hint())
 
 
 @app.command("feature-sets")

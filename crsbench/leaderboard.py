@@ -9,7 +9,7 @@ import dataclasses
 
 import pandas as pd
 
-from crsbench.core import EncoderKey
+from crsbench.core import AXES, EncoderKey
 from crsbench.gaps import missing_lines, outside_lines
 from crsbench.warehouse.connection import Warehouse
 
@@ -179,7 +179,6 @@ def agreement_gaps(agreement: pd.DataFrame) -> dict[str, dict[str, str]]:
 
 
 ANCHOR_NOISE_DOC = "docs/METHODS.md §10.3"
-AXES_ORDER = ("discrimination", "calibration", "label_efficiency", "robustness")
 
 
 def anchor_noise_rows(wh: Warehouse, panel: str, resample: str | None = None) -> pd.DataFrame:
@@ -210,10 +209,10 @@ def anchor_noise_warnings(wh: Warehouse, panel: str, resample: str | None = None
 
 def _noisy_axes(rows: pd.DataFrame) -> str:
     """E.g. 'every axis of global, aptos2019; calibration, robustness of chexpert'."""
-    by_scope = rows.groupby("scope", sort=False)["axis"].agg(lambda a: tuple(x for x in AXES_ORDER if x in set(a)))
+    by_scope = rows.groupby("scope", sort=False)["axis"].agg(lambda a: tuple(x for x in AXES if x in set(a)))
     parts = []
     for axes, scopes in by_scope.groupby(by_scope, sort=False):
-        named = "every axis" if set(axes) == set(AXES_ORDER) else ", ".join(axes)
+        named = "every axis" if set(axes) == set(AXES) else ", ".join(axes)
         parts.append(f"{named} of {', '.join(scopes.index)}")
     return "; ".join(parts)
 

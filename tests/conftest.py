@@ -13,6 +13,10 @@ import os
 import shutil
 from pathlib import Path
 
+# Piped output is as wide as COLUMNS says (140 when unset): the tests read whole tables, so they
+# fix it before crsbench's console exists, in this process and every subprocess they start.
+os.environ["COLUMNS"] = "140"
+
 import pytest
 
 from crsbench.ingest import Dataset, ingest, make_suite
