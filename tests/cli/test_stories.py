@@ -24,6 +24,7 @@ own copy of it, so none depends on another's writes.
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 import shlex
@@ -320,7 +321,9 @@ def test_own_encoder_from_the_documented_toml_table(data, prepared, tmp_path):
     torch.save(published.state_dict(), weights)
 
     listed = story.run("crsbench encoders --encoders encoders.toml").stdout
-    assert re.search(r"derm-vit\s.*toml:", listed), listed
+    assert re.search(r"^│ derm-vit\s", listed, flags=re.M), listed
+    rows = json.loads(story.run("crsbench --json encoders --encoders encoders.toml").stdout)["encoders"]
+    assert next(r for r in rows if r["id"] == "derm-vit")["origin"].startswith("toml:"), rows
     extract = doc_command(ENCODER_DOC, "crsbench extract -e <id> -d all", ("<id>", "derm-vit"), ("-d all", "-d digits"))
     story.run(f"{extract} --encoders encoders.toml")
     story.run(doc_command(ENCODER_DOC, "crsbench probe -e <id>", ("<id>", "derm-vit")))
