@@ -79,6 +79,29 @@ def _zero_shot(bench: Bench, encoders: list[str], datasets: list[str]) -> None:
     print_frame(view, title="zero-shot vs logreg probe (random-init: machinery, not quality)", key="zeroshot_vs_probe")
 
 
+def _analyses_zero_shot_report(
+    bench: Bench, steps: _Steps, image_text: list[str], datasets: list[str], report_path: Path | None
+) -> None:
+    """The demo's last steps: the analyses and the report (unless `report_path` is None), with
+    zero-shot of the `image_text` encoders between them."""
+    from crsbench.cli_analyses import analyze_and_render
+    from crsbench.cli_report import report_and_render
+
+    if report_path is not None:
+        steps.start("analyses (E1-E4, E6, subgroups, operating points, agreement, split shift, resplit, shortcuts)")
+        for name in DEMO_ANALYSES:
+            analyze_and_render(bench, name, dict(DEMO_PARAMS.get(name, {})))
+    # After the analyses, so that they describe the panel's encoders only (the image-text encoder's
+    # partial grid would add rows to most of them); before the report, which shows it.
+    if image_text:
+        steps.start(f"zero-shot: {', '.join(image_text)} (outside the panel) vs its logreg probe at 1 % and 100 %")
+        _zero_shot(bench, image_text, datasets)
+    bench.compact()  # the file alone now answers every view (copy it, open it in any DuckDB)
+    if report_path is not None:
+        steps.start("the report")
+        report_and_render(bench, report_path, DEMO_PANEL, None, force=True)  # the demo's own folder
+
+
 @app.command("demo")
 def demo(
     out: Annotated[
@@ -98,7 +121,6 @@ def demo(
     from crsbench.cli_features import render_extract
     from crsbench.cli_panels import render_leaderboard
     from crsbench.cli_probes import render_probe
-    from crsbench.cli_report import report_and_render
     from crsbench.core import MIN_PANEL_MEMBERS, small_panel_reason
     from crsbench.core.backends import backends_line
     from crsbench.core.numerics import canonical
@@ -152,20 +174,7 @@ def demo(
     render_leaderboard(bench.leaderboard(DEMO_PANEL))  # now with intervals and ties
 
     report_path = out / "report.html"
-    if report:
-        steps.start("analyses (E1-E4, E6, subgroups, operating points, agreement, split shift, resplit, shortcuts)")
-        for name in DEMO_ANALYSES:
-            analyze_and_render(bench, name, dict(DEMO_PARAMS.get(name, {})))
-    # After the analyses, so that they describe the panel's encoders only (the image-text encoder's
-    # partial grid would add rows to most of them); before the report, which shows it.
-    image_text = list(plan.image_text)
-    if image_text:
-        steps.start(f"zero-shot: {', '.join(image_text)} (outside the panel) vs its logreg probe at 1 % and 100 %")
-        _zero_shot(bench, image_text, datasets)
-    bench.compact()  # the file alone now answers every view (copy it, open it in any DuckDB)
-    if report:
-        steps.start("the report")
-        report_and_render(bench, report_path, DEMO_PANEL, None, force=True)  # the demo's own folder
+    _analyses_zero_shot_report(bench, steps, list(plan.image_text), datasets, report_path if report else None)
     elapsed = time.perf_counter() - started
     timings = steps.summary()
     console.print("\n[bold]time per step[/]\n" + escape(timings))
