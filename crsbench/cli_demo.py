@@ -79,6 +79,20 @@ def _zero_shot(bench: Bench, encoders: list[str], datasets: list[str]) -> None:
     print_frame(view, title="zero-shot vs logreg probe (random-init: machinery, not quality)", key="zeroshot_vs_probe")
 
 
+def _freeze_demo_panel(bench: Bench, encoders: list[str]) -> None:
+    """Freeze the demo's panel once (a rerun keeps it: frozen panels never move)."""
+    from crsbench.core import MIN_PANEL_MEMBERS, small_panel_reason
+
+    if DEMO_PANEL in set(bench.panels()["panel"]):
+        console.print(f"  panel {DEMO_PANEL} already frozen (frozen panels never move)")
+        return
+    small = len(encoders) < MIN_PANEL_MEMBERS  # the user picked so few: a demo still runs
+    bench.freeze_panel(DEMO_PANEL, encoders, allow_small=small)
+    console.print(f"  froze panel {DEMO_PANEL}: {', '.join(encoders)}")
+    if small:
+        console.print(f"  warning: {small_panel_reason(len(encoders))}")
+
+
 def _analyses_zero_shot_report(
     bench: Bench, steps: _Steps, image_text: list[str], datasets: list[str], report_path: Path | None
 ) -> None:
@@ -121,7 +135,6 @@ def demo(
     from crsbench.cli_features import render_extract
     from crsbench.cli_panels import render_leaderboard
     from crsbench.cli_probes import render_probe
-    from crsbench.core import MIN_PANEL_MEMBERS, small_panel_reason
     from crsbench.core.backends import backends_line
     from crsbench.core.numerics import canonical
 
@@ -159,14 +172,7 @@ def demo(
     bench.compact()  # runs in the file keep the analyses' queries fast
 
     steps.start(f"freeze the reference panel '{DEMO_PANEL}' and rank by CRS")
-    if DEMO_PANEL not in set(bench.panels()["panel"]):
-        small = len(encoders) < MIN_PANEL_MEMBERS  # the user picked so few: a demo still runs
-        bench.freeze_panel(DEMO_PANEL, encoders, allow_small=small)
-        console.print(f"  froze panel {DEMO_PANEL}: {', '.join(encoders)}")
-        if small:
-            console.print(f"  warning: {small_panel_reason(len(encoders))}")
-    else:
-        console.print(f"  panel {DEMO_PANEL} already frozen (frozen panels never move)")
+    _freeze_demo_panel(bench, encoders)
     render_leaderboard(bench.leaderboard(DEMO_PANEL))
 
     steps.start(f"bootstrap over test images and seeds ({replicates:,} replicates): intervals and ties")
