@@ -30,7 +30,7 @@ import time
 import numpy as np
 import torch
 
-from crsbench.analyses import agreement_matrix as am
+from crsbench.analyses.agreement import matrix as am
 from crsbench.probes.knn import SearchStats
 
 K = 10

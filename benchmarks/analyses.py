@@ -26,9 +26,9 @@ import pandas as pd
 from crs_query import ENCODERS, build  # the paper-sized synthetic run table (same folder)
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.bootstrap import dataset_seeds, replicate_scores, stored_metrics, summarise
-from crsbench.analyses.resample import SeedDraws, draw_seeds
-from crsbench.analyses.rescore import scored_runs
+from crsbench.analyses.uncertainty.bootstrap import dataset_seeds, replicate_scores, stored_metrics, summarise
+from crsbench.analyses.uncertainty.resample import SeedDraws, draw_seeds
+from crsbench.analyses.uncertainty.rescore import scored_runs
 from crsbench.warehouse.connection import Warehouse
 
 

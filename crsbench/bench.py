@@ -21,17 +21,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
-from crsbench.bench_reads import Reads
 from crsbench.bench_scores import Scores
 from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.features.extract_options import ExtractOptions
 from crsbench.ingest.types import Dataset
-from crsbench.leaderboard import Leaderboard
 from crsbench.pipeline.adapt import AdaptConfig, AdaptResult
 from crsbench.pipeline.extract import ExtractConfig
 from crsbench.pipeline.ingest import IngestConfig
 from crsbench.pipeline.probe import ProbeConfig
 from crsbench.pipeline.stores import check_store_url, default_store
+from crsbench.reads.leaderboard import Leaderboard
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.snapshot import FRESHNESS_INPUTS, inputs_read_by
 
@@ -42,14 +41,14 @@ if TYPE_CHECKING:
     from crsbench.pipeline.verify import VerifyReport
     from crsbench.pipeline.zeroshot import ZeroShotSummary
     from crsbench.probes.grid import GridSummary
-    from crsbench.status import WarehouseStatus
+    from crsbench.reads.status import WarehouseStatus
     from crsbench.warehouse.dictionary import Entry
     from crsbench.warehouse.grid import Extension
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "ExtractOptions", "IngestConfig", "Leaderboard", "ProbeConfig"]
 
 
-class Bench(Reads, Scores):
+class Bench(Scores):
     """One warehouse (a DuckDB file and its Parquet parts) and its feature store."""
 
     def __init__(self, db: Path | str, store: str | None = None) -> None:
@@ -96,7 +95,7 @@ class Bench(Reads, Scores):
 
     def status(self) -> WarehouseStatus:
         """What the warehouse holds: datasets, encoders, feature sets, runs, panels, analyses."""
-        from crsbench.status import read_status
+        from crsbench.reads.status import read_status
 
         with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot(FRESHNESS_INPUTS):
             return read_status(wh)
@@ -348,3 +347,38 @@ class Bench(Reads, Scores):
         from crsbench.pipeline.adapt import adapt_encoder
 
         return adapt_encoder(self.db, self.store, encoder, dataset, config, progress)
+
+    def export(
+        self, name_or_query: str, fmt: str = "csv", out: Path | str | None = None, force: bool = False
+    ) -> tuple[int, str | None]:
+        """Export a view, table or read-only query (in the SQL sandbox) as csv, parquet, json,
+        markdown or latex; returns (rows, text), text None when written to `out`. `out` is
+        checked before the query runs: never the warehouse, its WAL, parts folder or feature
+        store, never a folder, device or FIFO, and an existing file only with `force`."""
+        from crsbench.core import check_write_target
+        from crsbench.pipeline.stores import warehouse_paths
+        from crsbench.warehouse.export import export
+
+        if out is not None:
+            check_write_target(
+                Path(out), force=force, protected=warehouse_paths(self.db, self.store), example="out.csv"
+            )
+        with Warehouse.open(self.db, sandbox=True, lean=True) as wh:
+            return export(wh, name_or_query, fmt, Path(out) if out is not None else None, force=force)
+
+    def encoders(
+        self, files: Sequence[Path | str] = (), allow_code: bool = False, check_weights: bool = False
+    ) -> list[dict[str, Any]]:
+        """Every encoder (built-in, TOML `files` and the warehouse's crsbench.toml, plugins) with its
+        origin, family, scope, loader and input size; `check_weights` adds whether its weights and
+        text tower are available locally. `allow_code` lets `files` name Python code."""
+        from crsbench.pipeline.encoders import encoder_rows
+
+        return encoder_rows(self.db, [Path(f) for f in files], allow_code, check_weights)
+
+    @staticmethod
+    def missing_weights_hint() -> str:
+        """Where missing weights go, in one line: the places extraction looks, in its order."""
+        from crsbench.pipeline.encoders import missing_weights_hint
+
+        return missing_weights_hint()

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from crsbench.core import ProgressFn
-from crsbench.leaderboard import Leaderboard
+from crsbench.reads.leaderboard import Leaderboard
 from crsbench.warehouse.connection import Warehouse
 
 if TYPE_CHECKING:
+    from crsbench.analyses.agreement.successor import SuccessorOptions, SuccessorReport
     from crsbench.analyses.registry import AnalysisResult
-    from crsbench.analyses.successor import SuccessorOptions, SuccessorReport
-    from crsbench.card_model import Card
+    from crsbench.reads.card_model import Card
     from crsbench.report import ReportResult
     from crsbench.warehouse.panels import Panel
 
@@ -66,7 +66,7 @@ class Scores:
         An encoder whose complete cells miss some of the panel's datasets is shown partial and
         unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'. `subgroup` adds the
         column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged)."""
-        from crsbench.leaderboard import read_leaderboard
+        from crsbench.reads.leaderboard import read_leaderboard
 
         with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot():
             return read_leaderboard(wh, panel, resample, allow_partial, subgroup)
@@ -74,7 +74,7 @@ class Scores:
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
         """(whether any bootstrap informs the panel's anchor noise, one warning per bootstrap naming
         the scopes and axes whose anchor range is below 2x their noise; METHODS.md §10.3)."""
-        from crsbench.leaderboard import anchor_noise_warnings
+        from crsbench.reads.leaderboard import anchor_noise_warnings
 
         with Warehouse.open(self.db, read_only=True, lean=True) as wh:
             known = bool(len(wh.sql("select 1 from panel_anchor_noise where panel = ? limit 1", [panel])))
@@ -95,14 +95,14 @@ class Scores:
         """Will `candidate` return `current`'s nearest neighbours and keep its classifiers? Per dataset
         with features of both (or `dataset`): mutual k-NN with interval and chance, the random-init
         floor, CKA, transfer retention where labels exist, and a one-line reading. Reads only."""
-        from crsbench.analyses.successor import SuccessorOptions, successor
+        from crsbench.analyses.agreement.successor import SuccessorOptions, successor
 
         with Warehouse.open(self.db, read_only=True) as wh:
             return successor(wh, current, candidate, dataset, options or SuccessorOptions())
 
     def card(self, panel: str | None = None) -> Card:
         """The reporting card: seven items, each with its number from this warehouse (`.markdown()`)."""
-        from crsbench.card import card_for
+        from crsbench.reads.card import card_for
 
         with Warehouse.open(self.db, read_only=True) as wh:
             return card_for(wh, panel)

@@ -1,5 +1,5 @@
 """The strata of the image-level bootstrap (METHODS.md §10.2): one definition for the bootstrap's
-draw (`crsbench.analyses.resample`) and for ingest's warning that a test split cannot support it.
+draw (`crsbench.analyses.uncertainty.resample`) and for ingest's warning that a test split cannot support it.
 
 The resampling unit is a patient group (the image itself where a dataset has none); each stratum
 draws as many units, with replacement, as it holds. A unit's stratum:

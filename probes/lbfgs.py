@@ -42,7 +42,7 @@ class LogRegSolution:
     converged: bool
 
 
-def _objective(
+def logreg_objective(
     x: torch.Tensor, w: torch.Tensor, y: torch.Tensor, softmax: bool, lam: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Loss per problem (B,) and gradient (B, D+1, K); the intercept is w's last row.
@@ -110,13 +110,13 @@ def fit_logreg(
     precond = _Preconditioner(x1, lam)
 
     w = torch.zeros(b, d + 1, k, dtype=torch_dtype)
-    f, g = _objective(x1, w, y3, softmax, lam)
+    f, g = logreg_objective(x1, w, y3, softmax, lam)
     threshold = tol * g.abs().amax(dim=(1, 2)).clamp_min(1.0)
     if init is not None:
         w = torch.cat([init.coef, init.intercept[:, None, :]], dim=1).to(torch_dtype)
         if w.shape != (b, d + 1, k):
             raise ValueError(f"init has shape {tuple(w.shape)}, the problem needs {(b, d + 1, k)}")
-        f, g = _objective(x1, w, y3, softmax, lam)
+        f, g = logreg_objective(x1, w, y3, softmax, lam)
     s_hist: list[torch.Tensor] = []
     y_hist: list[torch.Tensor] = []
     rho_hist: list[torch.Tensor] = []
@@ -133,7 +133,7 @@ def fit_logreg(
         if bool(bad.any()):
             direction[bad] = -precond(g[bad])
             slope = (g * direction).sum(dim=(1, 2))
-        objective = functools.partial(_objective, x1, y=y3, softmax=softmax, lam=lam)
+        objective = functools.partial(logreg_objective, x1, y=y3, softmax=softmax, lam=lam)
         w_new, f_new, g_new, accepted = line_search(objective, w, f, g, direction, slope, done)
         stalled = ~accepted  # no decrease even at tiny steps: at the optimum to precision
         s, yy = w_new - w, g_new - g

@@ -31,7 +31,7 @@ import functools
 
 import torch
 
-from crsbench.probes.lbfgs import TOL, LogRegSolution, _objective, fit_logreg, line_search, torch_dtype
+from crsbench.probes.lbfgs import TOL, LogRegSolution, fit_logreg, line_search, logreg_objective, torch_dtype
 
 NEWTON_TOL = 1e-12
 NEWTON_MAX_ITER = 100
@@ -104,13 +104,13 @@ def fit_newton(
     y3 = y.to(torch_dtype).reshape(n, 1, -1) if softmax else y.to(torch_dtype).reshape(n, -1, 1)
     b, k = y3.shape[1], y3.shape[2]
     lam = 1.0 / n
-    _, g0 = _objective(x1, torch.zeros(b, d + 1, k, dtype=torch_dtype), y3, softmax, lam)
+    _, g0 = logreg_objective(x1, torch.zeros(b, d + 1, k, dtype=torch_dtype), y3, softmax, lam)
     scale = g0.abs().amax(dim=(1, 2)).clamp_min(1.0)
     z, v = _row_space(x1)
     r = z.shape[1]
     z1 = torch.cat([z, torch.ones(n, 1, dtype=torch_dtype)], dim=1)
     theta = torch.zeros(b, r + 1, k, dtype=torch_dtype)
-    f, g = _objective(z, theta, y3, softmax, lam)
+    f, g = logreg_objective(z, theta, y3, softmax, lam)
     # ||g||_2 in the reduced problem equals the 2-norm of the original gradient (V is
     # orthonormal), which bounds its max |entry|.
     done = g.flatten(1).norm(dim=1) <= NEWTON_TOL * scale
@@ -129,7 +129,7 @@ def fit_newton(
     coef = torch.einsum("dr,brk->bdk", v, theta[:, :-1, :])
     intercept = theta[:, -1, :]
     w = torch.cat([coef, intercept[:, None, :]], dim=1)
-    _, g_full = _objective(x1, w, y3, softmax, lam)
+    _, g_full = logreg_objective(x1, w, y3, softmax, lam)
     converged = bool((g_full.abs().amax(dim=(1, 2)) <= tol * scale).all())
     return LogRegSolution(coef=coef, intercept=intercept, n_iter=it, converged=converged)
 
@@ -147,5 +147,5 @@ def _line_search(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
     """`fit_logreg`'s line search on the reduced problem (design `z`)."""
     slope = (g * direction).sum(dim=(1, 2))
-    objective = functools.partial(_objective, z, y=y3, softmax=softmax, lam=lam)
+    objective = functools.partial(logreg_objective, z, y=y3, softmax=softmax, lam=lam)
     return line_search(objective, theta, f, g, direction, slope, done)

@@ -16,8 +16,8 @@ import pytest
 from support.runs_factory import DATASETS, SHIFT, encoder_runs, frame, run_row
 
 import crsbench
-from crsbench.analyses.bootstrap import RESAMPLE
 from crsbench.analyses.registry import run_analysis
+from crsbench.analyses.uncertainty.bootstrap import RESAMPLE
 from crsbench.warehouse.panels import freeze_panel
 
 ROOT = Path(__file__).resolve().parent.parent

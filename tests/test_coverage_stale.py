@@ -14,8 +14,8 @@ from support.bootstrap_support import ENCODERS, PANEL, _datasets, build_world, c
 from crsbench.analyses import run_analysis
 from crsbench.bench import Bench
 from crsbench.cli import main
+from crsbench.cli.output import console
 from crsbench.core import CrsbenchError
-from crsbench.output import console
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for
 

@@ -1,4 +1,4 @@
-"""What incomplete cells lack (`crsbench/gaps.py`): a panel member's cells in detail, an encoder
+"""What incomplete cells lack (`crsbench/reads/gaps.py`): a panel member's cells in detail, an encoder
 outside every panel in one line counting the declared probe settings it has runs of."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import pytest
 from support.bootstrap_support import build_world, cell_batches, copy_world
 from support.synthetic import make_dataset
 
-from crsbench import gaps
 from crsbench.core import LABEL_FRACTIONS
-from crsbench.gaps import missing_lines, outside_lines
+from crsbench.reads import gaps
+from crsbench.reads.gaps import missing_lines, outside_lines
 from crsbench.warehouse.connection import Warehouse
 
 KEPT = (0.01, 1.0)  # the label fractions the newcomer is probed at (seed 0 only)

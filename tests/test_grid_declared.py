@@ -14,8 +14,8 @@ from support.synthetic import make_dataset, write_features
 
 from crsbench.bench import Bench
 from crsbench.cli import main
+from crsbench.cli.output import console
 from crsbench.core import CALIB, CONDITIONS, LABEL_FRACTIONS, PROTOCOL_PROBE_DEPTHS
-from crsbench.output import console
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
 from crsbench.warehouse.parts import parts_dir_for

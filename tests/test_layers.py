@@ -1,6 +1,10 @@
-"""Data flows one way: no module imports a package above it in the flow, and no imports form a cycle.
+"""Data flows one way: no module imports a floor above it, and no imports form a cycle.
 
-core < ingest < features < probes < warehouse < sql < crsbench (pipeline, bench, analyses, report, CLI)
+core < ingest < features < probes < warehouse < sql < analyses, pipeline < reads < report < bench < cli
+
+The stages below `crsbench/` are the folders the package-dir map installs as `crsbench.<stage>`;
+the floors inside `crsbench/` are its sub-packages (docs/ARCHITECTURE.md). No module imports a
+leading-underscore name from another module: a name two modules share is public in its home.
 
 Every import counts, wherever it stands: at module level, inside a function (a lazy import is
 still a dependency: a cycle through one only waits for the call to bite), under TYPE_CHECKING,
@@ -15,16 +19,33 @@ import shutil
 import tomllib
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
-FLOW = (
-    "crsbench.core",
-    "crsbench.ingest",
-    "crsbench.features",
-    "crsbench.probes",
-    "crsbench.warehouse",
-    "crsbench.sql",
+# Floors, lowest first; a module belongs to the floor whose package is its own or an ancestor.
+# `crsbench` itself (the package's front door, re-exporting Bench) stands with bench.
+FLOW: tuple[tuple[str, ...], ...] = (
+    ("crsbench.core",),
+    ("crsbench.ingest",),
+    ("crsbench.features",),
+    ("crsbench.probes",),
+    ("crsbench.warehouse",),
+    ("crsbench.sql",),
+    ("crsbench.analyses", "crsbench.pipeline"),
+    ("crsbench.reads",),
+    ("crsbench.report",),
+    ("crsbench.bench", "crsbench.bench_scores", "crsbench"),
+    ("crsbench.cli",),
 )
-TOP = len(FLOW)  # everything else under crsbench: the top of the flow
+TOP = len(FLOW) - 1
+
+# (importer, imported module): why a private name of a third-party module is imported.
+PRIVATE_ALLOWED: dict[tuple[str, str], str] = {
+    ("crsbench.cli.lazy", "typer"): "type-only: typer vendors click as typer._click; TyperGroup is typed with it",
+    ("crsbench.features.loaders", "open_clip.model"): (
+        "open_clip builds a CLIP vision tower only through _build_vision_tower (no public constructor)"
+    ),
+}
 
 # (importer, imported): why this edge may close a cycle. Each must be a type-only import (under
 # `if TYPE_CHECKING:`), which runs no code; the test fails if one turns into a real import.
@@ -58,10 +79,35 @@ def _modules(dirs: dict[str, Path] | None = None) -> dict[str, Path]:
 
 
 def layer(module: str) -> int:
-    for rank, package in enumerate(FLOW):
-        if module == package or module.startswith(package + "."):
-            return rank
-    return TOP
+    """The floor of `module`: the deepest floor package that is it or contains it."""
+    best, depth = None, -1
+    for rank, packages in enumerate(FLOW):
+        for package in packages:
+            inside = module == package or (package != "crsbench" and module.startswith(package + "."))
+            if inside and package.count(".") > depth:
+                best, depth = rank, package.count(".")
+    if best is None:
+        raise ValueError(f"{module} is on no floor: give it a sub-package of crsbench/ (tests/test_layers.py FLOW)")
+    return best
+
+
+def _private_imports(modules: dict[str, Path], allowed: dict[tuple[str, str], str] | None = None) -> list[str]:
+    """`from other import _name` anywhere in a module (dunder names aside), unless `allowed` says why."""
+    allowed = PRIVATE_ALLOWED if allowed is None else allowed
+    bad = []
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            source = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                source = f"{anchor}.{source}" if source else anchor
+            private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            if private and source != module and (module, source) not in allowed:
+                bad.append(f"{_where(path)}:{node.lineno}: {module} imports {', '.join(private)} from {source}")
+    return bad
 
 
 def _type_only_lines(tree: ast.Module) -> set[int]:
@@ -179,6 +225,46 @@ def test_no_module_imports_a_stage_above_it():
     assert _upward(_modules()) == []
 
 
+def test_no_module_imports_a_private_name_of_another():
+    assert _private_imports(_modules()) == []
+
+
+def test_every_allowed_private_import_exists():
+    modules = _modules()
+    for (module, source), reason in PRIVATE_ALLOWED.items():
+        text = modules[module].read_text(encoding="utf-8")
+        assert reason and f"from {source} import _" in text, f"stale PRIVATE_ALLOWED entry {module} <- {source}"
+
+
+def test_an_injected_private_import_fails(tmp_path):
+    home, user = tmp_path / "home.py", tmp_path / "user.py"
+    home.write_text("def _helper():\n    return 1\n")
+    user.write_text("def f():\n    from crsbench.analyses.home import _helper\n\n    return _helper()\n")
+    modules = {"crsbench.analyses.home": home, "crsbench.analyses.user": user}
+    assert _private_imports(modules) == [
+        "user.py:2: crsbench.analyses.user imports _helper from crsbench.analyses.home"
+    ]
+    user.write_text("from .home import _helper as helper\n")  # relative, renamed: still private
+    assert len(_private_imports(modules)) == 1
+    user.write_text("from crsbench.analyses.home import __doc__\n")  # a dunder is not private
+    assert _private_imports(modules) == []
+
+
+def test_floors_inside_crsbench_are_ordered_and_a_back_arrow_fails(tmp_path):
+    order = ["crsbench.core.sql", "crsbench.sql", "crsbench.analyses.registry", "crsbench.pipeline.probe"]
+    order += ["crsbench.reads.leaderboard", "crsbench.report.sections", "crsbench.bench", "crsbench.cli.app"]
+    ranks = [layer(m) for m in order]
+    assert ranks == sorted(ranks) and ranks[2] == ranks[3] and len(set(ranks)) == 7
+    # A read model importing its renderer: the back-arrow issue 43 found (card -> report.data).
+    reads, report = tmp_path / "card.py", tmp_path / "data.py"
+    reads.write_text("from crsbench.report.data import gather\n")
+    report.write_text("from crsbench.reads.card import reporting_card\n")
+    modules = {"crsbench.reads.card": reads, "crsbench.report.data": report}
+    assert _upward(modules) == ["card.py:1: crsbench.reads.card imports crsbench.report.data"]
+    with pytest.raises(ValueError, match="on no floor"):
+        layer("crsbench.loose_module")
+
+
 def test_no_import_cycle_at_module_or_function_level():
     assert _cycles(_modules()) == []
 
@@ -192,7 +278,7 @@ def test_every_allowed_edge_exists_and_is_type_only():
 
 def test_the_walk_sees_every_stage_and_catches_an_upward_import(tmp_path):
     modules = _modules()
-    assert {layer(m) for m in modules} == set(range(TOP + 1))
+    assert {layer(m) for m in modules} == set(range(TOP + 1))  # every floor has modules
     assert "crsbench.probes.calibration" in modules and "crsbench.features.vlm" in modules
     bad, other = tmp_path / "bad.py", tmp_path / "other.py"
     bad.write_text("def f():\n    from crsbench.analyses import run_analysis\n")

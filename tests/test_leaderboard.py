@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from crsbench.leaderboard import verdict_line
+from crsbench.reads.leaderboard import verdict_line
 
 
 def board(**extra) -> pd.DataFrame:

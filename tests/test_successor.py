@@ -10,7 +10,7 @@ import pytest
 from PIL import Image
 from support.synthetic import write_features
 
-from crsbench.analyses.successor import SuccessorOptions
+from crsbench.analyses.agreement.successor import SuccessorOptions
 from crsbench.bench import Bench
 from crsbench.cli import main
 from crsbench.features.store import FeatureStore
@@ -92,7 +92,7 @@ ROW = {"dataset_id": "d", "k": 10, "mutual_knn": 0.5, "lo": 0.4, "hi": 0.6, "cha
     ],
 )
 def test_the_reading_says_what_the_numbers_mean(changes, said, unsaid):
-    from crsbench.analyses.successor import reading
+    from crsbench.analyses.agreement.successor import reading
 
     text = reading("cur", "cand", {**ROW, "retention": None, **changes})
     assert said in text and unsaid not in text

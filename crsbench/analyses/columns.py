@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from crsbench.analyses.columns_agreement import AGREEMENT_COLUMNS
-from crsbench.analyses.columns_encoders import ENCODER_COLUMNS
-from crsbench.analyses.columns_subgroups import SUBGROUP_COLUMNS
-from crsbench.analyses.columns_validation import VALIDATION_COLUMNS
+from crsbench.analyses.agreement.columns import AGREEMENT_COLUMNS
+from crsbench.analyses.experiments.columns import ENCODER_COLUMNS
+from crsbench.analyses.subgroups.columns import SUBGROUP_COLUMNS
+from crsbench.analyses.validity.columns import VALIDATION_COLUMNS
 
 # Analysis -> the docs/METHODS.md section that defines its outputs.
 SECTIONS: Mapping[str, str] = {

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from crsbench.analyses.validity.criterion import registered
 from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.ingest.types import Task
 from crsbench.probes.metrics import METRICS
@@ -153,3 +154,51 @@ def fit_predictions(wh: Warehouse, fit_id: str) -> dict[tuple[str, str], tuple[l
     for (condition, eval_id), rows in frame.groupby(["condition", "eval_dataset_id"], sort=True).indices.items():
         out[(condition, eval_id)] = (frame["image_id"].iloc[rows].tolist(), probs[rows])
     return out
+
+
+PREDICTIONS_SQL = """
+    select k.key, p.row_index, p.probs
+    from predictions p
+    join {keys} k on k.run_id = p.run_id
+    order by k.key, p.row_index
+"""
+
+
+def load_predictions(wh: Warehouse, runs: pd.DataFrame) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """key -> (row_index, probs (n, K) float64) for the given runs."""
+    with registered(wh, {"keys": runs[["key", "run_id"]]}) as names:
+        table = wh.con.sql(PREDICTIONS_SQL.format(keys=names["keys"])).to_arrow_table()
+    out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+    if table.num_rows == 0:
+        return out
+    keys = table.column("key").to_numpy()
+    rows = table.column("row_index").to_numpy()
+    probs_col = table.column("probs").combine_chunks()
+    flat = probs_col.flatten().to_numpy(zero_copy_only=False).astype(np.float64)
+    widths = probs_col.value_lengths().to_numpy()
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    ends = np.r_[starts[1:], len(keys)]
+    offsets = np.r_[0, np.cumsum(widths)]
+    for a, b in zip(starts, ends, strict=True):
+        width = int(widths[a])
+        if not np.all(widths[a:b] == width):
+            raise CrsbenchError(f"run key {int(keys[a])}: prediction rows differ in length")
+        out[int(keys[a])] = (rows[a:b], flat[offsets[a] : offsets[b]].reshape(b - a, width))
+    return out
+
+
+def label_targets(wh: Warehouse, dataset: str) -> tuple[Task, list[str], np.ndarray, np.ndarray]:
+    """(task, label names, 0/1 matrix (n_images, K) by row_index, split per row_index)."""
+    row = wh.con.execute("select task, label_names from datasets where dataset_id = ?", [dataset]).fetchone()
+    if row is None:
+        raise CrsbenchError(f"dataset {dataset!r} is not in the warehouse")
+    task, names = row
+    images = wh.sql("select row_index, split from images where dataset_id = ? order by row_index", [dataset])
+    long = wh.sql(
+        "select i.row_index, l.label_idx from labels l join images i on i.dataset_id = l.dataset_id "
+        "and i.image_id = l.image_id where l.dataset_id = ? and l.value = 1",
+        [dataset],
+    )
+    matrix = np.zeros((int(images["row_index"].max()) + 1, len(names)), dtype=bool)
+    matrix[long["row_index"].to_numpy(), long["label_idx"].to_numpy()] = True
+    return Task(task), list(names), matrix, images["split"].to_numpy()

@@ -108,13 +108,15 @@ def _spec(
     )
 
 
-# Every module of this package registers its analyses on import; discovering them (the
+# Every module of this package and its family sub-packages registers its analyses on import; discovering them (the
 # builtins) means adding an analysis never touches a shared list.
 ANALYSES: Registry[AnalysisSpec] = Registry(
     "analysis",
     make=_spec,
     entry_point_group="crsbench.analyses",
-    builtins=tuple(f"crsbench.analyses.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent)])),
+    builtins=tuple(
+        m.name for m in pkgutil.walk_packages([str(Path(__file__).parent)], "crsbench.analyses.") if not m.ispkg
+    ),
 )
 
 

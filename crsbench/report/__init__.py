@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from crsbench.core import ProgressFn, __version__, check_write_target, no_progress
+from crsbench.reads.report_data import ReportData, gather
 from crsbench.report import (  # noqa: F401  (registers the sections, in order)
     sections,
     sections_agreement,
@@ -19,7 +20,6 @@ from crsbench.report import (  # noqa: F401  (registers the sections, in order)
     sections_curves,
     sections_zeroshot,
 )
-from crsbench.report.data import ReportData, gather
 from crsbench.report.html import FigureSink, badge_random, esc, missing, page
 from crsbench.warehouse.connection import Warehouse
 

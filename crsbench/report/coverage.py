@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping
 import pandas as pd
 
 from crsbench.core import FROZEN, PRIMARY_PROBE
-from crsbench.report.data import ReportData
+from crsbench.reads.report_data import ReportData
 from crsbench.report.html import esc
 
 # What a section compares, for the reason an encoder lacks it: need -> (SQL predicate on runs, reason)

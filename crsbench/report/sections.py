@@ -11,12 +11,12 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from crsbench import gaps
-from crsbench import leaderboard as read_models
 from crsbench.core import AXES
+from crsbench.reads import gaps
+from crsbench.reads import leaderboard as read_models
+from crsbench.reads.report_data import ReportData
 from crsbench.report import figures as figs
 from crsbench.report.coverage import section_coverage
-from crsbench.report.data import AXIS_LABELS, ReportData
 from crsbench.report.html import Cell, FigureSink, colour_key, encoder_cell, esc, fmt_number, number_cell, table
 
 # Which command fills each kind of gap; one place, so the messages stay in step with the CLI.
@@ -28,6 +28,13 @@ FILL: dict[str, str] = {
     "e3": "crsbench analyze e3",
     "e6": "crsbench analyze e6",
     "depths": "crsbench probe (at depths 0.25, 0.5, 0.75 and 1.0)",
+}
+
+AXIS_LABELS: dict[str, str] = {
+    "discrimination": "Discrimination",
+    "calibration": "Calibration",
+    "label_efficiency": "Label efficiency",
+    "robustness": "Robustness",
 }
 
 

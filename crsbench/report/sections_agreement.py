@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from crsbench.reads.report_data import ReportData
 from crsbench.report import figures as figs
-from crsbench.report.data import ReportData
 from crsbench.report.html import FigureSink, esc
 from crsbench.report.sections import Missing, section
 

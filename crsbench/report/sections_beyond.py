@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from crsbench.reads.report_data import ReportData
 from crsbench.report import figures as figs
-from crsbench.report.data import ReportData
 from crsbench.report.html import FigureSink, esc
 from crsbench.report.sections import FILL, Missing, section
 from crsbench.report.sections_curves import generic_table

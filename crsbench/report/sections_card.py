@@ -1,11 +1,11 @@
 """The reporting card, right after the leaderboard: seven items, each with its measured number
-(computed in crsbench/card.py; this module only renders it). METHODS.md §19.2."""
+(computed in crsbench/reads/card.py; this module only renders it). METHODS.md §19.2."""
 
 from __future__ import annotations
 
-from crsbench.card import reporting_card
-from crsbench.card_model import Card, CardItem
-from crsbench.report.data import ReportData
+from crsbench.reads.card import reporting_card
+from crsbench.reads.card_model import Card, CardItem
+from crsbench.reads.report_data import ReportData
 from crsbench.report.html import FigureSink, esc
 from crsbench.report.sections import Missing, section
 

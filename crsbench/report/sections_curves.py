@@ -10,9 +10,9 @@ import numpy as np
 import pandas as pd
 
 from crsbench.core import CLEAN
+from crsbench.reads.report_data import ReportData
 from crsbench.report import figures as figs
 from crsbench.report.coverage import section_coverage
-from crsbench.report.data import ReportData
 from crsbench.report.html import Cell, FigureSink, encoder_cell, esc, fmt_number, number_cell, table
 from crsbench.report.sections import FILL, Missing, section
 

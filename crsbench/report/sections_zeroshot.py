@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from crsbench.reads.report_data import ReportData
 from crsbench.report import figures as figs
-from crsbench.report.data import ReportData
 from crsbench.report.html import FigureSink, encoder_cell, esc, fmt_number, number_cell, table
 from crsbench.report.sections import FILL, Missing, section
 

@@ -11,9 +11,9 @@ import pytest
 import torch
 from support.synthetic import make_dataset, write_features
 
-from crsbench.analyses import agreement_matrix as am
-from crsbench.analyses import agreement_measures as m
 from crsbench.analyses import run_analysis
+from crsbench.analyses.agreement import matrix as am
+from crsbench.analyses.agreement import measures as m
 from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureStore
 from crsbench.warehouse.catalog import sync_catalog
@@ -248,7 +248,7 @@ def test_bad_input_is_one_line_and_writes_nothing(bench_db):
 
 
 def _fitted_probe(x_train: np.ndarray, y: np.ndarray, task, k: int, seed: int = 0):
-    from crsbench.analyses.transfer import StoredProbe
+    from crsbench.analyses.agreement.transfer import StoredProbe
     from crsbench.probes.estimators import logreg
 
     mean, std = x_train.mean(axis=0), x_train.std(axis=0)
@@ -257,7 +257,7 @@ def _fitted_probe(x_train: np.ndarray, y: np.ndarray, task, k: int, seed: int = 
 
 
 def test_self_transfer_keeps_all_of_the_auroc_and_a_scrambled_map_loses_it():
-    from crsbench.analyses.transfer import transfer_rows
+    from crsbench.analyses.agreement.transfer import transfer_rows
     from crsbench.ingest.types import Task
 
     ds = make_dataset("derm", "multiclass", 400, 3, seed=4)
@@ -278,7 +278,7 @@ def test_self_transfer_keeps_all_of_the_auroc_and_a_scrambled_map_loses_it():
 
 
 def test_transfer_reads_the_stored_probes_of_a_sweep(bench_db):
-    from crsbench.analyses.successor import SuccessorOptions
+    from crsbench.analyses.agreement.successor import SuccessorOptions
     from crsbench.bench import Bench, ProbeConfig
 
     db, _, _ = bench_db

@@ -11,9 +11,9 @@ from support.criterion_support import build, reference_scores, scenario_runs
 from support.runs_factory import PERTURBED, frame, run_row
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.bootstrap import dataset_seeds, leading_tier, ranks, replicate_scores, stored_metrics
-from crsbench.analyses.resample import draw_seeds
-from crsbench.analyses.rescore import scored_runs
+from crsbench.analyses.uncertainty.bootstrap import dataset_seeds, leading_tier, ranks, replicate_scores, stored_metrics
+from crsbench.analyses.uncertainty.resample import draw_seeds
+from crsbench.analyses.uncertainty.rescore import scored_runs
 from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 

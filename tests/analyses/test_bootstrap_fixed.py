@@ -12,8 +12,8 @@ from support.bootstrap_support import ENCODERS, PANEL, build_world
 from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis
-from crsbench.card import reporting_card
 from crsbench.cli import main
+from crsbench.reads.card import reporting_card
 from crsbench.warehouse.connection import Warehouse
 
 SEEDS = {"replicates": 100, "seed": 2, "resample": "seeds"}

@@ -9,7 +9,7 @@ import pytest
 from support.bootstrap_support import ENCODERS, PANEL, build_world, mixed_patients
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.resample import draw_images, eval_images
+from crsbench.analyses.uncertainty.resample import draw_images, eval_images
 from crsbench.warehouse.connection import Warehouse
 
 REPLICATES = 200

@@ -12,7 +12,7 @@ from support.criterion_support import build, scenario_runs
 from support.runs_factory import AXES, reference_axes_cell, reference_axes_encoder
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.construct import construct_summary
+from crsbench.analyses.validity.construct import construct_summary
 from crsbench.warehouse.connection import Warehouse
 
 

@@ -9,7 +9,7 @@ from scipy import stats
 from support.analyses_support import add_dataset, add_encoder, append, complete_cell
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.e1_specialisation import specialisation
+from crsbench.analyses.experiments.e1_specialisation import specialisation
 from crsbench.core import CrsbenchError
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.e5_prompting import ANSWERS_TABLE
-from crsbench.analyses.prompting import STYLES, build_prompt, display_name, parse_answer
+from crsbench.analyses.experiments.e5_prompting import ANSWERS_TABLE
+from crsbench.analyses.experiments.prompting import STYLES, build_prompt, display_name, parse_answer
 from crsbench.core import CrsbenchError
 from crsbench.ingest.adapter_cxr import CXR_LABELS
 from crsbench.warehouse.connection import Warehouse
@@ -250,7 +250,7 @@ def test_generation_plumbing_with_a_tiny_vlm(ingested_db, tmp_path):
 
 def test_analyze_e5_command(ingested_db, tmp_path):
     from crsbench.cli import main
-    from crsbench.output import console
+    from crsbench.cli.output import console
 
     folder = tmp_path / "tiny-llava"
     build_tiny_llava(folder)

@@ -7,7 +7,7 @@ import pytest
 from support.analyses_support import add_encoder, append, run_row
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.e6_label_scarcity import default_reference
+from crsbench.analyses.experiments.e6_label_scarcity import default_reference
 from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 

@@ -9,7 +9,7 @@ from support.criterion_support import build, encoder_axes, reference_scores, sce
 from support.runs_factory import encoder_runs, frame
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.stability import insertion_plan
+from crsbench.analyses.validity.stability import insertion_plan
 from crsbench.warehouse.connection import Warehouse
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7", "x_hi"]

@@ -13,7 +13,12 @@ from support.subgroups_support import GRID, build
 
 from crsbench.analyses import run_analysis
 from crsbench.analyses.common import fit_predictions
-from crsbench.analyses.thresholds import best_balanced_accuracy, rates, sensitivity_threshold, youden_threshold
+from crsbench.analyses.subgroups.thresholds import (
+    best_balanced_accuracy,
+    rates,
+    sensitivity_threshold,
+    youden_threshold,
+)
 from crsbench.cli import main
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for

@@ -19,7 +19,7 @@ from support.partition_support import synthetic_warehouse
 from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.partition_cv import clustered_delong, group_folds, logreg_scores, standardise
+from crsbench.analyses.splits.partition_cv import clustered_delong, group_folds, logreg_scores, standardise
 from crsbench.cli import main
 from crsbench.core import CrsbenchError
 from crsbench.features import extract, get_encoder

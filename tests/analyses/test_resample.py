@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crsbench.analyses.resample import EvalImages, draw_images, draw_seeds
+from crsbench.analyses.uncertainty.resample import EvalImages, draw_images, draw_seeds
 from crsbench.core import CrsbenchError
 from crsbench.ingest.types import Task
 

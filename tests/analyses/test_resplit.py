@@ -18,7 +18,7 @@ from support.runs_factory import cell_runs, frame, reference_anchors, reference_
 from support.synthetic import make_dataset
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.resplit import draws, read_pool
+from crsbench.analyses.splits.resplit import draws, read_pool
 from crsbench.cli import main
 from crsbench.warehouse.connection import Warehouse
 

@@ -17,7 +17,7 @@ from conftest import SUITE_IMAGE_SIZE, SUITE_SCALE
 from PIL import Image
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.shortcuts import class_aurocs, logistic, warn_rule
+from crsbench.analyses.splits.shortcuts import class_aurocs, logistic, warn_rule
 from crsbench.core import CrsbenchError
 from crsbench.ingest import ingest, make_suite
 from crsbench.ingest.file_properties import file_properties, jpeg_quality

@@ -9,7 +9,7 @@ from scipy import stats
 from support.criterion_support import build, encoder_axes, reference_scores, scenario_runs
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.stability import random_panel_sizes
+from crsbench.analyses.validity.stability import random_panel_sizes
 from crsbench.warehouse.connection import Warehouse
 
 MEMBERS = ["e1", "e2", "e3", "e4", "e5", "e6", "e7"]

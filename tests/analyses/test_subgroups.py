@@ -17,8 +17,8 @@ from torchmetrics.functional.classification import multiclass_calibration_error
 
 from crsbench.analyses import run_analysis
 from crsbench.analyses.common import fit_predictions
-from crsbench.analyses.resample import draw_images, eval_images
-from crsbench.analyses.subgroup_metrics import gaps, score_groups
+from crsbench.analyses.subgroups.metrics import gaps, score_groups
+from crsbench.analyses.uncertainty.resample import draw_images, eval_images
 from crsbench.bench import Bench
 from crsbench.cli import main
 from crsbench.ingest.types import Task

@@ -11,8 +11,8 @@ from support.criterion_support import build, encoder_axes, scenario_runs
 from support.runs_factory import reference_anchors, reference_crs
 
 from crsbench.analyses import run_analysis
-from crsbench.analyses.criterion import DEFAULT_WEIGHTS, member_axes, panel_anchors, score_groups
-from crsbench.analyses.weights import weight_draws, weight_sensitivity
+from crsbench.analyses.validity.criterion import DEFAULT_WEIGHTS, member_axes, panel_anchors, score_groups
+from crsbench.analyses.validity.weights import weight_draws, weight_sensitivity
 from crsbench.core import AXIS_WEIGHTS, TERM_WEIGHTS
 from crsbench.warehouse.connection import Warehouse
 

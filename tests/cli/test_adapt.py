@@ -7,11 +7,11 @@ import pytest
 import torch
 
 from crsbench.cli import main
-from crsbench.cli_adapt import parse_seeds
+from crsbench.cli.commands.adapt import parse_seeds
+from crsbench.cli.output import console
 from crsbench.core import CrsbenchError
 from crsbench.features.adapt import ADAPTER_FILE, adapter_dir
 from crsbench.features.store import FeatureSetRef, FeatureStore
-from crsbench.output import console
 from crsbench.pipeline.stores import default_adapter_root
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel

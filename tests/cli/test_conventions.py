@@ -85,12 +85,12 @@ def test_help_is_fast_and_imports_no_heavy_library():
 def test_the_help_list_read_from_the_sources_matches_the_registered_commands():
     import typer.main
 
-    from crsbench.cli_app import app
-    from crsbench.cli_lazy import commands, load_all
+    from crsbench.cli.app import app
+    from crsbench.cli.lazy import commands, load_all
 
     load_all()
     group = typer.main.get_group(app)
-    eager = {"sql", "warehouse"}  # defined in crsbench/cli.py itself
+    eager = {"sql", "warehouse"}  # defined in crsbench/cli/__init__.py itself
     assert set(group.commands) == set(commands()) | eager
     for name, (module, help_line) in commands().items():
         command = group.commands[name]

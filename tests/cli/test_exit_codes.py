@@ -14,7 +14,7 @@ import pytest
 import typer
 
 from crsbench.cli import app, main
-from crsbench.cli_lazy import load_all
+from crsbench.cli.lazy import load_all
 from crsbench.report import SECTION_IDS
 from tests.report.test_report import PROFILES, _run_rows, build_warehouse
 
@@ -119,7 +119,7 @@ def test_user_errors_of_each_family_exit_1(warehouse, tmp_path, capsys):
 
 
 def test_internal_error_exit_2_one_line_and_debug_reraises(warehouse, capsys, monkeypatch):
-    import crsbench.status as status_module
+    import crsbench.reads.status as status_module
 
     def broken(wh):
         raise RuntimeError("disk on fire\nsecond line")

@@ -1,4 +1,4 @@
-"""The CLI goes through `crsbench.Bench`: no `crsbench/cli_*.py` module imports the stages or the
+"""The CLI goes through `crsbench.Bench`: no module of `crsbench/cli/` imports the stages or the
 pipeline (features, pipeline, probes, warehouse), at module level or inside a function, except the
 imports the allow-list below names with the reason each is one. Imports under `if TYPE_CHECKING:`
 are annotations only and never run."""
@@ -9,12 +9,12 @@ import ast
 import textwrap
 from pathlib import Path
 
-CLI_DIR = Path(__file__).resolve().parents[2] / "crsbench"
+CLI_DIR = Path(__file__).resolve().parents[2] / "crsbench" / "cli"
 FORBIDDEN = ("crsbench.features", "crsbench.pipeline", "crsbench.probes", "crsbench.warehouse")
 
 # (cli module, imported module): why it is not behind a Bench method.
 ALLOWED = {
-    ("cli_app", "crsbench.pipeline.stores"): "--store is refused at parse time when its URL embeds a "
+    ("app", "crsbench.pipeline.stores"): "--store is refused at parse time when its URL embeds a "
     "password (check_store_url, a pure function of the text), before any command builds a Bench",
 }
 
@@ -56,14 +56,18 @@ def leaks(name: str, source: str) -> list[str]:
         # `from crsbench.warehouse import panels` names crsbench.warehouse.panels: either is allowed by its entry
         if any((name, m) in ALLOWED for m in (module, module.rpartition(".")[0])):
             continue
-        out.append(f"crsbench/{name}.py:{line} imports {module}")
+        out.append(f"crsbench/cli/{name}.py:{line} imports {module}")
     return sorted(set(out))
 
 
 def test_no_cli_module_reaches_past_bench() -> None:
-    modules = [*sorted(CLI_DIR.glob("cli_*.py")), CLI_DIR / "cli.py"]
-    assert len(modules) > 15
-    found = [line for path in modules for line in leaks(path.stem, path.read_text(encoding="utf-8"))]
+    modules = sorted(CLI_DIR.rglob("*.py"))
+    assert len(modules) > 15 and CLI_DIR / "commands" / "features.py" in modules
+    found = [
+        line
+        for path in modules
+        for line in leaks(path.relative_to(CLI_DIR).with_suffix("").as_posix(), path.read_text(encoding="utf-8"))
+    ]
     assert found == [], "\n".join(found)
 
 
@@ -88,10 +92,10 @@ def test_the_check_sees_function_level_and_aliased_imports_but_not_typing_only_o
             from crsbench.features.registry import list_encoders
         """
     )
-    assert leaks("cli_example", source) == [
-        "crsbench/cli_example.py:3 imports crsbench.probes.grid",
-        "crsbench/cli_example.py:8 imports crsbench.warehouse",
-        "crsbench/cli_example.py:8 imports crsbench.warehouse.panels",
-        "crsbench/cli_example.py:9 imports crsbench.features.registry",
-        "crsbench/cli_example.py:9 imports crsbench.features.registry.list_encoders",
+    assert leaks("commands/example", source) == [
+        "crsbench/cli/commands/example.py:3 imports crsbench.probes.grid",
+        "crsbench/cli/commands/example.py:8 imports crsbench.warehouse",
+        "crsbench/cli/commands/example.py:8 imports crsbench.warehouse.panels",
+        "crsbench/cli/commands/example.py:9 imports crsbench.features.registry",
+        "crsbench/cli/commands/example.py:9 imports crsbench.features.registry.list_encoders",
     ]

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from crsbench.cli import main
-from crsbench.cli_app import app
+from crsbench.cli.app import app
 
 
 def _words(text: str) -> str:

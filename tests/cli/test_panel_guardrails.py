@@ -12,9 +12,9 @@ from support.fault_support import env
 from support.runs_factory import PROFILES, encoder_runs, frame
 
 from crsbench import Bench
-from crsbench.cli_panels import render_leaderboard
+from crsbench.cli.commands.panels import render_leaderboard
 from crsbench.core import CrsbenchError
-from crsbench.leaderboard import Leaderboard, agreement_gaps
+from crsbench.reads.leaderboard import Leaderboard, agreement_gaps
 from crsbench.warehouse.connection import Warehouse
 
 RUN_CLI = "import sys\nfrom crsbench.cli import main\nsys.exit(main())\n"

@@ -9,7 +9,7 @@ import torch
 from support.synthetic import make_dataset, write_features
 
 from crsbench.cli import main
-from crsbench.output import console
+from crsbench.cli.output import console
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import declare_shift, load_dataset, read_dataset
 

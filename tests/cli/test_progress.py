@@ -6,8 +6,8 @@ import threading
 
 import pytest
 
-from crsbench.output import _merged
-from crsbench.progress_plain import PlainProgress, Ticker, duration, interval_s
+from crsbench.cli.output import _merged
+from crsbench.cli.progress_plain import PlainProgress, Ticker, duration, interval_s
 
 
 class FakeClock:

@@ -29,7 +29,7 @@ from support.fault_support import env, one_line_user_error, raw_runs, synthetic_
 from support.runs_factory import encoder_runs, frame
 
 from crsbench.cli import main
-from crsbench.cli_faults import user_fault
+from crsbench.cli.faults import user_fault
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for
 

@@ -9,7 +9,7 @@ import shutil
 from support.fault_support import raw_runs, synthetic_warehouse
 
 from crsbench.cli import main
-from crsbench.output import console
+from crsbench.cli.output import console
 from crsbench.warehouse.connection import Warehouse
 
 HOSTILE = "br[1] st*r \u00fc"

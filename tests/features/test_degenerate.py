@@ -18,12 +18,12 @@ from support.runs_factory import DATASETS, SHIFT, cell_runs, frame
 
 from crsbench.bench import Bench
 from crsbench.cli import main
+from crsbench.cli.output import console
 from crsbench.core import CRS_DEPTH, InputError
 from crsbench.features import extract, get_encoder
 from crsbench.features.degenerate import Verdict, assess, degeneracy, numerical_rank
 from crsbench.features.loaders import build_model
 from crsbench.ingest import ingest, make_suite
-from crsbench.output import console
 from crsbench.warehouse import catalog
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel

@@ -103,7 +103,7 @@ def test_the_cli_extracts_over_the_cluster_and_catalogs_the_set(cluster, s3, dat
     import json
 
     from crsbench.cli import main
-    from crsbench.output import console
+    from crsbench.cli.output import console
     from crsbench.warehouse.connection import Warehouse
     from crsbench.warehouse.datasets import load_dataset
 

@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-from crsbench.cli_features import extract_command
+from crsbench.cli.commands.features import extract_command
 from crsbench.features.extract_options import ExtractOptions, with_environment
 from crsbench.features.extraction import extract
 from crsbench.pipeline.extract import ExtractConfig

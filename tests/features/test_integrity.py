@@ -19,11 +19,11 @@ import zarr
 from support.synthetic import write_features
 
 from crsbench.cli import main
+from crsbench.cli.output import console
 from crsbench.core import CrsbenchError
 from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder
 from crsbench.features.integrity import ChunkDamage, block_digest, scan_set
 from crsbench.ingest import ingest, make_suite
-from crsbench.output import console
 from crsbench.probes.reader import read_rows
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset

@@ -15,9 +15,9 @@ from PIL import Image
 from sklearn.datasets import load_digits
 
 from crsbench.cli import main
+from crsbench.cli.output import console
 from crsbench.core import CrsbenchError
 from crsbench.ingest import Task, ingest
-from crsbench.output import console
 
 N = 400  # the first 400 digits: about 40 per class, ingested in well under a second
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from PIL import Image
 
-from crsbench.analyses.e5_prompting import _image as prompting_image
+from crsbench.analyses.experiments.e5_prompting import _image as prompting_image
 from crsbench.core import InputError
 from crsbench.features import get_encoder
 from crsbench.features.loaders import build_model

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from crsbench.probes.lbfgs import _objective, fit_logreg
+from crsbench.probes.lbfgs import fit_logreg, logreg_objective
 from crsbench.probes.newton import fit_newton, newton_pays, solve_logreg
 
 
@@ -36,7 +36,7 @@ def test_newton_reaches_the_lbfgs_optimum(n, d, k, softmax):
     # the full problem's gradient at Newton's answer: far below fit_logreg's 1e-9 bar
     w = torch.cat([newton.coef, newton.intercept[:, None, :]], dim=1)
     y3 = y.double().reshape(n, 1, -1) if softmax else y.double().reshape(n, -1, 1)
-    _, g = _objective(x, w, y3, softmax, 1.0 / n)
+    _, g = logreg_objective(x, w, y3, softmax, 1.0 / n)
     assert float(g.abs().max()) < 1e-11
     if softmax:  # equal-intercept null direction untouched: intercepts still sum to 0
         assert abs(float(newton.intercept.sum())) < 1e-10

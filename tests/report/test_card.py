@@ -1,4 +1,4 @@
-"""The reporting card (crsbench/card.py): seven items, each number an aggregate of one relation.
+"""The reporting card (crsbench/reads/card.py): seven items, each number an aggregate of one relation.
 
 The warehouse is the report tests' (hand-built runs, a frozen panel, E2, operating points), plus
 LoRA variants of three encoders, a seed bootstrap, the suite's isic2019 images with a real shortcut
@@ -16,8 +16,8 @@ from support.browser_support import find_chromium, inspect_page
 
 from crsbench import Bench
 from crsbench.analyses import run_analysis
-from crsbench.card import card_for
 from crsbench.ingest import Dataset
+from crsbench.reads.card import card_for
 from crsbench.report import SECTION_IDS
 from crsbench.report.html import page
 from crsbench.report.sections_card import render_card

@@ -188,8 +188,8 @@ def agreement_tables() -> AnalysisResult:
     """Stored tables of analysis agreement for the report: every pair of PROFILES on derm, and
     the transfer retention of alpha's and bravo's probes (the analysis itself is tested on real
     feature sets in tests/analyses/test_agreement.py)."""
-    from crsbench.analyses.agreement import AGREEMENT_COLUMNS, COMPOSITION_COLUMNS, summary_of
-    from crsbench.analyses.transfer import COLUMNS as TRANSFER_COLUMNS
+    from crsbench.analyses.agreement.agreement import AGREEMENT_COLUMNS, COMPOSITION_COLUMNS, summary_of
+    from crsbench.analyses.agreement.transfer import COLUMNS as TRANSFER_COLUMNS
 
     names = sorted(PROFILES)
     rows, moved = [], []
@@ -218,7 +218,7 @@ def store_bootstrap_intervals(wh: Warehouse, panel: str) -> None:
     """Fresh images+seeds rows of bootstrap_intervals for `panel`, as `crsbench analyze bootstrap`
     stores them: each member but UNBOOTSTRAPPED gets CRS, AUROC and CRS-gap intervals (the best two
     tied with the leader, the others separated); Kendall tau cannot vary (n/a, no bounds)."""
-    from crsbench.analyses.intervals import COLUMNS, runs_digest, store_intervals
+    from crsbench.analyses.uncertainty.intervals import COLUMNS, runs_digest, store_intervals
 
     scored = wh.sql(
         "select encoder_id, crs, auroc from crs_encoder where panel = ? and regime = 'frozen' and in_panel "
@@ -452,7 +452,7 @@ def test_every_entity_is_escaped_once(full_report):
 
 
 def test_the_report_opens_with_the_verdict_then_the_board_then_the_card(full_report):
-    from crsbench import leaderboard as read_models
+    from crsbench.reads import leaderboard as read_models
 
     out, _, _ = full_report
     html = out.read_text(encoding="utf-8")

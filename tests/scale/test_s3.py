@@ -19,9 +19,9 @@ import torch
 from support.scale_support import BUCKET, SECRET, SECRET_KEY_ID, moto_server, s3_environment
 
 from crsbench.cli import main
+from crsbench.cli.output import console
 from crsbench.core import CrsbenchError
 from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder
-from crsbench.output import console
 from crsbench.probes.grid import plan_fits, run_grid
 from crsbench.probes.reader import check_feature_set, read_rows
 from crsbench.warehouse.connection import Warehouse

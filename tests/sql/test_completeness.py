@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from support.bootstrap_support import build_world, copy_world
 
-from crsbench.gaps import missing_lines
+from crsbench.reads.gaps import missing_lines
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for
 

@@ -12,9 +12,9 @@ import timm
 import torch
 
 from crsbench.cli import main
+from crsbench.cli.output import console
 from crsbench.features import lookup, registry, user
 from crsbench.ingest import ingest, make_suite
-from crsbench.output import console
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 

@@ -14,7 +14,7 @@ import pytest
 from support.synthetic import write_features
 
 from crsbench.cli import main
-from crsbench.output import console
+from crsbench.cli.output import console
 from crsbench.warehouse import connection
 from crsbench.warehouse.at_rest import fold_at_rest
 from crsbench.warehouse.claims import FitClaims

@@ -13,7 +13,7 @@ from PIL import Image
 from support.synthetic import write_features
 
 from crsbench.cli import main
-from crsbench.output import console
+from crsbench.cli.output import console
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import read_dataset
 

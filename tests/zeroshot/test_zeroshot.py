@@ -170,7 +170,7 @@ def test_zero_shot_cells_are_declared_and_complete(zs_db: Path) -> None:
     assert _zs_keys(bench, "grid_missing") == isic
     extra = bench.sql("select n_extra, complete from cell_completeness where dataset_id = 'isic2019'")
     assert extra.values.tolist() == [[len(isic), False]]
-    from crsbench.gaps import missing_lines
+    from crsbench.reads.gaps import missing_lines
 
     with Warehouse.open(zs_db, read_only=True) as wh:
         lines = [line for line in missing_lines(wh) if "zeroshot" in line]

@@ -1,0 +1,1 @@
+"""Who is served worse? Per-subgroup metrics and operating points (METHODS.md §16)."""
