@@ -108,6 +108,3 @@ def _global_options(
     """Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench)."""
     console.configure(quiet=quiet, json_mode=json_out)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
