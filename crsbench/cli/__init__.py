@@ -107,4 +107,3 @@ def _global_options(
 ) -> None:
     """Feature store and analysis warehouse for choosing medical image encoders (CRS-Bench)."""
     console.configure(quiet=quiet, json_mode=json_out)
-

@@ -116,17 +116,47 @@ def _analyses_zero_shot_report(
         report_and_render(bench, report_path, DEMO_PANEL, None, force=True)  # the demo's own folder
 
 
+def _print_header(out: Path, db: Path, encoders: list[str]) -> None:
+    from crsbench.core.backends import backends_line
+    from crsbench.core.numerics import canonical
+
+    console.print(f"[bold]crsbench demo[/] -> {out}/ (warehouse {db.name}); encoders: {', '.join(encoders)}")
+    console.print(
+        "[yellow]All encoders here are random-init (pretrained = false): the numbers show the "
+        "machinery, not real encoder quality.[/]"
+    )
+    console.print(f"numerics: {'canonical' if canonical() else 'native'} ({escape(backends_line())})")
+
+
+def _finish(out: Path, db: Path, report_path: Path | None, elapsed: float, steps: _Steps) -> None:
+    timings = steps.summary()
+    console.print("\n[bold]time per step[/]\n" + escape(timings))
+    emit(
+        {
+            "out": str(out),
+            "db": str(db),
+            "report": str(report_path) if report_path else None,
+            "seconds": round(elapsed, 1),
+            "step_seconds": {t: round(s, 1) for t, s in steps.seconds.items()},
+        },
+        f"\n[bold green]demo finished in {elapsed:.0f} s.[/] Query it with: "
+        f'crsbench sql --db {db} "select * from crs_encoder"  (or: duckdb {db})',
+    )
+
+
+OutOption = Annotated[Path, typer.Option("--out", help="Folder for the suite, warehouse, feature store and report.")]
+EncoderOption = Annotated[
+    list[str],
+    typer.Option("--encoder", "-e", help="Encoders to run (repeatable); default every tiny random-init entry."),
+]
+
+
 @app.command("demo")
 def demo(
-    out: Annotated[
-        Path, typer.Option("--out", help="Folder for the suite, warehouse, feature store and report.")
-    ] = Path("demo-out"),
+    out: OutOption = Path("demo-out"),
     scale: Annotated[float, typer.Option(help="Suite size factor (1.0 is about 200 images per dataset).")] = 1.0,
     image_size: Annotated[int, typer.Option("--image-size", help="Side of the generated images in pixels.")] = 128,
-    encoder: Annotated[
-        list[str],
-        typer.Option("--encoder", "-e", help="Encoders to run (repeatable); default every tiny random-init entry."),
-    ] = [],
+    encoder: EncoderOption = [],
     replicates: Annotated[int, typer.Option(help="Bootstrap replicates (test images + seeds; at least 100).")] = 1_000,
     report: Annotated[bool, typer.Option("--report/--no-report", help="Also write OUT/report.html.")] = True,
 ) -> None:
@@ -135,8 +165,6 @@ def demo(
     from crsbench.cli.commands.features import render_extract
     from crsbench.cli.commands.panels import render_leaderboard
     from crsbench.cli.commands.probes import render_probe
-    from crsbench.core.backends import backends_line
-    from crsbench.core.numerics import canonical
 
     started = time.perf_counter()
     out.mkdir(parents=True, exist_ok=True)
@@ -144,12 +172,7 @@ def demo(
     bench = Bench(db)
     plan = bench.demo_plan(encoder)
     encoders, datasets = list(plan.encoders), list(plan.datasets)
-    console.print(f"[bold]crsbench demo[/] -> {out}/ (warehouse {db.name}); encoders: {', '.join(encoders)}")
-    console.print(
-        "[yellow]All encoders here are random-init (pretrained = false): the numbers show the "
-        "machinery, not real encoder quality.[/]"
-    )
-    console.print(f"numerics: {'canonical' if canonical() else 'native'} ({escape(backends_line())})")
+    _print_header(out, db, encoders)
 
     steps = _Steps()
     step = steps.start("generate the embedded suite and ingest it")
@@ -181,17 +204,4 @@ def demo(
 
     report_path = out / "report.html"
     _analyses_zero_shot_report(bench, steps, list(plan.image_text), datasets, report_path if report else None)
-    elapsed = time.perf_counter() - started
-    timings = steps.summary()
-    console.print("\n[bold]time per step[/]\n" + escape(timings))
-    emit(
-        {
-            "out": str(out),
-            "db": str(db),
-            "report": str(report_path) if report else None,
-            "seconds": round(elapsed, 1),
-            "step_seconds": {t: round(s, 1) for t, s in steps.seconds.items()},
-        },
-        f"\n[bold green]demo finished in {elapsed:.0f} s.[/] Query it with: "
-        f'crsbench sql --db {db} "select * from crs_encoder"  (or: duckdb {db})',
-    )
+    _finish(out, db, report_path if report else None, time.perf_counter() - started, steps)

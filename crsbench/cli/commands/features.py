@@ -50,85 +50,93 @@ def render_extract(store_url: str, frame: pd.DataFrame) -> None:
     )
 
 
+EncoderOption = Annotated[
+    list[str],
+    typer.Option(
+        "--encoder",
+        "-e",
+        help="Encoder id (see 'crsbench encoders'), "
+        "or timm:<name>, hf:<repo or folder>, open_clip:<arch>; "
+        "repeatable; 'all-tiny' for every random-init entry.",
+    ),
+]
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force",
+        help="Redo feature sets that are already complete; one made with other weights is replaced "
+        "and the probe fits trained on it are retired. New weights for an encoder must replace "
+        "every set of it: name all its datasets (-d all).",
+    ),
+]
+WeightsOption = Annotated[
+    Path | None, typer.Option(help="Local weights (file or model folder) for a single pretrained encoder.")
+]
+ComputeDtypeOption = Annotated[str, typer.Option("--compute-dtype", help="Model dtype: float32, bfloat16 or float16.")]
+ChunkRowsOption = Annotated[int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")]
+RepairOption = Annotated[
+    bool,
+    typer.Option(
+        "--repair",
+        help="Re-extract only the damaged or missing chunks of complete sets (see 'crsbench verify'), "
+        "under the settings they were made with; retires the fits that read them.",
+    ),
+]
+ThreadsOption = Annotated[
+    int | None,
+    typer.Option(
+        "--threads",
+        min=1,
+        help="CPU: forwards run at once, one torch thread each, with decoding and perturbing in "
+        "worker processes when above 1 (default: half the cores). Stored bytes do not depend on it.",
+    ),
+]
+TrustPickleOption = Annotated[
+    bool,
+    typer.Option(
+        "--trust-pickle",
+        help="Load checkpoints that hold pickled Python objects (training checkpoints) with "
+        "weights_only=False; only for files you trust (or convert once: crsbench weights convert --trust-pickle).",
+    ),
+]
+AllowDownloadOption = Annotated[
+    bool,
+    typer.Option(
+        "--allow-download",
+        help="Let hub ids fetch missing weights into the Hugging Face cache "
+        "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).",
+    ),
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="A dask.distributed scheduler (tcp://host:8786): its workers extract the row chunks "
+        "into the shared store (S3, GCS, NFS); GPU workers need --resources GPU=1.",
+    ),
+]
+
+
 @app.command("extract")
 def extract_command(
-    encoder: Annotated[
-        list[str],
-        typer.Option(
-            "--encoder",
-            "-e",
-            help="Encoder id (see 'crsbench encoders'), "
-            "or timm:<name>, hf:<repo or folder>, open_clip:<arch>; "
-            "repeatable; 'all-tiny' for every random-init entry.",
-        ),
-    ],
+    encoder: EncoderOption,
     dataset: Annotated[list[str], typer.Option("--dataset", "-d", help="Dataset name; repeatable; 'all'.")],
     store: StoreOption = None,
     db: DbOption = default_db_path(),
     device: Annotated[str, typer.Option(help="cpu or cuda (cuda:N).")] = DEFAULTS.device,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Images per forward pass.")] = DEFAULTS.batch_size,
-    force: Annotated[
-        bool,
-        typer.Option(
-            "--force",
-            help="Redo feature sets that are already complete; one made with other weights is replaced "
-            "and the probe fits trained on it are retired. New weights for an encoder must replace "
-            "every set of it: name all its datasets (-d all).",
-        ),
-    ] = False,
-    weights: Annotated[
-        Path | None, typer.Option(help="Local weights (file or model folder) for a single pretrained encoder.")
-    ] = None,
+    force: ForceOption = False,
+    weights: WeightsOption = None,
     dtype: Annotated[str, typer.Option(help="Stored dtype: float16 or float32.")] = DEFAULTS.dtype,
-    compute_dtype: Annotated[
-        str, typer.Option("--compute-dtype", help="Model dtype: float32, bfloat16 or float16.")
-    ] = DEFAULTS.compute_dtype,
-    chunk_rows: Annotated[
-        int, typer.Option("--chunk-rows", help="Rows per Zarr chunk (the resume unit).")
-    ] = DEFAULTS.chunk_rows,
-    repair: Annotated[
-        bool,
-        typer.Option(
-            "--repair",
-            help="Re-extract only the damaged or missing chunks of complete sets (see 'crsbench verify'), "
-            "under the settings they were made with; retires the fits that read them.",
-        ),
-    ] = False,
-    threads: Annotated[
-        int | None,
-        typer.Option(
-            "--threads",
-            min=1,
-            help="CPU: forwards run at once, one torch thread each, with decoding and perturbing in "
-            "worker processes when above 1 (default: half the cores). Stored bytes do not depend on it.",
-        ),
-    ] = None,
+    compute_dtype: ComputeDtypeOption = DEFAULTS.compute_dtype,
+    chunk_rows: ChunkRowsOption = DEFAULTS.chunk_rows,
+    repair: RepairOption = False,
+    threads: ThreadsOption = None,
     encoders_file: EncodersFileOption = None,
     allow_code: AllowCodeOption = False,
-    trust_pickle: Annotated[
-        bool,
-        typer.Option(
-            "--trust-pickle",
-            help="Load checkpoints that hold pickled Python objects (training checkpoints) with "
-            "weights_only=False; only for files you trust (or convert once: crsbench weights convert --trust-pickle).",
-        ),
-    ] = False,
-    allow_download: Annotated[
-        bool,
-        typer.Option(
-            "--allow-download",
-            help="Let hub ids fetch missing weights into the Hugging Face cache "
-            "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).",
-        ),
-    ] = False,
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler",
-            help="A dask.distributed scheduler (tcp://host:8786): its workers extract the row chunks "
-            "into the shared store (S3, GCS, NFS); GPU workers need --resources GPU=1.",
-        ),
-    ] = None,
+    trust_pickle: TrustPickleOption = False,
+    allow_download: AllowDownloadOption = False,
+    scheduler: SchedulerOption = None,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
     bench = Bench(db, store)

@@ -60,49 +60,57 @@ def _parse_options(pairs: list[str]) -> dict[str, str]:
     return options
 
 
+ReplaceOption = Annotated[
+    bool,
+    typer.Option(
+        "--replace",
+        help="Overwrite a dataset of the same name; runs and "
+        "feature sets of other data are retired (kept in retired_* archives), after asking.",
+    ),
+]
+SkipBadOption = Annotated[
+    bool,
+    typer.Option(
+        "--skip-bad", help="Record bad rows in ingest_errors and ingest the rest, instead of stopping at the first."
+    ),
+]
+ShiftTargetOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--shift-target",
+        help="Declare a shift pair NAME -> TARGET (an ingested dataset with the same labels). Repeatable.",
+    ),
+]
+ShiftSourceOption = Annotated[
+    list[str] | None, typer.Option("--shift-source", help="Declare a shift pair SOURCE -> NAME. Repeatable.")
+]
+OptionOption = Annotated[
+    list[str] | None,
+    typer.Option("--option", "-o", help="Adapter option KEY=VALUE, e.g. uncertainty=ones. Repeatable."),
+]
+UnlabeledOption = Annotated[
+    bool,
+    typer.Option(
+        "--unlabeled",
+        help="Ingest images without labels (adapters folder and manifest): enough for extract and "
+        "agreement (crsbench successor), not for probes.",
+    ),
+]
+
+
 @app.command("ingest", epilog=_adapter_help())
 def ingest_command(
     adapter: Annotated[str, typer.Argument(help=f"Source layout: {', '.join(ADAPTERS)}.")],
     path: Annotated[Path, typer.Argument(help="The dataset folder (or its label CSV / .npz file).")],
     name: Annotated[str, typer.Option("--name", help="Name of the dataset in the warehouse.")],
     db: DbOption = default_db_path(),
-    replace: Annotated[
-        bool,
-        typer.Option(
-            "--replace",
-            help="Overwrite a dataset of the same name; runs and "
-            "feature sets of other data are retired (kept in retired_* archives), after asking.",
-        ),
-    ] = False,
+    replace: ReplaceOption = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Retire without asking (with --replace).")] = False,
-    skip_bad: Annotated[
-        bool,
-        typer.Option(
-            "--skip-bad", help="Record bad rows in ingest_errors and ingest the rest, instead of stopping at the first."
-        ),
-    ] = False,
-    shift_target: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--shift-target",
-            help="Declare a shift pair NAME -> TARGET (an ingested dataset with the same labels). Repeatable.",
-        ),
-    ] = None,
-    shift_source: Annotated[
-        list[str] | None, typer.Option("--shift-source", help="Declare a shift pair SOURCE -> NAME. Repeatable.")
-    ] = None,
-    option: Annotated[
-        list[str] | None,
-        typer.Option("--option", "-o", help="Adapter option KEY=VALUE, e.g. uncertainty=ones. Repeatable."),
-    ] = None,
-    unlabeled: Annotated[
-        bool,
-        typer.Option(
-            "--unlabeled",
-            help="Ingest images without labels (adapters folder and manifest): enough for extract and "
-            "agreement (crsbench successor), not for probes.",
-        ),
-    ] = False,
+    skip_bad: SkipBadOption = False,
+    shift_target: ShiftTargetOption = None,
+    shift_source: ShiftSourceOption = None,
+    option: OptionOption = None,
+    unlabeled: UnlabeledOption = False,
 ) -> None:
     """Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, splits, label fractions.
 

@@ -49,54 +49,61 @@ def render_probe(bench: Bench, summary: GridSummary) -> None:
     )
 
 
+EncoderOption = Annotated[
+    list[str],
+    typer.Option(
+        "--encoder",
+        "-e",
+        help="Encoder key (e.g. vit_tiny or vit_tiny@lora-s0); repeatable; default every feature set.",
+    ),
+]
+DatasetOption = Annotated[
+    list[str],
+    typer.Option(
+        "--dataset",
+        "-d",
+        help="Dataset to fit on; repeatable; default every dataset that is not only a shift target.",
+    ),
+]
+ProbeOption = Annotated[
+    list[str], typer.Option("--probe", "-p", help="logreg, mlp or knn; repeatable; default the declared grid's.")
+]
+DepthOption = Annotated[
+    list[float],
+    typer.Option("--depth", help="Depths to fit (0.25 0.5 0.75 1.0); default the declared grid's."),
+]
+FractionOption = Annotated[
+    list[float], typer.Option("--fraction", help="Label fractions (declared ones); default the declared grid's.")
+]
+SeedOption = Annotated[
+    list[int], typer.Option("--seed", help="Fraction seeds (declared ones); default the declared grid's.")
+]
+SchedulerOption = Annotated[
+    str | None,
+    typer.Option("--scheduler", help="dask.distributed scheduler address, e.g. tcp://host:8786; default in-process."),
+]
+BatchSizeOption = Annotated[int, typer.Option("--batch-size", help="Fits per atomic batch of run records.")]
+NoCompactOption = Annotated[
+    bool,
+    typer.Option(
+        "--no-compact",
+        help="Leave the run records as Parquet parts (default: fold them into the file at the end, "
+        "as 'crsbench warehouse compact' does, unless another sweep still writes).",
+    ),
+]
+
+
 @app.command("probe")
 def probe_command(
-    encoder: Annotated[
-        list[str],
-        typer.Option(
-            "--encoder",
-            "-e",
-            help="Encoder key (e.g. vit_tiny or vit_tiny@lora-s0); repeatable; default every feature set.",
-        ),
-    ] = [],
-    dataset: Annotated[
-        list[str],
-        typer.Option(
-            "--dataset",
-            "-d",
-            help="Dataset to fit on; repeatable; default every dataset that is not only a shift target.",
-        ),
-    ] = [],
-    probe: Annotated[
-        list[str], typer.Option("--probe", "-p", help="logreg, mlp or knn; repeatable; default the declared grid's.")
-    ] = [],
-    depth: Annotated[
-        list[float],
-        typer.Option("--depth", help="Depths to fit (0.25 0.5 0.75 1.0); default the declared grid's."),
-    ] = [],
-    fraction: Annotated[
-        list[float], typer.Option("--fraction", help="Label fractions (declared ones); default the declared grid's.")
-    ] = [],
-    seed: Annotated[
-        list[int], typer.Option("--seed", help="Fraction seeds (declared ones); default the declared grid's.")
-    ] = [],
-    scheduler: Annotated[
-        str | None,
-        typer.Option(
-            "--scheduler", help="dask.distributed scheduler address, e.g. tcp://host:8786; default in-process."
-        ),
-    ] = None,
-    batch_size: Annotated[
-        int, typer.Option("--batch-size", help="Fits per atomic batch of run records.")
-    ] = ProbeConfig.batch_size,
-    no_compact: Annotated[
-        bool,
-        typer.Option(
-            "--no-compact",
-            help="Leave the run records as Parquet parts (default: fold them into the file at the end, "
-            "as 'crsbench warehouse compact' does, unless another sweep still writes).",
-        ),
-    ] = False,
+    encoder: EncoderOption = [],
+    dataset: DatasetOption = [],
+    probe: ProbeOption = [],
+    depth: DepthOption = [],
+    fraction: FractionOption = [],
+    seed: SeedOption = [],
+    scheduler: SchedulerOption = None,
+    batch_size: BatchSizeOption = ProbeConfig.batch_size,
+    no_compact: NoCompactOption = False,
     store: StoreOption = None,
     db: DbOption = default_db_path(),
 ) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -12,6 +12,9 @@ from crsbench.bench import Bench
 from crsbench.cli.app import DbOption, app
 from crsbench.cli.output import console, emit, print_frame, progress
 from crsbench.core import default_db_path
+
+if TYPE_CHECKING:
+    from crsbench.reads.status import WarehouseStatus
 
 
 @app.command("report")
@@ -59,33 +62,39 @@ def report_and_render(bench: Bench, out: Path, panel: str | None, figures: Path 
     )
 
 
-@app.command("status")
-def status(db: DbOption = default_db_path()) -> None:
-    """Summarise the warehouse: datasets, encoders, feature sets, runs, panels, analyses."""
-    state = Bench(db).status()
+# (WarehouseStatus field, heading): the line lists `crsbench status` prints after its tables.
+STATUS_LINES = (
+    ("incomplete_cells", "incomplete cells (left out of the CRS until 'crsbench probe' fills them):"),
+    ("outside", "encoders outside every panel, probed in part (no panel needs their missing runs):"),
+    ("flagged", "degenerate feature sets (their encoders get no rank until confirmed):"),
+    ("shortcuts", "shortcut warnings (labels predictable without looking at the anatomy):"),
+    ("stale", "stale stored results (computed from runs or images that have changed since):"),
+)
+
+
+def _status_payload(db: Path, state: WarehouseStatus) -> dict[str, Any]:
+    return {
+        "db": str(db),
+        "schema_version": state.schema_version,
+        "counts": state.counts(),
+        "datasets": state.datasets,
+        "encoders": state.encoders,
+        "feature_sets": state.feature_sets,
+        "runs": state.runs,
+        "panels": state.panels,
+        "analyses": state.analyses,
+        "incomplete_cells": state.incomplete_cells,
+        "outside_panels": state.outside,
+        "pending_parts": state.pending_parts,
+        "sweeps_running": state.sweeps_running,
+        "stale": state.stale,
+        "flagged": state.flagged,
+        "shortcuts": state.shortcuts,
+    }
+
+
+def _print_status_header(db: Path, state: WarehouseStatus) -> None:
     counts = state.counts()
-    if console.json_mode:
-        emit(
-            {
-                "db": str(db),
-                "schema_version": state.schema_version,
-                "counts": counts,
-                "datasets": state.datasets,
-                "encoders": state.encoders,
-                "feature_sets": state.feature_sets,
-                "runs": state.runs,
-                "panels": state.panels,
-                "analyses": state.analyses,
-                "incomplete_cells": state.incomplete_cells,
-                "outside_panels": state.outside,
-                "pending_parts": state.pending_parts,
-                "sweeps_running": state.sweeps_running,
-                "stale": state.stale,
-                "flagged": state.flagged,
-                "shortcuts": state.shortcuts,
-            }
-        )
-        return
     console.print(
         f"warehouse {db} (schema v{state.schema_version}): {counts['datasets']} datasets, "
         f"{counts['encoders']} encoders, feature sets {counts['feature_sets_complete']} complete / "
@@ -101,6 +110,16 @@ def status(db: DbOption = default_db_path()) -> None:
                 f"folds them into the file"
             )
         )
+
+
+@app.command("status")
+def status(db: DbOption = default_db_path()) -> None:
+    """Summarise the warehouse: datasets, encoders, feature sets, runs, panels, analyses."""
+    state = Bench(db).status()
+    if console.json_mode:
+        emit(_status_payload(db, state))
+        return
+    _print_status_header(db, state)
     for title, frame in (
         ("datasets", state.datasets),
         ("encoders", state.encoders),
@@ -113,23 +132,9 @@ def status(db: DbOption = default_db_path()) -> None:
     incomplete = state.feature_sets[~state.feature_sets["complete"].fillna(False).astype(bool)]
     if len(incomplete):
         print_frame(incomplete, title="incomplete feature sets (rerun extraction to finish them)")
-    if state.incomplete_cells:
-        console.print("incomplete cells (left out of the CRS until 'crsbench probe' fills them):")
-        for line in state.incomplete_cells:
-            console.print(f"  {escape(line)}")
-    if state.outside:
-        console.print("encoders outside every panel, probed in part (no panel needs their missing runs):")
-        for line in state.outside:
-            console.print(f"  {escape(line)}")
-    if state.flagged:
-        console.print("degenerate feature sets (their encoders get no rank until confirmed):")
-        for line in state.flagged:
-            console.print(f"  {escape(line)}")
-    if state.shortcuts:
-        console.print("shortcut warnings (labels predictable without looking at the anatomy):")
-        for line in state.shortcuts:
-            console.print(f"  {escape(line)}")
-    if state.stale:
-        console.print("stale stored results (computed from runs or images that have changed since):")
-        for line in state.stale:
-            console.print(f"  {escape(line)}")
+    for field, heading in STATUS_LINES:
+        lines: list[str] = getattr(state, field)
+        if lines:
+            console.print(heading)
+            for line in lines:
+                console.print(f"  {escape(line)}")
