@@ -11,6 +11,8 @@ from typing import Any
 import pandas as pd
 
 from crsbench.core import FROZEN
+from crsbench.core.schema import sql_identifier
+from crsbench.probes.metrics import METRICS
 from crsbench.reads.card_model import CardItem, Value
 from crsbench.warehouse.connection import Warehouse
 
@@ -185,14 +187,19 @@ def _threshold(wh: Warehouse, present: set[str], panel: str | None) -> CardItem:
 
 # -- 4. metrics --------------------------------------------------------------------------------
 
-RECORDED = ("auroc", "ece", "brier", "nll", "accuracy", "qwk", "ordinal_mae")
-
 
 def _metrics(wh: Warehouse, present: set[str], panel: str | None) -> CardItem:
-    counts = _rows(wh, present, "runs", "select " + ", ".join(f"count({m}) as {m}" for m in RECORDED) + " from runs")
+    # Every registered metric (read now, so one registered after import is listed too) that some run recorded.
+    names = METRICS.names()
+    counts = _rows(
+        wh,
+        present,
+        "runs",
+        "select " + ", ".join(f"count({sql_identifier(m)}) as {sql_identifier(m)}" for m in names) + " from runs",
+    )
     if counts.empty or int(counts["auroc"].iloc[0]) == 0:
         return CardItem("metrics", "Metrics", (), {}, (f"runs: {COMMANDS['probe']}",))
-    recorded = [m for m in RECORDED if int(counts[m].iloc[0]) > 0]
+    recorded = [m for m in names if int(counts[m].iloc[0]) > 0]
     values: dict[str, Value] = {f"runs_with.{m}": int(counts[m].iloc[0]) for m in recorded}
     statements = [
         "per run: " + ", ".join(recorded) + " (AUROC macro one-vs-rest and threshold-free; ECE 15 equal-width bins)"

@@ -140,17 +140,13 @@ def test_accuracy_confidence_and_ordinal_metrics():
 def test_all_metrics_has_every_run_column_and_validator_rejects_bad_input():
     rng = np.random.default_rng(0)
     y, p = _multiclass(rng)
-    assert set(M.all_metrics(y, p, Task.ORDINAL)) == {
-        "auroc",
-        "ece",
-        "ece_adaptive",
-        "brier",
-        "nll",
-        "accuracy",
-        "mean_confidence",
-        "qwk",
-        "ordinal_mae",
-    }
+    values = M.all_metrics(y, p, Task.ORDINAL)
+    # every registered metric, keyed by its run-record column, in registration order; the built-ins among them
+    assert list(values) == M.METRICS.names() == [c.name for c in M.metric_columns()]
+    assert {"auroc", "ece", "ece_adaptive", "brier", "nll", "accuracy", "mean_confidence", "qwk", "ordinal_mae"} <= set(
+        values
+    )
+    assert values["brier"] == M.brier(y, p, Task.ORDINAL) and values["ordinal_mae"] == M.ordinal_mae(y, p, Task.ORDINAL)
     with pytest.raises(CrsbenchError, match="out of range"):
         M.ece(np.array([0, 7]), np.full((2, 3), 1 / 3), Task.MULTICLASS)
     with pytest.raises(CrsbenchError, match="shape"):

@@ -17,6 +17,7 @@ from support.browser_support import find_chromium, inspect_page
 from crsbench import Bench
 from crsbench.analyses import run_analysis
 from crsbench.ingest import Dataset
+from crsbench.probes.metrics import METRICS
 from crsbench.reads.card import card_for
 from crsbench.report import SECTION_IDS
 from crsbench.report.html import page
@@ -125,6 +126,19 @@ def test_every_item_is_filled_and_each_number_is_its_relation_s_aggregate(card_d
         )["estimate"][0]
         assert v["shortcuts"]["isic2019.pool_cv.auroc"] == pytest.approx(auroc)
         assert card.item("shortcuts").warn is None
+
+
+def test_the_metrics_item_lists_every_registered_metric_some_run_recorded(card_db: Path) -> None:
+    with Warehouse.open(card_db, read_only=True) as wh:
+        item = card_for(wh).item("metrics")
+        counts = {m: int(wh.sql(f'select count("{m}") as n from runs')["n"][0]) for m in METRICS.names()}
+    recorded = [m for m in METRICS.names() if counts[m] > 0]
+    # the built-ins the report's runs fill (qwk and ordinal_mae are ordinal-only: NULL here, left out)
+    assert {"auroc", "ece", "ece_adaptive", "brier", "nll", "accuracy", "mean_confidence"} <= set(recorded)
+    assert {k: v for k, v in item.values.items() if k.startswith("runs_with.")} == {
+        f"runs_with.{m}": counts[m] for m in recorded
+    }
+    assert item.statements[0].startswith("per run: " + ", ".join(recorded) + " (")
 
 
 def test_card_renders_in_chromium_with_all_seven_items(card_db: Path, tmp_path: Path) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support.runs_factory import schema_row
 
 from crsbench.analyses.registry import AnalysisResult, run_analysis, store_result
 from crsbench.core import DEPTHS, LABEL_FRACTIONS, PERTURBED_CONDITIONS, CrsbenchError
@@ -58,34 +59,34 @@ def _run_rows() -> pd.DataFrame:
                 ) -> None:
                     fit = f"{encoder}|{dataset}|{depth}|{fraction}|{seed}"
                     rows.append(
-                        {
-                            "run_id": f"{fit}|{condition}|{eval_dataset}",
-                            "fit_id": fit,
-                            "encoder_id": encoder,
-                            "dataset_id": dataset,
-                            "eval_dataset_id": eval_dataset,
-                            "regime": "frozen",
-                            "probe": "logreg",
-                            "depth": depth,
-                            "label_fraction": fraction,
-                            "seed": seed,
-                            "condition": condition,
-                            "auroc": value,
-                            "ece": calibration_error,
-                            "ece_adaptive": calibration_error,
-                            "brier": 0.2,
-                            "nll": 0.5,
-                            "accuracy": value - 0.1,
-                            "mean_confidence": 0.8,
-                            "qwk": None,
-                            "ordinal_mae": None,
-                            "n_train": 100,
-                            "n_test": 50,
-                            "fit_seconds": 0.1,
-                            "pretrained": encoder not in RANDOM_INIT,
-                            "code_version": "test",
-                            "created_at": datetime(2025, 1, 1, tzinfo=UTC),
-                        }
+                        schema_row(
+                            {
+                                "run_id": f"{fit}|{condition}|{eval_dataset}",
+                                "fit_id": fit,
+                                "encoder_id": encoder,
+                                "dataset_id": dataset,
+                                "eval_dataset_id": eval_dataset,
+                                "regime": "frozen",
+                                "probe": "logreg",
+                                "depth": depth,
+                                "label_fraction": fraction,
+                                "seed": seed,
+                                "condition": condition,
+                                "auroc": value,
+                                "ece": calibration_error,
+                                "ece_adaptive": calibration_error,
+                                "brier": 0.2,
+                                "nll": 0.5,
+                                "accuracy": value - 0.1,
+                                "mean_confidence": 0.8,
+                                "n_train": 100,
+                                "n_test": 50,
+                                "fit_seconds": 0.1,
+                                "pretrained": encoder not in RANDOM_INIT,
+                                "code_version": "test",
+                                "created_at": datetime(2025, 1, 1, tzinfo=UTC),
+                            }
+                        )
                     )
 
                 for fraction in LABEL_FRACTIONS:

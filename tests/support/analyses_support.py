@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import numpy as np
 import pandas as pd
 
+from crsbench.probes.metrics import METRICS
 from crsbench.probes.records import runs_schema
 from crsbench.warehouse.connection import Warehouse
 
@@ -82,8 +83,9 @@ def run_row(
         code_version="test",
         created_at=datetime.now(UTC),
     )
-    for name in ("ece_adaptive", "brier", "nll", "accuracy", "mean_confidence", "qwk", "ordinal_mae"):
-        row[name] = metrics.pop(name, np.nan)
+    for name in METRICS.names():
+        if name not in ("auroc", "ece"):  # those two are arguments
+            row[name] = metrics.pop(name, np.nan)
     if metrics:
         raise TypeError(f"unknown metrics {sorted(metrics)}")
     return row

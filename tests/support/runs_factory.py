@@ -5,18 +5,20 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
 import pandas as pd
 
+from crsbench.core import CLEAN
+from crsbench.features.conditions import registered_conditions
+from crsbench.probes.records import runs_schema
+
 FRACTIONS = (0.01, 0.05, 0.10, 0.25, 1.0)
-PERTURBED = tuple(
-    f"{name}-s{k}" for name in ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop") for k in (1, 2, 3)
-)
+# Every registered perturbation x its severities (the protocol's 15 unless a plugin adds more).
+PERTURBED = tuple(c for c in registered_conditions() if c != CLEAN)
 AXES = ("discrimination", "calibration", "label_efficiency", "robustness")
-METRIC_COLUMNS = ("auroc", "ece", "ece_adaptive", "brier", "nll", "accuracy", "mean_confidence", "qwk", "ordinal_mae")
 
 
 def run_row(
@@ -33,35 +35,47 @@ def run_row(
     regime: str = "frozen",
     pretrained: bool = False,
 ) -> dict:
+    """One run record with every column of `runs_schema()`: the values below, NULL in any other
+    column (qwk and ordinal_mae, ordinal-only, and any metric registered beyond the built-ins)."""
     fit_id = f"{encoder}|{dataset}|{regime}|{probe}|{depth}|{fraction}|{seed}"
-    return {
-        "run_id": uuid.uuid4().hex,
-        "fit_id": fit_id,
-        "encoder_id": encoder,
-        "dataset_id": dataset,
-        "eval_dataset_id": eval_dataset,
-        "regime": regime,
-        "probe": probe,
-        "depth": depth,
-        "label_fraction": fraction,
-        "seed": seed,
-        "condition": condition,
-        "auroc": auroc,
-        "ece": ece,
-        "ece_adaptive": ece * 1.1,
-        "brier": 0.2,
-        "nll": 0.5,
-        "accuracy": auroc - 0.1,
-        "mean_confidence": 0.7,
-        "qwk": None,
-        "ordinal_mae": None,
-        "n_train": int(1000 * fraction),
-        "n_test": 200,
-        "fit_seconds": 0.1,
-        "pretrained": pretrained,
-        "code_version": "test",
-        "created_at": datetime(2025, 1, 1, tzinfo=UTC),
-    }
+    return schema_row(
+        {
+            "run_id": uuid.uuid4().hex,
+            "fit_id": fit_id,
+            "encoder_id": encoder,
+            "dataset_id": dataset,
+            "eval_dataset_id": eval_dataset,
+            "regime": regime,
+            "probe": probe,
+            "depth": depth,
+            "label_fraction": fraction,
+            "seed": seed,
+            "condition": condition,
+            "auroc": auroc,
+            "ece": ece,
+            "ece_adaptive": ece * 1.1,
+            "brier": 0.2,
+            "nll": 0.5,
+            "accuracy": auroc - 0.1,
+            "mean_confidence": 0.7,
+            "n_train": int(1000 * fraction),
+            "n_test": 200,
+            "fit_seconds": 0.1,
+            "pretrained": pretrained,
+            "code_version": "test",
+            "created_at": datetime(2025, 1, 1, tzinfo=UTC),
+        }
+    )
+
+
+def schema_row(values: Mapping[str, object]) -> dict:
+    """`values` laid out as a run record: every column of `runs_schema()` in order, NULL where not
+    given. A key the schema lacks is a builder's bug (a renamed column), so it raises."""
+    names = runs_schema().names
+    extra = sorted(set(values) - set(names))
+    if extra:
+        raise KeyError(f"not run-record columns: {', '.join(extra)}")
+    return {name: values.get(name) for name in names}
 
 
 def cell_runs(
