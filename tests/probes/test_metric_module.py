@@ -32,7 +32,7 @@ import crsbench_top1_error  # the user's module: registers top1_error
 from support.synthetic import make_dataset, write_features
 from crsbench import Bench
 from crsbench.bench import ProbeConfig
-from crsbench.card import card_for
+from crsbench.reads.card import card_for
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
 
