@@ -43,7 +43,7 @@ from crsbench.core import CLEAN, CONDITIONS, FRACTION_SEEDS, LABEL_FRACTIONS
 from crsbench.core.backends import backends_line, cpu_model
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Dataset, Task
-from crsbench.probes.grid import plan_fits, run_grid
+from crsbench.probes.grid import GridContext, plan_fits, run_grid
 from crsbench.probes.records import FitKey
 
 
@@ -112,7 +112,7 @@ def main() -> int:
 
         frames: list[pd.DataFrame] = []
         start = time.perf_counter()
-        run_grid(fits, datasets, store, shift_targets={}, done=set(), sink=lambda runs, preds: frames.append(runs))
+        run_grid(fits, GridContext(datasets, store, lambda runs, preds: frames.append(runs)))
         ours_s = time.perf_counter() - start
         # keyed by what the fit is (run ids also carry the data and weights digests the grid stamps)
         ours = pd.concat(frames).set_index(["dataset_id", "label_fraction", "seed", "condition"])["auroc"]

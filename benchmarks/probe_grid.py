@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pandas as pd
 
-import crsbench.probes.estimators as estimators
+import crsbench.probes.kinds.estimators as estimators
 from crsbench.features.store import FeatureStore
-from crsbench.probes.grid import plan_fits, run_grid
+from crsbench.probes.grid import GridContext, plan_fits, run_grid
 from crsbench.probes.lbfgs import fit_logreg
 from crsbench.probes.metrics import METRICS
 from crsbench.warehouse.connection import Warehouse
@@ -47,7 +47,7 @@ def run_side(db: Path, encoders: list[str], lbfgs_only: bool) -> tuple[pd.DataFr
     fits = plan_fits(names, encoders, store)
     frames: list[pd.DataFrame] = []
     wall, cpu = time.perf_counter(), _cpu()
-    run_grid(fits, loaded, store, shift_targets=shifts, done=set(), sink=lambda runs, _p: frames.append(runs))
+    run_grid(fits, GridContext(loaded, store, lambda runs, _p: frames.append(runs), shift_targets=shifts))
     wall, cpu = time.perf_counter() - wall, _cpu() - cpu
     estimators.solve_logreg = DISPATCH  # type: ignore[assignment]
     runs = pd.concat(frames).sort_values("run_id").reset_index(drop=True)

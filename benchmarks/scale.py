@@ -142,7 +142,7 @@ def _peak() -> int:
 def phase(name: str, url: str, rows: int, threads: int) -> dict:
     import torch
 
-    from crsbench.probes.grid import plan_fits, run_grid
+    from crsbench.probes.grid import GridContext, plan_fits, run_grid
     from crsbench.probes.reader import ReadCheck, check_and_standardise
     from crsbench.probes.tasks import eval_sets
 
@@ -160,7 +160,7 @@ def phase(name: str, url: str, rows: int, threads: int) -> dict:
     else:
         fits = plan_fits([ds], [ENCODER], store, probes=("logreg",), fractions=(1.0,), seeds=(0,), depths=(DEPTH,))
         runs: list = []
-        run_grid(fits, {ds.name: ds}, store, shift_targets={}, done=set(), sink=lambda r, p: runs.append(r))
+        run_grid(fits, GridContext({ds.name: ds}, store, lambda r, p: runs.append(r)))
         clean = runs[0].set_index("condition")
         out.update(
             evaluations=int(sum(len(r) for r in runs)),

@@ -15,7 +15,7 @@ import torch
 _Array: TypeAlias = Any
 
 _M32 = 0xFFFFFFFF
-_RICIAN_PIECE = 32768  # elements: torch's intra-op grain size
+RICIAN_PIECE = 32768  # elements: torch's intra-op grain size
 
 
 def _mul32(x: _Array, c: int) -> _Array:
@@ -34,23 +34,24 @@ def _mix32(x: _Array) -> _Array:
     return x ^ (x >> 16)
 
 
-def _uniforms(counter: _Array, k0: Any, k1: Any) -> _Array:
+def uniforms(counter: _Array, k0: Any, k1: Any) -> _Array:
     """Uniform (0, 1) float64 from a counter and a 64-bit key: the same in numpy and torch."""
     h = _mix32(_mix32(counter ^ k0) ^ k1)
     h = h.astype(np.float64) if isinstance(h, np.ndarray) else h.to(torch.float64)
     return (h + 0.5) / 4294967296.0  # exact in float64
 
 
-def _key_words(key: bytes) -> tuple[int, int]:
+def key_words(key: bytes) -> tuple[int, int]:
+    """The two 32-bit little-endian words of a seed key that key the noise streams."""
     return int.from_bytes(key[:4], "little"), int.from_bytes(key[4:8], "little")
 
 
-def _gaussian_pair(counter: _Array, k0: Any, k1: Any, xp: ModuleType) -> tuple[_Array, _Array]:
+def gaussian_pair(counter: _Array, k0: Any, k1: Any, xp: ModuleType) -> tuple[_Array, _Array]:
     """Box-Muller on two hashed uniform streams: (z0, z1) ~ N(0, 1), float64."""
     if xp is np:
         k0, k1 = np.uint32(k0), np.uint32(k1)
-    u1 = _uniforms(counter * 2, k0, k1)
-    u2 = _uniforms(counter * 2 + 1, k0, k1)
+    u1 = uniforms(counter * 2, k0, k1)
+    u2 = uniforms(counter * 2 + 1, k0, k1)
     if xp is np:  # torch's float64 kernels in both paths (module docstring)
         z0, z1 = _box_muller(torch.from_numpy(u1), torch.from_numpy(u2))
         return z0.numpy(), z1.numpy()
@@ -63,14 +64,14 @@ def _box_muller(u1: torch.Tensor, u2: torch.Tensor) -> tuple[torch.Tensor, torch
     return r * torch.cos(theta), r * torch.sin(theta)
 
 
-def _f32(value: float, like: _Array, xp: ModuleType) -> Any:
+def float32_scalar(value: float, like: _Array, xp: ModuleType) -> Any:
     """A float32 scalar of the backend (so every product is a float32 product)."""
     if xp is np:
         return np.float32(value)
     return torch.tensor(value, dtype=torch.float32, device=like.device)
 
 
-def _sqrt32(v: _Array, xp: ModuleType) -> _Array:
+def sqrt32(v: _Array, xp: ModuleType) -> _Array:
     """Correctly rounded float32 sqrt. torch's CPU float32 sqrt is not always (off by one ulp
     where numpy's is exact); its float64 sqrt rounded to float32 is, since 53 >= 2 * 24 + 2."""
     if xp is np:

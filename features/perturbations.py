@@ -8,9 +8,9 @@ They agree exactly, by construction:
 * gaussian_blur, contrast, fov_crop run the same float32 element-wise operations in the
   same order (shared kernel weights and interpolation plans), and IEEE-754 makes each of
   +, -, *, / correctly rounded on every backend; no fused ops are used; sqrt is taken where
-  it is correctly rounded (`_sqrt32`);
+  it is correctly rounded (`noise.sqrt32`);
 * jpeg is the same PIL codec call in both paths;
-* rician draws its noise from a counter-based hash (`_uniforms`) computed with integer
+* rician draws its noise from a counter-based hash (`noise.uniforms`) computed with integer
   operations that numpy and torch evaluate identically; the float64 Box-Muller transform
   (log, cos, sin) is torch's in both paths (numpy's float64 cos/sin are scalar libm calls
   on AVX2 machines, ~4x slower than torch's vectorised ones), so on a CPU the two agree
@@ -39,7 +39,7 @@ import torch
 from PIL import Image
 
 from crsbench.core import CLEAN, PERTURBATION_PLUGINS, CrsbenchError, Registry
-from crsbench.features.noise import _RICIAN_PIECE, _f32, _gaussian_pair, _key_words, _sqrt32
+from crsbench.features.noise import RICIAN_PIECE, float32_scalar, gaussian_pair, key_words, sqrt32
 
 REFERENCE_SIZE = 224  # blur sigmas are given at 224 px and scale with the image's short side
 RICIAN_TOLERANCE = 1  # grey levels; every other perturbation is exact
@@ -269,24 +269,24 @@ class Contrast:
 
 def _rician(x: _Array, sigma: float, nr: _Array, ni: _Array, xp: ModuleType) -> _Array:
     """x' = sqrt((x + n_r)^2 + n_i^2) on [0, 1] intensities, back to uint8."""
-    s = _f32(sigma, x, xp)
+    s = float32_scalar(sigma, x, xp)
     a = x + nr * s
     b = ni * s
-    return _to_uint8(_sqrt32(a * a + b * b, xp) * _f32(255, x, xp), xp)
+    return _to_uint8(sqrt32(a * a + b * b, xp) * float32_scalar(255, x, xp), xp)
 
 
 @register_perturbation("rician", {1: 0.03, 2: 0.06, 3: 0.12})
 class Rician:
     @staticmethod
     def reference(img: np.ndarray, sigma: float, key: bytes) -> np.ndarray:
-        k0, k1 = _key_words(key)
+        k0, k1 = key_words(key)
         flat = img.reshape(-1)
         out = np.empty_like(flat)
         # Element-wise, so pieces give the same bytes; a piece stays in cache, and at most
         # torch's grain size it runs on the calling thread (this runs beside the forward).
-        for start in range(0, flat.size, _RICIAN_PIECE):
-            stop = min(start + _RICIAN_PIECE, flat.size)
-            z0, z1 = _gaussian_pair(np.arange(start, stop, dtype=np.uint32), k0, k1, np)
+        for start in range(0, flat.size, RICIAN_PIECE):
+            stop = min(start + RICIAN_PIECE, flat.size)
+            z0, z1 = gaussian_pair(np.arange(start, stop, dtype=np.uint32), k0, k1, np)
             x = flat[start:stop].astype(np.float32) / np.float32(255)
             out[start:stop] = _rician(x, sigma, z0.astype(np.float32), z1.astype(np.float32), np)
         return out.reshape(img.shape)
@@ -295,14 +295,14 @@ class Rician:
     def batched(imgs: torch.Tensor, sigma: float, keys: list[bytes]) -> torch.Tensor:
         n = imgs[0].numel()
         counter = torch.arange(n, dtype=torch.int64, device=imgs.device).unsqueeze(0)
-        words = torch.tensor([_key_words(k) for k in keys], dtype=torch.int64, device=imgs.device)
+        words = torch.tensor([key_words(k) for k in keys], dtype=torch.int64, device=imgs.device)
         out = torch.empty_like(imgs)
         step = max(1, (1 << 24) // n)  # bound the int64 temporaries to ~16M elements
         for start in range(0, imgs.shape[0], step):
             sl = slice(start, start + step)
             k0, k1 = words[sl, :1], words[sl, 1:]
-            z0, z1 = _gaussian_pair(counter, k0, k1, torch)
-            x = imgs[sl].reshape(z0.shape[0], -1).to(torch.float32) / _f32(255, imgs, torch)
+            z0, z1 = gaussian_pair(counter, k0, k1, torch)
+            x = imgs[sl].reshape(z0.shape[0], -1).to(torch.float32) / float32_scalar(255, imgs, torch)
             res = _rician(x, sigma, z0.to(torch.float32), z1.to(torch.float32), torch)
             out[sl] = res.view_as(imgs[sl])
         return out

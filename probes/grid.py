@@ -1,8 +1,9 @@
 """The probe grid (METHODS.md §3): plan the fits, check the inputs, run them on Dask, hand off batches.
 
 `plan_fits` lists the fits (default: the paper's grid), `run_grid` runs the ones not yet
-done and passes each finished chunk to `sink(runs, predictions)` — one call per chunk,
-which the CLI wires to `Warehouse.append_runs`, one atomic batch. A fit is in `runs`
+done in a `GridContext` (datasets, store, sink, executor options) and passes each finished
+chunk to its `sink(runs, predictions)` — one call per chunk, which the CLI wires to
+`Warehouse.append_runs`, one atomic batch. A fit is in `runs`
 either with all of its evaluations or not at all, so a killed sweep resumes by
 skipping the fit ids already there; fit and run ids are hashes of their keys, so a
 rerun writes nothing new.
@@ -23,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -234,113 +235,135 @@ def _chunks(
             yield ref, depth, members[part]
 
 
-def run_grid(
-    fits: Iterable[FitKey],
-    datasets: Mapping[str, Dataset],
-    store: FeatureStore,
-    *,
-    shift_targets: Mapping[str, Sequence[str]],
-    done: set[str],
-    sink: Sink,
-    scheduler: str | None = None,
-    batch_size: int = DEFAULT_BATCH_SIZE,
-    progress: ProgressFn | None = None,
-    claims: Claims | None = None,
-    poll_s: float = 0.5,
-    keep_coefficients: bool = False,
-) -> GridSummary:
-    """Run the fits whose ids are not in `done`; one `sink(runs, predictions)` call per chunk.
+@dataclasses.dataclass(frozen=True)
+class GridContext:
+    """Where a grid's fits run and where their batches go: everything `run_grid` needs besides the fits.
+
+    `datasets` holds every dataset a fit or a shift target names, `store` their feature sets;
+    `sink` is called once per chunk (see `Sink`); `shift_targets` maps a dataset to the datasets
+    its fits are also evaluated on; `scheduler` is a dask.distributed address (None: in-process);
+    `batch_size` bounds a chunk (`probes.chunking`); with `claims` a fit is computed only once it
+    is claimed (see the module notes), another sweep's fits looked at every `poll_s` seconds;
+    `keep_coefficients`: each batch also passes the full-label logreg fits' coefficients
+    (`probes.tasks.coefficient_frame`) as a third argument, to land with its runs.
+    """
+
+    datasets: Mapping[str, Dataset]
+    store: FeatureStore
+    sink: Sink
+    shift_targets: Mapping[str, Sequence[str]] = dataclasses.field(default_factory=dict)
+    scheduler: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    progress: ProgressFn | None = None
+    claims: Claims | None = None
+    poll_s: float = 0.5
+    keep_coefficients: bool = False
+
+    def targets_of(self, dataset_id: str) -> list[Dataset]:
+        return _targets_of(dataset_id, self.shift_targets, self.datasets)
+
+    def report(self, stage: str, done: int, total: int) -> None:
+        if self.progress:
+            self.progress(stage, done, total)
+
+
+def run_grid(fits: Iterable[FitKey], ctx: GridContext, done: Collection[str] = frozenset()) -> GridSummary:
+    """Run the fits whose ids are not in `done`; one `ctx.sink(runs, predictions)` call per chunk.
 
     Every input is checked before the first fit (feature sets complete and aligned with
     their datasets, no NaN in any array read, each training subset with every class,
-    known probes); a bad input raises CrsbenchError with nothing passed to `sink`.
-    With `claims`, a fit is computed only once it is claimed (see the module notes).
-    `keep_coefficients`: each batch also passes the full-label logreg fits' coefficients
-    (`probes.tasks.coefficient_frame`) as a third argument, to land with its runs.
+    known probes); a bad input raises CrsbenchError with nothing passed to the sink.
     """
     given = sorted(set(fits))
     for fit in given:
         get_probe(fit.probe)
-        if fit.dataset_id not in datasets:
+        if fit.dataset_id not in ctx.datasets:
             raise CrsbenchError(f"dataset {fit.dataset_id!r} of fit {fit} was not given")
-    all_fits = identify(given, datasets, shift_targets, store)
+    all_fits = identify(given, ctx.datasets, ctx.shift_targets, ctx.store)
     todo = [f for f in all_fits if f.fit_id not in done]
     summary = GridSummary(planned=len(all_fits), skipped=len(all_fits) - len(todo), fitted=0, runs=0, batches=0)
     if not todo:
         return summary
-    _check_training_subsets(todo, datasets)
-    executor = DistributedExecutor(scheduler) if scheduler else InProcessExecutor()
+    _check_training_subsets(todo, ctx.datasets)
+    executor = DistributedExecutor(ctx.scheduler) if ctx.scheduler else InProcessExecutor()
     try:
-        projected: dict[FeatureSetRef, bool] = {}
-
-        def depth_of(fit: FitKey) -> Depth:
-            return read_depth(fit, store, projected)
-
-        groups = sorted({(f.feature_set, depth_of(f)) for f in todo}, key=lambda g: (g[0].path, depth_key(g[1])))
-        checks = _read_checks(groups, datasets, shift_targets, store)
-        if progress:
-            progress("checking features", 0, 1)
-        stats: dict[tuple[FeatureSetRef, Depth], TrainStats] = check_and_standardise(
-            store, checks, compute=executor.compute
-        )
-        if progress:
-            progress("checking features", 1, 1)
-        version = __version__
-        waiting: list[FitKey] = []
-
-        def jobs(chunks: Iterable[tuple[FeatureSetRef, Depth, list[FitKey]]]) -> Iterator[Job]:
-            for ref, depth, members in chunks:
-                if claims is not None:
-                    held = claims.acquire([f.fit_id for f in members])
-                    waiting.extend(f for f in members if f.fit_id not in held)
-                    members = [f for f in members if f.fit_id in held]
-                    if not members:
-                        continue
-                attrs = store.attrs(ref)
-                pretrained = bool(attrs.get("pretrained", True))
-                chunk = Chunk(ref, depth, tuple(members), pretrained, version, stored_conditions(attrs))
-                targets = _targets_of(ref.dataset, shift_targets, datasets)
-                yield chunk, store, datasets[ref.dataset], targets, stats[(ref, depth)]
-
-        if progress:
-            progress("probe fits", 0, len(todo))
-
-        def rows_of(ref: FeatureSetRef) -> tuple[int, int]:
-            source = datasets[ref.dataset]
-            targets = _targets_of(ref.dataset, shift_targets, datasets)
-            conditions = stored_conditions(store.attrs(ref))
-            return len(source.split_rows("train")), sum(
-                len(ev.rows) for ev in eval_sets(source, ref, targets, conditions)
-            )
-
-        pending = list(_chunks(todo, batch_size, rows_of, depth_of))
-        while pending:
-            for job, (runs, predictions, coefficients) in executor.run(jobs(pending)):
-                if keep_coefficients:
-                    sink(runs, predictions, coefficients)
-                else:
-                    sink(runs, predictions)
-                fitted = [f.fit_id for f in job[0].fits]
-                if claims is not None:
-                    claims.release(fitted)
-                summary.fitted += len(fitted)
-                summary.runs += len(runs)
-                summary.batches += 1
-                if progress:
-                    progress("probe fits", summary.fitted + summary.by_others, len(todo))
-            pending = []
-            if waiting and claims is not None:
-                # Fits another sweep holds: wait until they land, or claim them if it died.
-                finished = claims.done([f.fit_id for f in waiting])
-                summary.by_others += sum(f.fit_id in finished for f in waiting)
-                left = [f for f in waiting if f.fit_id not in finished]
-                waiting.clear()
-                if left:
-                    time.sleep(poll_s)
-                    pending = list(_chunks(left, batch_size, rows_of, depth_of))
+        _sweep(todo, ctx, executor, summary)
     finally:
-        if claims is not None:
-            claims.release([f.fit_id for f in todo])
+        if ctx.claims is not None:
+            ctx.claims.release([f.fit_id for f in todo])
         if isinstance(executor, DistributedExecutor):
             executor.close()
     return summary
+
+
+def _standardise(
+    groups: Iterable[tuple[FeatureSetRef, Depth]], ctx: GridContext, executor: InProcessExecutor | DistributedExecutor
+) -> dict[tuple[FeatureSetRef, Depth], TrainStats]:
+    """Check every array the fits read and the train statistics of each (feature set, depth)."""
+    checks = _read_checks(groups, ctx.datasets, ctx.shift_targets, ctx.store)
+    ctx.report("checking features", 0, 1)
+    stats: dict[tuple[FeatureSetRef, Depth], TrainStats] = check_and_standardise(
+        ctx.store, checks, compute=executor.compute
+    )
+    ctx.report("checking features", 1, 1)
+    return stats
+
+
+def _sweep(
+    todo: list[FitKey], ctx: GridContext, executor: InProcessExecutor | DistributedExecutor, summary: GridSummary
+) -> None:
+    """Fit and evaluate `todo` chunk by chunk, handing each batch to the sink; `summary` counts them."""
+    projected: dict[FeatureSetRef, bool] = {}
+
+    def depth_of(fit: FitKey) -> Depth:
+        return read_depth(fit, ctx.store, projected)
+
+    groups = sorted({(f.feature_set, depth_of(f)) for f in todo}, key=lambda g: (g[0].path, depth_key(g[1])))
+    stats = _standardise(groups, ctx, executor)
+    waiting: list[FitKey] = []
+
+    def jobs(chunks: Iterable[tuple[FeatureSetRef, Depth, list[FitKey]]]) -> Iterator[Job]:
+        for ref, depth, members in chunks:
+            if ctx.claims is not None:
+                held = ctx.claims.acquire([f.fit_id for f in members])
+                waiting.extend(f for f in members if f.fit_id not in held)
+                members = [f for f in members if f.fit_id in held]
+                if not members:
+                    continue
+            attrs = ctx.store.attrs(ref)
+            pretrained = bool(attrs.get("pretrained", True))
+            chunk = Chunk(ref, depth, tuple(members), pretrained, __version__, stored_conditions(attrs))
+            yield chunk, ctx.store, ctx.datasets[ref.dataset], ctx.targets_of(ref.dataset), stats[(ref, depth)]
+
+    ctx.report("probe fits", 0, len(todo))
+
+    def rows_of(ref: FeatureSetRef) -> tuple[int, int]:
+        source = ctx.datasets[ref.dataset]
+        conditions = stored_conditions(ctx.store.attrs(ref))
+        eval_rows = sum(len(ev.rows) for ev in eval_sets(source, ref, ctx.targets_of(ref.dataset), conditions))
+        return len(source.split_rows("train")), eval_rows
+
+    pending = list(_chunks(todo, ctx.batch_size, rows_of, depth_of))
+    while pending:
+        for job, (runs, predictions, coefficients) in executor.run(jobs(pending)):
+            if ctx.keep_coefficients:
+                ctx.sink(runs, predictions, coefficients)
+            else:
+                ctx.sink(runs, predictions)
+            fitted = [f.fit_id for f in job[0].fits]
+            if ctx.claims is not None:
+                ctx.claims.release(fitted)
+            summary.fitted += len(fitted)
+            summary.runs += len(runs)
+            summary.batches += 1
+            ctx.report("probe fits", summary.fitted + summary.by_others, len(todo))
+        pending = []
+        if waiting and ctx.claims is not None:
+            # Fits another sweep holds: wait until they land, or claim them if it died.
+            finished = ctx.claims.done([f.fit_id for f in waiting])
+            summary.by_others += sum(f.fit_id in finished for f in waiting)
+            left = [f for f in waiting if f.fit_id not in finished]
+            waiting.clear()
+            if left:
+                time.sleep(ctx.poll_s)
+                pending = list(_chunks(left, ctx.batch_size, rows_of, depth_of))

@@ -138,7 +138,8 @@ def _bin_gap(conf: np.ndarray, hit: np.ndarray, index: np.ndarray, n_bins: int) 
     return float(np.abs(hits - confs).sum() / conf.shape[0])
 
 
-def _width_bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
+def width_bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
+    """The equal-width bin (0 .. n_bins - 1) of each confidence; 1.0 falls in the last."""
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     return np.minimum(np.searchsorted(edges[1:-1], conf, side="right"), n_bins - 1)
 
@@ -151,14 +152,15 @@ def _mass_bins(conf: np.ndarray, n_bins: int) -> np.ndarray:
     return index
 
 
-def _calibration_pairs(y: np.ndarray, p: np.ndarray, task: Task) -> list[tuple[np.ndarray, np.ndarray]]:
+def calibration_pairs(y: np.ndarray, p: np.ndarray, task: Task) -> list[tuple[np.ndarray, np.ndarray]]:
     """(confidence, outcome) pairs whose binned gap is averaged: one, or one per label."""
     if task is Task.MULTILABEL:
         return [(p[:, j], y[:, j].astype(np.float64)) for j in range(p.shape[1])]
     return [(p.max(axis=1), (p.argmax(axis=1) == y).astype(np.float64))]
 
 
-def _onehot(y: np.ndarray, k: int) -> np.ndarray:
+def onehot(y: np.ndarray, k: int) -> np.ndarray:
+    """Class indices (n,) -> one-hot float64 rows (n, k)."""
     out = np.zeros((y.shape[0], k))
     out[np.arange(y.shape[0]), y] = 1.0
     return out
@@ -174,7 +176,7 @@ def _onehot(y: np.ndarray, k: int) -> np.ndarray:
 )
 def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
-    target = y if task is Task.MULTILABEL else _onehot(y, p.shape[1])
+    target = y if task is Task.MULTILABEL else onehot(y, p.shape[1])
     scores = _auroc_columns(target, p)
     defined = [s for s in scores if not np.isnan(s)]
     return float(np.mean(defined)) if defined else float("nan")
@@ -188,7 +190,7 @@ def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
 )
 def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
-    gaps = [_bin_gap(c, h, _width_bins(c, n_bins), n_bins) for c, h in _calibration_pairs(y, p, task)]
+    gaps = [_bin_gap(c, h, width_bins(c, n_bins), n_bins) for c, h in calibration_pairs(y, p, task)]
     return float(np.mean(gaps))
 
 
@@ -198,7 +200,7 @@ def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) ->
 )
 def adaptive_ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
-    gaps = [_bin_gap(c, h, _mass_bins(c, n_bins), n_bins) for c, h in _calibration_pairs(y, p, task)]
+    gaps = [_bin_gap(c, h, _mass_bins(c, n_bins), n_bins) for c, h in calibration_pairs(y, p, task)]
     return float(np.mean(gaps))
 
 
@@ -212,7 +214,7 @@ def brier(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
     if task is Task.MULTILABEL:
         return float(np.mean((p - y) ** 2))
-    return float(np.mean(np.sum((p - _onehot(y, p.shape[1])) ** 2, axis=1)))
+    return float(np.mean(np.sum((p - onehot(y, p.shape[1])) ** 2, axis=1)))
 
 
 @register_metric(
@@ -292,9 +294,9 @@ def reliability_bins(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int
     outcomes and the count (pooled over labels for multilabel), so diagrams can be summed
     over seeds before dividing. Columns: bin, confidence_sum, outcome_sum, count."""
     y, p, task = check_predictions(y, p, task)
-    conf = np.concatenate([c for c, _ in _calibration_pairs(y, p, task)])
-    hit = np.concatenate([h for _, h in _calibration_pairs(y, p, task)])
-    index = _width_bins(conf, n_bins)
+    conf = np.concatenate([c for c, _ in calibration_pairs(y, p, task)])
+    hit = np.concatenate([h for _, h in calibration_pairs(y, p, task)])
+    index = width_bins(conf, n_bins)
     return pd.DataFrame(
         {
             "bin": np.arange(n_bins),

@@ -8,7 +8,9 @@ features to probabilities: (n, K) rows summing to one for multiclass/ordinal tas
 from __future__ import annotations
 
 import dataclasses
+import pkgutil
 from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 
@@ -31,7 +33,7 @@ class ProbeEntry:
     # True when fitting only prepares the training rows (k-NN): the sweep then fits again at
     # each evaluation and drops the fit, so a chunk never holds every subset's copy at once.
     deferred: bool = False
-    # True for zero-shot classification (`probes.zeroshot`): no training rows, label fraction 0,
+    # True for zero-shot classification (`probes.kinds.zeroshot`): no training rows, label fraction 0,
     # predictions from the text embeddings; never part of a dataset's declared grid.
     zero_shot: bool = False
 
@@ -44,11 +46,12 @@ def _entry(
     )
 
 
-# crsbench.probes.estimators registers logreg, mlp and knn on first lookup.
+# The built-in kinds: every module of crsbench.probes.kinds (in name order), imported on first lookup.
+KINDS_PACKAGE = "crsbench.probes.kinds"
 PROBES: Registry[ProbeEntry] = Registry(
     "probe",
     make=_entry,
-    builtins=("crsbench.probes.estimators", "crsbench.probes.zeroshot"),
+    builtins=tuple(f"{KINDS_PACKAGE}.{m.name}" for m in pkgutil.iter_modules([str(Path(__file__).parent / "kinds")])),
     entry_point_group="crsbench.probes",
 )
 

@@ -12,9 +12,12 @@ class/label column) and then scores R weight vectors together:
   Integer weights keep every sum exact (int64), so replicates do not depend on summation order.
   Columns with one outcome only in a replicate are skipped from that replicate's mean.
 * ECE: the 15 equal-width bins of `ece`; per bin |sum w (outcome - confidence)| / sum w.
+* Brier and accuracy (`weighted_brier`, `weighted_accuracy`): the weighted mean of each image's
+  term (`per_image_brier`, `per_image_accuracy`).
 
-With every weight 1 both equal `macro_auroc` and `ece` (tests check it), and with weights w
-they equal those metrics on the sample that repeats image i w_i times.
+With every weight 1 they equal `macro_auroc`, `ece`, `brier` and `accuracy` (tests check it; Brier
+and accuracy up to float summation order on multilabel tasks), and with weights w they equal
+those metrics on the sample that repeats image i w_i times.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from crsbench.ingest.types import Task
-from crsbench.probes.metrics import N_BINS, _calibration_pairs, _onehot, _width_bins, check_predictions
+from crsbench.probes.metrics import N_BINS, calibration_pairs, check_predictions, onehot, width_bins
 
 
 @dataclass(frozen=True)
@@ -53,14 +56,14 @@ class RunScorer:
         self.n = p.shape[0]
         self._columns: list[_Column] = []
         if auroc:
-            target = y if task is Task.MULTILABEL else _onehot(y, p.shape[1])
+            target = y if task is Task.MULTILABEL else onehot(y, p.shape[1])
             for j in range(p.shape[1]):
                 self._columns.append(_prepare_column(target[:, j] == 1, p[:, j]))
         self._bins: list[np.ndarray] = []
         if ece:
-            for conf, hit in _calibration_pairs(y, p, task):
+            for conf, hit in calibration_pairs(y, p, task):
                 gap = np.zeros((self.n, n_bins))
-                gap[np.arange(self.n), _width_bins(conf, n_bins)] = hit - conf
+                gap[np.arange(self.n), width_bins(conf, n_bins)] = hit - conf
                 self._bins.append(gap)
 
     def auroc(self, weights: np.ndarray) -> np.ndarray:
@@ -92,6 +95,44 @@ class RunScorer:
         gaps = [np.abs(w.T @ gap).sum(axis=1) / mass for gap in self._bins]
         out: np.ndarray = np.mean(gaps, axis=0)
         return out
+
+
+def per_image_brier(y: np.ndarray, p: np.ndarray, task: Task) -> np.ndarray:
+    """Each image's Brier term: squared error summed over the classes, or its mean over the labels
+    (multilabel); `probes.metrics.brier` is their mean."""
+    if task is Task.MULTILABEL:
+        multilabel: np.ndarray = np.mean((p - y) ** 2, axis=1)
+        return multilabel
+    result: np.ndarray = np.sum((p - onehot(y, p.shape[1])) ** 2, axis=1)
+    return result
+
+
+def per_image_accuracy(y: np.ndarray, p: np.ndarray, task: Task) -> np.ndarray:
+    """Each image's accuracy: 1 if its argmax is right, or the share of labels right at p >= 0.5
+    (multilabel); `probes.metrics.accuracy` is their mean."""
+    if task is Task.MULTILABEL:
+        multilabel: np.ndarray = np.mean((p >= 0.5).astype(np.int64) == y, axis=1)
+        return multilabel
+    result: np.ndarray = (p.argmax(axis=1) == y).astype(np.float64)
+    return result
+
+
+def weighted_mean(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """Per weight column: sum w v / sum w, (n,) values and (n, R) weights -> (R,); NaN where the
+    weights are all zero (a replicate that drew none of the images)."""
+    total = weights.sum(axis=0).astype(np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(total > 0, (weights.T.astype(np.float64) @ values) / total, np.nan)
+
+
+def weighted_brier(y: np.ndarray, p: np.ndarray, task: Task, weights: np.ndarray) -> np.ndarray:
+    """Brier under each weight column (n, R) -> (R,)."""
+    return weighted_mean(per_image_brier(y, p, task), weights)
+
+
+def weighted_accuracy(y: np.ndarray, p: np.ndarray, task: Task, weights: np.ndarray) -> np.ndarray:
+    """Accuracy under each weight column (n, R) -> (R,)."""
+    return weighted_mean(per_image_accuracy(y, p, task), weights)
 
 
 def _prepare_column(positive: np.ndarray, score: np.ndarray) -> _Column:

@@ -16,9 +16,8 @@ import numpy as np
 from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest.types import Task
-from crsbench.probes import estimators as _estimators  # noqa: F401  (the trained probes register first)
 from crsbench.probes.reader import TrainStats
-from crsbench.probes.registry import Predictor, register_probe
+from crsbench.probes.registry import Predictor
 
 ZEROSHOT = "zeroshot"
 PROMPTS_MARK = "+prompts:"
@@ -27,18 +26,6 @@ PROMPTS_MARK = "+prompts:"
 def prompt_digest(weights_hash: str) -> str:
     """The prompt-set digest a zero-shot fit's identity carries (after its weights hash)."""
     return weights_hash.rpartition(PROMPTS_MARK)[2] if PROMPTS_MARK in weights_hash else ""
-
-
-@register_probe(
-    ZEROSHOT,
-    seeded=False,
-    zero_shot=True,
-    description="zero-shot: logit scale x cosine(image embedding, per-class mean of L2-normalised prompt "
-    "embeddings) + bias; softmax (multiclass/ordinal) or sigmoid of positive-minus-negative (multilabel); "
-    "label fraction 0, no training images",
-)
-def zeroshot_fit(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
-    raise CrsbenchError("zero-shot needs text embeddings: run it with 'crsbench zeroshot'")
 
 
 def logits_to_probs(logits: np.ndarray, task: Task) -> np.ndarray:

@@ -32,6 +32,10 @@ CRS_WEIGHTS: Final = MappingProxyType(
 
 # Relative depths at which features are read (METHODS §2).
 DEPTHS: Final[tuple[float, ...]] = (0.25, 0.50, 0.75, 1.0)
+# The protocol's perturbations (METHODS §2.3): the paper's conditions as a fixed fact, read without
+# importing torch (ingest declares its grid from them, the v5 migration and feature sets written before
+# conditions were recorded hold exactly these). The running set is the perturbation registry
+# (features.conditions.registered_conditions); tests/test_registries.py holds its built-ins to these.
 PERTURBATIONS: Final[tuple[str, ...]] = ("gaussian_blur", "jpeg", "contrast", "rician", "fov_crop")
 SEVERITIES: Final[tuple[int, ...]] = (1, 2, 3)
 CLEAN: Final = "clean"

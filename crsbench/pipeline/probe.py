@@ -202,7 +202,7 @@ def probe_all(
     progress: ProgressFn | None = None,
 ) -> GridSummary:
     """Fit the grid and record every evaluation (idempotent: done fits are skipped)."""
-    from crsbench.probes.grid import run_grid
+    from crsbench.probes.grid import GridContext, run_grid
     from crsbench.warehouse.claims import FitClaims
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.grid import grid_fits
@@ -234,17 +234,16 @@ def probe_all(
         store.recorded = recorded
         fits = plan(names, encoders, store, bool(datasets), config, grids)
         extra = extra_fits(fits, grids)
-        summary = run_grid(
-            fits,
+        grid = GridContext(
             loaded,
             store,
+            sink,
             shift_targets=shifts,
-            done=done,
-            sink=sink,
             scheduler=config.scheduler,
             batch_size=config.batch_size,
             progress=progress,
             claims=claims,
             keep_coefficients=True,
         )
+        summary = run_grid(fits, grid, done)
     return dataclasses.replace(summary, extra=extra)

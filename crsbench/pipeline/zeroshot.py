@@ -52,7 +52,7 @@ def zeroshot_all(
     from crsbench.features.zeroshot import check_zero_shot_encoder, store_text_embeddings
     from crsbench.ingest.prompts import prompts_for, read_prompt_file
     from crsbench.pipeline.probe import choose_datasets
-    from crsbench.probes.grid import run_grid
+    from crsbench.probes.grid import GridContext, run_grid
     from crsbench.probes.identity import identify
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.integrity import recorded_manifests
@@ -118,15 +118,8 @@ def zeroshot_all(
     identified = identify(fits, loaded, shifts, store)
     with Warehouse.open(db) as wh:
         wh.expect_appends()
-        summary = run_grid(
-            fits,
-            loaded,
-            store,
-            shift_targets=shifts,
-            done=done,
-            sink=functools.partial(append_run_parts, wh.parts_dir),
-            progress=progress,
-        )
+        sink = functools.partial(append_run_parts, wh.parts_dir)
+        summary = run_grid(fits, GridContext(loaded, store, sink, shift_targets=shifts, progress=progress), done)
         record_prompts(wh.con, [{"fit_id": f.fit_id, **prompt_rows[(f.encoder_id, f.dataset_id)]} for f in identified])
         # The cells run are declared (grid_declared_zeroshot), with the prompt set just run.
         declare_cells(wh.con, [(e, n, str(row["prompt_hash"])) for (e, n), row in prompt_rows.items()])

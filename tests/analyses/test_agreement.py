@@ -249,7 +249,7 @@ def test_bad_input_is_one_line_and_writes_nothing(bench_db):
 
 def _fitted_probe(x_train: np.ndarray, y: np.ndarray, task, k: int, seed: int = 0):
     from crsbench.analyses.agreement.transfer import StoredProbe
-    from crsbench.probes.estimators import logreg
+    from crsbench.probes.kinds.estimators import logreg
 
     mean, std = x_train.mean(axis=0), x_train.std(axis=0)
     fit = logreg((x_train - mean) / std, y, task, k, seed)

@@ -157,7 +157,7 @@ def test_e2_reads_what_the_probe_grid_writes(tmp_path):
     from support.synthetic import make_dataset, write_features
 
     from crsbench.features.store import FeatureStore
-    from crsbench.probes.grid import plan_fits, run_grid
+    from crsbench.probes.grid import GridContext, plan_fits, run_grid
     from crsbench.warehouse.connection import Warehouse
 
     ds = make_dataset("toy", "multiclass", 240, 3, seed=1)
@@ -167,7 +167,7 @@ def test_e2_reads_what_the_probe_grid_writes(tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         add_dataset(wh, "toy", "multiclass", 3)
         add_labels(wh, "toy", list(ds.images["image_id"]), np.asarray(ds.labels), 3)
-        run_grid(fits, {"toy": ds}, store, shift_targets={}, done=set(), sink=wh.append_runs)
+        run_grid(fits, GridContext({"toy": ds}, store, wh.append_runs))
         fits_table = run_analysis(wh, "e2", {"methods": "temperature"}).tables["fits"]
         stored = wh.sql("select condition, ece from runs where condition <> 'calib'").set_index("condition")
     assert len(fits_table) == 16  # clean + 15 corruptions

@@ -12,7 +12,7 @@ from support.synthetic import make_dataset, write_features
 
 from crsbench.core.schema import PREDICTIONS, Column, Schema
 from crsbench.probes import metrics
-from crsbench.probes.grid import plan_fits, run_grid
+from crsbench.probes.grid import GridContext, plan_fits, run_grid
 from crsbench.probes.metrics import register_metric
 from crsbench.probes.records import runs_schema
 from crsbench.warehouse.connection import Warehouse
@@ -147,7 +147,7 @@ def test_a_metric_is_one_function_and_one_registration(fake_metric, tmp_path):
             frames.append(runs)
             wh.append_runs(runs, preds)
 
-        run_grid(fits, {"derm": ds}, store, shift_targets={}, done=set(), sink=sink)
+        run_grid(fits, GridContext({"derm": ds}, store, sink))
         record = frames[0]
         assert record["n_scored"].tolist() == record["n_test"].astype(float).tolist()
         parts = (tmp_path / "w.duckdb.parts" / "runs").glob("part-*.parquet")

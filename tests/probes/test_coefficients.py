@@ -10,7 +10,7 @@ from support.synthetic import make_dataset, write_features
 
 from crsbench.bench import Bench, ProbeConfig
 from crsbench.features.store import FeatureStore
-from crsbench.probes.grid import plan_fits, run_grid
+from crsbench.probes.grid import GridContext, plan_fits, run_grid
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
 
@@ -36,10 +36,8 @@ def test_coefficients_reproduce_the_probe_and_change_no_run_record(tmp_path):
     kept: list[tuple[pd.DataFrame, ...]] = []
     plain: list[tuple[pd.DataFrame, ...]] = []
     datasets = {"derm": derm, "cxr": cxr}
-    run_grid(
-        fits, datasets, store, shift_targets={}, done=set(), sink=lambda *f: kept.append(f), keep_coefficients=True
-    )
-    run_grid(fits, datasets, store, shift_targets={}, done=set(), sink=lambda *f: plain.append(f))
+    run_grid(fits, GridContext(datasets, store, lambda *f: kept.append(f), keep_coefficients=True))
+    run_grid(fits, GridContext(datasets, store, lambda *f: plain.append(f)))
     assert {len(f) for f in kept} == {3} and {len(f) for f in plain} == {2}
 
     def runs(batches):

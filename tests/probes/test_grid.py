@@ -13,7 +13,7 @@ from support.synthetic import make_dataset, write_features
 
 from crsbench.core import CONDITIONS, CrsbenchError
 from crsbench.features.store import FeatureStore
-from crsbench.probes.grid import plan_fits, run_grid
+from crsbench.probes.grid import GridContext, plan_fits, run_grid
 from crsbench.probes.records import FitKey
 from crsbench.warehouse.connection import Warehouse
 
@@ -47,7 +47,7 @@ def collect():
 def sweep(setup, sink, done=frozenset(), **kwargs):
     datasets, store, shifts = setup
     fits = plan_fits(["derm", "cxr"], ["enc"], store, **SMALL)
-    return run_grid(fits, datasets, store, shift_targets=shifts, done=set(done), sink=sink, **kwargs)
+    return run_grid(fits, GridContext(datasets, store, sink, shift_targets=shifts, **kwargs), set(done))
 
 
 def comparable(runs: pd.DataFrame) -> pd.DataFrame:
@@ -143,7 +143,7 @@ def _bad(tmp_path, mutate):
     calls, sink = collect()
     fits = plan_fits(["derm", "cxr"], ["enc"], store, **SMALL)
     with pytest.raises(CrsbenchError) as err:
-        run_grid(fits, datasets, store, shift_targets=shifts, done=set(), sink=sink)
+        run_grid(fits, GridContext(datasets, store, sink, shift_targets=shifts))
     assert calls == []
     return str(err.value)
 
@@ -199,6 +199,6 @@ def test_unknown_probe_in_fits_is_an_error(setup):
     calls, sink = collect()
     with pytest.raises(CrsbenchError, match="unknown probe"):
         run_grid(
-            [FitKey("enc", "derm", 1.0, "forest", 1.0, 0)], datasets, store, shift_targets=shifts, done=set(), sink=sink
+            [FitKey("enc", "derm", 1.0, "forest", 1.0, 0)], GridContext(datasets, store, sink, shift_targets=shifts)
         )
     assert calls == []

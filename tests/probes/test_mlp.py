@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from crsbench.ingest.types import Task
-from crsbench.probes.estimators import MLP_BATCH, MLP_HIDDEN, MLP_LR, MLP_WEIGHT_DECAY, mlp
+from crsbench.probes.kinds.estimators import MLP_BATCH, MLP_HIDDEN, MLP_LR, MLP_WEIGHT_DECAY, mlp
 
 
 def module_mlp(x: np.ndarray, y: np.ndarray, task: Task, k: int, seed: int, steps: int) -> np.ndarray:
@@ -40,7 +40,7 @@ def module_mlp(x: np.ndarray, y: np.ndarray, task: Task, k: int, seed: int, step
     ("task", "n", "d"), [(Task.MULTICLASS, 40, 24), (Task.MULTILABEL, 300, 17), (Task.ORDINAL, 7, 9)]
 )
 def test_written_out_loop_matches_autograd_and_adamw_bit_for_bit(task, n, d, monkeypatch):
-    monkeypatch.setattr("crsbench.probes.estimators.MLP_STEPS", 30)
+    monkeypatch.setattr("crsbench.probes.kinds.estimators.MLP_STEPS", 30)
     rng = np.random.default_rng(3)
     x = rng.normal(size=(n, d))
     y = rng.integers(0, 2, size=(n, 4)) if task is Task.MULTILABEL else rng.integers(0, 4, size=n)

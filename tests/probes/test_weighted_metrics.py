@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from crsbench.probes.metrics import ece, macro_auroc
-from crsbench.probes.weighted_metrics import RunScorer
+from crsbench.ingest.types import Task
+from crsbench.probes.metrics import accuracy, brier, ece, macro_auroc
+from crsbench.probes.weighted_metrics import RunScorer, weighted_accuracy, weighted_brier
 
 
 def _case(task: str, rng: np.random.Generator, n: int = 240, k: int = 4):
@@ -38,6 +39,19 @@ def test_weights_equal_the_repeated_sample_and_sklearn(task):
         assert cal[r] == pytest.approx(ece(y[idx], p[idx], task), abs=1e-12)
         sk = np.mean([roc_auc_score(target[:, j], p[:, j], sample_weight=weights[:, r]) for j in range(p.shape[1])])
         assert auroc[r] == pytest.approx(sk, abs=1e-12)
+
+
+@pytest.mark.parametrize("task", ["multiclass", "ordinal", "multilabel"])
+def test_weighted_brier_and_accuracy_equal_the_repeated_sample(task):
+    rng = np.random.default_rng(7)
+    y, p = _case(task, rng)
+    weights = np.column_stack([np.ones(len(y), int), rng.integers(0, 4, (len(y), 6)), np.zeros(len(y), int)])
+    got_brier, got_acc = weighted_brier(y, p, Task(task), weights), weighted_accuracy(y, p, Task(task), weights)
+    for r in range(weights.shape[1] - 1):
+        idx = np.repeat(np.arange(len(y)), weights[:, r])
+        assert got_brier[r] == pytest.approx(brier(y[idx], p[idx], task), abs=1e-12)
+        assert got_acc[r] == pytest.approx(accuracy(y[idx], p[idx], task), abs=1e-12)
+    assert np.isnan(got_brier[-1]) and np.isnan(got_acc[-1])  # a replicate that drew no image
 
 
 def test_a_class_without_positives_in_a_replicate_is_skipped_and_bad_weights_refused():

@@ -13,7 +13,7 @@ import torch
 from support.scale_support import BUCKET, SECRET, SECRET_KEY_ID, DaskCluster, moto_server, s3_env, s3_environment
 
 from crsbench.features import FeatureStore, extract, get_encoder
-from crsbench.probes.grid import plan_fits, run_grid
+from crsbench.probes.grid import GridContext, plan_fits, run_grid
 from crsbench.warehouse.connection import Warehouse
 
 torch.set_num_threads(1)
@@ -44,9 +44,7 @@ def _fits(store: FeatureStore):
 
 def _in_process(store: FeatureStore, datasets) -> pd.DataFrame:
     batches: list[pd.DataFrame] = []
-    run_grid(
-        _fits(store), datasets, store, shift_targets=SHIFTS, done=set(), sink=lambda runs, preds: batches.append(runs)
-    )
+    run_grid(_fits(store), GridContext(datasets, store, lambda runs, preds: batches.append(runs), shift_targets=SHIFTS))
     return pd.concat(batches)
 
 
@@ -84,14 +82,15 @@ def test_cluster_sweep_with_a_killed_worker_matches_in_process(stores, suite_dat
 
             summary = run_grid(
                 _fits(shared),
-                datasets,
-                shared,
-                shift_targets=SHIFTS,
-                done=set(),
-                sink=writer.append_runs,
-                scheduler=cluster.address,
-                batch_size=4,
-                progress=kill_a_busy_worker,
+                GridContext(
+                    datasets,
+                    shared,
+                    writer.append_runs,
+                    shift_targets=SHIFTS,
+                    scheduler=cluster.address,
+                    batch_size=4,
+                    progress=kill_a_busy_worker,
+                ),
             )
             assert killed, "no worker was busy after the first result; nothing was killed"
             assert killed["tasks"]  # it died holding work, which the scheduler reassigned
@@ -108,7 +107,7 @@ def test_cluster_sweep_with_a_killed_worker_matches_in_process(stores, suite_dat
     # a rerun against the warehouse plans nothing and writes nothing (idempotent)
     with Warehouse.open(db) as wh:
         done = wh.done_fit_ids()
-    rerun = run_grid(_fits(shared), datasets, shared, shift_targets=SHIFTS, done=done, sink=writer.append_runs)
+    rerun = run_grid(_fits(shared), GridContext(datasets, shared, writer.append_runs, shift_targets=SHIFTS), done)
     assert rerun.fitted == 0 and rerun.skipped == n_fits
     assert "worker" in logs.lower()  # the logs are real, and carry no credential
     assert SECRET not in logs and SECRET_KEY_ID not in logs

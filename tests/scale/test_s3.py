@@ -22,7 +22,7 @@ from crsbench.cli import main
 from crsbench.cli.output import console
 from crsbench.core import CrsbenchError
 from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder
-from crsbench.probes.grid import plan_fits, run_grid
+from crsbench.probes.grid import GridContext, plan_fits, run_grid
 from crsbench.probes.reader import check_feature_set, read_rows
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for
@@ -272,12 +272,7 @@ def test_cli_extract_and_probe_on_s3_match_local_and_record_no_secret(
     fits = plan_fits(["aptos2019"], [ENCODER], store, **GRID)
     batches: list[pd.DataFrame] = []
     run_grid(
-        fits,
-        {"aptos2019": suite_datasets["aptos2019"]},
-        store,
-        shift_targets={},
-        done=set(),
-        sink=lambda runs, preds: batches.append(runs),
+        fits, GridContext({"aptos2019": suite_datasets["aptos2019"]}, store, lambda runs, preds: batches.append(runs))
     )
     local = pd.concat(batches).drop(columns=VOLATILE).sort_values("run_id")
     pd.testing.assert_frame_equal(remote.reset_index(drop=True), local.reset_index(drop=True), check_dtype=False)

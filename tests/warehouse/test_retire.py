@@ -120,7 +120,7 @@ def test_features_of_other_image_content_under_the_same_ids_are_refused(tmp_path
     from support.synthetic import make_dataset
 
     from crsbench.features.store import FeatureStore
-    from crsbench.probes.grid import plan_fits, run_grid
+    from crsbench.probes.grid import GridContext, plan_fits, run_grid
 
     ds = make_dataset("derm", "multiclass", 60, 3, seed=1)
     url = str(tmp_path / "f.zarr")
@@ -129,4 +129,4 @@ def test_features_of_other_image_content_under_the_same_ids_are_refused(tmp_path
     store = FeatureStore(url)
     fits = plan_fits(["derm"], ["enc"], store, probes=["logreg"], fractions=(1.0,), seeds=(0,), depths=(1.0,))
     with pytest.raises(Exception, match=r"derm/enc .* was extracted from other images"):
-        run_grid(fits, {"derm": ds}, store, shift_targets={}, done=set(), sink=lambda r, p: None)
+        run_grid(fits, GridContext({"derm": ds}, store, lambda r, p: None))

@@ -151,7 +151,7 @@ def test_biovil_zero_shot_end_to_end(tmp_path: Path, suite_datasets: dict[str, D
     from crsbench.features.transforms import decode_image, model_input
     from crsbench.features.zeroshot import store_text_embeddings
     from crsbench.ingest.prompts import prompts_for
-    from crsbench.probes.grid import run_grid
+    from crsbench.probes.grid import GridContext, run_grid
     from crsbench.probes.identity import identify
     from crsbench.probes.records import FitKey
 
@@ -176,7 +176,7 @@ def test_biovil_zero_shot_end_to_end(tmp_path: Path, suite_datasets: dict[str, D
     )
     frames: list[tuple[object, object]] = []
     fit = FitKey(entry.id, ds.name, 1.0, "zeroshot", 0.0, 0)
-    run_grid([fit], {ds.name: ds}, store, shift_targets={}, done=set(), sink=lambda r, p: frames.append((r, p)))
+    run_grid([fit], GridContext({ds.name: ds}, store, lambda r, p: frames.append((r, p))))
     runs, preds = frames[0]
     assert set(runs["depth"]) == {1.0} and set(runs["n_train"]) == {0}
     (fit_id,) = {f.fit_id for f in identify([fit], {ds.name: ds}, {}, store)}

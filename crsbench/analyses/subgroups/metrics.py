@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from crsbench.ingest.types import Task
-from crsbench.probes.metrics import _onehot
-from crsbench.probes.weighted_metrics import RunScorer
+from crsbench.probes.metrics import onehot
+from crsbench.probes.weighted_metrics import RunScorer, weighted_accuracy, weighted_brier
 
 METRICS: tuple[str, ...] = ("auroc", "ece", "brier", "accuracy")
 HIGHER_IS_BETTER = {"auroc": True, "ece": False, "brier": False, "accuracy": True}
@@ -45,28 +45,6 @@ def scored_columns(target: np.ndarray, min_positives: int, min_negatives: int) -
     return np.flatnonzero((pos >= min_positives) & (neg >= min_negatives))
 
 
-def per_image_brier(y: np.ndarray, p: np.ndarray, task: Task) -> np.ndarray:
-    if task is Task.MULTILABEL:
-        multilabel: np.ndarray = np.mean((p - y) ** 2, axis=1)
-        return multilabel
-    result: np.ndarray = np.sum((p - _onehot(y, p.shape[1])) ** 2, axis=1)
-    return result
-
-
-def per_image_accuracy(y: np.ndarray, p: np.ndarray, task: Task) -> np.ndarray:
-    if task is Task.MULTILABEL:
-        multilabel: np.ndarray = np.mean((p >= 0.5).astype(np.int64) == y, axis=1)
-        return multilabel
-    result: np.ndarray = (p.argmax(axis=1) == y).astype(np.float64)
-    return result
-
-
-def _weighted_mean(values: np.ndarray, w: np.ndarray) -> np.ndarray:
-    total = w.sum(axis=0).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(total > 0, (w.T.astype(np.float64) @ values) / total, np.nan)
-
-
 def score_group(
     value: str,
     y: np.ndarray,
@@ -77,7 +55,7 @@ def score_group(
     min_negatives: int,
 ) -> GroupScore:
     """One group's metrics under weights (n_group, R + 1)."""
-    target = y if task is Task.MULTILABEL else _onehot(y, p.shape[1])
+    target = y if task is Task.MULTILABEL else onehot(y, p.shape[1])
     cols = scored_columns(target, min_positives, min_negatives)
     width = weights.shape[1]
     if len(cols) == 0:
@@ -89,8 +67,8 @@ def score_group(
     scores = {
         "auroc": auroc,
         "ece": ece,
-        "brier": _weighted_mean(per_image_brier(y, p, task), weights),
-        "accuracy": _weighted_mean(per_image_accuracy(y, p, task), weights),
+        "brier": weighted_brier(y, p, task, weights),
+        "accuracy": weighted_accuracy(y, p, task, weights),
     }
     return GroupScore(value, len(p), len(cols), True, scores)
 
