@@ -4,11 +4,11 @@
     paths = make_suite(Path("suite"))
     ds = ingest("chexpert", paths["chexpert"], "chexpert", uncertainty="ones")
 
-Adapters are registry entries (`ADAPTERS`); importing this package registers the
-built-in ones. `open_image(ds.root, rel_path)` reads any ingested image.
+Adapters are registry entries (`ADAPTERS`); the built-in ones (the `adapter_*` modules)
+register when the registry is first asked. `open_image(ds.root, rel_path)` reads any ingested
+image.
 """
 
-from crsbench.ingest import adapter_cxr, adapter_generic, adapter_isic  # noqa: F401  (register adapters)
 from crsbench.ingest.core import check_name, ingest
 from crsbench.ingest.images import open_image
 from crsbench.ingest.registry import ADAPTERS, AdapterEntry, AdapterOption, get_adapter, register_adapter

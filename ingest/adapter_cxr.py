@@ -52,6 +52,28 @@ PATIENT = re.compile(r"(patient\d+)")
 CHEXPERT_METADATA = {"Sex": "sex", "Age": "age", "Frontal/Lateral": "view", "AP/PA": "projection"}
 MIMIC_METADATA = {"ViewPosition": "projection"}
 FRONTAL_POSITIONS = ("PA", "AP")
+# The zero-shot ensemble of both adapters (ingest.prompts): each finding's positive templates
+# are scored against its negative ones.
+CXR_PROMPTS = {
+    "classes": {
+        "No Finding": "no finding",
+        "Enlarged Cardiomediastinum": "enlarged cardiomediastinum",
+        "Cardiomegaly": "cardiomegaly",
+        "Lung Opacity": "lung opacity",
+        "Lung Lesion": "a lung lesion",
+        "Edema": "pulmonary edema",
+        "Consolidation": "consolidation",
+        "Pneumonia": "pneumonia",
+        "Atelectasis": "atelectasis",
+        "Pneumothorax": "pneumothorax",
+        "Pleural Effusion": "pleural effusion",
+        "Pleural Other": "other pleural abnormality",
+        "Fracture": "a fracture",
+        "Support Devices": "support devices",
+    },
+    "templates": ["a chest x-ray showing {}.", "chest radiograph with {}.", "findings consistent with {}."],
+    "negative_templates": ["a chest x-ray with no {}.", "chest radiograph without {}.", "no evidence of {}."],
+}
 
 
 def _labels(cells: np.ndarray, policy: dict[str, int]) -> np.ndarray:
@@ -71,6 +93,9 @@ def _chexpert_root(path: Path) -> Path:
     "chexpert",
     task=Task.MULTILABEL,
     domain="rad",
+    licence="unknown",
+    citation="unknown",
+    prompts=CXR_PROMPTS,
     description="CheXpert: train.csv/valid.csv (Path + 14 findings, 1/0/-1/blank); patient id from the path; "
     "valid.csv is the test split",
     options={
@@ -135,6 +160,9 @@ MIMIC_SPLITS = {"train": "train", "validate": "calib", "test": "test"}
     "mimic-cxr",
     task=Task.MULTILABEL,
     domain="rad",
+    licence="unknown",
+    citation="unknown",
+    prompts=CXR_PROMPTS,
     description="MIMIC-CXR-JPG: mimic-cxr-2.0.0-{chexpert,metadata}.csv(.gz) + files/pXX/pSUBJECT/sSTUDY/DICOM.jpg; "
     "frontal views by default; grouped by subject; official split CSV used when present",
     options={

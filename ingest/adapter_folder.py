@@ -58,6 +58,8 @@ def unlabeled_source(root: Path, records: list[Record]) -> Source:
 @register_adapter(
     "folder",
     task=None,
+    licence="unknown (the user's own data)",
+    citation="unknown (the user's own data)",
     description="image files in class folders, as torchvision's ImageFolder reads them: root/<class>/<image> "
     "(classes: the sorted folder names; multiclass), or root/<split>/<class>/<image> with split folders "
     "train, val|calib, test (a missing one is carved from train); png, jpg, tif, bmp, webp. With --unlabeled: "

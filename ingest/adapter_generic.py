@@ -39,6 +39,8 @@ def _names(option: str, where: str = "--option") -> list[str] | None:
 @register_adapter(
     "medmnist",
     task=None,
+    licence="unknown",
+    citation="unknown",
     description="MedMNIST .npz with {train,val,test}_{images,labels}; official splits (val -> calib)",
     options={
         "task": AdapterOption(
@@ -149,6 +151,8 @@ MANIFEST_SPLITS = {
 @register_adapter(
     "manifest",
     task=None,
+    licence="unknown (the user's own data)",
+    citation="unknown (the user's own data)",
     description="a CSV of image paths relative to its folder: 'path,label' or 'path,<one 0/1 column per label>'; "
     "optional image_id, group and split (train/calib/test) columns and meta:<key> metadata columns; "
     "columns named otherwise are named with the *_column options (-o label_column=diagnosis); "

@@ -16,6 +16,24 @@ ISIC_CLASSES: tuple[str, ...] = ("MEL", "NV", "BCC", "AK", "BKL", "DF", "VASC", 
 ISIC_ONE_HOT = {"1.0": 1, "1": 1, "0.0": 0, "0": 0}
 # Published metadata column -> the key stored in image_metadata.
 ISIC_METADATA = {"age_approx": "age", "sex": "sex", "anatom_site_general": "site"}
+# The zero-shot ensemble (ingest.prompts): a phrase per class and CLIP_benchmark-style templates.
+ISIC_PROMPTS = {
+    "classes": {
+        "MEL": "melanoma",
+        "NV": "melanocytic nevus",
+        "BCC": "basal cell carcinoma",
+        "AK": "actinic keratosis",
+        "BKL": "benign keratosis",
+        "DF": "dermatofibroma",
+        "VASC": "vascular lesion",
+        "SCC": "squamous cell carcinoma",
+    },
+    "templates": [
+        "a dermoscopy image of {}.",
+        "a dermatoscopic photo of a {}.",
+        "a close-up skin image showing {}.",
+    ],
+}
 
 
 def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
@@ -27,6 +45,9 @@ def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
     "isic2019",
     task=Task.MULTICLASS,
     domain="derm",
+    licence="unknown",
+    citation="unknown",
+    prompts=ISIC_PROMPTS,
     description="ISIC 2019: one-hot ISIC_2019_Training_GroundTruth.csv + ISIC_2019_Training_Input/*.jpg; "
     "lesion_id from the metadata CSV groups images of one lesion",
     options={
@@ -95,12 +116,29 @@ def _metadata(root: Path, name: str, known: set[str]) -> tuple[dict[str, str], d
 
 
 APTOS_GRADES: tuple[str, ...] = ("No DR", "Mild", "Moderate", "Severe", "Proliferative DR")
+APTOS_PROMPTS = {
+    "classes": {
+        "No DR": "no",
+        "Mild": "mild",
+        "Moderate": "moderate",
+        "Severe": "severe",
+        "Proliferative DR": "proliferative",
+    },
+    "templates": [
+        "a fundus photograph showing {} diabetic retinopathy.",
+        "a retinal image with {} diabetic retinopathy.",
+        "a colour fundus image of {} diabetic retinopathy.",
+    ],
+}
 
 
 @register_adapter(
     "aptos2019",
     task=Task.ORDINAL,
     domain="eye",
+    licence="unknown",
+    citation="unknown",
+    prompts=APTOS_PROMPTS,
     description="APTOS 2019 blindness detection: train.csv (id_code,diagnosis 0-4) + train_images/*.png",
     options={
         "csv": AdapterOption("train.csv", "label CSV inside PATH"),

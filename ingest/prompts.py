@@ -1,11 +1,11 @@
 """Zero-shot prompts as data (METHODS.md §3.5): class names and templates per dataset.
 
-Each built-in adapter declares a CLIP_benchmark-style ensemble in `ADAPTER_PROMPTS`: a phrase
-per label and several templates with one `{}` where the phrase goes. Multiclass and ordinal
-tasks score one prompt set per class; multilabel tasks score each label's positive templates
-against its negative ones ("a chest x-ray showing {}" vs "a chest x-ray with no {}"). Any other
-adapter gets `GENERIC_TEMPLATES` with the label names as phrases. A TOML file (`--prompts FILE`)
-overrides them per dataset:
+An adapter declares a CLIP_benchmark-style ensemble where it is registered (`prompts=` of
+`register_adapter`): a phrase per label and several templates with one `{}` where the phrase
+goes. Multiclass and ordinal tasks score one prompt set per class; multilabel tasks score each
+label's positive templates against its negative ones ("a chest x-ray showing {}" vs "a chest
+x-ray with no {}"). An adapter without one gets `GENERIC_TEMPLATES` with the label names as
+phrases. A TOML file (`--prompts FILE`) overrides them per dataset:
 
     [dataset.isic2019]
     templates = ["a dermoscopy image of {}."]
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.core import CrsbenchError
+from crsbench.ingest.registry import ADAPTERS
 from crsbench.ingest.types import Dataset, Task
 
 
@@ -58,62 +59,6 @@ class PromptSet:
         return [[t.replace("{}", phrase) for t in templates] for _, phrase in self.classes]
 
 
-_CXR = {
-    "No Finding": "no finding",
-    "Enlarged Cardiomediastinum": "enlarged cardiomediastinum",
-    "Cardiomegaly": "cardiomegaly",
-    "Lung Opacity": "lung opacity",
-    "Lung Lesion": "a lung lesion",
-    "Edema": "pulmonary edema",
-    "Consolidation": "consolidation",
-    "Pneumonia": "pneumonia",
-    "Atelectasis": "atelectasis",
-    "Pneumothorax": "pneumothorax",
-    "Pleural Effusion": "pleural effusion",
-    "Pleural Other": "other pleural abnormality",
-    "Fracture": "a fracture",
-    "Support Devices": "support devices",
-}
-_CXR_PROMPTS: dict[str, Any] = {
-    "classes": _CXR,
-    "templates": ["a chest x-ray showing {}.", "chest radiograph with {}.", "findings consistent with {}."],
-    "negative_templates": ["a chest x-ray with no {}.", "chest radiograph without {}.", "no evidence of {}."],
-}
-ADAPTER_PROMPTS: dict[str, dict[str, Any]] = {
-    "isic2019": {
-        "classes": {
-            "MEL": "melanoma",
-            "NV": "melanocytic nevus",
-            "BCC": "basal cell carcinoma",
-            "AK": "actinic keratosis",
-            "BKL": "benign keratosis",
-            "DF": "dermatofibroma",
-            "VASC": "vascular lesion",
-            "SCC": "squamous cell carcinoma",
-        },
-        "templates": [
-            "a dermoscopy image of {}.",
-            "a dermatoscopic photo of a {}.",
-            "a close-up skin image showing {}.",
-        ],
-    },
-    "aptos2019": {
-        "classes": {
-            "No DR": "no",
-            "Mild": "mild",
-            "Moderate": "moderate",
-            "Severe": "severe",
-            "Proliferative DR": "proliferative",
-        },
-        "templates": [
-            "a fundus photograph showing {} diabetic retinopathy.",
-            "a retinal image with {} diabetic retinopathy.",
-            "a colour fundus image of {} diabetic retinopathy.",
-        ],
-    },
-    "chexpert": _CXR_PROMPTS,
-    "mimic-cxr": _CXR_PROMPTS,
-}
 GENERIC_TEMPLATES = ("a medical image of {}.", "an image showing {}.")
 GENERIC_NEGATIVE = ("a medical image with no {}.", "an image without {}.")
 
@@ -151,7 +96,8 @@ def make_prompt_set(where: str, spec: Mapping[str, Any], label_names: Sequence[s
 
 def default_prompts(dataset: Dataset) -> PromptSet:
     """The adapter's declared ensemble, or the generic templates over the label names."""
-    spec = ADAPTER_PROMPTS.get(dataset.adapter)
+    # An adapter no longer registered (a plugin since uninstalled) still gets the generic set.
+    spec = ADAPTERS.get(dataset.adapter).prompts if dataset.adapter in ADAPTERS else None
     if spec is None:
         spec = {
             "classes": {n: n for n in dataset.label_names},

@@ -1,15 +1,19 @@
 """The adapter registry: one entry per source layout, added with `@register_adapter`.
 
-An adapter is data (name, task, options with defaults and help) plus one reader
-function `read(path, log, options, progress) -> Source`. Nothing outside the adapter's
-own module names it; the CLI lists the registry for its help text.
+An adapter is data (name, task, options with defaults and help, its zero-shot prompts, the
+data's licence and citation) plus one reader function `read(path, log, options, progress) ->
+Source`. Nothing outside the adapter's own module names it: every `adapter_*` module of this
+package is imported when the registry is first asked, and the CLI lists the registry
+(`crsbench adapters`, the `ingest` help).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import pkgutil
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from crsbench.core import CrsbenchError, ProgressFn, Registry
 from crsbench.ingest.source import RowLog, Source
@@ -34,6 +38,12 @@ class AdapterEntry:
     options: Mapping[str, AdapterOption]
     read: Reader
     domain: str = "none"  # imaging domain of the data: 'derm' | 'eye' | 'rad' | 'none'
+    # The zero-shot ensemble (ingest.prompts, METHODS.md §3.5): {"classes": {label: phrase},
+    # "templates": [...], "negative_templates": [...] for multilabel}; None: the generic templates.
+    prompts: Mapping[str, Any] | None = None
+    # Of the data the adapter reads, as the user should credit it; "unknown" where nobody has checked.
+    licence: str = "unknown"
+    citation: str = "unknown"
 
     def resolve_options(self, given: Mapping[str, object]) -> dict[str, str]:
         """Defaults filled in, values checked; an unknown or missing option is a CrsbenchError."""
@@ -61,21 +71,25 @@ def _entry(
     *,
     task: Task | None,
     description: str,
+    licence: str,
+    citation: str,
     domain: str = "none",
     options: Mapping[str, AdapterOption] | None = None,
+    prompts: Mapping[str, Any] | None = None,
 ) -> AdapterEntry:
-    return AdapterEntry(name, task, description, dict(options or {}), read, domain)
+    return AdapterEntry(name, task, description, dict(options or {}), read, domain, prompts, licence, citation)
 
 
+# The built-ins are the `adapter_*` modules of this package, found rather than listed, so adding
+# an adapter is adding its module (the other modules are the ingest machinery).
 ADAPTERS: Registry[AdapterEntry] = Registry(
     "adapter",
     make=_entry,
     entry_point_group="crsbench.adapters",
-    builtins=(
-        "crsbench.ingest.adapter_isic",
-        "crsbench.ingest.adapter_cxr",
-        "crsbench.ingest.adapter_generic",
-        "crsbench.ingest.adapter_folder",
+    builtins=tuple(
+        f"crsbench.ingest.{m.name}"
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if m.name.startswith("adapter_")
     ),
 )
 
@@ -85,11 +99,26 @@ def register_adapter(
     *,
     task: Task | None,
     description: str,
+    licence: str,
+    citation: str,
     domain: str = "none",
     options: Mapping[str, AdapterOption] | None = None,
+    prompts: Mapping[str, Any] | None = None,
 ) -> Callable[[Reader], Reader]:
-    """Decorator: `read` becomes adapter `name` (see AdapterEntry for the fields)."""
-    return ADAPTERS.register(name, task=task, description=description, domain=domain, options=options)
+    """Decorator: `read` becomes adapter `name` (see AdapterEntry for the fields). `licence` and
+    `citation` are required so every adapter says them, if only as "unknown"."""
+    if not licence.strip() or not citation.strip():
+        raise ValueError(f'adapter {name!r}: give a licence and a citation ("unknown" where unknown)')
+    return ADAPTERS.register(
+        name,
+        task=task,
+        description=description,
+        licence=licence,
+        citation=citation,
+        domain=domain,
+        options=options,
+        prompts=prompts,
+    )
 
 
 def get_adapter(name: str) -> AdapterEntry:

@@ -64,8 +64,8 @@ def _check_common(ds) -> None:
     assert (y[ds.fraction_rows(0.01, 0)].sum(axis=0) >= 1).all()
 
 
-def test_registry_holds_the_seven_adapters():
-    assert set(ADAPTERS) == {"isic2019", "aptos2019", "chexpert", "mimic-cxr", "medmnist", "manifest", "folder"}
+def test_registry_includes_the_seven_builtin_adapters():
+    assert {"isic2019", "aptos2019", "chexpert", "mimic-cxr", "medmnist", "manifest", "folder"} <= set(ADAPTERS)
 
 
 def test_isic2019_round_trip(suite_dir, suite_datasets):

@@ -16,7 +16,8 @@ from crsbench.bench import Bench, ExtractConfig
 from crsbench.core import CrsbenchError
 from crsbench.features.lookup import get_encoder, tiny_encoder_ids, tiny_image_text_ids
 from crsbench.features.text import text_tower_status
-from crsbench.ingest.prompts import ADAPTER_PROMPTS, make_prompt_set
+from crsbench.ingest.prompts import make_prompt_set
+from crsbench.ingest.registry import get_adapter
 from crsbench.ingest.types import Task
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.parts import parts_dir_for
@@ -89,7 +90,7 @@ def test_view_has_a_row_per_encoder_and_dataset(zs_db: Path) -> None:
 def test_changed_template_gives_new_runs_old_stay(zs_db: Path, tmp_path: Path) -> None:
     bench = Bench(zs_db)
     before = bench.sql("select run_id, auroc from runs where probe = 'zeroshot' and dataset_id = 'isic2019'")
-    spec = ADAPTER_PROMPTS["isic2019"]
+    spec = get_adapter("isic2019").prompts
     classes = "\n".join(f'{k} = "{v}"' for k, v in spec["classes"].items())
     file = tmp_path / "prompts.toml"
     file.write_text(f'[dataset.isic2019]\ntemplates = ["a photo of {{}}."]\n[dataset.isic2019.classes]\n{classes}\n')
@@ -121,7 +122,7 @@ def test_encoder_without_text_tower(zs_db: Path) -> None:
         ),
         (
             'templates = ["a photo"]\n[dataset.isic2019.classes]\n'
-            + "\n".join(f'{k} = "{k}"' for k in ADAPTER_PROMPTS["isic2019"]["classes"]),
+            + "\n".join(f'{k} = "{k}"' for k in get_adapter("isic2019").prompts["classes"]),
             r"template 'a photo' in templates needs exactly one \{\}",
         ),
         ('templates = ["a {}"]\nclasses = {}', r"the class list is empty"),
@@ -180,7 +181,7 @@ def test_zero_shot_cells_are_declared_and_complete(zs_db: Path) -> None:
 
 def test_changed_template_moves_the_declared_cell_to_the_new_runs(zs_db: Path, tmp_path: Path) -> None:
     bench = Bench(zs_db)
-    spec = ADAPTER_PROMPTS["isic2019"]
+    spec = get_adapter("isic2019").prompts
     classes = "\n".join(f'{k} = "{v}"' for k, v in spec["classes"].items())
     file = tmp_path / "prompts.toml"
     file.write_text(f'[dataset.isic2019]\ntemplates = ["a photo of {{}}."]\n[dataset.isic2019.classes]\n{classes}\n')

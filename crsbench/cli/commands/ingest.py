@@ -176,7 +176,7 @@ def datasets_command(db: DbOption = default_db_path()) -> None:
 
 @app.command("adapters")
 def adapters_command() -> None:
-    """List the dataset adapters and their options."""
+    """List the dataset adapters: options, zero-shot prompts, and the data's licence and citation."""
     frame = pd.DataFrame(
         [
             {
@@ -187,6 +187,9 @@ def adapters_command() -> None:
                     f"{k}={o.default if o.default is not None else '?'}" for k, o in e.options.items()
                 ),
                 "layout": e.description,
+                "zero-shot prompts": f"{len(e.prompts['templates'])} templates" if e.prompts else "generic",
+                "licence": e.licence,
+                "citation": e.citation,
             }
             for e in ADAPTERS.values()
         ]
