@@ -93,8 +93,14 @@ def _chexpert_root(path: Path) -> Path:
     "chexpert",
     task=Task.MULTILABEL,
     domain="rad",
-    licence="unknown",
-    citation="unknown",
+    licence=(
+        "Stanford University School of Medicine CheXpert Dataset Research Use Agreement (non-"
+        "commercial research); https://stanfordmlgroup.github.io/competitions/chexpert/"
+    ),
+    citation=(
+        "Irvin J. et al. CheXpert: A Large Chest Radiograph Dataset with Uncertainty Labels and "
+        "Expert Comparison. AAAI 2019; arXiv:1901.07031"
+    ),
     prompts=CXR_PROMPTS,
     description="CheXpert: train.csv/valid.csv (Path + 14 findings, 1/0/-1/blank); patient id from the path; "
     "valid.csv is the test split",
@@ -160,8 +166,14 @@ MIMIC_SPLITS = {"train": "train", "validate": "calib", "test": "test"}
     "mimic-cxr",
     task=Task.MULTILABEL,
     domain="rad",
-    licence="unknown",
-    citation="unknown",
+    licence=(
+        "PhysioNet Credentialed Health Data License 1.5.0 (credentialed access, data use "
+        "agreement); https://physionet.org/content/mimic-cxr-jpg/"
+    ),
+    citation=(
+        "Johnson A.E.W. et al. MIMIC-CXR, a de-identified publicly available database of chest "
+        "radiographs with free-text reports. Scientific Data 6, 317 (2019)"
+    ),
     prompts=CXR_PROMPTS,
     description="MIMIC-CXR-JPG: mimic-cxr-2.0.0-{chexpert,metadata}.csv(.gz) + files/pXX/pSUBJECT/sSTUDY/DICOM.jpg; "
     "frontal views by default; grouped by subject; official split CSV used when present",

@@ -39,8 +39,13 @@ def _names(option: str, where: str = "--option") -> list[str] | None:
 @register_adapter(
     "medmnist",
     task=None,
-    licence="unknown",
-    citation="unknown",
+    licence=(
+        "CC BY 4.0 (the MedMNIST v2 collection; each subset keeps its source dataset's terms); https://medmnist.com/"
+    ),
+    citation=(
+        "Yang J. et al. MedMNIST v2: A large-scale lightweight benchmark for 2D and 3D biomedical "
+        "image classification. Scientific Data 10, 41 (2023)"
+    ),
     description="MedMNIST .npz with {train,val,test}_{images,labels}; official splits (val -> calib)",
     options={
         "task": AdapterOption(

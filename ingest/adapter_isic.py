@@ -45,8 +45,11 @@ def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
     "isic2019",
     task=Task.MULTICLASS,
     domain="derm",
-    licence="unknown",
-    citation="unknown",
+    licence="CC BY-NC 4.0; https://challenge.isic-archive.com/data/",
+    citation=(
+        "Tschandl P. et al. The HAM10000 dataset. Scientific Data 5, 180161 (2018); Codella N. et "
+        "al. arXiv:1710.05006 (2017); Combalia M. et al. BCN20000, arXiv:1908.02288 (2019)"
+    ),
     prompts=ISIC_PROMPTS,
     description="ISIC 2019: one-hot ISIC_2019_Training_GroundTruth.csv + ISIC_2019_Training_Input/*.jpg; "
     "lesion_id from the metadata CSV groups images of one lesion",
@@ -136,8 +139,11 @@ APTOS_PROMPTS = {
     "aptos2019",
     task=Task.ORDINAL,
     domain="eye",
-    licence="unknown",
-    citation="unknown",
+    licence=(
+        "Kaggle competition rules of APTOS 2019 Blindness Detection (non-commercial use); "
+        "https://www.kaggle.com/competitions/aptos2019-blindness-detection/rules"
+    ),
+    citation="Asia Pacific Tele-Ophthalmology Society (APTOS). APTOS 2019 Blindness Detection, Kaggle (2019)",
     prompts=APTOS_PROMPTS,
     description="APTOS 2019 blindness detection: train.csv (id_code,diagnosis 0-4) + train_images/*.png",
     options={
