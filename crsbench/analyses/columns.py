@@ -3,45 +3,16 @@ COMMENT ON COLUMN, so `crsbench describe analysis_<name>_<part>` explains every 
 
 A column name means one thing in one analysis but not across them: `n` is a count of encoders in
 one table and of answers in another, `crs` a point estimate in one part and a replicate's score
-in the next. So descriptions are kept per analysis, keyed by column or by 'part.column' where parts differ.
-A new analysis declares them next to its function (`register_analysis(..., columns={...},
-section="§11")`), so adding one is one module; those of the earlier built-in analyses are kept
-here (`columns_validation.py`, §10-§11, and `columns_encoders.py`, §12), and an entry here
-still applies (the analysis's own declaration wins). `GENERIC` holds only names that mean the
-same everywhere, the fallback for every analysis; one without a section (a plugin) gets no
-METHODS.md reference, since its sections describe the built-in ones.
+in the next. So each analysis declares its descriptions where it is registered
+(`register_analysis(..., columns={...}, section="§11")`), keyed by column or by 'part.column' where
+parts differ. `GENERIC` holds only names that mean the same everywhere, the fallback for every
+analysis; one without a section (a plugin) gets no METHODS.md reference, since its sections
+describe the built-in ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from crsbench.analyses.agreement.columns import AGREEMENT_COLUMNS
-from crsbench.analyses.experiments.columns import ENCODER_COLUMNS
-from crsbench.analyses.subgroups.columns import SUBGROUP_COLUMNS
-from crsbench.analyses.validity.columns import VALIDATION_COLUMNS
-
-# Analysis -> the docs/METHODS.md section that defines its outputs.
-SECTIONS: Mapping[str, str] = {
-    "bootstrap": "§10",
-    "construct": "§9.3, §11",
-    "estimators": "§11",
-    "external": "§11",
-    "insertion": "§11",
-    "stability": "§11",
-    "weights": "§11",
-    **{name: "§12" for name in ENCODER_COLUMNS},
-    **{name: "§16" for name in SUBGROUP_COLUMNS},
-    **{name: "§17" for name in AGREEMENT_COLUMNS},
-}
-
-# Analysis -> {column or 'part.column': one-sentence description}.
-BY_ANALYSIS: Mapping[str, Mapping[str, str]] = {
-    **VALIDATION_COLUMNS,
-    **ENCODER_COLUMNS,
-    **SUBGROUP_COLUMNS,
-    **AGREEMENT_COLUMNS,
-}
+from collections.abc import Iterable, Mapping
 
 GENERIC: Mapping[str, str] = {
     "encoder_id": "Encoder id (registry name).",
@@ -65,21 +36,33 @@ GENERIC: Mapping[str, str] = {
 
 
 def column_doc(
-    analysis: str,
     part: str,
     column: str,
     declared: Mapping[str, str] | None = None,
     section: str | None = None,
 ) -> str | None:
-    """The COMMENT of column `column` of table analysis_<analysis>_<part>, or None if undescribed.
+    """The COMMENT of column `column` of an analysis's table of part `part`, or None if undescribed.
 
     `declared` and `section` are what the analysis gave `register_analysis` (`columns=`,
-    `section=`); they come before the central entries here. The most specific entry wins: this
-    part's, then the analysis's, then `GENERIC`.
+    `section=`). The most specific entry wins: this part's, then the analysis's, then `GENERIC`.
     """
-    own = {**BY_ANALYSIS.get(analysis, {}), **(declared or {})}
+    own = declared or {}
     text = own.get(f"{part}.{column}") or own.get(column) or GENERIC.get(column)
     if text is None:
         return None
-    section = section or SECTIONS.get(analysis)
     return f"{text} docs/METHODS.md {section}." if section else text
+
+
+def in_parts(parts: Iterable[str], docs: Mapping[str, str]) -> dict[str, str]:
+    """The same descriptions keyed 'part.column' for each of `parts`."""
+    return {f"{part}.{column}": text for part in parts for column, text in docs.items()}
+
+
+def rank_agreement_docs(ranking: str, reference: str) -> dict[str, str]:
+    """kendall_tau / spearman_rho / top3_overlap (fn_rank_agreement) said of `ranking` against `reference`."""
+    return {
+        "kendall_tau": f"Kendall tau-b between {ranking} and {reference}, ties corrected; [-1, 1], 1 = same order.",
+        "spearman_rho": f"Spearman rho between {ranking} and {reference}; [-1, 1], 1 = same order.",
+        "top3_overlap": f"|top 3 of {ranking} and top 3 of {reference}| / min(3, n), ties at the cut broken by "
+        "encoder_id; [0, 1], 1 = same top 3.",
+    }

@@ -1,13 +1,13 @@
 """The analysis registry and the one writer every analysis result goes through.
 
 An analysis is a function `(wh, params) -> AnalysisResult`, registered by name with
-`@register_analysis(name, params={...defaults})`. Running one (`run_analysis`) merges
-the caller's params over the declared defaults (an unknown param is a user error),
+`@register_analysis(name, params={"seed": Param(0, "Random seed."), ...})`. Running one
+(`run_analysis`) merges the caller's params over the declared defaults (an unknown param is a user error),
 calls the function and stores every output frame as the warehouse table
 `analysis_<name>_<part>` (plus `analysis_<name>_summary`), all in one transaction,
 with one row per table in the `analyses` table and a COMMENT on each table and column.
-An analysis describes its columns where it is registered (`columns=`, `section=`); the
-descriptions of the built-in ones kept centrally in `columns*.py` still apply (`columns.py`).
+An analysis describes its columns where it is registered (`columns=`, `section=`); names that
+mean the same in every analysis fall back to `columns.GENERIC`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pkgutil
 import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, get_origin
 
 import pandas as pd
 
@@ -50,6 +50,72 @@ class AnalysisResult:
 AnalysisFn = Callable[[Warehouse, Mapping[str, Any]], AnalysisResult]
 
 
+# The help of a param declared by its bare default (a plugin's): the analysis's own docs explain it.
+GENERIC_HELP = "A parameter of the analysis (see its documentation)."
+
+
+@dataclasses.dataclass(frozen=True)
+class Param:
+    """One declared analysis parameter: `Param(1000, "Bootstrap replicates; at least 100.")`.
+
+    `type` is what a command line reads the value as: str, int, float, bool, or list[str] for a
+    repeatable option (None: taken from the default, str when that is None). `flag` and `short`
+    name the command-line option where it is not `--<name-with-dashes>` (encoders: --encoder, -e).
+    `name` is the key it is declared under, filled in at registration. A param shared by several
+    analyses (seed, panel, dataset, ...) declares the same type, flag and short everywhere.
+    """
+
+    default: Any = None
+    help: str = GENERIC_HELP
+    type: Any = None
+    flag: str | None = None
+    short: str | None = None
+    name: str = ""
+
+    @property
+    def cli_flag(self) -> str:
+        """The command-line option: `flag`, else --<name-with-dashes>."""
+        return self.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def repeatable(self) -> bool:
+        """A list-valued param: its option may be given several times."""
+        return get_origin(self.type) is list
+
+
+def _type_of(default: Any) -> Any:
+    if default is None:
+        return str
+    if isinstance(default, (list, tuple)):
+        return list[str]
+    return type(default)
+
+
+def _fits(default: Any, kind: Any) -> bool:
+    """Whether `default` is a value of type `kind` (None always is: 'not given'; an int is a float)."""
+    check = get_origin(kind) or kind
+    if default is None or not isinstance(check, type):
+        return True
+    if isinstance(default, bool) or check is bool:
+        return isinstance(default, bool) and check is bool
+    if check is list:
+        return isinstance(default, (list, tuple))
+    return isinstance(default, check) or (check is float and isinstance(default, int))
+
+
+def declared_param(analysis: str, name: str, value: Any) -> Param:
+    """`value` (a Param, or a plugin's bare default) as the Param declared under `name`, its type resolved."""
+    param = value if isinstance(value, Param) else Param(value)
+    if param.name not in ("", name):
+        raise ValueError(f"analysis {analysis!r} declares param {name!r} as Param(name={param.name!r})")
+    kind = param.type if param.type is not None else _type_of(param.default)
+    if not _fits(param.default, kind):
+        raise ValueError(
+            f"analysis {analysis!r} param {name!r}: default {param.default!r} is not of its declared type {kind}"
+        )
+    return dataclasses.replace(param, type=kind, name=name)
+
+
 # An analysis's declared output: part name -> the columns of table `analysis_<name>_<part>`
 # (part "summary" included). Readers (the report, notebooks) may rely on exactly these names.
 Outputs = Mapping[str, Sequence[str]]
@@ -60,16 +126,21 @@ class AnalysisSpec:
     name: str
     fn: AnalysisFn
     description: str
-    params: Mapping[str, Any]
+    params: Mapping[str, Param]  # name -> its declaration (default, help, type, CLI flag)
     outputs: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     # Column or 'part.column' -> one-sentence description; section: its docs/METHODS.md section.
     column_docs: Mapping[str, str] = dataclasses.field(default_factory=dict)
     section: str | None = None
     reads: tuple[str, ...] = ("runs",)  # the inputs whose change makes its stored tables stale (inputs.READS)
 
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """Every param's default, by name."""
+        return {name: p.default for name, p in self.params.items()}
+
     def column_doc(self, part: str, column: str) -> str | None:
         """The COMMENT of `column` of table analysis_<name>_<part> (see `columns.column_doc`)."""
-        return column_doc(self.name, part, column, self.column_docs, self.section)
+        return column_doc(part, column, self.column_docs, self.section)
 
     def columns(self, part: str, *names: str) -> tuple[str, ...]:
         """The declared columns of `part`, after checking `names` are among them (a reader's bug if not)."""
@@ -100,7 +171,7 @@ def _spec(
         name,
         fn,
         description or (doc[0] if doc else ""),
-        dict(params or {}),
+        {key: declared_param(name, key, value) for key, value in (params or {}).items()},
         {part: tuple(cols) for part, cols in (outputs or {}).items()},
         dict(columns or {}),
         section,
@@ -130,7 +201,8 @@ def register_analysis(
     section: str | None = None,
     reads: Sequence[str] = ("runs",),
 ) -> Callable[[AnalysisFn], AnalysisFn]:
-    """Register `fn` as analysis `name`; `params` declares every accepted param and its default,
+    """Register `fn` as analysis `name`; `params` declares every accepted param (`Param`: its
+    default, help and type; a bare default is accepted, with a generic help),
     `outputs` every table part it may write and that part's columns (see `check_outputs`),
     `columns` what each column holds (keyed by column, or 'part.column' where one part differs;
     one sentence each, the COMMENT ON COLUMN of its table), `section` the docs/METHODS.md
@@ -140,12 +212,13 @@ def register_analysis(
         raise ValueError(f"invalid analysis name {name!r}")
     if not reads or set(reads) - set(READS):
         raise ValueError(f"analysis {name!r} reads {list(reads)!r}; declare some of {list(READS)!r}")
+    declared = {key: declared_param(name, key, value) for key, value in (params or {}).items()}
     parts = set(outputs or {})
     for key in columns or {}:
         if "." in key and key.split(".")[0] not in parts:
             raise ValueError(f"analysis {name!r} describes column {key!r} of a part it does not declare")
     return ANALYSES.register(
-        name, params=params, description=description, outputs=outputs, columns=columns, section=section, reads=reads
+        name, params=declared, description=description, outputs=outputs, columns=columns, section=section, reads=reads
     )
 
 
@@ -193,7 +266,7 @@ def resolve_params(spec: AnalysisSpec, params: Mapping[str, Any] | None) -> dict
     if unknown:
         accepted = ", ".join(spec.params) or "none"
         raise CrsbenchError(f"analysis {spec.name} does not take {', '.join(unknown)} (accepted params: {accepted})")
-    return {**spec.params, **given}
+    return {**spec.defaults, **given}
 
 
 def table_name(analysis: str, part: str) -> str:

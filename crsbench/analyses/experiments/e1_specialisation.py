@@ -25,7 +25,7 @@ import pandas as pd
 from scipy import stats
 
 from crsbench.analyses.common import datasets_frame, encoders_frame, seed_metrics
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.core import CLEAN, FROZEN, SHIFT
 from crsbench.warehouse import panels
 from crsbench.warehouse.connection import Warehouse
@@ -198,9 +198,67 @@ def by_scope(shift: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return pd.DataFrame(summary, columns=list(SCOPE_COLUMNS)), pd.DataFrame(tests, columns=list(WELCH_COLUMNS))
 
 
+_SCOPE = "Encoder's pretraining scope: general, broad_medical or specialty."
+
+
+_CELL_AUROC = "seed-mean clean full-label AUROC of the logreg probe at depth 1.0 on the dataset's own test split"
+
+
+DOCS = {
+    "scope": _SCOPE,
+    "domain": "Encoder's matched clinical domain: derm, eye or rad (encoders without one are left out).",
+    "auroc": f"Cell AUROC = the discrimination axis: {_CELL_AUROC}; [0, 1], higher is better.",
+    "crs": "Per-dataset CRS of the cell from crs_cell of the panel (crs_cohort_cell in cohort mode), frozen regime; "
+    "[0, 1], higher is better.",
+    "dataset_domain": "Clinical domain of the dataset: derm, eye, rad or none.",
+    "in_domain": "True when the dataset's domain is the encoder's (an in-domain cell).",
+    "panel": "Reference panel whose crs_cell gives the cell CRS ('cohort' = cohort mode, crs_cohort_cell, when no "
+    "panel is frozen).",
+    "in_datasets": "In-domain datasets (domain equal to the encoder's), comma-separated and sorted.",
+    "n_out": "Number of the encoder's out-of-domain cells; count.",
+    "auroc_in": "AUROC_in: mean cell AUROC over the in-domain datasets; [0, 1]; NULL without one.",
+    "auroc_out": "AUROC_out: mean cell AUROC over the out-of-domain datasets; [0, 1]; NULL without one.",
+    "crs_in": "CRS_in: mean per-dataset CRS over the in-domain cells; [0, 1].",
+    "crs_out": "CRS_out: mean per-dataset CRS over the out-of-domain cells; [0, 1].",
+    "dspec": "Specialisation Dspec = auroc_in - auroc_out; AUROC points, positive = better in its own domain.",
+    "dood": "Dood = crs_in - crs_out; CRS points, positive = more reliable in its own domain.",
+    "source_id": "Shift pair source: the dataset the probe was trained on.",
+    "target_id": "Shift pair target: evaluated with condition shift by the source-trained probe (same fits).",
+    "source_auroc": "Seed-mean clean AUROC on the source's own test split (logreg, depth 1.0, full labels); [0, 1].",
+    "target_auroc": "Seed-mean AUROC on the target (condition shift, the same fits); [0, 1].",
+    "gap": "source_auroc - target_auroc; AUROC points, positive = lost under shift.",
+    "relative_gap": "(source_auroc - target_auroc) / source_auroc; fraction of the source AUROC lost, lower is better.",
+    "retention": "target_auroc / source_auroc; ratio, 1 = nothing lost, higher is better.",
+    "shift_scope.scope": "Scope group: general, broad_medical, specialty, or medical (broad_medical and specialty "
+    "together).",
+    "n_encoders": "Encoders of the group with this shift pair; count.",
+    "shift_scope.source_auroc": "Mean source_auroc over the group's encoders; [0, 1].",
+    "shift_scope.target_auroc": "Mean target_auroc over the group's encoders; [0, 1].",
+    "shift_scope.relative_gap": "Mean relative_gap over the group's encoders; fraction, lower is better.",
+    "metric": "Per-encoder quantity compared (a column of analysis_e1_shift): target_auroc or relative_gap.",
+    "group_a": "First group of the comparison: general or broad_medical.",
+    "group_b": "Second group: broad_medical, specialty, or medical (broad_medical and specialty together).",
+    "n_a": "Encoders of group_a with a value; count.",
+    "n_b": "Encoders of group_b with a value; count.",
+    "mean_a": "Mean of metric over group_a's encoders.",
+    "mean_b": "Mean of metric over group_b's encoders.",
+    "t": "Welch t statistic of group_a against group_b (scipy.stats.ttest_ind, unequal variances); NaN when a group "
+    "has fewer than 2 encoders.",
+    "p_value": "Two-sided Welch t-test p-value; [0, 1]; NaN when a group has fewer than 2 encoders.",
+}
+
+
 @register_analysis(
     "e1",
-    params={"panel": None},
+    columns=DOCS,
+    section="§12",
+    params={
+        "panel": Param(
+            None,
+            "Reference panel whose per-dataset CRS to use (default: the latest frozen panel, else cohort mode).",
+            str,
+        )
+    },
     outputs={
         "cells": CELL_COLUMNS,
         "specialisation": SPECIALISATION_COLUMNS,

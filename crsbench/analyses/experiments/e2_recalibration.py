@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 from threadpoolctl import threadpool_limits
 
+from crsbench.analyses.columns import in_parts
 from crsbench.analyses.common import dataset_task, fit_predictions, label_matrix, labels_of, load_runs
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.core import CALIB, CLEAN, SHIFT, CrsbenchError
 from crsbench.ingest.types import Task
 from crsbench.probes import metrics
@@ -259,9 +260,84 @@ SUMMARY_COLUMNS = (
 )
 
 
+_E2_SCORES = {
+    "ece": (
+        "ECE",
+        "15 equal-width bins, top-label (mean per-label binary ECE for multilabel); [0, 1], lower is better",
+    ),
+    "brier": ("Brier score", "[0, 2] multiclass, [0, 1] multilabel; lower is better"),
+    "auroc": ("macro AUROC", "[0, 1], higher is better"),
+}
+
+
+_E2_WHEN = {"before": "before recalibration", "after": "after recalibration"}
+
+
+_E2_FITS = {
+    f"{s}_{w}": f"{name} of the fit's test predictions {when}; {unit}."
+    for s, (name, unit) in _E2_SCORES.items()
+    for w, when in _E2_WHEN.items()
+}
+
+
+_E2_SEED_MEANS = {
+    f"{s}_{w}": f"Seed mean of the {name} of the test predictions {when}; {unit}."
+    for s, (name, unit) in _E2_SCORES.items()
+    for w, when in _E2_WHEN.items()
+}
+
+
+_E2_CELL_MEANS = {  # the summary averages ECE only; Brier and AUROC appear as changes
+    f"ece_{w}": f"Mean over the cells of the seed-mean {_E2_SCORES['ece'][0]} {when}; {_E2_SCORES['ece'][1]}."
+    for w, when in _E2_WHEN.items()
+}
+
+
+DOCS = {
+    "fit_id": "The recalibrated probe fit (runs.fit_id): logreg, frozen, depth 1.0, full labels, one seed.",
+    "condition": "Condition of the test predictions: clean, <perturbation>-s<severity 1..3> or shift.",
+    "method": "Recalibration map fitted on the fit's calib predictions: temperature, vector, isotonic or dirichlet.",
+    "reliability.method": "Recalibration map (temperature, vector, isotonic, dirichlet), or uncalibrated for the "
+    "predictions before recalibration.",
+    "kind": "Condition kind: clean, corruption (one of the perturbations) or shift.",
+    **_E2_SEED_MEANS,
+    **in_parts(["fits"], _E2_FITS),
+    **in_parts(["summary"], _E2_CELL_MEANS),
+    "fits.top_label_changed": "Share of test images whose argmax class the map changes; [0, 1]; NaN for multilabel.",
+    "top_label_changed": "Seed mean of the share of test images whose argmax class the map changes; [0, 1]; NaN for "
+    "multilabel.",
+    "n_seeds": "Seeds (fits) averaged in the cell; count.",
+    "ece_reduction": "ece_before - ece_after (seed means); ECE points, positive = recalibration helped.",
+    "relative_ece_reduction": "ece_reduction / ece_before; fraction of the ECE removed, negative = worse.",
+    "brier_change": "Change of the Brier score (mean squared error of the predicted probabilities) that "
+    "recalibration brings: brier_after - brier_before, seed means; negative = recalibration helped.",
+    "auroc_change": "auroc_after - auroc_before (seed means); AUROC points, 0 = ranking of the images unchanged.",
+    "summary.relative_ece_reduction": "Mean relative_ece_reduction over the cells; fraction of the ECE removed.",
+    "summary.brier_change": "Mean over the cells of the Brier-score change brier_after - brier_before (mean "
+    "squared error of the probabilities); negative = recalibration helped.",
+    "summary.auroc_change": "Mean auroc_change over the cells; AUROC points.",
+    "n_cells": "Cells (encoder, dataset, eval dataset, condition) of this method and kind; count.",
+    "max_abs_auroc_change": "Largest |auroc_change| over the cells; AUROC points.",
+    "reliability.condition": "Condition diagrammed: clean or shift.",
+    "bin": "Confidence bin 0..14: bin i holds confidences in [i/15, (i+1)/15), the last also 1.0.",
+    "confidence": "Mean confidence in the bin (max p; p(label = 1) pooled over labels for multilabel), sums over "
+    "seeds divided by count; [0, 1].",
+    "accuracy": "Observed frequency in the bin: share correct (argmax = label), or share positive for multilabel; "
+    "[0, 1], equal to confidence when calibrated.",
+    "count": "Predictions in the bin summed over seeds (image x label pairs for multilabel); count; empty bins are "
+    "left out.",
+}
+
+
 @register_analysis(
     "e2",
-    params={"methods": DEFAULT_METHODS},
+    columns=DOCS,
+    section="§12",
+    params={
+        "methods": Param(
+            DEFAULT_METHODS, "Recalibration maps, comma-separated: temperature, vector, isotonic, dirichlet."
+        )
+    },
     outputs={
         "fits": FIT_COLUMNS,
         "cells": CELL_COLUMNS,

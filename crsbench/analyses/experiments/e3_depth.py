@@ -75,8 +75,30 @@ def sweeps(means: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SWEEP_COLUMNS)
 
 
+_DEPTH = "ties go to the deeper layer"
+
+
+DOCS = {
+    "depth": "Relative encoder depth of the features: 0.25, 0.5, 0.75 or 1.0 (the last block).",
+    "auroc": "Seed-mean clean full-label AUROC at this depth (logreg, frozen); [0, 1], higher is better.",
+    "ece": "Seed-mean clean full-label ECE at this depth (logreg, frozen); [0, 1], lower is better.",
+    "n_seeds": "Seeds averaged; count.",
+    "n_depths": "Depths with an AUROC in the sweep; count (4 with the full grid).",
+    "best_depth": f"Depth with the highest seed-mean AUROC; {_DEPTH}.",
+    "best_auroc": "Seed-mean AUROC at best_depth; [0, 1].",
+    "final_auroc": "Seed-mean AUROC at depth 1.0 (the final block); [0, 1].",
+    "auroc_gain": "best_auroc - final_auroc; AUROC points, > 0 only when an intermediate depth wins.",
+    "intermediate_wins": "True when an intermediate depth is strictly better than the final block (best_depth < 1).",
+    "best_ece_depth": f"Depth with the lowest seed-mean ECE; {_DEPTH}.",
+    "best_ece": "Seed-mean ECE at best_ece_depth; [0, 1], lower is better.",
+    "final_ece": "Seed-mean ECE at depth 1.0 (the final block); [0, 1], lower is better.",
+}
+
+
 @register_analysis(
     "e3",
+    columns=DOCS,
+    section="§12",
     params={},
     outputs={
         "depths": ("encoder_id", "dataset_id", "depth", "auroc", "ece", "n_seeds"),

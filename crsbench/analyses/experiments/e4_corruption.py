@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from crsbench.analyses.columns import in_parts
 from crsbench.analyses.common import seed_metrics
 from crsbench.analyses.registry import AnalysisResult, register_analysis
 from crsbench.core import CALIB, CLEAN, SHIFT
@@ -103,8 +104,50 @@ def correlations(effects: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return cells[list(CELL_COLUMNS)], table
 
 
+_E4_EFFECTS = {
+    "auroc_drop": "AUROC drop auroc_clean - auroc; AUROC points, positive = lost under the condition",
+    "ece_rise": "ECE rise ece - ece_clean; ECE points, positive = worse calibrated",
+    "confidence_shift": "confidence shift: mean confidence under the condition minus clean; positive = more confident",
+    "overconfidence": "overconfidence: mean confidence minus accuracy under the condition; positive = overconfident",
+}
+
+
+_E4_BY_CONDITION = {e: f"Mean over the cells of the {text}." for e, text in _E4_EFFECTS.items()}
+
+
+DOCS = {
+    "condition": "Non-clean condition: <perturbation>-s<severity 1..3>, or shift (the shift target).",
+    "kind": "corruption (a perturbation), or shift (listed, left out of the correlations).",
+    "n_seeds": "Seeds averaged under this condition; count.",
+    "auroc_clean": "Seed-mean clean AUROC of the cell; [0, 1].",
+    "auroc": "Seed-mean AUROC under the condition; [0, 1].",
+    "ece_clean": "Seed-mean clean ECE of the cell; [0, 1], lower is better.",
+    "ece": "Seed-mean ECE under the condition; [0, 1], lower is better.",
+    **{e: text[0].upper() + text[1:] + " (seed means)." for e, text in _E4_EFFECTS.items()},
+    "overconfidence_clean": "Mean confidence minus accuracy on the clean test split (seed means); positive = "
+    "overconfident.",
+    **{
+        f"mean_{e}": f"Mean over the cell's corruption conditions (shift excluded) of the {t}."
+        for e, t in _E4_EFFECTS.items()
+    },
+    "max_ece_rise": "Largest ECE rise over the cell's corruption conditions; ECE points.",
+    **in_parts(["by_condition", "summary"], _E4_BY_CONDITION),
+    "n_cells": "Cells (encoder x dataset) with this condition; count.",
+    "level": "'cells' (each cell's mean drop and rise over its corruptions) or 'cell_conditions' (every cell x "
+    "corruption row).",
+    "x": "First variable correlated: auroc_drop.",
+    "y": "Second variable correlated: ece_rise.",
+    "n": "Pairs with both values; count.",
+    "pearson_r": "Pearson r between AUROC drop and ECE rise; [-1, 1]; NaN with fewer than 3 pairs or a constant "
+    "variable.",
+    "p_value": "Two-sided p-value of pearson_r (scipy.stats.pearsonr); [0, 1].",
+}
+
+
 @register_analysis(
     "e4",
+    columns=DOCS,
+    section="§12",
     params={},
     outputs={
         "conditions": CONDITION_COLUMNS,

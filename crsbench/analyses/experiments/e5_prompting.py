@@ -28,7 +28,7 @@ import pandas as pd
 
 from crsbench.analyses.common import seed_metrics
 from crsbench.analyses.experiments.prompting import STYLES, UNPARSED, Prompt, build_prompt, parse_answer
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.core import CLEAN, CrsbenchError
 from crsbench.ingest.types import Dataset, Task
 from crsbench.warehouse.connection import Warehouse
@@ -255,19 +255,46 @@ def run_e5(wh: Warehouse, params: Mapping[str, Any], generate: GenerateFn | None
     return AnalysisResult({"answers": stored, "parsed": parsed}, summary, notes)
 
 
+DOCS = {
+    "model_id": "Generative vision-language model that answered: a local folder or a cached Hugging Face hub id.",
+    "dataset_id": "Dataset whose test images the model was asked about.",
+    "style": "Prompt style: simple, multiple_choice, chain_of_thought, refined or few_shot.",
+    "prompt": "The question sent with the image (few-shot examples go before it as separate turns).",
+    "answer": "The model's answer text (greedy decoding).",
+    "option_probs": "Softmax of the first generated token's logits over the option letters (multiple_choice); "
+    "NULL for the other styles.",
+    "parsed_idx": "Label index the parser read from the answer; NULL when unparsed.",
+    "parsed_label": "Label name of parsed_idx, or 'unparsed'.",
+    "correct": "True when the parsed label is the image's class (multilabel: one of its positive labels); an "
+    "unparsed answer is false.",
+    "n": "Answers of this model, dataset and style; count.",
+    "n_parsed": "Answers the parser mapped to a label; count.",
+    "coverage": "n_parsed / n; [0, 1].",
+    "accuracy": "Share of answers correct, an unparsed one counting as wrong; [0, 1], higher is better.",
+    "accuracy_parsed": "Share correct among the parsed answers; [0, 1]; NaN when none parsed.",
+    "macro_auroc": "Macro one-vs-rest AUROC of option_probs (multiple_choice only); [0, 1]; NaN otherwise or when a "
+    "class is absent.",
+    "probe_encoder": "Encoder whose frozen probe has the best seed-mean clean full-label AUROC on this dataset.",
+    "probe_auroc": "That probe's seed-mean clean AUROC (logreg, depth 1.0, full labels); [0, 1].",
+    "probe_accuracy": "That probe's seed-mean clean accuracy (argmax; multilabel: per label at 0.5); [0, 1].",
+}
+
+
 @register_analysis(
     "e5",
+    columns=DOCS,
+    section="§12",
     params={
-        "model": None,
-        "dataset": None,
-        "styles": list(STYLES),
-        "n_images": 0,
-        "shots": 1,
-        "max_new_tokens": 64,
-        "device": "cpu",
-        "seed": 0,
-        "generate": True,
-        "regenerate": False,
+        "model": Param(None, "Generative VLM: local folder or cached hub id.", str),
+        "dataset": Param(None, "Dataset whose test images are asked about.", str, short="-d"),
+        "styles": Param(list(STYLES), "Prompt style (repeatable): " + ", ".join(STYLES) + ".", list[str], "--style"),
+        "n_images": Param(0, "Test images asked about, drawn at random (0 = all)."),
+        "shots": Param(1, "Examples per label, from the train split, in the few_shot prompt."),
+        "max_new_tokens": Param(64, "Longest answer generated, in tokens."),
+        "device": Param("cpu", "Torch device the model runs on."),
+        "seed": Param(0, "Random seed of the image draw and the few-shot examples."),
+        "generate": Param(True, "Ask the model (false: re-parse the stored answers only)."),
+        "regenerate": Param(False, "Ask again for this model and dataset, replacing the stored answers."),
     },
     outputs={
         "answers": ANSWER_COLUMNS,

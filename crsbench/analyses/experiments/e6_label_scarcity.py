@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.common import encoders_frame, seed_metrics
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.core import CLEAN, CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
@@ -93,9 +93,33 @@ def scarcity(curve: pd.DataFrame, reference: str) -> pd.DataFrame:
     return out
 
 
+_FRACTION = "Seed-mean clean AUROC (logreg, depth 1.0) at {} of the labels; [0, 1]; NULL when not run."
+
+
+DOCS = {
+    "label_fraction": "Fraction of the training split the probe was fitted on: 0.01, 0.05, 0.10, 0.25 or 1.0.",
+    "auroc": "Seed-mean clean AUROC at this label fraction (logreg, depth 1.0); [0, 1], higher is better.",
+    "n_seeds": "Seeds averaged; count.",
+    "auroc_1pct": _FRACTION.format("1 %"),
+    "auroc_10pct": _FRACTION.format("10 %"),
+    "auroc_full": _FRACTION.format("100 %"),
+    "reference_id": "Reference encoder: the reference param, by default ViT-B/16 (else the first probed id "
+    "containing 'vit').",
+    "reference_auroc_full": "The reference encoder's full-label AUROC on this dataset; [0, 1].",
+    "crossover_fraction": "Smallest label fraction at which the encoder's AUROC reaches (>=) reference_auroc_full; "
+    "NULL if it never does.",
+}
+
+
 @register_analysis(
     "e6",
-    params={"reference": None},
+    columns=DOCS,
+    section="§12",
+    params={
+        "reference": Param(
+            None, "Reference encoder id (default ViT-B/16, else the first probed id containing 'vit').", str
+        )
+    },
     outputs={
         "curve": ("encoder_id", "dataset_id", "label_fraction", "auroc", "n_seeds"),
         "scarcity": COLUMNS,

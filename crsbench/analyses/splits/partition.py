@@ -23,7 +23,7 @@ import pandas as pd
 from crsbench.analyses.agreement import inputs
 from crsbench.analyses.common import label_matrix
 from crsbench.analyses.merge import rows_scope
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.splits.partition_cv import (
     check_folds,
     clustered_delong,
@@ -170,7 +170,15 @@ def dataset_rows(
 
 @register_analysis(
     "partition",
-    params={"dataset": None, "encoders": None, "folds": 5, "seed": 0, "level": 0.95},
+    params={
+        "dataset": Param(None, "Dataset name (default every one): adds or replaces its rows only.", str, short="-d"),
+        "encoders": Param(
+            None, "Encoder to include (repeatable; default every one with features).", list[str], "--encoder", "-e"
+        ),
+        "folds": Param(5, "Cross-validation folds (group-safe, stratified)."),
+        "seed": Param(0, "Random seed of the folds."),
+        "level": Param(0.95, "Confidence level of the clustered DeLong intervals; (0, 1)."),
+    },
     outputs={"summary": COLUMNS},
     columns=DOCS,
     section="§18.1",

@@ -31,7 +31,7 @@ import pandas as pd
 from crsbench.analyses.agreement import inputs
 from crsbench.analyses.common import dataset_task, label_matrix
 from crsbench.analyses.merge import rows_scope
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.splits.partition import DEPTH, POOL, frozen_sources, listed_encoders
 from crsbench.analyses.splits.partition_cv import one_thread, standardise
 from crsbench.analyses.subgroups.subgroups import replace_rows
@@ -329,7 +329,14 @@ def check_repeats(value: Any) -> int:
 
 @register_analysis(
     "resplit",
-    params={"repeats": 20, "dataset": None, "encoders": None, "seed": 0},
+    params={
+        "repeats": Param(20, "Re-drawn train/calib partitions; at least 2."),
+        "dataset": Param(None, "Dataset name (default every one): adds or replaces its rows only.", str, short="-d"),
+        "encoders": Param(
+            None, "Encoder to include (repeatable; default every one with features).", list[str], "--encoder", "-e"
+        ),
+        "seed": Param(0, "Random seed of the re-drawn partitions."),
+    },
     outputs={"repeats": REPEAT_COLUMNS, "summary": SUMMARY_COLUMNS},
     columns=DOCS,
     section="§18.2",

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.common import label_targets
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.core import CrsbenchError
 from crsbench.ingest.types import Task
 from crsbench.warehouse.connection import Warehouse
@@ -229,7 +229,11 @@ def _datasets(wh: Warehouse, requested: object) -> tuple[list[str], list[str]]:
 
 @register_analysis(
     "shortcuts",
-    params={"dataset": None, "folds": 5, "seed": 0},
+    params={
+        "dataset": Param(None, "Dataset name (default every one): adds or replaces its rows only.", str, short="-d"),
+        "folds": Param(5, "Cross-validation folds of the pool."),
+        "seed": Param(0, "Random seed of the folds."),
+    },
     outputs={"summary": SUMMARY_COLUMNS},
     section="§19",
     reads=("images",),  # file properties and labels, never runs: probing leaves it fresh

@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.common import label_targets, load_predictions
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.subgroups import operating_subgroups as og
 from crsbench.analyses.subgroups.subgroups import RUN_COLUMNS, check_keys, listed, replace_rows
 from crsbench.analyses.subgroups.thresholds import (
@@ -141,16 +141,47 @@ def choose(rule: str, positive: np.ndarray, score: np.ndarray, sensitivity: floa
     return math.nan  # argmax: no threshold
 
 
+DOCS = {
+    "rule": "Threshold rule: youden or sens90 (binary, multilabel), argmax or youden_ovr (multiclass, ordinal), "
+    "or fixed (the user's threshold, any task).",
+    "condition_kind": "clean (own test split), perturbed (the perturbed conditions together) or shift.",
+    "n_runs": "Runs averaged (their classes or labels averaged too); count.",
+    "balanced_accuracy": "Mean balanced accuracy (sensitivity + specificity) / 2 at the calibration-chosen threshold.",
+    "sensitivity": "Mean sensitivity at the calibration-chosen threshold.",
+    "specificity": "Mean specificity at the calibration-chosen threshold.",
+    "transfer_gap": "Mean threshold transfer gap: balanced accuracy at the test-optimal threshold minus at the "
+    "calibration-chosen one; lower is better (>= 0 except for argmax, whose calls are no threshold).",
+    "subgroups.run_id": "The run whose stored predictions were thresholded (runs.run_id).",
+    "subgroups.probe": "Probe of the run (logreg by default).",
+    "subgroups.label_idx": "Class or label index the calls are for (one-vs-rest above 2 classes).",
+    "subgroups.label": "Class or label name the calls are for.",
+    "subgroups.threshold": "Threshold applied (p >= threshold called positive); NULL for argmax.",
+    "subgroups.key": "Metadata key the groups come from (image_metadata.key).",
+    "subgroups.value": "The group: the key's value; images without a value are in no group of that key.",
+    "subgroups.n_images": "Evaluated images of the group; count.",
+    "subgroups.n_positive": "Positive images (of this class or label) in the group; count.",
+    "subgroups.sensitivity": "TP / (TP + FN) within the group at the threshold; NULL without positives.",
+    "subgroups.specificity": "TN / (TN + FP) within the group at the threshold; NULL without negatives.",
+}
+
+
 @register_analysis(
     "operating_points",
+    columns=DOCS,
+    section="§16",
     params={
-        "probe": PRIMARY_PROBE,
-        "depth": 1.0,
-        "fraction": 1.0,
-        "rules": None,
-        "sensitivity": 0.90,
-        "threshold": None,
-        "keys": None,
+        "probe": Param(PRIMARY_PROBE, "Probe whose runs are thresholded."),
+        "depth": Param(1.0, "Relative depth of the runs: 0.25, 0.5, 0.75 or 1.0 (--set depth=all for every one)."),
+        "fraction": Param(1.0, "Label fraction of the runs (--set fraction=all for every one)."),
+        "rules": Param(
+            None,
+            "Threshold rule (repeatable): youden, sens90, argmax, youden_ovr, fixed (default all but fixed).",
+            list[str],
+            "--rule",
+        ),
+        "sensitivity": Param(0.90, "Target sensitivity of rule sens90; (0, 1]."),
+        "threshold": Param(None, "Fixed probability threshold, p >= T called positive (adds rule fixed).", float),
+        "keys": Param(None, "Metadata key to form subgroups by (repeatable; default none).", list[str], "--key"),
     },
     outputs={"subgroups": SUBGROUP_COLUMNS, "summary": SUMMARY_COLUMNS},
 )

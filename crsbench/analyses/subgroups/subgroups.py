@@ -21,7 +21,7 @@ import pandas as pd
 
 from crsbench.analyses.common import load_predictions
 from crsbench.analyses.merge import dataset_column
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.subgroups.metrics import METRICS, Gap, GroupScore, gaps, score_groups
 from crsbench.analyses.uncertainty.resample import EvalImages, draw_images, eval_images
 from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
@@ -127,18 +127,32 @@ def check_keys(wh: Warehouse, keys: Sequence[str], datasets: Sequence[str]) -> l
     return list(keys) or known
 
 
+DOCS = {
+    "key": "Metadata key the groups come from (image_metadata.key).",
+    "metric": "auroc, ece, brier or accuracy.",
+    "n_runs": "Runs (seeds) averaged; count.",
+    "worst_group": "The subgroup (metadata value) worst in most of the runs (ties: the first in sorted order).",
+    "worst": "Seed mean of the worst subgroup's metric (lowest AUROC or accuracy, highest ECE or Brier).",
+    "gap": "Seed mean of the best - worst gap over the scored subgroups; >= 0, lower is fairer.",
+    "gap_lo": "Seed mean of the gap's 2.5th bootstrap percentile (image-level replicates).",
+    "gap_hi": "Seed mean of the gap's 97.5th bootstrap percentile (image-level replicates).",
+}
+
+
 @register_analysis(
     "subgroups",
+    columns=DOCS,
+    section="§16",
     params={
-        "keys": None,
-        "probe": PRIMARY_PROBE,
-        "depth": 1.0,
-        "fraction": 1.0,
-        "conditions": "clean,shift",
-        "min_positives": 3,
-        "min_negatives": 3,
-        "replicates": 200,
-        "seed": 0,
+        "keys": Param(None, "Metadata key to form subgroups by (repeatable; default all).", list[str], "--key"),
+        "probe": Param(PRIMARY_PROBE, "Probe whose runs are scored."),
+        "depth": Param(1.0, "Relative depth of the runs: 0.25, 0.5, 0.75 or 1.0 (--set depth=all for every one)."),
+        "fraction": Param(1.0, "Label fraction of the runs (--set fraction=all for every one)."),
+        "conditions": Param("clean,shift", "Conditions scored, comma-separated."),
+        "min_positives": Param(3, "Positives a class needs within a subgroup to be scored."),
+        "min_negatives": Param(3, "Negatives a class needs within a subgroup to be scored."),
+        "replicates": Param(200, "Image-level bootstrap replicates of each gap's interval; 0 for none."),
+        "seed": Param(0, "Random seed of the bootstrap."),
     },
     outputs={"summary": SUMMARY_COLUMNS},
 )

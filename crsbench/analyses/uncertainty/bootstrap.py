@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.registry import AnalysisResult, register_analysis, table_name
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis, table_name
 from crsbench.analyses.uncertainty.intervals import (
     cannot_vary,
     fixed_note,
@@ -294,16 +294,84 @@ def bootstrap_scores(
     return replicate_scores(wh, runs, pd.concat(metrics, ignore_index=True), draws), notes
 
 
+_POINT = "replicate 0: every seed and test image once"
+
+
+_AUROC = "aggregate AUROC (the discrimination axis: mean over complete cells of the seed-mean clean full-label AUROC)"
+
+
+def _percentile(which: str, of: str) -> str:
+    return f"{which} of {of} over replicates 1..R (numpy linear percentile)"
+
+
+DOCS = {
+    "panel": "Reference panel whose members were bootstrapped ('cohort' = every frozen-regime encoder with "
+    "aggregate axes, when no panel is frozen); anchors and Pareto reference are recomputed over its members "
+    "in every replicate.",
+    "crs": f"Point estimate of the aggregate CRS ({_POINT}; equals crs_encoder while the panel's runs are those it "
+    "was frozen on); [0, 1], higher is better.",
+    "crs_median": _percentile("Median (50th percentile)", "the aggregate CRS") + "; [0, 1].",
+    "crs_lo": "Lower end of the 95 % percentile bootstrap interval of the encoder's CRS: "
+    + _percentile("the 2.5th percentile", "its CRS")
+    + "; [0, 1].",
+    "crs_hi": "Upper end of the 95 % percentile bootstrap interval of the encoder's CRS: "
+    + _percentile("the 97.5th percentile", "its CRS")
+    + "; [0, 1].",
+    "auroc": f"Point estimate ({_POINT}) of the {_AUROC}; [0, 1], higher is better.",
+    "auroc_lo": "Lower end of the 95 % percentile bootstrap interval of the aggregate AUROC: "
+    + _percentile("the 2.5th percentile", "it")
+    + "; [0, 1].",
+    "auroc_hi": "Upper end of the 95 % percentile bootstrap interval of the aggregate AUROC: "
+    + _percentile("the 97.5th percentile", "it")
+    + "; [0, 1].",
+    "rank": "CRS rank at the point estimate: 1 + the number of members with a strictly higher CRS "
+    "(tied encoders share a rank; 1 = best).",
+    "mean_rank": "Mean CRS rank over the replicates 1..R in which the encoder has a CRS; ranks, 1 = best.",
+    "p_rank1": "P(rank 1): share of replicates 1..R in which the encoder ranks first (ties included); [0, 1].",
+    "p_top3": "P(top 3): share of replicates 1..R in which the encoder's CRS rank is 3 or better; [0, 1].",
+    "n_replicates": "Number of replicates 1..R in which the encoder has a CRS; count.",
+    "leading_tier": "True for the leading tier: P(top 3) >= tier_threshold (default 0.5), or the highest P(rank 1) "
+    "of the panel (so the tier is never empty).",
+    "encoder_a": "Encoder of the pair with the higher point CRS (ties broken by encoder_id).",
+    "encoder_b": "Encoder of the pair with the lower or equal point CRS.",
+    "diff": "Point CRS difference crs(encoder_a) - crs(encoder_b) at replicate 0; CRS points, >= 0 by the pair's order.",
+    "diff_median": _percentile("Median", "the paired difference crs(encoder_a) - crs(encoder_b)") + "; CRS points.",
+    "diff_lo": "Lower end of the 95 % interval of the paired difference crs(encoder_a) - crs(encoder_b): "
+    + _percentile("the 2.5th percentile", "it")
+    + "; above 0 = the pair is separated.",
+    "diff_hi": "Upper end of the 95 % interval of the paired difference crs(encoder_a) - crs(encoder_b): "
+    + _percentile("the 97.5th percentile", "it")
+    + ".",
+    "p_a_better": "Share of replicates 1..R in which encoder_a's CRS is strictly higher than encoder_b's; [0, 1].",
+    "replicate": "Bootstrap replicate: 0 = the point estimate (every seed and test image once), 1..R = resampled.",
+    "replicates.crs": "Aggregate CRS of the encoder in this replicate, anchors and Pareto reference recomputed over "
+    "the members; [0, 1], higher is better.",
+    "replicates.auroc": f"The encoder's {_AUROC} in this replicate; [0, 1], higher is better.",
+    "replicates.rank": "CRS rank within the replicate: 1 + the number of members with a strictly higher CRS "
+    "(ties share the better rank); NULL when the encoder has no CRS.",
+}
+
+
 @register_analysis(
     "bootstrap",
+    columns=DOCS,
+    section="§10",
     params={
-        "panel": None,
-        "replicates": 1_000,
-        "seed": 0,
-        "resample": "images+seeds",
-        "tier_threshold": 0.5,
-        "keep_replicates": True,
-        "workers": None,
+        "panel": Param(
+            None,
+            "Reference panel whose members are bootstrapped (default: the latest frozen panel, else every "
+            "frozen-regime encoder).",
+            str,
+        ),
+        "replicates": Param(1_000, "Bootstrap replicates; at least 100."),
+        "seed": Param(0, "Random seed of the resamples."),
+        "resample": Param(
+            "images+seeds",
+            "What is resampled: images+seeds (default), seeds (the paper's paired-seed bootstrap) or images.",
+        ),
+        "tier_threshold": Param(0.5, "P(top 3) from which an encoder is in the leading tier; [0, 1]."),
+        "keep_replicates": Param(True, "Store every replicate's scores (part replicates)."),
+        "workers": Param(None, "Threads rescoring the resampled predictions (default: one per CPU).", int),
     },
     outputs={
         "encoders": ENCODER_COLUMNS,

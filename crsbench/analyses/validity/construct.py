@@ -50,7 +50,34 @@ def construct_summary(correlations: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
 
 
-@register_analysis("construct", params={}, outputs={"correlations": CORRELATION_COLUMNS, "summary": SUMMARY_COLUMNS})
+DOCS = {
+    "level": "Unit correlated: 'encoder' (aggregate axes of the frozen-regime encoders) or 'cell' (their complete "
+    "cells).",
+    "axis_a": "First axis of the pair: discrimination, calibration, label_efficiency, robustness or aulc (earlier "
+    "in that order).",
+    "axis_b": "Second axis of the pair (later in the same order).",
+    "spearman_rho": "Spearman rank correlation between axis_a and axis_b over the units (view axis_correlations, "
+    "frozen regime); [-1, 1], sign = direction of association.",
+    "correlations.n": "Number of units with both axes present; count.",
+    "summary.n": "Largest number of units behind any axis pair at this level; count.",
+    "rho_aulc_auroc": "Spearman rho between AULC and discrimination (full-label AUROC); [-1, 1], near 1 = AULC "
+    "adds little beyond AUROC.",
+    "rho_le_auroc": "Spearman rho between label efficiency (relative retention) and discrimination (full-label "
+    "AUROC); [-1, 1], near 1 = LE adds little beyond AUROC.",
+    "rho_aulc_le": "Spearman rho between AULC and label efficiency (relative retention); [-1, 1].",
+    "max_abs_axis_rho": "Largest |Spearman rho| between two of the four CRS axes (AULC is not an axis); [0, 1], "
+    "lower = more distinct axes.",
+    "max_axis_pair": "The axis pair with that largest |rho|, as 'axis_a / axis_b'; empty when no pair has a value.",
+}
+
+
+@register_analysis(
+    "construct",
+    columns=DOCS,
+    section="§9.3, §11",
+    params={},
+    outputs={"correlations": CORRELATION_COLUMNS, "summary": SUMMARY_COLUMNS},
+)
 def run_construct(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
     """Construct validity: AULC vs relative-retention LE against AUROC; largest axis correlation."""
     correlations = wh.sql(

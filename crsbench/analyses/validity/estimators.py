@@ -26,7 +26,8 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.columns import rank_agreement_docs
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.validity.criterion import GLOBAL, agreement, registered, resolve_population, score_groups
 from crsbench.core import AXES, FROZEN, PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
@@ -147,9 +148,38 @@ def compare_variants(wh: Warehouse, scores: pd.DataFrame, variants: Sequence[Var
     return table[list(VARIANT_COLUMNS)]
 
 
+DOCS = {
+    "variant": "Estimator variant: calibration_adaptive_ece, calibration_brier, discrimination_qwk, "
+    "discrimination_ordinal_mae or robustness_corruption_only.",
+    "scores.variant": "Estimator variant: default (nothing swapped), calibration_adaptive_ece, calibration_brier, "
+    "discrimination_qwk, discrimination_ordinal_mae or robustness_corruption_only.",
+    "description": "What the variant swaps in the axes.",
+    "n": "Members ranked both under the variant and under the default estimators; count.",
+    **rank_agreement_docs("the members' CRS ranking under the variant", "the ranking under the default estimators"),
+    "top3_unchanged": "True when the variant's top 3 is the default's (top3_overlap = 1), in any order.",
+    "mean_abs_crs_change": "Mean over the members of |CRS under the variant - CRS under the default|; CRS points.",
+    "max_abs_crs_change": "Largest |CRS under the variant - CRS under the default| over the members; CRS points.",
+    "crs": "Aggregate CRS under the variant, anchors recomputed over the members; [0, 1], higher is better.",
+    "rank": "CRS rank under the variant: 1 + the number of members with a strictly higher CRS (ties share a rank).",
+    "crs_default": "Aggregate CRS under the default estimators (nothing swapped); [0, 1], higher is better.",
+    "crs_change": "crs - crs_default; CRS points, positive = the variant scores the encoder higher.",
+    "discrimination": "Raw aggregate discrimination under the variant: mean over complete cells of the clean "
+    "full-label AUROC, or on ordinal datasets QWK / 1 - MAE/(K-1) in those variants; higher is better.",
+}
+
+
 @register_analysis(
     "estimators",
-    params={"panel": None},
+    columns=DOCS,
+    section="§11",
+    params={
+        "panel": Param(
+            None,
+            "Reference panel whose members are compared (default: the latest frozen panel, else every "
+            "frozen-regime encoder).",
+            str,
+        )
+    },
     outputs={
         "variants": VARIANT_COLUMNS,
         "scores": ("variant", "encoder_id", "crs", "rank", "crs_default", "crs_change", "discrimination"),

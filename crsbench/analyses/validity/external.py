@@ -22,7 +22,8 @@ from typing import Any
 
 import pandas as pd
 
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.columns import rank_agreement_docs
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.validity.criterion import GLOBAL, agreement, resolve_population
 from crsbench.analyses.validity.estimators import VARIANTS, score_cells, variant_cells
 from crsbench.core import FROZEN, PRIMARY_PROBE
@@ -127,9 +128,52 @@ def shift_validity(wh: Warehouse, members: tuple[str, ...]) -> pd.DataFrame:
     return result.drop(columns="grp")
 
 
+_EXTERNAL_RESULT = {
+    "n": "Members with both a predictor and an outcome value; count.",
+    **rank_agreement_docs("the predictor ranking", "the outcome ranking"),
+    "winner_recovered": "True when the predictor's top encoder (ties broken by encoder_id) is among the best by the "
+    "outcome (ties count as recovered).",
+    "predicted_winner": "Encoder ranked first by the predictor (ties broken by encoder_id).",
+    "actual_winner": "Encoder(s) with the best outcome value, comma-separated when tied.",
+}
+
+
+DOCS = {
+    **_EXTERNAL_RESULT,
+    "held_out": "Dataset left out: predictors use the members' other datasets, the outcome is this dataset's ranking.",
+    "lodo.predictor": "Predictor ranking: crs (the members' CRS over their other datasets, anchors over the members) "
+    "or auroc (their aggregate AUROC over those datasets).",
+    "lodo.outcome": "Ranking predicted: auroc (the held-out dataset's AUROC) or crs (its per-dataset CRS, anchors "
+    "over the members observed on it).",
+    "source": "Shift pair source: the dataset the probe was trained on.",
+    "target": "Shift pair target: the dataset evaluated with condition shift (source-trained probe, no retraining); "
+    "its AUROC is the outcome ranking.",
+    "shift.predictor": "Predictor ranking: crs_no_shift (aggregate CRS with corruption-only robustness), "
+    "crs_no_shift_source (that CRS on the source dataset alone) or auroc_source (the source AUROC).",
+    "part": "Where the row comes from: 'lodo (mean over held-out datasets)', or a shift pair as 'source -> target'.",
+    "summary.predictor": "Predictor ranking, as in analysis_external_lodo or analysis_external_shift.",
+    "summary.outcome": "Outcome ranking: auroc or crs of the held-out dataset (lodo), target_auroc (shift).",
+    "summary.spearman_rho": "Spearman rho between predictor and outcome rankings: mean over the held-out datasets "
+    "(lodo) or the pair's own (shift); [-1, 1].",
+    "summary.top3_overlap": "Top-3 overlap of predictor and outcome rankings: mean over the held-out datasets (lodo) "
+    "or the pair's own (shift); [0, 1].",
+    "summary.winner_recovered": "Share of held-out datasets whose winner the predictor recovered (lodo), or 1 / 0 "
+    "for a shift pair; [0, 1].",
+}
+
+
 @register_analysis(
     "external",
-    params={"panel": None},
+    columns=DOCS,
+    section="§11",
+    params={
+        "panel": Param(
+            None,
+            "Reference panel whose members are compared (default: the latest frozen panel, else every "
+            "frozen-regime encoder).",
+            str,
+        )
+    },
     outputs={
         "lodo": ("held_out", "predictor", "outcome", *RESULT_COLUMNS),
         "shift": ("source", "target", "predictor", *RESULT_COLUMNS),

@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.columns import rank_agreement_docs
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.validity.criterion import (
     AXES_COLUMNS,
     GLOBAL,
@@ -85,9 +86,38 @@ def sub_panels(
     return out
 
 
+STABILITY_DOCS = {
+    "grp": "Sub-panel key: 'loo:<member>' or 'random<size>:<i>'.",
+    "kind": "Sub-panel kind: leave_one_out, or random_<size> (random sub-panels of that many members).",
+    "size": "Members in the sub-panel(s); count.",
+    "left_out": "The member left out (leave_one_out rows); NULL for random sub-panels.",
+    "n": "Members ranked both against this sub-panel and against the full panel; count.",
+    **rank_agreement_docs(
+        "the members' CRS ranking against this sub-panel (anchors and Pareto reference over it)",
+        "their ranking against the full panel",
+    ),
+    "n_panels": "Sub-panels of this kind; count.",
+    "mean_tau": "Mean kendall_tau over the sub-panels of this kind; [-1, 1].",
+    "min_tau": "Smallest kendall_tau over the sub-panels of this kind; [-1, 1].",
+    "mean_top3": "Mean top3_overlap over the sub-panels of this kind; [0, 1].",
+    "share_top3_unchanged": "Share of the sub-panels whose top 3 is the full panel's (top3_overlap = 1); [0, 1].",
+}
+
+
 @register_analysis(
     "stability",
-    params={"panel": None, "random_panels": 200, "seed": 0},
+    columns=STABILITY_DOCS,
+    section="§11",
+    params={
+        "panel": Param(
+            None,
+            "Reference panel whose sub-panels are drawn (default: the latest frozen panel, else every "
+            "frozen-regime encoder).",
+            str,
+        ),
+        "random_panels": Param(200, "Random sub-panels of each size."),
+        "seed": Param(0, "Random seed of the sub-panels."),
+    },
     outputs={
         "panels": PANEL_COLUMNS,
         "summary": ("kind", "size", "n_panels", "mean_tau", "min_tau", "mean_top3", "share_top3_unchanged"),
@@ -190,9 +220,41 @@ def displacements(
     return pd.DataFrame(rows, columns=INSERTION_COLUMNS), pd.concat(values, ignore_index=True)
 
 
+_DISPLACEMENT = "|CRS after - CRS before| of the base encoders"
+
+
+INSERTION_DOCS = {
+    "mode": "cohort (anchors and Pareto reference recomputed over everyone scored so far) or fixed (the base's "
+    "anchors and the base as Pareto reference, where the displacement is promised to be 0).",
+    "trial": "Trial number, 0..trials - 1: one random base and insertion order.",
+    "step": "Insertion step within the trial, 1..k (k = min(3, n - 2) encoders inserted one at a time).",
+    "inserted": "Encoder inserted at this step.",
+    "n_base": "Base members whose displacement is measured; count (n - k).",
+    "mean_displacement": f"Mean over the base of {_DISPLACEMENT} at this insertion; CRS points, 0 = unmoved.",
+    "median_displacement": f"Median over the base of {_DISPLACEMENT} at this insertion; CRS points.",
+    "max_displacement": f"Largest {_DISPLACEMENT} at this insertion; CRS points.",
+    "n_insertions": "Insertions (trials x steps) in this mode; count.",
+    "n_scores": "Displacements measured in this mode (insertions x base encoders); count.",
+    "mean": f"Mean of {_DISPLACEMENT} over every insertion of this mode; CRS points.",
+    "median": f"Median of {_DISPLACEMENT} over every insertion of this mode; CRS points.",
+    "max": f"Largest {_DISPLACEMENT} over every insertion of this mode; CRS points, exactly 0 in fixed mode.",
+}
+
+
 @register_analysis(
     "insertion",
-    params={"panel": None, "trials": 30, "seed": 0},
+    columns=INSERTION_DOCS,
+    section="§11",
+    params={
+        "panel": Param(
+            None,
+            "Reference panel whose members are inserted (default: the latest frozen panel, else every "
+            "frozen-regime encoder).",
+            str,
+        ),
+        "trials": Param(30, "Random bases and insertion orders."),
+        "seed": Param(0, "Random seed of the trials."),
+    },
     outputs={"insertions": INSERTION_COLUMNS, "summary": ("mode", "n_insertions", "n_scores", "mean", "median", "max")},
 )
 def run_insertion(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.registry import AnalysisResult, register_analysis
+from crsbench.analyses.columns import rank_agreement_docs
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
 from crsbench.analyses.validity.criterion import (
     DEFAULT_WEIGHTS,
     GLOBAL,
@@ -94,9 +95,51 @@ def weight_sensitivity(
     return out[DRAW_COLUMNS].reset_index(drop=True)
 
 
+_AXIS = "Weight of the {} axis in the ideal-point term; [0, 1], the four sum to 1 (default 0.25)."
+
+
+_TERM = "Weight of the {} term of the CRS; [0, 1], the three sum to 1 (default {})."
+
+
+DOCS = {
+    "grp": "Weighting key: 'alternative', 'axis:<i>' or 'component:<i>'.",
+    "family": "alternative (axis weights 0.30, 0.30, 0.15, 0.25), axis (Dirichlet axis weights, default terms) or "
+    "component (Dirichlet term weights, equal axes).",
+    "w_d": _AXIS.format("discrimination"),
+    "w_c": _AXIS.format("calibration"),
+    "w_le": _AXIS.format("label-efficiency"),
+    "w_r": _AXIS.format("robustness"),
+    "w_dom": _TERM.format("Pareto dominance", "0.60"),
+    "w_ideal": _TERM.format("ideal-point", "0.25"),
+    "w_worst": _TERM.format("worst-axis", "0.15"),
+    "n": "Members ranked under both this weighting and the default weights; count.",
+    **rank_agreement_docs(
+        "the members' CRS ranking under this weighting (the panel's global anchors)",
+        "their ranking under the default weights",
+    ),
+    "top3_unchanged": "True when this weighting's top 3 is the default's (top3_overlap = 1), in any order.",
+    "n_weightings": "Weightings of this family; count.",
+    "mean_tau": "Mean kendall_tau over the weightings of this family; [-1, 1].",
+    "min_tau": "Smallest kendall_tau over the weightings of this family; [-1, 1].",
+    "share_top3_unchanged": "Share of the weightings of this family that keep the default's top 3; [0, 1].",
+}
+
+
 @register_analysis(
     "weights",
-    params={"panel": None, "draws": 500, "alpha": 1.0, "seed": 0},
+    columns=DOCS,
+    section="§11",
+    params={
+        "panel": Param(
+            None,
+            "Reference panel whose members are compared (default: the latest frozen panel, else every "
+            "frozen-regime encoder).",
+            str,
+        ),
+        "draws": Param(500, "Dirichlet draws of each family (axis weights, term weights)."),
+        "alpha": Param(1.0, "Concentration of the Dirichlet draws."),
+        "seed": Param(0, "Random seed of the draws."),
+    },
     outputs={
         "draws": DRAW_COLUMNS,
         "summary": ("family", "n_weightings", "mean_tau", "min_tau", "share_top3_unchanged"),

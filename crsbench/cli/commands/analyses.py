@@ -35,7 +35,7 @@ def _registry_frame() -> pd.DataFrame:
         [
             {
                 "analysis": s.name,
-                "params": ", ".join(f"{k}={v}" for k, v in s.params.items()),
+                "params": ", ".join(f"{k}={v}" for k, v in s.defaults.items()),
                 "description": s.description,
             }
             for s in analyses().values()
