@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import pandas as pd
 import typer
 from rich.markup import escape
 
-from crsbench.analyses import AnalysisResult, analyses, get_analysis, table_name
+from crsbench.analyses import AnalysisResult, Param, analyses, get_analysis, table_name
 from crsbench.bench import Bench
 from crsbench.cli.app import DbOption, app
 from crsbench.cli.output import console, emit, print_frame, progress
@@ -44,61 +46,52 @@ def _registry_frame() -> pd.DataFrame:
     )
 
 
+def _help_of(users: list[tuple[str, Param]]) -> str:
+    """One option's help from every analysis that declares it: each distinct text once, followed by
+    the analyses it describes."""
+    by_text: dict[str, list[str]] = {}
+    for name, param in users:
+        by_text.setdefault(param.help.rstrip("."), []).append(name)
+    return " ".join(f"{text} ({', '.join(names)})." for text, names in by_text.items())
+
+
+def _option(name: str, users: list[tuple[str, Param]]) -> inspect.Parameter:
+    """The `crsbench analyze` option of a declared param (None when not given: the analysis's default)."""
+    param = users[0][1]
+    help_text = _help_of(users)
+    if param.type is bool:
+        flag = param.cli_flag
+        option = typer.Option(f"{flag}/--no-{flag.removeprefix('--')}", help=help_text)
+        annotation: Any = Annotated[bool | None, option]
+    else:
+        names = [param.cli_flag, *([param.short] if param.short else [])]
+        value = list[str] if param.repeatable else param.type
+        annotation = Annotated[value | None, typer.Option(*names, help=help_text)]
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+
+
+def declared_options() -> list[inspect.Parameter]:
+    """An option per param any registered analysis declares (plugins included), in registry order."""
+    users: dict[str, list[tuple[str, Param]]] = {}
+    for spec in analyses().values():
+        for param in spec.params.values():
+            users.setdefault(param.name, []).append((spec.name, param))
+    return [_option(name, declared) for name, declared in users.items()]
+
+
+def with_declared_options(command: Callable[..., None]) -> Callable[..., None]:
+    """`command`'s signature with its `**declared` replaced by the analyses' declared options, so the
+    CLI offers (and --help explains) every param an analysis declares with no edit here."""
+    fixed = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.kind is not p.VAR_KEYWORD]
+    first, rest = fixed[:1], [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in fixed[1:]]
+    command.__signature__ = inspect.Signature([*first, *declared_options(), *rest])  # type: ignore[attr-defined]
+    return command
+
+
 @app.command("analyze")
+@with_declared_options
 def analyze(
     name: Annotated[str, typer.Argument(help="Analysis to run (e1, e2, ...), or 'list' to show them all.")],
-    panel: Annotated[str | None, typer.Option("--panel", help="Reference panel whose CRS to use.")] = None,
-    reference: Annotated[str | None, typer.Option("--reference", help="Reference encoder id (e6).")] = None,
-    replicates: Annotated[
-        int | None, typer.Option("--replicates", help="Bootstrap replicates (bootstrap; default 1,000, at least 100).")
-    ] = None,
-    resample: Annotated[
-        str | None,
-        typer.Option(
-            "--resample", help="bootstrap: images+seeds (default), seeds (the paper's paired-seed bootstrap) or images."
-        ),
-    ] = None,
-    seed: Annotated[
-        int | None, typer.Option("--seed", help="Random seed (bootstrap, stability, insertion, weights).")
-    ] = None,
-    model: Annotated[
-        str | None, typer.Option("--model", help="Generative VLM: local folder or cached hub id (e5).")
-    ] = None,
-    dataset: Annotated[
-        str | None,
-        typer.Option(
-            "--dataset",
-            "-d",
-            help="Dataset name (e5, agreement, partition, resplit, shortcuts): adds or replaces its rows only.",
-        ),
-    ] = None,
-    encoder: Annotated[
-        list[str] | None,
-        typer.Option("--encoder", "-e", help="Encoder to include (agreement, partition, resplit; repeatable)."),
-    ] = None,
-    repeats: Annotated[
-        int | None, typer.Option("--repeats", help="Re-drawn train/calib partitions (resplit; at least 2).")
-    ] = None,
-    key: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--key", help="Metadata key to form subgroups by (subgroups, operating_points; repeatable, default all)."
-        ),
-    ] = None,
-    rule: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--rule",
-            help="Threshold rule (operating_points; repeatable): youden, sens90, argmax, youden_ovr, fixed.",
-        ),
-    ] = None,
-    threshold: Annotated[
-        float | None,
-        typer.Option(
-            "--threshold",
-            help="Fixed probability threshold, p >= T called positive (operating_points: adds rule fixed).",
-        ),
-    ] = None,
     settings: Annotated[
         list[str] | None,
         typer.Option(
@@ -113,27 +106,17 @@ def analyze(
         ),
     ] = False,
     db: DbOption = default_db_path(),
+    **declared: Any,
 ) -> None:
     """Run an analysis on the warehouse; its outputs become tables analysis_NAME_*."""
     if name == "list":
         print_frame(_registry_frame(), title="analyses", key="analyses")
         return
-    params = {
-        "panel": panel,
-        "reference": reference,
-        "replicates": replicates,
-        "seed": seed,
-        "resample": resample,
-        "model": model,
-        "dataset": dataset,
-        "encoders": encoder or None,
-        "repeats": repeats,
-        "keys": key or None,
-        "rules": rule or None,
-        "threshold": threshold,
-        **parse_settings(settings or []),
-    }
-    analyze_and_render(Bench(db), name, params, replace_all=replace_all)
+    given = {key: (value or None) if isinstance(value, list) else value for key, value in declared.items()}
+    spec = get_analysis(name)
+    # An option another analysis declares, given to this one, is an error; one left unset is not.
+    params = {key: value for key, value in given.items() if key in spec.params or value is not None}
+    analyze_and_render(Bench(db), name, {**params, **parse_settings(settings or [])}, replace_all=replace_all)
 
 
 def analyze_and_render(bench: Bench, name: str, params: dict[str, Any], *, replace_all: bool = False) -> AnalysisResult:
