@@ -42,7 +42,7 @@ EXERCISED = {
 # test_partition.py, test_resplit.py and test_shortcuts.py.
 NOT_EXERCISED = {"e5", "subgroups", "operating_points", "agreement", "partition", "resplit", "shortcuts"}
 # Analysis tables the shipped SQL declares empty, so the views over them exist before the analysis
-# runs (sql/views/270_..272_: agreement); they are in `analyses` only once it ran.
+# runs (sql/views/270_..272_, generated from crsbench/analyses/agreement/views.py); they are in `analyses` only once it ran.
 SHIPPED_TABLES = {t for _, text in sql_files() for t in re.findall(r"^create table if not exists (\w+)", text, re.M)}
 
 
