@@ -1,7 +1,9 @@
-"""The report's sections, in page order. Each is a function registered with `@section`.
+"""The report's sections. Each is a function registered with `@section`, which declares its place.
 
 A section returns its body HTML, or a `Missing` saying what is absent and which
-command fills it; the page shows that message in the section's place.
+command fills it; the page shows that message in the section's place. The page shows the
+sections by their declared `order` (`SECTIONS` is kept sorted by it), so the order does not
+depend on which module is imported first; the report imports every `sections*` module.
 """
 
 from __future__ import annotations
@@ -52,20 +54,21 @@ class Section:
     id: str
     title: str
     render: SectionFn
+    order: int  # the page shows sections by ascending order; the built-ins are 10 apart, room between
 
 
-SECTIONS: list[Section] = []
+SECTIONS: list[Section] = []  # sorted by order
 
 
-def section(
-    section_id: str, title: str, first: bool = False, after: str | None = None
-) -> Callable[[SectionFn], SectionFn]:
-    """Register a section after those registered so far (`first`: before them all; `after`: right
-    after that section)."""
+def section(section_id: str, title: str, *, order: int) -> Callable[[SectionFn], SectionFn]:
+    """Register a section at place `order` on the page (two sections may not share an id or an order)."""
 
     def register(fn: SectionFn) -> SectionFn:
-        where = 0 if first else len(SECTIONS) if after is None else 1 + [s.id for s in SECTIONS].index(after)
-        SECTIONS.insert(where, Section(section_id, title, fn))
+        for other in SECTIONS:
+            if other.id == section_id or other.order == order:
+                raise ValueError(f"report section {section_id!r} (order {order}) clashes with {other.id!r}")
+        SECTIONS.append(Section(section_id, title, fn, order))
+        SECTIONS.sort(key=lambda s: s.order)
         return fn
 
     return register
@@ -95,7 +98,7 @@ def _need_scores(data: ReportData) -> Missing | None:
     return None
 
 
-@section("overview", "What this warehouse holds")
+@section("overview", "What this warehouse holds", order=30)
 def overview(data: ReportData, sink: FigureSink) -> str | Missing:
     n_enc, n_ds = len(data.encoders), len(data.datasets)
     items = [
@@ -117,7 +120,7 @@ def overview(data: ReportData, sink: FigureSink) -> str | Missing:
 
 
 # First: the page opens with the verdict and the board (the reporting card follows it).
-@section("leaderboard", "CRS leaderboard next to AUROC", first=True)
+@section("leaderboard", "CRS leaderboard next to AUROC", order=10)
 def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
@@ -314,7 +317,7 @@ def _anchor_noise(data: ReportData, resample: str) -> str:
     )
 
 
-@section("profiles", "Reliability profiles: the four normalised axes")
+@section("profiles", "Reliability profiles: the four normalised axes", order=40)
 def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
@@ -346,7 +349,7 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     )
 
 
-@section("reordering", "From AUROC rank to CRS rank")
+@section("reordering", "From AUROC rank to CRS rank", order=50)
 def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
@@ -403,7 +406,7 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
     return chart + section_coverage(data, ranks, scored=True) + body
 
 
-@section("datasets", "Per-dataset results")
+@section("datasets", "Per-dataset results", order=60)
 def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
     if data.axes_cell is None or data.axes_cell.empty:
         return Missing("No complete axes per dataset yet.", FILL["runs"])
@@ -443,7 +446,7 @@ def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
     return "".join(parts)
 
 
-@section("bootstrap", "Bootstrap: how sure is the ranking?")
+@section("bootstrap", "Bootstrap: how sure is the ranking?", order=70)
 def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
     boot, cols = _bootstrap(data)
     if boot is None or boot.empty:
