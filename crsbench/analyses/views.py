@@ -7,13 +7,14 @@ The warehouse sits below this floor and cannot read the registry, so those files
 columns are the part's declared `outputs`, every COMMENT is the one `store_result` writes
 (`output_comments`), and only the column types and the view's own description are declared here.
 
-    declare_view("encoder_agreement", analysis="agreement", file="views/270_encoder_agreement.sql",
-                 doc="One row per ...", types={"dataset_id": "VARCHAR", ...})
+    declare_view("encoder_agreement", analysis="agreement", numbers=(270, 273),
+                 doc="One row per ... docs/METHODS.md §17.", types={"dataset_id": "VARCHAR", ...})
 """
 
 from __future__ import annotations
 
 import dataclasses
+import textwrap
 from collections.abc import Mapping
 
 from crsbench.analyses.registry import ANALYSES, output_comments, table_name
@@ -27,7 +28,7 @@ class AnalysisView:
 
     name: str
     analysis: str
-    file: str  # path under sql/, e.g. "views/270_encoder_agreement.sql"; its number orders it among the views
+    numbers: tuple[int, int]  # of the table's and the view's files (sql/views/NNN_<name>.sql: their order)
     doc: str  # the view's COMMENT
     types: Mapping[str, str]  # column -> DuckDB type, for every column of the part (may hold more)
 
@@ -35,9 +36,12 @@ class AnalysisView:
 VIEWS: Registry[AnalysisView] = Registry("analysis view")
 
 
-def declare_view(name: str, *, analysis: str, file: str, doc: str, types: Mapping[str, str]) -> AnalysisView:
-    """Declare the public view `name` over part `name` of `analysis`."""
-    return VIEWS.add(name, AnalysisView(name, analysis, file, doc, dict(types)))
+def declare_view(
+    name: str, *, analysis: str, numbers: tuple[int, int], doc: str, types: Mapping[str, str]
+) -> AnalysisView:
+    """Declare the public view `name` over part `name` of `analysis`; `doc` says what a row is and
+    cites its docs/METHODS.md section (the files' opening comment quotes it)."""
+    return VIEWS.add(name, AnalysisView(name, analysis, numbers, doc, dict(types)))
 
 
 def _columns(view: AnalysisView) -> tuple[str, ...]:
@@ -53,7 +57,11 @@ def table_sql(view: AnalysisView) -> str:
     table = table_name(view.analysis, view.name)
     columns = _columns(view)
     body = ",\n".join(f"    {sql_identifier(c)} {view.types[c]}" for c in columns)
-    comments = output_comments(ANALYSES.get(view.analysis), view.name, table, columns)
+    # The statements store_result runs, with the (checked, lower-case) table name unquoted as in every sql/ file.
+    comments = [
+        s.replace(sql_identifier(table), table, 1)
+        for s in output_comments(ANALYSES.get(view.analysis), view.name, table, columns)
+    ]
     return f"create table if not exists {table}(\n{body});\n\n" + "".join(f"{s};\n" for s in comments)
 
 
@@ -73,17 +81,28 @@ def view_sql(view: AnalysisView) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(view: AnalysisView) -> str:
-    """The text of the view's shipped file."""
-    head = (
-        f"-- Generated from analysis {view.analysis}'s registration and crsbench/analyses/views.py by\n"
-        "-- `python scripts/analysis_sql.py`; do not edit by hand. The empty stored table makes the view\n"
-        f"-- exist before `crsbench analyze {view.analysis}` runs; the analysis replaces it with its output.\n"
+def _head(view: AnalysisView, what: str) -> str:
+    text = (
+        f"{what} {view.doc} Generated from analysis {view.analysis}'s registration and "
+        "crsbench/analyses/views.py by `python scripts/analysis_sql.py`; do not edit by hand."
     )
-    return f"{head}{table_sql(view)}\n{view_sql(view)}"
+    return "".join(f"-- {line}\n" for line in textwrap.wrap(text, 100))
+
+
+def render(view: AnalysisView) -> dict[str, str]:
+    """The texts of the view's two shipped files (path under sql/ -> text): the table, then the view."""
+    table = table_name(view.analysis, view.name)
+    empty = (
+        f"Table {table}, declared empty so view {view.name} exists before `crsbench analyze {view.analysis}` "
+        "runs (the analysis replaces it with its output). A row of the view:"
+    )
+    return {
+        f"views/{view.numbers[0]:03d}_{table}.sql": _head(view, empty) + table_sql(view),
+        f"views/{view.numbers[1]:03d}_{view.name}.sql": _head(view, f"View {view.name}:") + view_sql(view),
+    }
 
 
 def shipped_files() -> dict[str, str]:
-    """Path under sql/ -> text, of every declared view (the analyses loaded first)."""
+    """Path under sql/ -> text, of every declared view's table and view (the analyses loaded first)."""
     ANALYSES.load()
-    return {view.file: render(view) for view in VIEWS.values()}
+    return {name: text for view in VIEWS.values() for name, text in render(view).items()}

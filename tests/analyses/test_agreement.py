@@ -388,7 +388,7 @@ def test_agreement_on_one_dataset_keeps_the_others_rows_unless_replace_all(bench
 
 
 def test_the_shipped_view_files_are_the_ones_the_registry_generates():
-    """sql/views/270..272 are generated (scripts/analysis_sql.py) from the agreement registration: each
+    """sql/views/270..275 are generated (scripts/analysis_sql.py) from the agreement registration: each
     shipped file is the render, and no generated file is left behind that nothing declares."""
     from crsbench.analyses.views import shipped_files
     from crsbench.warehouse.shipped_sql import sql_files
@@ -396,11 +396,14 @@ def test_the_shipped_view_files_are_the_ones_the_registry_generates():
     generated = shipped_files()
     shipped = dict(sql_files())
     assert sorted(generated) == [
-        "views/270_encoder_agreement.sql",
-        "views/271_neighbour_composition.sql",
-        "views/272_classifier_transfer.sql",
+        "views/270_analysis_agreement_encoder_agreement.sql",
+        "views/271_analysis_agreement_neighbour_composition.sql",
+        "views/272_analysis_agreement_classifier_transfer.sql",
+        "views/273_encoder_agreement.sql",
+        "views/274_neighbour_composition.sql",
+        "views/275_classifier_transfer.sql",
     ]
     for name, text in generated.items():
         assert shipped[name] == text, f"sql/{name} is stale: run python scripts/analysis_sql.py"
-    leftover = [n for n, t in shipped.items() if t.startswith("-- Generated from analysis") and n not in generated]
+    leftover = [n for n, t in shipped.items() if "by `python scripts/analysis_sql.py`" in t and n not in generated]
     assert leftover == []

@@ -1,4 +1,4 @@
-"""The public views over analysis `agreement`'s tables (sql/views/27x_*.sql are generated from these
+"""The public views over analysis `agreement`'s tables (sql/views/270..275_*.sql are generated from these
 and the analysis's registration: `crsbench.analyses.views`). docs/METHODS.md §17."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _stored(view: str) -> str:
 declare_view(
     "encoder_agreement",
     analysis="agreement",
-    file="views/270_encoder_agreement.sql",
+    numbers=(270, 273),
     doc="One row per (dataset, unordered encoder pair, depth, measure): mutual k-NN overlap of the two encoders' "
     "neighbour lists with its 95 % bootstrap interval over images and chance level k / (n - 1), or linear CKA. "
     + _stored("encoder_agreement"),
@@ -34,7 +34,7 @@ declare_view(
 declare_view(
     "neighbour_composition",
     analysis="agreement",
-    file="views/271_neighbour_composition.sql",
+    numbers=(271, 274),
     doc="One row per (dataset, depth, encoder, field): the mean share of an image's k nearest neighbours with "
     "the same label, the same patient or lesion group, or the same value of a metadata key (view, site, sex, "
     "...; images without a value left out), with its 95 % bootstrap interval and chance level. "
@@ -44,7 +44,7 @@ declare_view(
 declare_view(
     "classifier_transfer",
     analysis="agreement",
-    file="views/272_classifier_transfer.sql",
+    numbers=(272, 275),
     doc="One row per (labelled dataset, ordered encoder pair, depth, seed): AUROC retention and ECE of "
     "encoder_b's stored full-label logreg probe applied to encoder_a's test features mapped into encoder_b's "
     "space by a ridge map fitted on unlabelled training images. " + _stored("classifier_transfer"),
