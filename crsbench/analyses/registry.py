@@ -358,7 +358,7 @@ class _Writer:
                 )
         finally:
             self.con.unregister(view)
-        for statement in _comments(self.spec, part, table, [str(c) for c in frame.columns]):
+        for statement in output_comments(self.spec, part, table, [str(c) for c in frame.columns]):
             self.con.execute(statement)
 
     def keep_or_drop(self, table: str) -> None:
@@ -396,7 +396,7 @@ class _Writer:
         return out
 
 
-def _comments(spec: AnalysisSpec, part: str, table: str, columns: Sequence[str]) -> list[str]:
+def output_comments(spec: AnalysisSpec, part: str, table: str, columns: Sequence[str]) -> list[str]:
     """COMMENT ON the table and its described columns (crsbench describe); COMMENT takes no parameters."""
     name = spec.name
     doc = (

@@ -7,23 +7,24 @@ with Warehouse.open(db, read_only=True) as wh:
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import os
+import pkgutil
 from pathlib import Path
 
 from crsbench.core import ProgressFn, __version__, check_write_target, no_progress
 from crsbench.reads.report_data import ReportData, gather
-from crsbench.report import (  # noqa: F401  (registers the sections, in order)
-    sections,
-    sections_agreement,
-    sections_beyond,
-    sections_card,
-    sections_curves,
-    sections_zeroshot,
-)
+from crsbench.report import sections
 from crsbench.report.html import FigureSink, badge_random, esc, missing, page
 from crsbench.warehouse.connection import Warehouse
 
 __all__ = ["SECTION_IDS", "ReportResult", "build_report", "render_html"]
+
+# Every `sections*` module of this package registers its sections on import, each at its declared
+# place; discovering them means adding a section module never touches a list here.
+for _module in pkgutil.iter_modules(__path__, f"{__name__}."):
+    if _module.name.rpartition(".")[2].startswith("sections"):
+        importlib.import_module(_module.name)
 
 SECTION_IDS: tuple[str, ...] = tuple(s.id for s in sections.SECTIONS)
 

@@ -257,21 +257,7 @@ def curves_chart(
     legend: dict[str, Any] = {}
     shapes = role_markers(frame["label"].astype(str).tolist(), roles)
     for ax, dataset in zip(axes, datasets, strict=True):
-        part = frame[frame["dataset_id"] == dataset]
-        for label, line in part.groupby("label", sort=True):
-            line = line.sort_values(x)
-            (drawn,) = ax.plot(
-                line[x],
-                line[y],
-                marker=shapes[str(label)],
-                markersize=3.5,
-                linewidth=1.4,
-                color=colors.get(str(label), "#34495e"),
-                linestyle=linestyle(str(label), roles),
-                label=label,
-            )
-            tag_series(drawn, role_of(str(label), roles), str(label))
-            legend.setdefault(str(label), drawn)
+        legend |= _encoder_lines(ax, frame[frame["dataset_id"] == dataset], x, y, colors, shapes, roles, legend)
         if references and dataset in references:
             legend["reference full-label AUROC"] = ax.axhline(
                 references[dataset], color="black", linestyle=":", linewidth=1
@@ -279,27 +265,65 @@ def curves_chart(
         if markers is not None:
             for row in markers[markers["dataset_id"] == dataset].itertuples(index=False):
                 ax.plot([row.x], [row.y], marker="*", markersize=12, color="black", zorder=5)
-        if log_x:
-            ax.set_xscale("log")
-        ax.set_title(dataset, fontsize=9)
-        ax.set_xlabel(xlabel, fontsize=8)
-        ax.set_ylabel(ylabel, fontsize=8)
-        ax.grid(alpha=0.3)
+        _label_panel(ax, dataset, xlabel, ylabel, log_x)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     if legend:
-        ncol = min(4, len(legend))
-        fig.legend(
-            list(legend.values()),
-            list(legend),
-            loc="upper center",
-            bbox_to_anchor=(0.5, 0.0),
-            ncol=ncol,
-            fontsize=7,
-            frameon=False,
-        )
+        _legend_below(fig, legend)
     role_key(fig, frame["label"].astype(str), roles)  # under the encoder legend
     return fig
+
+
+def _encoder_lines(
+    ax: Axes,
+    part: pd.DataFrame,
+    x: str,
+    y: str,
+    colors: Mapping[str, str],
+    shapes: Mapping[str, str],
+    roles: Roles,
+    legend: Mapping[str, Any],
+) -> dict[str, Any]:
+    """One line per encoder of one panel; returns the legend handles of labels `legend` lacks yet."""
+    new: dict[str, Any] = {}
+    for label, line in part.groupby("label", sort=True):
+        line = line.sort_values(x)
+        (drawn,) = ax.plot(
+            line[x],
+            line[y],
+            marker=shapes[str(label)],
+            markersize=3.5,
+            linewidth=1.4,
+            color=colors.get(str(label), "#34495e"),
+            linestyle=linestyle(str(label), roles),
+            label=label,
+        )
+        tag_series(drawn, role_of(str(label), roles), str(label))
+        if str(label) not in legend:
+            new.setdefault(str(label), drawn)
+    return new
+
+
+def _label_panel(ax: Axes, dataset: str, xlabel: str, ylabel: str, log_x: bool) -> None:
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_title(dataset, fontsize=9)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.grid(alpha=0.3)
+
+
+def _legend_below(fig: Figure, legend: Mapping[str, Any]) -> None:
+    """The encoder legend under the panels, up to four columns."""
+    fig.legend(
+        list(legend.values()),
+        list(legend),
+        loc="upper center",
+        bbox_to_anchor=(0.5, 0.0),
+        ncol=min(4, len(legend)),
+        fontsize=7,
+        frameon=False,
+    )
 
 
 def reliability_chart(frame: pd.DataFrame, panel_key: str, series_key: str, title: str, roles: Roles = None) -> Figure:

@@ -11,7 +11,7 @@ its legend entry. Series are tagged with `tag_series`: the artist's gid is "role
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +46,9 @@ def _artist_color(artist: Any) -> str:
     return "none"
 
 
+Box = Callable[[Any], list[float]]  # a display-space extent -> [x0, y0, x1, y1] as fractions of the PNG
+
+
 def figure_layout(fig: Figure, dpi: int) -> dict[str, Any]:
     """The layout map of `fig` saved at `dpi` with bbox_inches="tight" (see the module doc)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -55,20 +58,7 @@ def figure_layout(fig: Figure, dpi: int) -> dict[str, Any]:
     fig.set_dpi(dpi)
     try:
         renderer = canvas.get_renderer()
-        drawn: list[Text] = []
-        draw_text = renderer.draw_text
-
-        # matplotlib's renderer arguments (graphics context, font properties) are its own untyped objects.
-        def recording(
-            gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False, mtext: Text | None = None
-        ) -> None:
-            if mtext is not None and s.strip():
-                drawn.append(mtext)
-            draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
-
-        renderer.draw_text = recording
-        fig.draw(renderer)
-        renderer.draw_text = draw_text
+        drawn = _draw_recording_texts(fig, renderer)
         tight = fig.get_tightbbox(renderer)
         x0, y0 = tight.x0 - PAD_INCHES, tight.y0 - PAD_INCHES
         width, height = tight.width + 2 * PAD_INCHES, tight.height + 2 * PAD_INCHES
@@ -81,51 +71,85 @@ def figure_layout(fig: Figure, dpi: int) -> dict[str, Any]:
                 round(1 - (extent.y0 / dpi - y0) / height, 5),
             ]
 
-        texts = []
-        seen: set[int] = set()
-        for text in drawn:
-            if id(text) in seen:
-                continue
-            seen.add(id(text))
-            texts.append(
-                {
-                    "text": text.get_text(),
-                    "box": box(text.get_window_extent(renderer)),
-                    "color": _color(text.get_color()),
-                    "size_px": round(float(text.get_fontsize()) * dpi / 72, 2),
-                }
-            )
-        legends = []
-        for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
-            if legend is None or not legend.get_visible():
-                continue
-            handles = getattr(legend, "legend_handles", None) or getattr(legend, "legendHandles", [])
-            legends.append(
-                {
-                    "box": box(legend.get_window_extent(renderer)),
-                    "entries": [
-                        {
-                            "text": t.get_text(),
-                            "color": _artist_color(h),
-                            "handle_box": box(h.get_window_extent(renderer)),
-                        }
-                        for t, h in zip(legend.get_texts(), handles, strict=True)
-                    ],
-                }
-            )
-        series = []
-        for artist in fig.findobj(lambda a: ROLE_SEPARATOR in str(a.get_gid() or "")):
-            role, label = str(artist.get_gid()).split(ROLE_SEPARATOR, 1)
-            series.append({"role": role, "label": label, "color": _artist_color(artist)})
         return {
             "width_px": round(width * dpi),
             "height_px": round(height * dpi),
-            "texts": texts,
-            "legends": legends,
-            "series": series,
+            "texts": _texts(drawn, renderer, box, dpi),
+            "legends": _legends(fig, renderer, box),
+            "series": _series(fig),
         }
     finally:
         fig.set_dpi(original_dpi)
+
+
+def _draw_recording_texts(fig: Figure, renderer: Any) -> list[Text]:
+    """Draw `fig` with `renderer`, returning every non-blank text artist drawn, in drawing order."""
+    drawn: list[Text] = []
+    draw_text = renderer.draw_text
+
+    # matplotlib's renderer arguments (graphics context, font properties) are its own untyped objects.
+    def recording(
+        gc: Any, x: float, y: float, s: str, prop: Any, angle: float, ismath: Any = False, mtext: Text | None = None
+    ) -> None:
+        if mtext is not None and s.strip():
+            drawn.append(mtext)
+        draw_text(gc, x, y, s, prop, angle, ismath=ismath, mtext=mtext)
+
+    renderer.draw_text = recording
+    fig.draw(renderer)
+    renderer.draw_text = draw_text
+    return drawn
+
+
+def _texts(drawn: list[Text], renderer: Any, box: Box, dpi: int) -> list[dict[str, Any]]:
+    """Each drawn text once (first drawing order): its string, box, colour and size in pixels."""
+    texts = []
+    seen: set[int] = set()
+    for text in drawn:
+        if id(text) in seen:
+            continue
+        seen.add(id(text))
+        texts.append(
+            {
+                "text": text.get_text(),
+                "box": box(text.get_window_extent(renderer)),
+                "color": _color(text.get_color()),
+                "size_px": round(float(text.get_fontsize()) * dpi / 72, 2),
+            }
+        )
+    return texts
+
+
+def _legends(fig: Figure, renderer: Any, box: Box) -> list[dict[str, Any]]:
+    """Each visible legend (the figure's, then each axes'): its box and its entries' text, colour and handle."""
+    legends = []
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if legend is None or not legend.get_visible():
+            continue
+        handles = getattr(legend, "legend_handles", None) or getattr(legend, "legendHandles", [])
+        legends.append(
+            {
+                "box": box(legend.get_window_extent(renderer)),
+                "entries": [
+                    {
+                        "text": t.get_text(),
+                        "color": _artist_color(h),
+                        "handle_box": box(h.get_window_extent(renderer)),
+                    }
+                    for t, h in zip(legend.get_texts(), handles, strict=True)
+                ],
+            }
+        )
+    return legends
+
+
+def _series(fig: Figure) -> list[dict[str, Any]]:
+    """Each artist tagged with `tag_series`: its role, label and colour."""
+    series = []
+    for artist in fig.findobj(lambda a: ROLE_SEPARATOR in str(a.get_gid() or "")):
+        role, label = str(artist.get_gid()).split(ROLE_SEPARATOR, 1)
+        series.append({"role": role, "label": label, "color": _artist_color(artist)})
+    return series
 
 
 def declutter(ranks: Iterable[float], gap: float) -> list[float]:

@@ -1,7 +1,9 @@
-"""The report's sections, in page order. Each is a function registered with `@section`.
+"""The report's sections. Each is a function registered with `@section`, which declares its place.
 
 A section returns its body HTML, or a `Missing` saying what is absent and which
-command fills it; the page shows that message in the section's place.
+command fills it; the page shows that message in the section's place. The page shows the
+sections by their declared `order` (`SECTIONS` is kept sorted by it), so the order does not
+depend on which module is imported first; the report imports every `sections*` module.
 """
 
 from __future__ import annotations
@@ -52,20 +54,21 @@ class Section:
     id: str
     title: str
     render: SectionFn
+    order: int  # the page shows sections by ascending order; the built-ins are 10 apart, room between
 
 
-SECTIONS: list[Section] = []
+SECTIONS: list[Section] = []  # sorted by order
 
 
-def section(
-    section_id: str, title: str, first: bool = False, after: str | None = None
-) -> Callable[[SectionFn], SectionFn]:
-    """Register a section after those registered so far (`first`: before them all; `after`: right
-    after that section)."""
+def section(section_id: str, title: str, *, order: int) -> Callable[[SectionFn], SectionFn]:
+    """Register a section at place `order` on the page (two sections may not share an id or an order)."""
 
     def register(fn: SectionFn) -> SectionFn:
-        where = 0 if first else len(SECTIONS) if after is None else 1 + [s.id for s in SECTIONS].index(after)
-        SECTIONS.insert(where, Section(section_id, title, fn))
+        for other in SECTIONS:
+            if other.id == section_id or other.order == order:
+                raise ValueError(f"report section {section_id!r} (order {order}) clashes with {other.id!r}")
+        SECTIONS.append(Section(section_id, title, fn, order))
+        SECTIONS.sort(key=lambda s: s.order)
         return fn
 
     return register
@@ -95,7 +98,7 @@ def _need_scores(data: ReportData) -> Missing | None:
     return None
 
 
-@section("overview", "What this warehouse holds")
+@section("overview", "What this warehouse holds", order=30)
 def overview(data: ReportData, sink: FigureSink) -> str | Missing:
     n_enc, n_ds = len(data.encoders), len(data.datasets)
     items = [
@@ -117,20 +120,45 @@ def overview(data: ReportData, sink: FigureSink) -> str | Missing:
 
 
 # First: the page opens with the verdict and the board (the reporting card follows it).
-@section("leaderboard", "CRS leaderboard next to AUROC", first=True)
+@section("leaderboard", "CRS leaderboard next to AUROC", order=10)
 def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
         return gap
     assert data.crs_encoder is not None and data.panel is not None  # _need_scores checked both
+    board, cols, resample, boot = _board(data, data.panel)
+    cells = _BoardCells(cols, set(data.members))
+    board_html = table(
+        board,
+        cells.columns(data, resample is not None),
+        text_columns=["Encoder"],
+        row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "",
+        css_class="leaderboard",
+    )  # rendered before the notes: the cells collect the members left unbootstrapped
+    note = _board_notes(data, data.panel, board, boot is not None, resample, cells.no_interval)
+    formula = (
+        f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
+        f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
+        f"(positive: the encoder rises under CRS).</p>"
+    )
+    # the verdict first, then the board: both on the page's first screen; the explanations below them
+    verdict = read_models.verdict_line(data.panel, board, resample)
+    return f'<p class="verdict">{esc(verdict)}</p>' + colour_key(directions=True) + board_html + formula + note
+
+
+def _board(data: ReportData, panel: str) -> tuple[pd.DataFrame, dict[str, str], str | None, pd.DataFrame | None]:
+    """The scored encoders with their intervals and rank probabilities, the column of each quantity
+    (role -> column), the bootstrap resample the intervals come from (None: none stored) and the
+    per-encoder bootstrap results (None: none)."""
+    assert data.crs_encoder is not None
     board = data.crs_encoder.copy()
     boot, cols = _bootstrap(data)
     resample = None
     if "bootstrap_intervals" in data.relations:
         # Intervals and ties of the stored bootstrap_intervals (images+seeds preferred).
-        resample = read_models.bootstrap_resample(data.wh, data.panel)
+        resample = read_models.bootstrap_resample(data.wh, panel)
     if resample is not None:
-        board = read_models.with_intervals(data.wh, data.panel, board, resample)
+        board = read_models.with_intervals(data.wh, panel, board, resample)
         cols = {
             "lo": "crs_lo",
             "hi": "crs_hi",
@@ -144,46 +172,59 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     elif boot is not None:
         keep = ["encoder_id", *cols.values()]
         board = board.merge(boot[keep], on="encoder_id", how="left")
-    members = set(data.members)
+    return board, cols, resample, boot
 
-    def fixed(row: pd.Series, column: str) -> str | None:
-        """The note of an interval the bootstrap cannot move (crs_encoder_ci), shown as n/a."""
-        note = row.get(column)
-        return (
-            f'<span class="note interval-na" title="{esc(note)}">n/a (same in every replicate)</span>'
-            if isinstance(note, str)
-            else None
-        )
 
-    def interval(lo: object, hi: object) -> str:
-        # on its own line under the estimate, so the column is as narrow as "[0.123, 0.456]"
-        return f'<span class="note interval">[{fmt_number(lo)}, {fmt_number(hi)}]</span>'
+def _fixed(row: pd.Series, column: str) -> str | None:
+    """The note of an interval the bootstrap cannot move (crs_encoder_ci), shown as n/a."""
+    note = row.get(column)
+    return (
+        f'<span class="note interval-na" title="{esc(note)}">n/a (same in every replicate)</span>'
+        if isinstance(note, str)
+        else None
+    )
 
-    # encoders the table shows without a CRS interval: members (a bootstrap gives them one), others
-    no_interval: dict[bool, list[str]] = {True: [], False: []}
 
-    def auroc_cell(row: pd.Series) -> str:
+def _interval(lo: object, hi: object) -> str:
+    # on its own line under the estimate, so the column is as narrow as "[0.123, 0.456]"
+    return f'<span class="note interval">[{fmt_number(lo)}, {fmt_number(hi)}]</span>'
+
+
+def _partial(row: pd.Series) -> bool:
+    return bool(row.get("coverage") == "partial")
+
+
+class _BoardCells:
+    """The leaderboard's cells; rendering them collects the encoders shown without a CRS interval."""
+
+    def __init__(self, cols: dict[str, str], members: set[str]) -> None:
+        self.cols, self.members = cols, members
+        # encoders the table shows without a CRS interval: members (a bootstrap gives them one), others
+        self.no_interval: dict[bool, list[str]] = {True: [], False: []}
+
+    def auroc(self, row: pd.Series) -> str:
         text = fmt_number(row["auroc"])
-        if (na := fixed(row, "auroc_note")) is not None:
+        if (na := _fixed(row, "auroc_note")) is not None:
             return text + na
-        if "auroc_lo" in cols and "auroc_hi" in cols:
-            text += interval(row[cols["auroc_lo"]], row[cols["auroc_hi"]])
+        if "auroc_lo" in self.cols and "auroc_hi" in self.cols:
+            text += _interval(row[self.cols["auroc_lo"]], row[self.cols["auroc_hi"]])
         return text
 
-    def crs_cell(row: pd.Series) -> str:
+    def crs(self, row: pd.Series) -> str:
         text = fmt_number(row["crs"])
-        if (na := fixed(row, "crs_note")) is not None:
+        if (na := _fixed(row, "crs_note")) is not None:
             return text + na
-        if "lo" in cols and "hi" in cols:
-            if pd.isna(row[cols["lo"]]) or pd.isna(row[cols["hi"]]):
+        if "lo" in self.cols and "hi" in self.cols:
+            if pd.isna(row[self.cols["lo"]]) or pd.isna(row[self.cols["hi"]]):
                 # short in the cell; what to do about it is said once, under the table
-                member = row["encoder_id"] in members
-                no_interval[member].append(str(row["encoder_id"]))
+                member = row["encoder_id"] in self.members
+                self.no_interval[member].append(str(row["encoder_id"]))
                 why = "not bootstrapped" if member else "no interval (not a member)"
                 return text + f'<span class="note interval-na">{why}</span>'
-            text += interval(row[cols["lo"]], row[cols["hi"]])
+            text += _interval(row[self.cols["lo"]], row[self.cols["hi"]])
         return text
 
+    @staticmethod
     def shift(row: pd.Series) -> str:
         if pd.isna(row["auroc_rank"]) or pd.isna(row["crs_rank"]):
             return "–"
@@ -192,63 +233,70 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
             return "0"
         return f'<span class="{"up" if moved > 0 else "down"}">{"+" if moved > 0 else ""}{moved}</span>'
 
-    def partial(row: pd.Series) -> bool:
-        return bool(row.get("coverage") == "partial")
-
-    def rank_cell(row: pd.Series) -> str:
-        if partial(row):
+    @staticmethod
+    def rank(row: pd.Series) -> str:
+        if _partial(row):
             return '<span class="note">not ranked (partial)</span>'
         return fmt_number(row["crs_rank"], 0)
 
-    def tier_cell(row: pd.Series) -> str:
-        if partial(row) or pd.isna(row.get("gap_lo")):
+    @staticmethod
+    def tier(row: pd.Series) -> str:
+        if _partial(row) or pd.isna(row.get("gap_lo")):
             return "–"
         return esc(str(row["tier"])) if str(row["tier"]) == "=1" or str(row["tier"]) == "1" else ""
 
-    def datasets_cell(row: pd.Series) -> str:
+    @staticmethod
+    def datasets(row: pd.Series) -> str:
         if "n_panel_datasets" not in row or pd.isna(row["n_panel_datasets"]):
             return fmt_number(row.get("n_datasets"), 0)
         text = f"{int(row['n_datasets'] or 0)} of {int(row['n_panel_datasets'])}"
-        if partial(row):
+        if _partial(row):
             text += f' <span class="note">(missing {esc(", ".join(row["missing_datasets"]))})</span>'
         return text
 
-    columns = {
-        "CRS rank": rank_cell,
-        **({"tier": tier_cell} if resample is not None else {}),
-        "Encoder": lambda r: encoder_cell(
-            r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members, True
-        ),
-        "CRS" + (" [95% interval]" if "lo" in cols else ""): crs_cell,
-    }
-    if "p_rank1" in cols:
-        columns["P(rank 1)"] = lambda r: fmt_number(r[cols["p_rank1"]], 2)
-    if "p_top3" in cols:
-        columns["P(top 3)"] = lambda r: fmt_number(r[cols["p_top3"]], 2)
-    columns |= {
-        "AUROC" + (" [95% interval]" if "auroc_lo" in cols else ""): auroc_cell,
-        "AUROC rank": lambda r: fmt_number(r["auroc_rank"], 0),
-        "rank change": shift,
-        "datasets": datasets_cell,
-        "Dominance": lambda r: fmt_number(r["dominance"]),
-        "Ideal point": lambda r: fmt_number(r["ideal"]),
-        "Worst axis": lambda r: fmt_number(r["worst"]),
-    }
+    def columns(self, data: ReportData, tiers: bool) -> dict[str, Cell]:
+        """Header -> cell of each column, in page order (`tiers`: the intervals come with ties)."""
+        cols, members = self.cols, self.members
+        columns: dict[str, Cell] = {
+            "CRS rank": self.rank,
+            **({"tier": self.tier} if tiers else {}),
+            "Encoder": lambda r: encoder_cell(
+                r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members, True
+            ),
+            "CRS" + (" [95% interval]" if "lo" in cols else ""): self.crs,
+        }
+        if "p_rank1" in cols:
+            columns["P(rank 1)"] = lambda r: fmt_number(r[cols["p_rank1"]], 2)
+        if "p_top3" in cols:
+            columns["P(top 3)"] = lambda r: fmt_number(r[cols["p_top3"]], 2)
+        return columns | {
+            "AUROC" + (" [95% interval]" if "auroc_lo" in cols else ""): self.auroc,
+            "AUROC rank": lambda r: fmt_number(r["auroc_rank"], 0),
+            "rank change": self.shift,
+            "datasets": self.datasets,
+            "Dominance": lambda r: fmt_number(r["dominance"]),
+            "Ideal point": lambda r: fmt_number(r["ideal"]),
+            "Worst axis": lambda r: fmt_number(r["worst"]),
+        }
+
+
+def _board_notes(
+    data: ReportData,
+    panel: str,
+    board: pd.DataFrame,
+    bootstrapped: bool,
+    resample: str | None,
+    no_interval: dict[bool, list[str]],
+) -> str:
+    """The notes under the leaderboard: intervals (or how to get them), gaps and partial coverage."""
     note = (
         ""
-        if boot is not None or resample is not None
+        if bootstrapped or resample is not None
         else f'<p class="note">No bootstrap intervals yet: run <code>{esc(FILL["bootstrap"])}</code>.</p>'
     )
-    board_html = table(
-        board,
-        columns,
-        text_columns=["Encoder"],
-        row_class=lambda r: "random-init" if r["encoder_id"] in data.random_init else "",
-        css_class="leaderboard",
-    )  # rendered before the notes: the cells collect the members left unbootstrapped
-    note += _no_interval_notes(data.panel, no_interval[True], no_interval[False])
+    note += _no_interval_notes(panel, no_interval[True], no_interval[False])
     if resample is not None:
-        agree = read_models.agreement_intervals(data.wh, data.panel, resample)
+        agree = read_models.agreement_intervals(data.wh, panel, resample)
         # fmt_number gives HTML already (a dash entity for a missing bound): only the names are escaped
         stats = "; ".join(
             f"{esc(r.statistic)} {fmt_number(r.estimate)} [{fmt_number(r.lo)}, {fmt_number(r.hi)}]"
@@ -266,14 +314,7 @@ def leaderboard(data: ReportData, sink: FigureSink) -> str | Missing:
     )
     note += "".join(f'<p class="note">{esc(m)}.</p>' for m in gaps.outside_lines(data.wh))
     note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in read_models.partial_lines(board))
-    formula = (
-        f'<p class="note">Panel <code>{esc(data.panel)}</code>. CRS = 0.60 dominance + 0.25 ideal point '
-        f"+ 0.15 worst axis, against the panel's frozen anchors. Rank change = AUROC rank - CRS rank "
-        f"(positive: the encoder rises under CRS).</p>"
-    )
-    # the verdict first, then the board: both on the page's first screen; the explanations below them
-    verdict = read_models.verdict_line(data.panel, board, resample)
-    return f'<p class="verdict">{esc(verdict)}</p>' + colour_key(directions=True) + board_html + formula + note
+    return note
 
 
 def _no_interval_notes(panel: str, unbootstrapped: list[str], outside: list[str]) -> str:
@@ -314,7 +355,7 @@ def _anchor_noise(data: ReportData, resample: str) -> str:
     )
 
 
-@section("profiles", "Reliability profiles: the four normalised axes")
+@section("profiles", "Reliability profiles: the four normalised axes", order=40)
 def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
@@ -346,7 +387,7 @@ def profiles(data: ReportData, sink: FigureSink) -> str | Missing:
     )
 
 
-@section("reordering", "From AUROC rank to CRS rank")
+@section("reordering", "From AUROC rank to CRS rank", order=50)
 def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
     gap = _need_scores(data)
     if gap:
@@ -403,7 +444,7 @@ def reordering(data: ReportData, sink: FigureSink) -> str | Missing:
     return chart + section_coverage(data, ranks, scored=True) + body
 
 
-@section("datasets", "Per-dataset results")
+@section("datasets", "Per-dataset results", order=60)
 def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
     if data.axes_cell is None or data.axes_cell.empty:
         return Missing("No complete axes per dataset yet.", FILL["runs"])
@@ -443,7 +484,7 @@ def per_dataset(data: ReportData, sink: FigureSink) -> str | Missing:
     return "".join(parts)
 
 
-@section("bootstrap", "Bootstrap: how sure is the ranking?")
+@section("bootstrap", "Bootstrap: how sure is the ranking?", order=70)
 def bootstrap(data: ReportData, sink: FigureSink) -> str | Missing:
     boot, cols = _bootstrap(data)
     if boot is None or boot.empty:

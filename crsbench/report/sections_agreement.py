@@ -89,7 +89,7 @@ def agreement_figure(knn: np.ndarray, retention: np.ndarray | None, labels: list
     return fig
 
 
-@section("agreement", "Representation agreement: will the next encoder agree?")
+@section("agreement", "Representation agreement: will the next encoder agree?", order=80)
 def agreement(data: ReportData, sink: FigureSink) -> str | Missing:
     pairs = data.analysis(
         "agreement",

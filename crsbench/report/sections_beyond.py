@@ -29,7 +29,7 @@ def _rows(data: ReportData, table: str, where: str) -> pd.DataFrame | None:
     return frame if len(frame) else None
 
 
-@section("subgroups", "Subgroup performance (worst group and gap per metadata key)")
+@section("subgroups", "Subgroup performance (worst group and gap per metadata key)", order=120)
 def subgroups(data: ReportData, sink: FigureSink) -> str | Missing:
     gaps = _rows(data, "subgroup_gaps", "metric = 'auroc' and condition = 'clean' and gap is not null")
     if gaps is None:
@@ -54,7 +54,7 @@ def subgroups(data: ReportData, sink: FigureSink) -> str | Missing:
     return "".join(out)
 
 
-@section("operating-points", "Operating points chosen on the calibration split")
+@section("operating-points", "Operating points chosen on the calibration split", order=130)
 def operating_points(data: ReportData, sink: FigureSink) -> str | Missing:
     points = _rows(data, "operating_points", "balanced_accuracy is not null")
     if points is None:

@@ -34,6 +34,6 @@ def render_card(card: Card) -> str:
     )
 
 
-@section("card", "Reporting card", after="leaderboard")
+@section("card", "Reporting card", order=20)
 def card(data: ReportData, sink: FigureSink) -> str | Missing:
     return render_card(reporting_card(data.wh, data.panel))

@@ -50,7 +50,7 @@ def _curves_only(frame: pd.DataFrame, x: str) -> pd.DataFrame:
     return frame[spread > 1].reset_index(drop=True)
 
 
-@section("recalibration", "Calibration before and after recalibration (E2)")
+@section("recalibration", "Calibration before and after recalibration (E2)", order=90)
 def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
     cells = data.analysis("e2", "cells", "encoder_id", "method", "condition", "ece_before", "ece_after")
     if cells is None or cells.empty:
@@ -110,7 +110,7 @@ def recalibration(data: ReportData, sink: FigureSink) -> str | Missing:
     return "".join(out)
 
 
-@section("depth", "Representation depth (E3)")
+@section("depth", "Representation depth (E3)", order=100)
 def depth(data: ReportData, sink: FigureSink) -> str | Missing:
     frame, from_analysis = _curve_source(data, "e3", "depths", "label_fraction", 1.0, "depth")
     if frame is None or frame.empty:
@@ -146,7 +146,7 @@ def depth(data: ReportData, sink: FigureSink) -> str | Missing:
     return "".join(out)
 
 
-@section("label-efficiency", "Label efficiency and crossover (E6)")
+@section("label-efficiency", "Label efficiency and crossover (E6)", order=110)
 def label_efficiency(data: ReportData, sink: FigureSink) -> str | Missing:
     frame, from_analysis = _curve_source(data, "e6", "curve", "depth", 1.0, "label_fraction")
     if frame is None or frame.empty:

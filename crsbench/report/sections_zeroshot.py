@@ -133,7 +133,7 @@ def _e5_part(data: ReportData, e5: pd.DataFrame, zs: pd.DataFrame, sink: FigureS
     return "".join(out)
 
 
-@section("zeroshot", "Zero-shot, prompting and probing (image-text and generative models)")
+@section("zeroshot", "Zero-shot, prompting and probing (image-text and generative models)", order=140)
 def zeroshot(data: ReportData, sink: FigureSink) -> str | Missing:
     if data.n_runs == 0:
         return Missing("No runs yet.", FILL["runs"])

@@ -310,7 +310,7 @@ VIEWS = ("encoder_agreement", "neighbour_composition", "classifier_transfer")
 
 def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_path, bench_db):
     from crsbench.analyses import get_analysis
-    from crsbench.analyses.registry import _comments
+    from crsbench.analyses.registry import output_comments
 
     spec = get_analysis("agreement")
     table_comments = "select table_name, comment from duckdb_tables() where table_name like 'analysis_agreement_%'"
@@ -342,7 +342,7 @@ def test_the_named_views_are_empty_before_the_analysis_and_its_tables_after(tmp_
     # the declared empty tables carry the comments the analysis registry writes on its output
     for view in VIEWS:
         table = f"analysis_agreement_{view}"
-        written = [s for s in _comments(spec, view, table, list(spec.outputs[view])) if " column " in s]
+        written = [s for s in output_comments(spec, view, table, list(spec.outputs[view])) if " column " in s]
         mine = declared[declared["table_name"] == table]
         assert len(mine) == len(written) == len(spec.outputs[view])
         for row in mine.itertuples():
@@ -385,3 +385,25 @@ def test_agreement_on_one_dataset_keeps_the_others_rows_unless_replace_all(bench
     assert (derm.loc[derm["measure"] == am.MUTUAL_KNN, "k"] == 5).all()
     assert main([*base, "-d", "derm", "--replace-all"]) == 0
     assert all(set(frame["dataset_id"]) == {"derm"} for frame in stored().values())
+
+
+def test_the_shipped_view_files_are_the_ones_the_registry_generates():
+    """sql/views/270..275 are generated (scripts/analysis_sql.py) from the agreement registration: each
+    shipped file is the render, and no generated file is left behind that nothing declares."""
+    from crsbench.analyses.views import shipped_files
+    from crsbench.warehouse.shipped_sql import sql_files
+
+    generated = shipped_files()
+    shipped = dict(sql_files())
+    assert sorted(generated) == [
+        "views/270_analysis_agreement_encoder_agreement.sql",
+        "views/271_analysis_agreement_neighbour_composition.sql",
+        "views/272_analysis_agreement_classifier_transfer.sql",
+        "views/273_encoder_agreement.sql",
+        "views/274_neighbour_composition.sql",
+        "views/275_classifier_transfer.sql",
+    ]
+    for name, text in generated.items():
+        assert shipped[name] == text, f"sql/{name} is stale: run python scripts/analysis_sql.py"
+    leftover = [n for n, t in shipped.items() if "by `python scripts/analysis_sql.py`" in t and n not in generated]
+    assert leftover == []

@@ -38,7 +38,7 @@ QUICK = {
     "folds": 2,
 }
 # Analysis tables the shipped SQL declares empty, so the views over them exist before the analysis
-# runs (sql/views/270_..272_: agreement); they are in `analyses` only once it ran.
+# runs (sql/views/270_..272_, generated from crsbench/analyses/agreement/views.py); they are in `analyses` only once it ran.
 SHIPPED_TABLES = {t for _, text in sql_files() for t in re.findall(r"^create table if not exists (\w+)", text, re.M)}
 TESTS = Path(__file__).parent
 

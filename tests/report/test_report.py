@@ -485,3 +485,64 @@ def test_encoders_without_an_interval_say_why_under_the_table(full_report):
     text = _visible_text(notes)
     assert f"Not bootstrapped: {UNBOOTSTRAPPED}. Run crsbench analyze bootstrap --panel main" in text
     assert "No interval for echo: the bootstrap resamples the members of panel main only" in text
+
+
+# The page's sections as the report rendered them before sections declared their order (read off the
+# headings of this file's full report at that commit): the declared orders must keep it.
+TODAYS_PAGE = [
+    ("leaderboard", "CRS leaderboard next to AUROC"),
+    ("card", "Reporting card"),
+    ("overview", "What this warehouse holds"),
+    ("profiles", "Reliability profiles: the four normalised axes"),
+    ("reordering", "From AUROC rank to CRS rank"),
+    ("datasets", "Per-dataset results"),
+    ("bootstrap", "Bootstrap: how sure is the ranking?"),
+    ("agreement", "Representation agreement: will the next encoder agree?"),
+    ("recalibration", "Calibration before and after recalibration (E2)"),
+    ("depth", "Representation depth (E3)"),
+    ("label-efficiency", "Label efficiency and crossover (E6)"),
+    ("subgroups", "Subgroup performance (worst group and gap per metadata key)"),
+    ("operating-points", "Operating points chosen on the calibration split"),
+    ("zeroshot", "Zero-shot, prompting and probing (image-text and generative models)"),
+]
+_HEADED = re.compile(r'<section id="[^"]*" data-section="([^"]+)"[^>]*><h2>([^<]*)</h2>')
+
+
+def test_the_declared_section_orders_keep_todays_page(full_report):
+    out, _, _ = full_report
+    assert _HEADED.findall(out.read_text(encoding="utf-8")) == TODAYS_PAGE
+    assert list(SECTION_IDS) == [sid for sid, _ in TODAYS_PAGE]
+
+
+def test_a_section_from_a_module_outside_the_source_tree_lands_where_it_declares(tmp_path, monkeypatch):
+    import importlib
+    import sys
+
+    from crsbench.reads.report_data import gather
+    from crsbench.report import render_html, sections
+    from crsbench.report.html import FigureSink
+
+    plugin = tmp_path / "plugin"
+    plugin.mkdir()
+    (plugin / "extra_report_section.py").write_text(
+        "from crsbench.report.sections import section\n\n"
+        '@section("extra", "An extra section", order=25)\n'
+        "def extra(data, sink):\n"
+        '    return "<p>extra body</p>"\n',
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(plugin))
+    monkeypatch.setattr(sections, "SECTIONS", list(sections.SECTIONS))  # the registration is undone after
+    monkeypatch.delitem(sys.modules, "extra_report_section", raising=False)
+    importlib.import_module("extra_report_section")
+    monkeypatch.delitem(sys.modules, "extra_report_section")
+    db = tmp_path / "empty.duckdb"
+    Warehouse.open(db).__enter__().close()
+    with Warehouse.open(db, read_only=True) as wh:
+        html, states = render_html(gather(wh, None), FigureSink(110))
+    ids = [sid for sid, _ in TODAYS_PAGE]
+    want = [*ids[:2], "extra", *ids[2:]]  # order 25: after the card (20), before the overview (30)
+    assert [sid for sid, _ in _HEADED.findall(html)] == want
+    assert list(states) == want and states["extra"] == "ok" and "<p>extra body</p>" in html
+    with pytest.raises(ValueError, match="clashes with 'extra'"):
+        sections.section("another", "Another", order=25)(lambda data, sink: "")
