@@ -7,7 +7,7 @@
 The same synthetic test images (every row in the test split: 16 conditions x 4 depths each) are
 extracted twice into local stores: by `features.extract` in this process, then over a
 dask.distributed LocalCluster of one worker process (one thread; `--resources GPU=1` with
---device cuda, as a GPU worker is started) through crsbench.pipeline.extract_dist. Prints both
+--device cuda, as a GPU worker is started) through crsbench.features.extraction_cluster. Prints both
 rates in forwards/s and test images/s, their ratio (the cost of the cluster path: task
 dispatch, the per-worker model build, writes from the worker), and whether the two stores hold
 identical bytes. Both runs include their model build; the worker's happens once.
@@ -25,7 +25,7 @@ from pathlib import Path
 from crsbench.core import CONDITIONS
 from crsbench.features import FeatureSetRef, FeatureStore, extract, get_encoder
 from crsbench.features.extract_options import ExtractOptions
-from crsbench.pipeline.extract_dist import ClusterExtraction
+from crsbench.features.extraction_cluster import ClusterExtraction
 
 sys.path.insert(0, str(Path(__file__).parent))
 from extract import make_dataset

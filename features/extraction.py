@@ -33,6 +33,7 @@ from crsbench.features.conditions import check_conditions, registered_conditions
 from crsbench.features.degenerate import assess
 from crsbench.features.extract_options import ExtractOptions
 from crsbench.features.extraction_chunks import ChunkExtractor
+from crsbench.features.extraction_result import ExtractionResult, StoredAttrs
 from crsbench.features.extraction_sets import (
     COMPUTE_DTYPES,
     DTYPES,
@@ -45,20 +46,21 @@ from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.loaders import build_model, state_dict_hash
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.repair import check_settings, count_repair, plan_repair, reset_chunks
+from crsbench.features.repair import RepairPlan, as_made, check_settings, count_repair, plan_repair, reset_chunks
 from crsbench.features.store import FeatureSetRef, FeatureStore, claim_dataset, depth_key
 from crsbench.features.weights import download_policy, fingerprint, planned_weights, recording_loads
 from crsbench.ingest.types import Dataset
 
 
-def _resolve_device(device: str) -> torch.device:
+def resolve_device(device: str) -> torch.device:
+    """`device` as torch names it, or a one-line error when it is CUDA and none is available."""
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise CrsbenchError("--device cuda requested but no CUDA device is available")
     return dev
 
 
-def _source(entry: EncoderEntry, weights: str | None) -> list[list[Any]] | None:
+def weights_source(entry: EncoderEntry, weights: str | None) -> list[list[Any]] | None:
     """The fingerprint of the files building `entry` reads (None when there are none)."""
     try:
         with download_policy(False):
@@ -111,35 +113,70 @@ def extract(
     progress: ProgressFn | None = None,
     conditions: Sequence[str] | None = None,
     **overrides: Any,
-) -> dict[str, Any]:
-    """Extract every depth and condition of one encoder on one dataset; returns the set's attrs.
+) -> ExtractionResult:
+    """Extract every depth and condition of one encoder on one dataset; returns the set's attrs
+    and what was done (features.extraction_result).
 
     `options` (features.extract_options; its defaults when None, with `overrides` replacing
     fields of it) say how. `model` overrides building the entry (e.g. a LoRA-adapted encoder
     with its `regime`; it is moved to the device and compute dtype in place). A complete feature
-    set is skipped (attrs returned with `skipped=True`) unless `force`. On the CPU, `threads`
+    set is skipped (`skipped=True`) unless `force`. On the CPU, `threads`
     one-thread forwards run at once (default: half the cores, so decoding and perturbing never
     oversubscribe them); with more than one, images are decoded and perturbed in worker
     processes (`pixel_processes=False`: in threads of this process). Stored bytes depend on
     neither. The model is built (weights resolved offline unless `allow_download`) before the
     store is touched, so a bad checkpoint writes nothing. `repair` re-extracts only the damaged
-    or missing row chunks of the set (features.repair): attrs come back with `repaired` (the
+    or missing row chunks of the set (features.repair): the result carries `repaired` (the
     chunks) and `damage`.
     """
     opts = dataclasses.replace(options or ExtractOptions(), **overrides)
-    device, batch_size, force, chunk_rows = opts.device, opts.batch_size, opts.force, opts.chunk_rows
-    dtype, compute_dtype, threads, repair = opts.dtype, opts.compute_dtype, opts.threads, opts.repair
-    weights = str(opts.weights) if opts.weights is not None else None
-    allow_download, trust_pickle, workers = opts.allow_download, opts.trust_pickle, opts.workers
-    perturb_backend, pixel_processes = opts.perturb_backend, opts.pixel_processes
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
-    progress = progress or no_progress
-    if dtype not in DTYPES or compute_dtype not in COMPUTE_DTYPES:
-        raise CrsbenchError(f"dtype must be one of {list(DTYPES)}, compute dtype one of {list(COMPUTE_DTYPES)}")
-    if batch_size < 1 or chunk_rows < 1:
-        raise CrsbenchError("--batch-size and chunk rows must be positive")
+    check_request(dataset, entry, opts)
     # Default: clean and every registered perturbation x severity (the protocol's 16 without plugins).
     conditions = registered_conditions() if conditions is None else check_conditions(conditions)
+    dev = resolve_device(opts.device)
+    ref = FeatureSetRef(dataset.name, entry.id, regime)
+    plan = plan_repair(store, ref, dataset) if opts.repair else None
+    if plan is not None:
+        if not plan.chunks:
+            return skipped_result(store.attrs(ref), store, ref, plan)
+        # A repair re-extracts under the settings the set was made with, whatever the defaults.
+        opts, made = as_made(opts, store.attrs(ref))
+        conditions = made if made is not None else list(conditions)
+    build = _Builder(entry, opts)
+    given = model is not None
+    if model is None:
+        model = _model_unless_skipped(store, ref, entry, opts, build)
+    root = store.root(writable=True)
+    claim_dataset(root, dataset, store.url)
+    if ref.path in root and opts.force:
+        del root[ref.path]
+    if ref.path in root and root[ref.path].attrs.get("complete") and plan is None:
+        return skipped_result(dict(root[ref.path].attrs), store, ref)
+    if model is None:  # the set looked complete a moment ago but is not (replaced meanwhile)
+        model = build()
+    weights_hash = state_dict_hash(model)
+    model = model.to(dev).to(COMPUTE_DTYPES[opts.compute_dtype]).eval()
+    tap = DepthTap(model, entry)
+    source = None if given else weights_source(entry, str(opts.weights) if opts.weights is not None else None)
+    settings = settings_attrs(dataset, opts, dev, list(conditions), weights_hash, source, build.loads)
+    group = _open_set(root, ref, entry, tap, dataset, settings, dev, plan)
+    started = time.perf_counter()
+    test_mask, arrays, threads = _run_chunks(dataset, entry, ref, tap, dev, settings, store.url, opts, group, progress)
+    if plan is not None:
+        count_repair(group, plan)  # before `complete` flips back on
+    _finish(group, arrays, ref, entry, dataset, test_mask, settings, store.url)
+    group.attrs["provenance"] = to_json(collect(device=str(dev), threads=threads))
+    stored = StoredAttrs.from_attrs(dict(group.attrs), f"feature set {ref.path} in {store.url}")
+    return done_result(stored, time.perf_counter() - started, plan)
+
+
+def check_request(dataset: Dataset, entry: EncoderEntry, opts: ExtractOptions) -> None:
+    """A one-line error for a request no extraction can serve (before anything is built or written)."""
+    if opts.dtype not in DTYPES or opts.compute_dtype not in COMPUTE_DTYPES:
+        raise CrsbenchError(f"dtype must be one of {list(DTYPES)}, compute dtype one of {list(COMPUTE_DTYPES)}")
+    if opts.batch_size < 1 or opts.chunk_rows < 1:
+        raise CrsbenchError("--batch-size and chunk rows must be positive")
     if entry.chest_only and dataset.domain != "rad":
         raise CrsbenchError(
             f"encoder {entry.id!r} is chest-only; dataset {dataset.name!r} has "
@@ -147,118 +184,187 @@ def extract(
         )
     if dataset.n_images == 0:
         raise CrsbenchError(f"dataset {dataset.name!r} has no images")
-    dev = _resolve_device(device)
-    backend = perturb_backend if perturb_backend != "auto" else ("numpy" if dev.type == "cpu" else "torch")
-    ref = FeatureSetRef(dataset.name, entry.id, regime)
-    loads: list[dict[str, str]] = []
-    given = model is not None
 
-    def build() -> torch.nn.Module:
+
+def skipped_result(
+    attrs: dict[str, Any], store: FeatureStore, ref: FeatureSetRef, plan: RepairPlan | None = None
+) -> ExtractionResult:
+    """The result for a set left as it stands (complete; or, with `plan`, nothing to repair)."""
+    stored = StoredAttrs.from_attrs(attrs, f"feature set {ref.path} in {store.url}")
+    if plan is None:
+        return ExtractionResult(stored, skipped=True)
+    return ExtractionResult(stored, skipped=True, repaired=(), damage=())
+
+
+def done_result(
+    stored: StoredAttrs,
+    seconds: float,
+    plan: RepairPlan | None,
+    chunks_here: int | None = None,
+    n_chunks: int | None = None,
+) -> ExtractionResult:
+    """The result for a set just extracted (or repaired, under `plan`); over a cluster, with the
+    chunks this client computed of the set's."""
+    return ExtractionResult(
+        stored,
+        skipped=False,
+        seconds=seconds,
+        repaired=None if plan is None else tuple(plan.chunks),
+        damage=None if plan is None else tuple(plan.damage),
+        repaired_depths=None if plan is None else tuple(plan.depths),
+        chunks_here=chunks_here,
+        n_chunks=n_chunks,
+    )
+
+
+@dataclasses.dataclass
+class _Builder:
+    """Builds `entry`'s model under `opts`, remembering which files (and parts of them) it loaded."""
+
+    entry: EncoderEntry
+    opts: ExtractOptions
+    loads: list[dict[str, str]] = dataclasses.field(default_factory=list)
+
+    def __call__(self) -> torch.nn.Module:
+        weights = str(self.opts.weights) if self.opts.weights is not None else None
         with recording_loads() as record:
-            built = build_model(entry, weights, allow_download=allow_download, trust_pickle=trust_pickle)
-        loads[:] = record
+            built = build_model(
+                self.entry, weights, allow_download=self.opts.allow_download, trust_pickle=self.opts.trust_pickle
+            )
+        self.loads[:] = record
         return built
 
-    plan = plan_repair(store, ref, dataset) if repair else None
-    if plan is not None:
-        if not plan.chunks:
-            return {**store.attrs(ref), "skipped": True, "repaired": [], "damage": []}
-        # A repair re-extracts under the settings the set was made with, whatever the defaults.
-        made = store.attrs(ref)
-        batch_size, chunk_rows = int(made.get("batch_size", batch_size)), int(made.get("chunk_rows", chunk_rows))
-        dtype, compute_dtype = str(made.get("dtype", dtype)), str(made.get("compute_dtype", compute_dtype))
-        conditions = list(made.get("conditions", conditions))
-        backend = str(made.get("perturb_backend", backend))
-    # Built before the store is touched (a bad checkpoint or absent weights writes nothing),
-    # unless the set is complete (with these weights) and will be skipped.
+
+def _model_unless_skipped(
+    store: FeatureStore, ref: FeatureSetRef, entry: EncoderEntry, opts: ExtractOptions, build: _Builder
+) -> torch.nn.Module | None:
+    """The model, built before the store is touched (a bad checkpoint or absent weights writes
+    nothing); None when the set is complete (with these weights) and will be skipped."""
+    weights = str(opts.weights) if opts.weights is not None else None
     complete = store.is_complete(ref)
-    if model is None and complete and not force:
+    if complete and not opts.force:
         check_same_weights(store, ref, entry, weights, lambda: state_dict_hash(build()))
-    if model is None and (force or not complete):
-        model = build()
-    root = store.root(writable=True)
-    claim_dataset(root, dataset, store.url)
+        return None
+    return build()
 
-    if ref.path in root and force:
-        del root[ref.path]
-    if ref.path in root and root[ref.path].attrs.get("complete") and plan is None:
-        return {**dict(root[ref.path].attrs), "skipped": True}
-    if model is None:  # the set looked complete a moment ago but is not (replaced meanwhile)
-        model = build()
 
-    weights_hash = state_dict_hash(model)
-    model = model.to(dev).to(COMPUTE_DTYPES[compute_dtype]).eval()
-    tap = DepthTap(model, entry)
-    settings: dict[str, Any] = {
+def settings_attrs(
+    dataset: Dataset,
+    opts: ExtractOptions,
+    dev: torch.device,
+    conditions: list[str],
+    weights_hash: str,
+    source: list[list[Any]] | None,
+    loads: list[dict[str, str]],
+) -> dict[str, Any]:
+    """The attrs that fix a set's bytes (features.extraction_sets.RESUME_KEYS), and where its weights
+    came from (`source`: `weights_source`; `loads`: which part of each file was taken)."""
+    return {
         "weights_hash": weights_hash,
         "image_digest": dataset.image_digest(),
-        "dtype": dtype,
-        "compute_dtype": compute_dtype,
-        "chunk_rows": int(chunk_rows),
-        "batch_size": int(batch_size),
+        "dtype": opts.dtype,
+        "compute_dtype": opts.compute_dtype,
+        "chunk_rows": int(opts.chunk_rows),
+        "batch_size": int(opts.batch_size),
         "device_type": dev.type,
-        "perturb_backend": backend,
+        "perturb_backend": perturb_backend(opts, dev),
         "conditions": list(conditions),
         "code_version": __version__,
         # Not resume keys: which files the weights came from, and which part of each was taken.
-        "weights_source": None if given else _source(entry, weights),
+        "weights_source": source,
         "weights_loaded": loads,
     }
+
+
+def perturb_backend(opts: ExtractOptions, dev: torch.device) -> str:
+    """The perturbation backend: as asked, or with 'auto' numpy on the CPU and torch elsewhere."""
+    return opts.perturb_backend if opts.perturb_backend != "auto" else ("numpy" if dev.type == "cpu" else "torch")
+
+
+def _open_set(
+    root: zarr.Group,
+    ref: FeatureSetRef,
+    entry: EncoderEntry,
+    tap: DepthTap,
+    dataset: Dataset,
+    settings: dict[str, Any],
+    dev: torch.device,
+    plan: RepairPlan | None,
+) -> zarr.Group:
+    """The set's group, created or reopened; for a repair, its damaged chunks reset first."""
     if plan is not None:
         node = root[ref.path]
-        assert isinstance(node, zarr.Group)
+        assert isinstance(node, zarr.Group)  # plan_repair found it
         check_settings(node, ref, settings)  # before anything is written
         reset_chunks(node, plan.chunks)
-    group = open_feature_group(root, ref, entry, tap, dataset, settings, dev)
+    return open_feature_group(root, ref, entry, tap, dataset, settings, dev)
 
+
+def _run_chunks(
+    dataset: Dataset,
+    entry: EncoderEntry,
+    ref: FeatureSetRef,
+    tap: DepthTap,
+    dev: torch.device,
+    settings: dict[str, Any],
+    store_url: str,
+    opts: ExtractOptions,
+    group: zarr.Group,
+    progress: ProgressFn | None,
+) -> tuple[np.ndarray, dict[str, Any], int]:
+    """Extract every row chunk without its progress marker; returns the test-row mask, the
+    set's arrays and how many forward streams ran. The tap is closed however it ends."""
+    progress = progress or no_progress
     ex = ChunkExtractor(
         dataset,
         entry,
         ref,
         tap,
         dev,
-        {**settings, "np_dtype": DTYPES[dtype], "store_url": store.url},
-        max(1, min(workers, os.cpu_count() or 1)),
+        {**settings, "np_dtype": DTYPES[opts.dtype], "store_url": store_url},
+        max(1, min(opts.workers, os.cpu_count() or 1)),
         progress,
     )
-    arrays = {
-        name: group_array(group, name)
-        for name in [f"{depth_key(d)}/{c}" for d in tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
-        if name in group  # no DIGEST_ARRAY in a set started before checksums
-    }
+    names = [f"{depth_key(d)}/{c}" for d in tap.depths for c in settings["conditions"]]
+    # No DIGEST_ARRAY in a set started before checksums.
+    arrays = {name: group_array(group, name) for name in [*names, PROGRESS_ARRAY, DIGEST_ARRAY] if name in group}
     marks = np.asarray(arrays[PROGRESS_ARRAY][:])
     pending = [k for k in range(marks.shape[0]) if not marks[k]]
     total = sum(ex.n_items(k) for k in range(marks.shape[0]))
     done = total - sum(ex.n_items(k) for k in pending)
     progress(ex.label, done, total)
-    started = time.perf_counter()
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
-        ex.use_streams(threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)), pixel_processes)
+        ex.use_streams(opts.threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)), opts.pixel_processes)
         torch.set_num_threads(1)  # each stream's forward on one thread (see ChunkExtractor.run_chunk)
-    extraction_threads = ex.n_streams
     try:
         ex.run(arrays, pending, done, total)
     finally:
         torch.set_num_threads(previous_threads)
         ex.close()
         tap.close()
-    if plan is not None:
-        count_repair(group, plan)  # before `complete` flips back on
+    return ex.test_mask, arrays, ex.n_streams
+
+
+def _finish(
+    group: zarr.Group,
+    arrays: dict[str, Any],
+    ref: FeatureSetRef,
+    entry: EncoderEntry,
+    dataset: Dataset,
+    test_mask: np.ndarray,
+    settings: dict[str, Any],
+    store_url: str,
+) -> None:
+    """Assess the set, then mark it complete (features.extraction_sets); warn when it is degenerate."""
     verdict = assess(group)  # before `complete` flips: a complete set always carries its verdict
-    finish_feature_set(group, arrays, ref, ex.test_mask, settings, store.url)
+    finish_feature_set(group, arrays, ref, test_mask, settings, store_url)
+    # stacklevel 3: the warning names extract's caller, as it did when extract warned itself.
     if verdict.reason:
         warnings.warn(
             f"feature set {ref.path} is degenerate: {verdict.reason}; its cells are flagged and {entry.id} gets no "
             f"rank until you confirm the set: crsbench feature-sets --confirm {ref.key} {dataset.name}",
-            stacklevel=2,
+            stacklevel=3,
         )
     elif verdict.other_depths:  # a flagged set needs no second warning
-        warnings.warn(verdict.other_depths_warning(ref.path), stacklevel=2)
-    group.attrs["provenance"] = to_json(collect(device=str(dev), threads=extraction_threads))
-    attrs: dict[str, Any] = dict(group.attrs)
-    attrs["seconds"] = time.perf_counter() - started
-    attrs["skipped"] = False
-    if plan is not None:
-        attrs["repaired"], attrs["damage"], attrs["repaired_depths"] = plan.chunks, plan.damage, plan.depths
-    return attrs
+        warnings.warn(verdict.other_depths_warning(ref.path), stacklevel=3)

@@ -1,6 +1,6 @@
 """The worker side of distributed extraction: what runs inside a dask.distributed worker.
 
-The client (crsbench.pipeline.extract_dist) claims, submits and completes; the functions here
+The client (crsbench.features.extraction_cluster) claims, submits and completes; the functions here
 run on workers and touch only the shared feature store:
 
 * `check_worker`: before any chunk, on every worker -- the weights resolve, the device exists,
@@ -37,10 +37,10 @@ import numpy as np
 import torch
 import zarr
 
-from crsbench.core import CrsbenchError, __version__, no_progress
+from crsbench.core import CrsbenchError, no_progress
 from crsbench.features.conditions import registered_conditions
 from crsbench.features.extract_options import ExtractOptions
-from crsbench.features.extraction import _resolve_device, _source, check_same_weights
+from crsbench.features.extraction import check_same_weights, resolve_device, settings_attrs, weights_source
 from crsbench.features.extraction_chunks import ChunkExtractor
 from crsbench.features.extraction_sets import COMPUTE_DTYPES, DTYPES, PROGRESS_ARRAY, group_array, open_feature_group
 from crsbench.features.hooks import DepthTap
@@ -83,7 +83,7 @@ def built_model(entry: EncoderEntry, options: ExtractOptions) -> _Built:
                     entry, options.weights, allow_download=options.allow_download, trust_pickle=options.trust_pickle
                 )
             weights_hash = state_dict_hash(model)
-            dev = _resolve_device(options.device)
+            dev = resolve_device(options.device)
             model = model.to(dev).to(COMPUTE_DTYPES[options.compute_dtype]).eval()
             _MODELS[key] = _Built(model, DepthTap(model, entry), weights_hash, list(loads), threading.Lock())
         return _MODELS[key]
@@ -112,7 +112,7 @@ def check_worker(entry: EncoderEntry, options: ExtractOptions, store_url: str, t
     except CrsbenchError as exc:
         return f"weights: {exc}"
     try:
-        _resolve_device(options.device)
+        resolve_device(options.device)
     except CrsbenchError as exc:
         return str(exc)
     path = probe_path(store_url, token)
@@ -144,26 +144,17 @@ def check_named_worker(
 def set_settings(
     ds: Dataset, entry: EncoderEntry, options: ExtractOptions, built: _Built, conditions: list[str] | None = None
 ) -> dict[str, Any]:
-    """The attrs that fix a set's bytes (features.extraction_sets.RESUME_KEYS), as a local run writes
+    """The attrs that fix a set's bytes (features.extraction.settings_attrs), as a local run writes
     them; `conditions` default to the registered ones, as a local run's do."""
-    dev = _resolve_device(options.device)
-    backend = (
-        options.perturb_backend if options.perturb_backend != "auto" else ("numpy" if dev.type == "cpu" else "torch")
+    return settings_attrs(
+        ds,
+        options,
+        resolve_device(options.device),
+        list(registered_conditions() if conditions is None else conditions),
+        built.weights_hash,
+        weights_source(entry, str(options.weights) if options.weights else None),
+        built.loads,
     )
-    return {
-        "weights_hash": built.weights_hash,
-        "image_digest": ds.image_digest(),
-        "dtype": options.dtype,
-        "compute_dtype": options.compute_dtype,
-        "chunk_rows": int(options.chunk_rows),
-        "batch_size": int(options.batch_size),
-        "device_type": dev.type,
-        "perturb_backend": backend,
-        "conditions": list(registered_conditions() if conditions is None else conditions),
-        "code_version": __version__,
-        "weights_source": _source(entry, str(options.weights) if options.weights else None),
-        "weights_loaded": built.loads,
-    }
 
 
 def weights_hash(entry: EncoderEntry, options: ExtractOptions) -> str:
@@ -208,7 +199,7 @@ def open_set(
         check_settings(node, ref, settings)  # before anything is written
         reset_chunks(node, repair)
     with built.lock:
-        open_feature_group(root, ref, entry, built.tap, ds, settings, _resolve_device(options.device))
+        open_feature_group(root, ref, entry, built.tap, ds, settings, resolve_device(options.device))
     return settings
 
 
@@ -234,7 +225,7 @@ def compute_chunk(
         store = FeatureStore(store_url)
         node = store.root(writable=True)[ref.path]
         assert isinstance(node, zarr.Group)  # open_set made it
-        dev = _resolve_device(options.device)
+        dev = resolve_device(options.device)
         conditions = list(settings["conditions"])
         names = [f"{depth_key(d)}/{c}" for d in built.tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
         arrays = {name: group_array(node, name) for name in names if name in node}

@@ -17,6 +17,7 @@ import numpy as np
 import zarr
 
 from crsbench.core import CrsbenchError
+from crsbench.features.extract_options import ExtractOptions
 from crsbench.features.extraction_sets import PROGRESS_ARRAY, stale_settings
 from crsbench.features.integrity import (
     DIGEST_ARRAY,
@@ -117,3 +118,18 @@ def restore_digest_array(group: zarr.Group, n_chunks: int) -> None:
         dtype="uint32",
         compressors=checksummed_compressors(),
     )
+
+
+def as_made(options: ExtractOptions, made: dict[str, Any]) -> tuple[ExtractOptions, list[str] | None]:
+    """`options` with the settings a set was made with (`made`: its attrs; a repair re-extracts
+    under them), and its conditions (None when it does not record them)."""
+    replaced = dataclasses.replace(
+        options,
+        batch_size=int(made.get("batch_size", options.batch_size)),
+        chunk_rows=int(made.get("chunk_rows", options.chunk_rows)),
+        dtype=str(made.get("dtype", options.dtype)),
+        compute_dtype=str(made.get("compute_dtype", options.compute_dtype)),
+        perturb_backend=str(made.get("perturb_backend", options.perturb_backend)),
+    )
+    conditions = made.get("conditions")
+    return replaced, [str(c) for c in conditions] if isinstance(conditions, list) else None

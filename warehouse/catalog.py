@@ -1,7 +1,7 @@
 """The feature-store catalog in the warehouse: tables `encoders` and `feature_sets` (METHODS.md §2).
 
 The Zarr store is the truth; these tables are its index for SQL. `record_feature_set`
-upserts one row from a feature set's group attributes, `sync_catalog` rescans a whole
+upserts one row from a feature set's attributes (typed: features.extraction_result), `sync_catalog` rescans a whole
 store (e.g. after extracting elsewhere), `upsert_encoder` inserts or updates the row of a registry entry.
 """
 
@@ -9,16 +9,17 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping
 from typing import Any
 
 import duckdb
 import pandas as pd
 
-from crsbench.core import DEPTHS, FROZEN, CrsbenchError
-from crsbench.features.conditions import stored_conditions
+from crsbench.core import FROZEN, CrsbenchError
+from crsbench.features.extraction_result import StoredAttrs
 from crsbench.features.lookup import get_encoder
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
+from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.retire import retire_for_new_weights
 
@@ -74,39 +75,38 @@ def upsert_encoder_spec(wh: Warehouse, spec: dict[str, Any], weights_hash: str |
         )
 
 
-def _row(store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> list[Any]:
-    required = ("image_digest", "dim", "n_images")
-    missing = [k for k in required if k not in attrs]
-    if missing:
-        raise CrsbenchError(
-            f"feature set {ref.path} in {store_url} lacks attributes {missing}; it was not written by crsbench extract"
-        )
+def _row(store_url: str, ref: FeatureSetRef, attrs: StoredAttrs) -> list[Any]:
     return [
         ref.dataset,
         ref.encoder_id,
         ref.regime,
         store_url,
-        list(attrs.get("depths", [depth_key(d) for d in DEPTHS])),
-        list(stored_conditions(attrs)),
-        int(attrs["dim"]),
-        attrs.get("dtype", "float16"),
-        int(attrs["n_images"]),
-        attrs["image_digest"],
-        bool(attrs.get("complete", False)),
-        bool(attrs.get("pretrained", True)),
-        attrs.get("checkpoint"),
-        attrs.get("weights_hash"),
-        attrs.get("code_version"),
-        attrs.get("provenance"),
-        attrs.get("degenerate") or None,
-        _timestamp(attrs.get("degenerate_confirmed_at")),
+        list(attrs.depths),
+        list(attrs.conditions),
+        attrs.dim,
+        attrs.dtype,
+        attrs.n_images,
+        attrs.image_digest,
+        attrs.complete,
+        attrs.pretrained,
+        attrs.checkpoint,
+        attrs.weights_hash,
+        attrs.code_version,
+        attrs.provenance,
+        attrs.degenerate,
+        _timestamp(attrs.degenerate_confirmed_at),
     ]
 
 
-def _timestamp(value: Any) -> dt.datetime | None:
+def _read(store_url: str, ref: FeatureSetRef, attrs: Mapping[str, Any]) -> StoredAttrs:
+    """A set's group attributes, typed (features.extraction_result), named by its catalogued url in errors."""
+    return StoredAttrs.from_attrs(attrs, f"feature set {ref.path} in {store_url}")
+
+
+def _timestamp(value: str | None) -> dt.datetime | None:
     """An attrs ISO timestamp (UTC, naive) as a datetime; None when absent or unreadable."""
     try:
-        return dt.datetime.fromisoformat(str(value)) if value else None
+        return dt.datetime.fromisoformat(value) if value else None
     except ValueError:
         return None
 
@@ -121,12 +121,19 @@ def resolve_url(wh: Warehouse, store_url: str) -> str:
     return wh.resolve_path(store_url)
 
 
-def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: dict[str, Any]) -> int:
-    """Insert or update the catalog row of one feature set (keyed by dataset, encoder, regime, store);
-    returns how many fits it retired (a set re-extracted with other weights)."""
+def record_feature_set(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: StoredAttrs) -> int:
+    """Insert or update the catalog row of one feature set (keyed by dataset, encoder, regime, store)
+    from its attributes (`ExtractionResult.stored`); returns how many fits it retired (a set
+    re-extracted with other weights)."""
     row = _row(portable_url(wh, store_url), ref, attrs)
     with wh.transaction() as con:
         return _upsert(con, row)
+
+
+def record_attrs(wh: Warehouse, store_url: str, ref: FeatureSetRef, attrs: Mapping[str, Any]) -> int:
+    """`record_feature_set` from the set's group attributes as stored (e.g. `FeatureStore.attrs`)."""
+    url = portable_url(wh, store_url)
+    return record_feature_set(wh, store_url, ref, _read(url, ref, attrs))
 
 
 def _upsert(con: duckdb.DuckDBPyConnection, row: list[Any]) -> int:
@@ -178,7 +185,7 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
     url = portable_url(wh, store.url)
     refs = store.feature_sets()
-    attrs = {ref: store.attrs(ref) for ref in refs}
+    attrs = {ref: _read(url, ref, store.attrs(ref)) for ref in refs}
     rows = [_row(url, ref, attrs[ref]) for ref in refs]
     seen = {(r[0], r[1], r[2]) for r in rows}
     with wh.transaction() as con:
@@ -194,10 +201,11 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
         for row in rows:
             _upsert(con, row)
     # The entry that ran is in the store (ids, TOML and plugin entries included): record that.
-    specs = {ref.encoder_id: a for ref, a in attrs.items() if isinstance(a.get("encoder"), dict)}
+    specs = {ref.encoder_id: a for ref, a in attrs.items() if a.encoder is not None}
     for encoder_id in sorted({r[1] for r in rows}):
         if encoder_id in specs:
-            upsert_encoder_spec(wh, specs[encoder_id]["encoder"], specs[encoder_id].get("weights_hash"))
+            spec = specs[encoder_id]
+            upsert_encoder_spec(wh, dict(spec.encoder or {}), spec.weights_hash)
             continue
         try:
             upsert_encoder(wh, get_encoder(encoder_id))

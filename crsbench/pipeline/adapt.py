@@ -102,7 +102,7 @@ def adapt_encoder(
         model = load_adapted(entry, folder, weights=base_weights)
         for ds in [source, *targets]:
             ref = FeatureSetRef(ds.name, entry.id, lora_regime(seed))
-            attrs = extract(
+            extracted = extract(
                 ds,
                 entry,
                 store_url,
@@ -114,14 +114,14 @@ def adapt_encoder(
             )
             with Warehouse.open(db) as wh:
                 catalog.upsert_encoder(wh, entry)
-                catalog.record_feature_set(wh, store_url, ref, attrs)
+                catalog.record_feature_set(wh, store_url, ref, extracted.stored)
             rows.append(
                 {
                     "encoder": ref.key,
                     "dataset": ds.name,
                     "adapter": str(folder),
                     "trained": trained,
-                    "features": "skipped (complete)" if attrs.get("skipped") else "extracted",
+                    "features": "skipped (complete)" if extracted.skipped else "extracted",
                 }
             )
     return AdaptResult(root, pd.DataFrame(rows), notes, EncoderKey(entry.id, lora_regime(config.seeds[0])))

@@ -19,5 +19,5 @@ def confirm_feature_set(db: Path, store_url: str, encoder: str, dataset: str) ->
     ref = FeatureSetRef(dataset, key.encoder_id, key.regime)
     attrs = confirm_in_store(store_url, ref)
     with Warehouse.open(db) as wh:
-        catalog.record_feature_set(wh, store_url, ref, attrs)
+        catalog.record_attrs(wh, store_url, ref, attrs)
     return str(attrs[DEGENERATE])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,8 +15,10 @@ from crsbench.features.extract_options import ExtractOptions, with_environment
 from crsbench.warehouse.connection import Warehouse
 
 if TYPE_CHECKING:
+    from crsbench.features.extraction_cluster import ClusterExtraction
+    from crsbench.features.extraction_result import ExtractionResult
     from crsbench.features.registry import EncoderEntry
-    from crsbench.pipeline.extract_dist import ClusterExtraction
+    from crsbench.features.store import FeatureSetRef
 
 ALL_DATASETS = "all"
 ALL_TINY = "all-tiny"
@@ -36,7 +38,7 @@ class ExtractConfig:
     files of user encoders (besides $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse);
     `allow_code` lets entries of `encoder_files` and $CRSBENCH_ENCODERS name Python code (also
     CRSBENCH_ALLOW_CODE=1; never crsbench.toml's). `scheduler` (a dask.distributed address)
-    spreads each set's row chunks over the cluster's workers (pipeline.extract_dist).
+    spreads each set's row chunks over the cluster's workers (features.extraction_cluster).
     """
 
     options: ExtractOptions = dataclasses.field(default_factory=ExtractOptions)
@@ -89,11 +91,11 @@ def extract_all(
     (which file, and which part of it, the weights came from) and retired_fits.
     """
     from crsbench.features.extraction import extract
+    from crsbench.features.extraction_cluster import ClusterExtraction
     from crsbench.features.integrity import chunk_manifest
     from crsbench.features.lookup import get_encoder, tiny_encoder_ids
     from crsbench.features.store import FeatureSetRef, FeatureStore
     from crsbench.features.weights import download_policy
-    from crsbench.pipeline.extract_dist import ClusterExtraction
     from crsbench.warehouse import catalog
     from crsbench.warehouse.datasets import list_datasets, read_dataset
     from crsbench.warehouse.integrity import record_chunk_manifest
@@ -127,14 +129,14 @@ def extract_all(
                     )
                     continue
                 if cluster is not None:
-                    attrs = cluster.extract(ds, entry, store_url, progress)
+                    result = cluster.extract(ds, entry, store_url, progress)
                 else:
-                    attrs = extract(ds, entry, store_url, options, progress=progress)
+                    result = extract(ds, entry, store_url, options, progress=progress)
                 ref = FeatureSetRef(ds.name, entry.id)
-                status = "skipped (complete)" if attrs.get("skipped") else "extracted"
-                if "chunks_here" in attrs:  # over a cluster: how many chunks this command computed
-                    status += f" ({attrs['chunks_here']} of {attrs['n_chunks']} chunks here)"
-                if options.repair and not attrs.get("repaired"):
+                status = "skipped (complete)" if result.skipped else "extracted"
+                if result.chunks_here is not None:  # over a cluster: how many chunks this command computed
+                    status += f" ({result.chunks_here} of {result.n_chunks} chunks here)"
+                if options.repair and not result.repaired:
                     rows.append(
                         {
                             "encoder": entry.id,
@@ -147,18 +149,18 @@ def extract_all(
                     )
                     continue  # nothing written, in the store or the warehouse
                 with Warehouse.open(db) as wh:
-                    catalog.upsert_encoder(wh, entry, attrs.get("weights_hash"))
-                    retired = catalog.record_feature_set(wh, store_url, ref, attrs)
+                    catalog.upsert_encoder(wh, entry, result.stored.weights_hash)
+                    retired = catalog.record_feature_set(wh, store_url, ref, result.stored)
                     record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
                     if options.repair:
-                        status = _retire_repaired(wh, ref, attrs)
+                        status = _retire_repaired(wh, ref, result)
                 rows.append(
                     {
                         "encoder": entry.id,
                         "dataset": ds.name,
                         "status": status,
-                        "seconds": round(float(attrs.get("seconds", 0.0)), 2),
-                        "weights": describe_loads(attrs.get("weights_loaded") or []),
+                        "seconds": round(result.seconds, 2),
+                        "weights": describe_loads(result.stored.weights_loaded),
                         "retired_fits": retired,
                     }
                 )
@@ -200,7 +202,7 @@ def check_one_model(
     one_model.check_one_model(entry, held, options, datasets, store_url, weights_hash)
 
 
-def describe_loads(loads: Sequence[dict[str, str]]) -> str:
+def describe_loads(loads: Sequence[Mapping[str, str]]) -> str:
     """Which part of which file the weights came from, e.g. "'model' of RETFound_mae.pth"."""
     return "; ".join(
         (Path(x["file"]).name if x["state"] == "top-level" else f"{x['state']} of {Path(x['file']).name}")
@@ -208,16 +210,14 @@ def describe_loads(loads: Sequence[dict[str, str]]) -> str:
     )
 
 
-def _retire_repaired(wh: Warehouse, ref: object, attrs: dict[str, object]) -> str:
+def _retire_repaired(wh: Warehouse, ref: FeatureSetRef, result: ExtractionResult) -> str:
     """Retire the fits that read the repaired depths of `ref`; the row's status line."""
-    from crsbench.features.store import FeatureSetRef, key_depth
+    from crsbench.features.store import key_depth
     from crsbench.warehouse.integrity import fits_reading, retire_fits
 
-    assert isinstance(ref, FeatureSetRef)
-    chunks = list(attrs.get("repaired") or [])  # type: ignore[call-overload]
-    depths = [key_depth(d) for d in list(attrs.get("repaired_depths") or [])]  # type: ignore[call-overload]
-    repairs = dict(attrs.get("repairs") or {})  # type: ignore[call-overload]
+    chunks = list(result.repaired or ())
+    depths = [key_depth(d) for d in result.repaired_depths or ()]
     with wh.transaction() as con:
         fits = fits_reading(con, ref, depths)
-        retired = retire_fits(con, ref, fits, max([int(v) for v in repairs.values()] or [1]))
+        retired = retire_fits(con, ref, fits, max(list(result.stored.repairs.values()) or [1]))
     return f"repaired {len(chunks)} chunks ({', '.join(map(str, chunks))}); retired {retired} fits that read them"

@@ -66,9 +66,9 @@ def test_constant_features_warn_at_extraction_and_are_stored(aptos, tmp_path):
         r"crsbench feature-sets --confirm tiny-convnext aptos",
     ):
         attrs = extract(aptos, ENTRY, str(tmp_path / "flat.zarr"), model=flat, **FAST)
-    assert attrs["complete"] and attrs["degenerate"].startswith("constant features at d100")
+    assert attrs.stored.complete and (attrs.stored.degenerate or "").startswith("constant features at d100")
     sound = extract(aptos, ENTRY, str(tmp_path / "sound.zarr"), **FAST)
-    assert sound["degenerate"] is None
+    assert sound.stored.degenerate is None
 
 
 def test_an_image_changed_after_ingest_is_refused_naming_it(aptos, tmp_path):
@@ -116,7 +116,7 @@ def flagged_db(tmp_path_factory):
             if encoder == FLAT:
                 attrs["degenerate"] = "constant features at d100 (every one of the 8 columns is the same on 10 images)"
             root.require_group(f"derm/{encoder}").attrs.update(attrs)
-            catalog.record_feature_set(wh, store, catalog.FeatureSetRef("derm", encoder), attrs)
+            catalog.record_attrs(wh, store, catalog.FeatureSetRef("derm", encoder), attrs)
     return db
 
 
@@ -236,8 +236,8 @@ def test_extraction_warns_about_an_unused_depth_and_does_not_flag(aptos, tmp_pat
     ) as seen:
         attrs = extract(aptos, ENTRY, str(tmp_path / "f.zarr"), **FAST)
     assert not any("gets no rank" in str(w.message) for w in seen)
-    assert attrs["degenerate"] is None
-    assert attrs["degenerate_other_depths"] == "constant features at d025 (stand-in)"
+    assert attrs.stored.degenerate is None
+    assert attrs.stored.raw["degenerate_other_depths"] == "constant features at d025 (stand-in)"
 
 
 def test_a_set_degenerate_only_at_an_unused_depth_stays_ranked(tmp_path):
@@ -259,7 +259,7 @@ def test_a_set_degenerate_only_at_an_unused_depth_stays_ranked(tmp_path):
         for encoder, verdict in verdicts.items():
             attrs = {"image_digest": "x", "dim": 16, "n_images": 60, "complete": True, "degenerate": verdict.reason}
             root.require_group(f"derm/{encoder}").attrs.update(attrs)
-            catalog.record_feature_set(wh, store, catalog.FeatureSetRef("derm", encoder), attrs)
+            catalog.record_attrs(wh, store, catalog.FeatureSetRef("derm", encoder), attrs)
     board = _rows(db, "crs_encoder", "where panel = 'p'")
     assert not board["shallow"]["flagged"] and board["shallow"]["crs_rank"] >= 1
     assert board["final"]["flagged"] and pd.isna(board["final"]["crs_rank"])

@@ -20,10 +20,10 @@ from support.scale_support import free_port
 
 from crsbench.core import CrsbenchError
 from crsbench.features.extract_options import ExtractOptions
+from crsbench.features.extraction_cluster import ClusterExtraction
 from crsbench.features.extraction_dist import check_worker, models_built, probe_path
 from crsbench.features.lookup import get_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore
-from crsbench.pipeline.extract_dist import ClusterExtraction
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -36,8 +36,8 @@ def test_stored_bytes_equal_a_local_run_and_each_worker_builds_once(cluster, s3,
     with ClusterExtraction(cluster, OPTIONS) as cx:
         attrs = cx.extract(dataset, get_encoder(ENCODER), url)
         again = cx.extract(dataset, get_encoder(ENCODER), url)
-    assert attrs["skipped"] is False and sorted(cx.computed) == list(range(N_CHUNKS))
-    assert again["skipped"] is True
+    assert attrs.skipped is False and sorted(cx.computed) == list(range(N_CHUNKS))
+    assert again.skipped is True
     assert_same_bytes(local_store, FeatureStore(url), ref)
     assert leftover_claims(url, ref) == []
     with Client(cluster) as client:  # one model per worker process, whatever the chunks it ran

@@ -24,14 +24,14 @@ import torch
 from support.dist_support import ENCODER, N_CHUNKS, OPTIONS, assert_same_bytes, leftover_claims
 
 from crsbench.core import CrsbenchError
+from crsbench.core.claims import MARKER_PREFIX, FileClaims
 from crsbench.features.extraction import extract
+from crsbench.features.extraction_cluster import GROUP_CLAIM, ClusterExtraction, claims_url
 from crsbench.features.extraction_dist import chunk_runs
 from crsbench.features.loaders import build_model
 from crsbench.features.lookup import get_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest import Dataset
-from crsbench.pipeline.extract_dist import GROUP_CLAIM, ClusterExtraction, claims_url
-from crsbench.warehouse.claims import SWEEP_PREFIX, FitClaims
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -54,9 +54,9 @@ def local_eight(tmp_path_factory: pytest.TempPathFactory, dataset: Dataset) -> F
     return store
 
 
-def _sweeps(claims: FitClaims) -> int:
+def _sweeps(claims: FileClaims) -> int:
     """How many clients (sweeps) hold `claims`' folder open, `claims` included."""
-    return sum(1 for p in claims.fs.ls(claims.folder, detail=False) if p.rsplit("/", 1)[-1].startswith(SWEEP_PREFIX))
+    return sum(1 for p in claims.fs.ls(claims.folder, detail=False) if p.rsplit("/", 1)[-1].startswith(MARKER_PREFIX))
 
 
 def test_two_extract_processes_on_one_set_compute_each_chunk_once(cluster, s3, dataset, local_eight, tmp_path):
@@ -73,7 +73,7 @@ def test_two_extract_processes_on_one_set_compute_each_chunk_once(cluster, s3, d
     argv += ["--scheduler", cluster]
     # The test holds the set's open claim until both processes wait at it, so they reach the
     # chunks together; the claim files are the processes' own sweep markers.
-    with FitClaims(claims_url(url, ref)) as gate:
+    with FileClaims(claims_url(url, ref)) as gate:
         assert gate.acquire([GROUP_CLAIM])
         procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(2)]
         deadline = time.monotonic() + 120
@@ -131,7 +131,7 @@ def gpu_cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, str]]:
 
     import crsbench.features.extraction_dist as worker_side
 
-    monkeypatch.setattr(worker_side, "_resolve_device", lambda device: torch.device("cpu"))
+    monkeypatch.setattr(worker_side, "resolve_device", lambda device: torch.device("cpu"))
     workers = {
         "gpu": {"cls": Worker, "options": {"nthreads": 2, "resources": {"GPU": 1}, "name": "gpu"}},
         "cpu": {"cls": Worker, "options": {"nthreads": 2, "name": "cpu"}},
@@ -181,7 +181,7 @@ def test_a_complete_set_checks_its_weights_and_repairs_over_the_cluster(cluster,
     state = build_model(entry).state_dict()
     torch.save({k: v + 1 if v.is_floating_point() else v for k, v in state.items()}, other)
     with ClusterExtraction(cluster, dataclasses.replace(OPTIONS, weights=own)) as cx:
-        assert cx.extract(dataset, entry, url)["skipped"] is True
+        assert cx.extract(dataset, entry, url).skipped is True
     with (
         ClusterExtraction(cluster, dataclasses.replace(OPTIONS, weights=other)) as cx,
         pytest.raises(CrsbenchError, match=rf"feature set {ref.path} in {url} was extracted with weights \w{{16}}, "),
@@ -193,9 +193,9 @@ def test_a_complete_set_checks_its_weights_and_repairs_over_the_cluster(cluster,
     with ClusterExtraction(cluster, repair) as cx:
         attrs = cx.extract(dataset, entry, url)
         again = cx.extract(dataset, entry, url)
-    assert attrs["repaired"] == [3] and attrs["repaired_depths"] == ["d100"] and attrs["repairs"] == {"d100": 1}
+    assert attrs.repaired == (3,) and attrs.repaired_depths == ("d100",) and attrs.stored.repairs == {"d100": 1}
     assert Counter(_runs(cluster, url)) - Counter(before) == Counter({(3, "written"): 1})  # chunk 3 alone
-    assert again["repaired"] == [] and again["skipped"] is True
+    assert again.repaired == () and again.skipped is True
     assert_same_bytes(local_store, FeatureStore(url), ref)
     assert leftover_claims(url, ref) == []
 

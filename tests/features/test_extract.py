@@ -73,7 +73,7 @@ def test_layout_attrs_and_values(aptos, extracted):
     url, attrs = extracted
     store = FeatureStore(url)
     ref = FeatureSetRef("aptos", ENTRY.id)
-    assert store.is_complete(ref) and attrs["complete"] is True and attrs["skipped"] is False
+    assert store.is_complete(ref) and attrs.stored.complete is True and attrs.skipped is False
     assert list(store.image_ids("aptos")) == aptos.images.image_id.tolist()
     stored = store.attrs(ref)
     assert stored["image_digest"] == aptos.image_digest()
@@ -102,9 +102,9 @@ def test_complete_set_is_skipped_and_force_rewrites_the_same_bytes(aptos, extrac
     url, _ = extracted
     before = _files(url)
     again = extract(aptos, ENTRY, url, chunk_rows=CHUNK, batch_size=24)
-    assert again["skipped"] is True and _files(url) == before
+    assert again.skipped is True and _files(url) == before
     forced = extract(aptos, ENTRY, url, chunk_rows=CHUNK, batch_size=24, force=True)
-    assert forced["skipped"] is False and _files(url) == before
+    assert forced.skipped is False and _files(url) == before
 
 
 def test_parallel_forward_streams_write_the_same_bytes(aptos, extracted, tmp_path):
@@ -117,7 +117,7 @@ def test_parallel_forward_streams_write_the_same_bytes(aptos, extracted, tmp_pat
     for threads in (2, 3):
         other = str(tmp_path / f"t{threads}.zarr")
         attrs = extract(aptos, ENTRY, other, chunk_rows=CHUNK, batch_size=24, threads=threads)
-        assert attrs["provenance"] and torch.get_num_threads() == 1  # the caller's setting is restored
+        assert attrs.stored.provenance and torch.get_num_threads() == 1  # the caller's setting is restored
         assert extraction_procs._POOL is not None  # decoded and perturbed in worker processes
         ref = FeatureSetRef("aptos", ENTRY.id)
         for depth in DEPTHS:

@@ -128,7 +128,7 @@ def test_repair_restores_the_bytes_of_the_undamaged_store(pristine, store, aptos
     arr = zarr.open_array(str(store), path=f"{REF.path}/d075/clean", mode="a")
     arr[40:42] = arr[40:42][::-1]
     attrs = extract(aptos, ENTRY, str(store), repair=True)  # batch size and conditions come from the set
-    assert attrs["repaired"] == [0, 2] and attrs["repaired_depths"] == ["d025", "d075", "d100"]
+    assert attrs.repaired == (0, 2) and attrs.repaired_depths == ("d025", "d075", "d100")
     before, after = _files(pristine), _files(store)
     group_meta = "aptos/tiny-convnext/zarr.json"
     assert sorted(before) == sorted(after)
@@ -142,7 +142,7 @@ def test_repair_restores_the_bytes_of_the_undamaged_store(pristine, store, aptos
 def test_repair_with_nothing_damaged_or_other_images_writes_nothing(store, aptos):
     before = {p: p.stat().st_mtime_ns for p in store.rglob("*")}
     attrs = extract(aptos, ENTRY, str(store), repair=True)
-    assert attrs["repaired"] == [] and attrs["skipped"]
+    assert attrs.repaired == () and attrs.skipped
     _flip(store / CHUNK0, 10)
     before = {p: p.stat().st_mtime_ns for p in store.rglob("*")}
     changed = dataclasses.replace(aptos, images=aptos.images.assign(sha256="0" * 64))

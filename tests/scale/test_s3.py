@@ -128,7 +128,7 @@ def test_killed_upload_resumes_to_the_bytes_of_a_local_run(s3, suite_dir, suite_
         conditions=TWO,
         progress=lambda _, done, total: calls.append((done, total)),
     )
-    assert attrs["complete"] is True and attrs["skipped"] is False
+    assert attrs.stored.complete is True and attrs.skipped is False
     # it resumed from the server's markers: rows 0-79 (no test rows, one item each) were not redone
     assert calls[0] == (80, 99 + 19)
     local, remote = _local_objects(local_store), _s3_objects(prefix)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import fsspec
 
 from crsbench.features.extract_options import ExtractOptions
+from crsbench.features.extraction_cluster import claims_url
 from crsbench.features.store import FeatureSetRef, FeatureStore
-from crsbench.pipeline.extract_dist import claims_url
 
 ENCODER = "tiny-resnet18"
 OPTIONS = ExtractOptions(batch_size=8, chunk_rows=16, threads=1)

@@ -32,8 +32,8 @@ def test_record_sync_and_list(aptos, tmp_path):
     with Warehouse.open(tmp_path / "w.duckdb") as wh:
         catalog.upsert_encoder(wh, ENTRY)
         catalog.upsert_encoder(wh, ENTRY)  # an upsert, not a duplicate
-        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs)
-        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs)
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs.stored)
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), attrs.stored)
         rows = catalog.feature_sets(wh)
         assert len(rows) == 1
         row = rows.iloc[0]

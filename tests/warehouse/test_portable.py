@@ -93,9 +93,7 @@ def test_the_file_stores_no_path_to_its_own_directory(template, tmp_path):
     with Warehouse.open(db) as wh:
         from crsbench.features.store import FeatureSetRef
 
-        catalog.record_feature_set(
-            wh, str(store), FeatureSetRef("d", "e1"), {"image_digest": "x", "dim": 4, "n_images": 2}
-        )
+        catalog.record_attrs(wh, str(store), FeatureSetRef("d", "e1"), {"image_digest": "x", "dim": 4, "n_images": 2})
         url = wh.sql("select store_url from feature_sets").store_url[0]
         assert url == store.name
         assert catalog.resolve_url(wh, url) == str(store.absolute())

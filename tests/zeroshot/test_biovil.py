@@ -165,7 +165,7 @@ def test_biovil_zero_shot_end_to_end(tmp_path: Path, suite_datasets: dict[str, D
     attrs = extract(
         ds, entry, store, weights=str(tmp_path / WEIGHTS), dtype="float32", workers=2, pixel_processes=False
     )
-    assert attrs["depths"] == ["d025", "d050", "d075", "d100", PROJ] and attrs["dims"][PROJ] == 128
+    assert attrs.stored.depths == ("d025", "d050", "d075", "d100", PROJ) and attrs.stored.raw["dims"][PROJ] == 128
     ref = FeatureSetRef(ds.name, entry.id)
     assert store.has_proj(ref) and store.array(ref, PROJ, "gaussian_blur-s1").shape == (ds.n_images, 128)
     tower = load_text_tower(entry, tmp_path / WEIGHTS)

@@ -2,10 +2,11 @@
 
 The unit of work is one store row chunk of one (encoder, dataset) feature set, with all of its
 depths and conditions. Workers run `crsbench.features.extraction_dist` and write their chunks
-straight to the shared fsspec store; this client claims, submits, completes the set and (in
-pipeline.extract) writes the catalog rows.
+straight to the shared fsspec store; this client claims, submits and completes the set
+(crsbench.pipeline.extract writes the catalog rows).
 
-Exactly once, with the probe grid's claim protocol (`crsbench.warehouse.claims.FitClaims`:
+Exactly once, with the file claims the probe grid's fit claims are made of
+(`crsbench.core.claims.FileClaims`:
 exclusive create, a lease refreshed by a heartbeat, takeover of a dead or silent holder): a
 chunk is claimed by the client just before it is submitted and released after its progress
 marker is in the store. A chunk already marked is skipped; a chunk another live client holds
@@ -23,7 +24,6 @@ the cluster, under the settings the set was made with (features.repair).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import threading
 import time
 import uuid
@@ -34,9 +34,11 @@ import fsspec
 import zarr
 
 from crsbench.core import DEPTHS, FROZEN, CrsbenchError, ProgressFn, no_progress
+from crsbench.core.claims import FileClaims
 from crsbench.core.provenance import collect, to_json
 from crsbench.features.degenerate import assess
 from crsbench.features.extract_options import ExtractOptions
+from crsbench.features.extraction import done_result, skipped_result
 from crsbench.features.extraction_dist import (
     check_named_worker,
     compute_chunk,
@@ -48,13 +50,13 @@ from crsbench.features.extraction_dist import (
 from crsbench.features.extraction_dist import (
     weights_hash as worker_weights_hash,
 )
+from crsbench.features.extraction_result import ExtractionResult, StoredAttrs
 from crsbench.features.extraction_sets import PROGRESS_ARRAY, finish_feature_set, group_array
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.repair import RepairPlan, count_repair, plan_repair
+from crsbench.features.repair import RepairPlan, as_made, count_repair, plan_repair
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset
-from crsbench.warehouse.claims import FitClaims
 
 CONNECT_TIMEOUT_S = 10.0
 TRIES = 3  # a chunk that fails this many times stops the run
@@ -162,12 +164,12 @@ class ClusterExtraction:
         store_url: str,
         progress: ProgressFn | None = None,
         regime: str = FROZEN,
-    ) -> dict[str, Any]:
-        """Extract one (encoder, dataset) set over the cluster; its attrs, as `features.extract` returns them.
+    ) -> ExtractionResult:
+        """Extract one (encoder, dataset) set over the cluster; the result, as `features.extract` returns it.
 
         A complete set is skipped once a worker confirms its weights are the set's (as a local
         run checks); with `repair`, only its damaged or missing chunks are re-extracted, under
-        the settings it was made with (features.repair), and the attrs carry `repaired`."""
+        the settings it was made with (features.repair), and the result carries `repaired`."""
         progress = progress or no_progress
         store = FeatureStore(store_url)
         ref = FeatureSetRef(ds.name, entry.id, regime)
@@ -177,16 +179,16 @@ class ClusterExtraction:
         if options.repair:
             plan = plan_repair(store, ref, ds)  # read-only; names the extract command when the set is missing
             if not plan.chunks:
-                return {**store.attrs(ref), "skipped": True, "repaired": [], "damage": []}
+                return skipped_result(store.attrs(ref), store, ref, plan)
             options, conditions = as_made(options, store.attrs(ref))
         resources = self._resources()
         self.check_workers(entry, store_url, options)
         if plan is None and store.is_complete(ref) and not options.force:
             self._submit(same_weights, entry, store_url, ref, options, resources=resources).result()
-            return {**store.attrs(ref), "skipped": True}
+            return skipped_result(store.attrs(ref), store, ref)
         started = time.perf_counter()
         before = len(self.computed)
-        with FitClaims(claims_url(store_url, ref)) as claims:
+        with FileClaims(claims_url(store_url, ref)) as claims:
             if options.force:
                 self._exclusive(claims, GROUP_CLAIM, lambda: _drop(store, ref))
             settings: dict[str, Any] = {}
@@ -205,19 +207,19 @@ class ClusterExtraction:
             self._exclusive(
                 claims, FINISH_CLAIM, lambda: attrs.update(_finish(store, ref, ds, settings, self.address, plan))
             )
-        attrs["seconds"] = time.perf_counter() - started
-        attrs["skipped"] = False
-        attrs["chunks_here"] = len(self.computed) - before  # the rest came from another client
-        attrs["n_chunks"] = -(-ds.n_images // int(settings["chunk_rows"]))
-        if plan is not None:
-            attrs["repaired"], attrs["damage"], attrs["repaired_depths"] = plan.chunks, plan.damage, plan.depths
-        return attrs
+        return done_result(
+            StoredAttrs.from_attrs(attrs, f"feature set {ref.path} in {store.url}"),
+            time.perf_counter() - started,
+            plan,
+            chunks_here=len(self.computed) - before,  # the rest came from another client
+            n_chunks=-(-ds.n_images // int(settings["chunk_rows"])),
+        )
 
     def _submit(self, fn: Any, *args: Any, resources: dict[str, float] | None) -> Any:
         return self.client.submit(fn, *args, pure=False, resources=resources)
 
     @staticmethod
-    def _exclusive(claims: FitClaims, name: str, step: Any) -> None:
+    def _exclusive(claims: FileClaims, name: str, step: Any) -> None:
         """Run `step` while holding claim `name` (waiting for another client that holds it)."""
         while not claims.acquire([name]):
             time.sleep(POLL_S)
@@ -228,7 +230,7 @@ class ClusterExtraction:
 
     def _run_chunks(
         self,
-        claims: FitClaims,
+        claims: FileClaims,
         ds: Dataset,
         entry: EncoderEntry,
         store_url: str,
@@ -296,24 +298,10 @@ class ClusterExtraction:
                 self.computed.append(k)
                 progress(label, int(read_marks().sum()), total)
 
-    def _cancel(self, pending: dict[Any, int], claims: FitClaims) -> None:
+    def _cancel(self, pending: dict[Any, int], claims: FileClaims) -> None:
         self.client.cancel(list(pending))
         claims.release([f"chunk-{k}" for k in pending.values()])
         pending.clear()
-
-
-def as_made(options: ExtractOptions, made: dict[str, Any]) -> tuple[ExtractOptions, list[str] | None]:
-    """`options` with the settings a set was made with (a repair re-extracts under them), and its conditions."""
-    replaced = dataclasses.replace(
-        options,
-        batch_size=int(made.get("batch_size", options.batch_size)),
-        chunk_rows=int(made.get("chunk_rows", options.chunk_rows)),
-        dtype=str(made.get("dtype", options.dtype)),
-        compute_dtype=str(made.get("compute_dtype", options.compute_dtype)),
-        perturb_backend=str(made.get("perturb_backend", options.perturb_backend)),
-    )
-    conditions = made.get("conditions")
-    return replaced, [str(c) for c in conditions] if isinstance(conditions, list) else None
 
 
 def _identity(value: object) -> object:
