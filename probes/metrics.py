@@ -72,7 +72,8 @@ def _make_metric(name: str, fn: MetricFn, *, doc: str) -> Metric:
 
 
 # Registration order is the column order of the run record (after its identity columns).
-METRICS: Registry[Metric] = Registry("metric", make=_make_metric)
+# Plugins: modules named in the `crsbench.metrics` entry-point group register theirs on first use.
+METRICS: Registry[Metric] = Registry("metric", make=_make_metric, entry_point_group="crsbench.metrics")
 
 
 def register_metric(name: str, doc: str) -> Callable[[MetricFn], MetricFn]:
