@@ -16,6 +16,18 @@ def first_offender(values: np.ndarray, bad: np.ndarray) -> str:
     return f"{values[index].item()!r} at {where}"
 
 
+def numeric(a: np.ndarray, what: str) -> np.ndarray:
+    """`a` itself when numeric; an object array of numbers (from a DataFrame column) as float64."""
+    if a.dtype.kind == "O":
+        try:
+            return a.astype(np.float64)
+        except (TypeError, ValueError):
+            raise InputError(f"{what} must be numeric, got a non-number among {a.ravel()[:3].tolist()!r}") from None
+    if a.dtype.kind not in "fiub":
+        raise InputError(f"{what} must be numeric, got dtype {a.dtype}")
+    return a
+
+
 def check_features(x: np.ndarray, what: str = "features") -> None:
     """A non-empty (n, D) numeric array of finite values."""
     x = np.asarray(x)
@@ -42,8 +54,7 @@ def check_targets(y: np.ndarray, task: Task, n_outputs: int, n_rows: int, what: 
         return
     if y.shape != (n_rows,):
         raise InputError(f"{task} {what} must have shape ({n_rows},), got {y.shape}")
-    if y.dtype.kind not in "fiub":
-        raise InputError(f"{task} {what} must be integer class indices, got dtype {y.dtype}")
+    y = numeric(y, f"{task} {what} (integer class indices)")
     with np.errstate(invalid="ignore"):
         bad = ~np.isfinite(y) | (np.mod(y, 1) != 0) | (y < 0) | (y >= n_outputs)
     if bad.any():

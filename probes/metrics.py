@@ -45,7 +45,7 @@ import pandas as pd
 from crsbench.core import CrsbenchError, Registry
 from crsbench.core.schema import Column
 from crsbench.ingest.types import Task
-from crsbench.probes.checks import first_offender
+from crsbench.probes.checks import first_offender, numeric
 
 N_BINS = 15
 _EPS = float(np.finfo(np.float64).eps)
@@ -114,8 +114,7 @@ def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[n
         return y.astype(np.int64), p, task
     if y.ndim != 1 or y.shape[0] != p.shape[0]:
         raise CrsbenchError(f"{task} y must have shape ({p.shape[0]},), got {y.shape}")
-    if y.dtype.kind not in "fiub":
-        raise CrsbenchError(f"{task} y must hold integer class indices, got dtype {y.dtype}")
+    y = numeric(y, f"{task} y (integer class indices)")
     with np.errstate(invalid="ignore"):
         fractional = ~np.isfinite(y) | (np.mod(y, 1) != 0)
     if fractional.any():

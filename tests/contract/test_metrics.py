@@ -91,3 +91,11 @@ def test_perfect_predictions_stay_within_the_bounds(name):
     p = np.eye(K)[y]
     value = metric.fn(y, p, Task.ORDINAL)
     assert metric.bounds[0] <= value <= metric.bounds[1]
+
+
+@pytest.mark.parametrize("name", METRIC_NAMES)
+def test_labels_from_a_dataframe_column_are_read_as_numbers(name):
+    # An object column of ints (pandas) holds the same labels as the int array.
+    fn = METRICS.get(name).fn
+    y, p = _valid(Task.ORDINAL)
+    assert fn(y.astype(object), p, Task.ORDINAL) == fn(y, p, Task.ORDINAL)
