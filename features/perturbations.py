@@ -52,10 +52,12 @@ class Perturbation:
     reference: Callable[[np.ndarray, float, bytes], np.ndarray]  # HxWxC uint8 -> same
     batched: Callable[[torch.Tensor, float, list[bytes]], torch.Tensor]  # BxHxWxC uint8
     on_cpu: bool = False  # the batched path runs on the CPU whatever the device (codecs)
+    description: str = ""  # one line: what it does and what its level parameter is (the class docstring)
 
 
 def _entry(name: str, cls: type, levels: dict[int, float], on_cpu: bool = False) -> Perturbation:
-    return Perturbation(name, levels, cls.reference, cls.batched, on_cpu)  # type: ignore[attr-defined]
+    doc = (cls.__doc__ or "").strip().splitlines()
+    return Perturbation(name, levels, cls.reference, cls.batched, on_cpu, doc[0] if doc else "")  # type: ignore[attr-defined]
 
 
 # The built-in entries below are registered as this module loads; their names and severities are core's
@@ -92,8 +94,8 @@ def _lookup(perturbation: str, severity: int) -> tuple[Perturbation, float]:
 def perturb(image: np.ndarray, image_id: str, perturbation: str, severity: int) -> np.ndarray:
     """The reference perturbation of one uint8 image (HxWxC or HxW); returns the same shape."""
     image = np.asarray(image)
-    if image.dtype != np.uint8 or image.ndim not in (2, 3):
-        raise CrsbenchError(f"perturb expects a uint8 HxW or HxWxC image, got {image.dtype} {image.shape}")
+    if image.dtype != np.uint8 or image.ndim not in (2, 3) or image.size == 0:
+        raise CrsbenchError(f"perturb expects a non-empty uint8 HxW or HxWxC image, got {image.dtype} {image.shape}")
     entry, level = _lookup(perturbation, severity)
     hwc = image[:, :, None] if image.ndim == 2 else image
     out = entry.reference(np.ascontiguousarray(hwc), level, seed_key(image_id, perturbation, severity))
@@ -109,8 +111,11 @@ def perturb_batch(
     the reference per image on CPU threads; "auto" picks torch on accelerators and numpy
     on the CPU, where numpy's element-wise loops are the faster of the two.
     """
-    if images.dtype != torch.uint8 or images.ndim != 4 or len(image_ids) != images.shape[0]:
-        raise CrsbenchError("perturb_batch expects uint8 [B, H, W, C] and one id per image")
+    if images.dtype != torch.uint8 or images.ndim != 4 or images.numel() == 0 or len(image_ids) != images.shape[0]:
+        raise CrsbenchError(
+            f"perturb_batch expects non-empty uint8 [B, H, W, C] and one id per image, "
+            f"got {images.dtype} {tuple(images.shape)} and {len(image_ids)} ids"
+        )
     entry, level = _lookup(perturbation, severity)
     keys = [seed_key(i, perturbation, severity) for i in image_ids]
     if backend == "auto":
@@ -197,6 +202,8 @@ def _blur_axis_numpy(x: np.ndarray, taps: Sequence[Any], axis: int) -> np.ndarra
 
 @register_perturbation("gaussian_blur", {1: 1.0, 2: 2.0, 3: 4.0})
 class GaussianBlur:
+    """Gaussian blur; level: sigma in pixels at 224 px, scaled with the image's short side."""
+
     @staticmethod
     def reference(img: np.ndarray, sigma: float, key: bytes) -> np.ndarray:
         taps = [np.float32(t) for t in blur_kernel(sigma, img.shape[0], img.shape[1])]
@@ -229,6 +236,8 @@ _CODEC_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="crsbench-jpe
 
 @register_perturbation("jpeg", {1: 30, 2: 15, 3: 5}, on_cpu=True)
 class Jpeg:
+    """JPEG re-encoding with PIL; level: the JPEG quality (lower is stronger)."""
+
     @staticmethod
     def reference(img: np.ndarray, quality: float, key: bytes) -> np.ndarray:
         return _jpeg_one(img, int(quality))
@@ -246,6 +255,8 @@ class Jpeg:
 
 @register_perturbation("contrast", {1: 0.7, 2: 0.5, 3: 0.3})
 class Contrast:
+    """Contrast reduction towards the image mean; level: the contrast factor c in (x - m) c + m."""
+
     @staticmethod
     def reference(img: np.ndarray, c: float, key: bytes) -> np.ndarray:
         m = np.float32(img.mean(dtype=np.float64))
@@ -277,6 +288,8 @@ def _rician(x: _Array, sigma: float, nr: _Array, ni: _Array, xp: ModuleType) -> 
 
 @register_perturbation("rician", {1: 0.03, 2: 0.06, 3: 0.12})
 class Rician:
+    """Rician noise on [0, 1] intensities; level: the noise sigma, drawn from the SHA-256 key."""
+
     @staticmethod
     def reference(img: np.ndarray, sigma: float, key: bytes) -> np.ndarray:
         k0, k1 = key_words(key)
@@ -345,6 +358,8 @@ def _resize_axis(
 
 @register_perturbation("fov_crop", {1: 0.90, 2: 0.75, 3: 0.60})
 class FovCrop:
+    """Field-of-view crop, centred, resized back bilinearly; level: the kept fraction of each side."""
+
     @staticmethod
     def reference(img: np.ndarray, keep: float, key: bytes) -> np.ndarray:
         (top, kh), (left, kw) = crop_box(img.shape[0], keep), crop_box(img.shape[1], keep)

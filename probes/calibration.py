@@ -34,6 +34,7 @@ from sklearn.linear_model import LogisticRegression
 
 from crsbench.core import InputError, Registry
 from crsbench.ingest.types import Task
+from crsbench.probes.checks import check_targets, first_offender
 
 # Scaling maps act on log p, so the floor only guards log(0): it must not merge small but
 # distinct probabilities (that would break the order temperature scaling keeps).
@@ -64,14 +65,21 @@ def _check(p: np.ndarray, y: None, task: Task) -> tuple[np.ndarray, None]: ...
 
 
 def _check(p: np.ndarray, y: np.ndarray | None, task: Task) -> tuple[np.ndarray, np.ndarray | None]:
-    p = np.asarray(p, dtype=np.float64)
+    p = np.asarray(p)
     if p.ndim != 2 or p.shape[0] == 0:
         raise InputError(f"probabilities must be a non-empty (n, K) array, got shape {p.shape}")
+    if p.dtype.kind not in "fiu":
+        raise InputError(f"probabilities must be numeric, got dtype {p.dtype}")
+    p = p.astype(np.float64, copy=False)
+    finite = np.isfinite(p)
+    if not finite.all():
+        raise InputError(f"probabilities must be finite, got {first_offender(p, ~finite)}")
     if y is not None:
         y = np.asarray(y)
         expected = p.shape if task is Task.MULTILABEL else (p.shape[0],)
         if y.shape != expected:
             raise InputError(f"labels have shape {y.shape}, expected {expected} for {task}")
+        check_targets(y, task, p.shape[1], p.shape[0])
     return np.clip(p, 0.0, 1.0), y
 
 

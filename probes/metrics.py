@@ -45,6 +45,7 @@ import pandas as pd
 from crsbench.core import CrsbenchError, Registry
 from crsbench.core.schema import Column
 from crsbench.ingest.types import Task
+from crsbench.probes.checks import first_offender, numeric
 
 N_BINS = 15
 _EPS = float(np.finfo(np.float64).eps)
@@ -61,14 +62,16 @@ class Metric:
 
     fn: MetricFn
     column: Column
+    # The closed range every finite value lies in (its doc says it in words); (-inf, inf) if unbounded.
+    bounds: tuple[float, float] = (-np.inf, np.inf)
 
     @property
     def name(self) -> str:
         return self.column.name
 
 
-def _make_metric(name: str, fn: MetricFn, *, doc: str) -> Metric:
-    return Metric(fn, Column(name, "DOUBLE", doc))
+def _make_metric(name: str, fn: MetricFn, *, doc: str, bounds: tuple[float, float] = (-np.inf, np.inf)) -> Metric:
+    return Metric(fn, Column(name, "DOUBLE", doc), (float(bounds[0]), float(bounds[1])))
 
 
 # Registration order is the column order of the run record (after its identity columns).
@@ -76,11 +79,14 @@ def _make_metric(name: str, fn: MetricFn, *, doc: str) -> Metric:
 METRICS: Registry[Metric] = Registry("metric", make=_make_metric, entry_point_group="crsbench.metrics")
 
 
-def register_metric(name: str, doc: str) -> Callable[[MetricFn], MetricFn]:
+def register_metric(
+    name: str, doc: str, bounds: tuple[float, float] = (-np.inf, np.inf)
+) -> Callable[[MetricFn], MetricFn]:
     """Decorator: `fn(y, p, task) -> float` fills run-record column `name`, documented by `doc`
-    (what it is, range, which way is better, METHODS section). The column reaches the run
-    record, the Parquet parts and the warehouse's `runs` view with no other change."""
-    return METRICS.register(name, doc=doc)
+    (what it is, range, which way is better, METHODS section); `bounds` is that range as numbers
+    (every finite value lies in it). The column reaches the run record, the Parquet parts and the
+    warehouse's `runs` view with no other change."""
+    return METRICS.register(name, doc=doc, bounds=bounds)
 
 
 def metric_columns() -> list[Column]:
@@ -98,20 +104,26 @@ def check_predictions(y: np.ndarray, p: np.ndarray, task: Task | str) -> tuple[n
     if p.ndim != 2 or p.shape[0] == 0:
         raise CrsbenchError(f"probabilities must have shape (n, K) with n > 0, got {p.shape}")
     if not np.all(np.isfinite(p)) or p.min() < 0 or p.max() > 1:
-        raise CrsbenchError("probabilities must be finite and within [0, 1]")
+        bad = ~((p >= 0) & (p <= 1))  # NaN compares false: flagged with the out-of-range values
+        raise CrsbenchError(f"probabilities must be finite and within [0, 1], got {first_offender(p, bad)}")
     if task is Task.MULTILABEL:
         if y.shape != p.shape:
             raise CrsbenchError(f"multilabel y shape {y.shape} differs from p shape {p.shape}")
-        if not np.isin(y, (0, 1)).all():
-            raise CrsbenchError("multilabel y must hold only 0 and 1")
+        bad = ~np.isin(y, (0, 1))
+        if bad.any():
+            raise CrsbenchError(f"multilabel y must hold only 0 and 1, got {first_offender(y, bad)}")
         return y.astype(np.int64), p, task
     if y.ndim != 1 or y.shape[0] != p.shape[0]:
         raise CrsbenchError(f"{task} y must have shape ({p.shape[0]},), got {y.shape}")
-    if not np.issubdtype(y.dtype, np.integer) and not np.all(np.equal(np.mod(y, 1), 0)):
-        raise CrsbenchError(f"{task} y must hold integer class indices")
+    y = numeric(y, f"{task} y (integer class indices)")
+    with np.errstate(invalid="ignore"):
+        fractional = ~np.isfinite(y) | (np.mod(y, 1) != 0)
+    if fractional.any():
+        raise CrsbenchError(f"{task} y must hold integer class indices, got {first_offender(y, fractional)}")
     y = y.astype(np.int64)
     if y.min() < 0 or y.max() >= p.shape[1]:
-        raise CrsbenchError(f"class index out of range [0, {p.shape[1]}) in y")
+        bad = (y < 0) | (y >= p.shape[1])
+        raise CrsbenchError(f"class index out of range [0, {p.shape[1]}) in y: {first_offender(y, bad)}")
     return y, p, task
 
 
@@ -174,6 +186,7 @@ def onehot(y: np.ndarray, k: int) -> np.ndarray:
     "auroc",
     "Macro one-vs-rest AUROC over the classes (or labels) whose test labels hold both "
     "outcomes; ties count half. [0, 1], 0.5 = chance, higher is better. docs/METHODS.md §4.",
+    bounds=(0.0, 1.0),
 )
 def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -188,6 +201,7 @@ def macro_auroc(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     "Expected calibration error, 15 equal-width confidence bins (top-label for "
     "multiclass/ordinal, mean of per-label binary ECE for multilabel). [0, 1], lower is "
     "better. docs/METHODS.md §4.",
+    bounds=(0.0, 1.0),
 )
 def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -198,6 +212,7 @@ def ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) ->
 @register_metric(
     "ece_adaptive",
     "Adaptive ECE: as ece with 15 equal-mass bins. [0, 1], lower is better. docs/METHODS.md §4.",
+    bounds=(0.0, 1.0),
 )
 def adaptive_ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N_BINS) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -210,6 +225,7 @@ def adaptive_ece(y: np.ndarray, p: np.ndarray, task: Task | str, n_bins: int = N
     "Brier score: mean squared error of the probabilities against the one-hot truth (summed "
     "over classes; mean over labels for multilabel). [0, 2] multiclass, [0, 1] multilabel; "
     "lower is better. docs/METHODS.md §4.",
+    bounds=(0.0, 2.0),
 )
 def brier(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -222,6 +238,7 @@ def brier(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     "nll",
     "Negative log-likelihood in nats (mean binary log-loss over labels for multilabel); "
     "probabilities clipped to float64 eps. >= 0, lower is better. docs/METHODS.md §4.",
+    bounds=(0.0, np.inf),
 )
 def nll(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -235,6 +252,7 @@ def nll(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     "accuracy",
     "Accuracy of the argmax (multilabel: mean over labels of (p >= 0.5) == y). [0, 1], higher"
     " is better. docs/METHODS.md §4.",
+    bounds=(0.0, 1.0),
 )
 def accuracy(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -248,6 +266,7 @@ def accuracy(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     "Mean over test images of the probability the probe gives its predicted class (max_k p_k; "
     "multilabel: mean over labels of max(p, 1 - p)). [0, 1]; neither direction is better: compare "
     "with accuracy (confidence above accuracy = overconfident). docs/METHODS.md §4.",
+    bounds=(0.0, 1.0),
 )
 def mean_confidence(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -260,6 +279,7 @@ def mean_confidence(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     "qwk",
     "Quadratic weighted kappa between argmax grade and true grade, ordinal tasks only (NaN "
     "otherwise). [-1, 1], 1 = perfect agreement, higher is better. docs/METHODS.md §4.",
+    bounds=(-1.0, 1.0),
 )
 def qwk(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)
@@ -282,6 +302,7 @@ def qwk(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     "ordinal_mae",
     "Mean absolute error in grades of the argmax grade, ordinal tasks only (NaN otherwise). "
     "[0, K - 1] grades, lower is better. docs/METHODS.md §4.",
+    bounds=(0.0, np.inf),
 )
 def ordinal_mae(y: np.ndarray, p: np.ndarray, task: Task | str) -> float:
     y, p, task = check_predictions(y, p, task)

@@ -8,6 +8,7 @@ import torch
 from crsbench.ingest.types import Task
 from crsbench.probes import knn as knn_search
 from crsbench.probes import mlp as mlp_train
+from crsbench.probes.checks import check_fit_inputs
 from crsbench.probes.lbfgs import output_weights
 from crsbench.probes.newton import solve_logreg
 from crsbench.probes.registry import Predictor, register_probe
@@ -51,6 +52,7 @@ def _targets(y: np.ndarray, task: Task, n_outputs: int) -> torch.Tensor:
     "exact Newton on small training sets, else L-BFGS; multinomial for multiclass/ordinal, one-vs-rest per label for multilabel",
 )
 def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
+    check_fit_inputs(x, y, task, n_outputs)
     softmax = task is not Task.MULTILABEL
     sol = solve_logreg(torch.as_tensor(x), _targets(y, task, n_outputs), softmax)
     weights, bias = output_weights(sol.coef, sol.intercept, softmax)
@@ -65,6 +67,7 @@ def logreg(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) 
     f"drawn with the fit seed; softmax (multiclass/ordinal) or sigmoid (multilabel)",
 )
 def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
+    check_fit_inputs(x, y, task, n_outputs)
     gen = torch.Generator().manual_seed(int(seed))
     xt = torch.as_tensor(x, dtype=torch.float32)
     params = []
@@ -100,6 +103,7 @@ def mlp(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> 
     "neighbours exactly those of a float64 search, ties to the lower training row",
 )
 def knn(x: np.ndarray, y: np.ndarray, task: Task, n_outputs: int, seed: int) -> Predictor:
+    check_fit_inputs(x, y, task, n_outputs)
     index = knn_search.prepare(torch.as_tensor(x))
     votes = _targets(y, task, n_outputs).to(torch.float64)
     k = min(KNN_K, index.x64.shape[0])
