@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from crsbench.features.extraction_result import ExtractionResult
     from crsbench.features.registry import EncoderEntry
     from crsbench.features.store import FeatureSetRef
+    from crsbench.ingest.types import Dataset
 
 ALL_DATASETS = "all"
 ALL_TINY = "all-tiny"
@@ -75,6 +76,15 @@ def expand(values: Sequence[str], every: Sequence[str], keyword: str) -> list[st
     return out
 
 
+COLUMNS = ["encoder", "dataset", "status", "seconds", "weights", "retired_fits"]
+
+
+def _row(
+    entry_id: str, dataset: str, status: str, seconds: float = 0.0, weights: str = "", retired: int = 0
+) -> dict[str, object]:
+    return dict(zip(COLUMNS, [entry_id, dataset, status, seconds, weights, retired], strict=True))
+
+
 def extract_all(
     db: Path,
     store_url: str,
@@ -90,18 +100,36 @@ def extract_all(
     pair is an error. Returns one row per pair: encoder, dataset, status, seconds, weights
     (which file, and which part of it, the weights came from) and retired_fits.
     """
-    from crsbench.features.extraction import extract
     from crsbench.features.extraction_cluster import ClusterExtraction
-    from crsbench.features.integrity import chunk_manifest
-    from crsbench.features.lookup import get_encoder, tiny_encoder_ids
-    from crsbench.features.store import FeatureSetRef, FeatureStore
-    from crsbench.features.weights import download_policy
-    from crsbench.warehouse import catalog
-    from crsbench.warehouse.datasets import list_datasets, read_dataset
-    from crsbench.warehouse.integrity import record_chunk_manifest
 
     use_encoder_files(config.encoder_files, db, config.allow_code)
     options = with_environment(config.options)
+    entries, loaded = _entries_and_datasets(db, encoders, datasets, options)
+    rows = []
+    cluster = ClusterExtraction(config.scheduler, options) if config.scheduler else None
+    try:
+        for entry in entries:  # before any extraction work: an encoder id names one model
+            check_one_model(db, store_url, entry, [ds.name for ds in loaded], options, cluster)
+        for entry in entries:
+            for ds in loaded:
+                if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
+                    rows.append(_row(entry.id, ds.name, "not applicable"))
+                else:
+                    rows.append(_extract_pair(db, store_url, entry, ds, options, cluster, progress))
+    finally:
+        if cluster is not None:
+            cluster.close()
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _entries_and_datasets(
+    db: Path, encoders: Sequence[str], datasets: Sequence[str], options: ExtractOptions
+) -> tuple[list[EncoderEntry], list[Dataset]]:
+    """The encoder entries and the loaded datasets named ('all-tiny' and 'all' expanded)."""
+    from crsbench.features.lookup import get_encoder, tiny_encoder_ids
+    from crsbench.features.weights import download_policy
+    from crsbench.warehouse.datasets import list_datasets, read_dataset
+
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
         names = expand(datasets, list_datasets(wh), ALL_DATASETS)
         loaded = [read_dataset(wh, name) for name in names]
@@ -109,65 +137,44 @@ def extract_all(
         entries = [get_encoder(e) for e in expand(encoders, tiny_encoder_ids(), ALL_TINY)]
     if options.weights is not None and len(entries) != 1:
         raise CrsbenchError("--weights applies to exactly one --encoder")
-    rows = []
-    cluster = ClusterExtraction(config.scheduler, options) if config.scheduler else None
-    try:
-        for entry in entries:  # before any extraction work: an encoder id names one model
-            check_one_model(db, store_url, entry, names, options, cluster)
-        for entry in entries:
-            for ds in loaded:
-                if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
-                    rows.append(
-                        {
-                            "encoder": entry.id,
-                            "dataset": ds.name,
-                            "status": "not applicable",
-                            "seconds": 0.0,
-                            "weights": "",
-                            "retired_fits": 0,
-                        }
-                    )
-                    continue
-                if cluster is not None:
-                    result = cluster.extract(ds, entry, store_url, progress)
-                else:
-                    result = extract(ds, entry, store_url, options, progress=progress)
-                ref = FeatureSetRef(ds.name, entry.id)
-                status = "skipped (complete)" if result.skipped else "extracted"
-                if result.chunks_here is not None:  # over a cluster: how many chunks this command computed
-                    status += f" ({result.chunks_here} of {result.n_chunks} chunks here)"
-                if options.repair and not result.repaired:
-                    rows.append(
-                        {
-                            "encoder": entry.id,
-                            "dataset": ds.name,
-                            "status": "nothing to repair",
-                            "seconds": 0.0,
-                            "weights": "",
-                            "retired_fits": 0,
-                        }
-                    )
-                    continue  # nothing written, in the store or the warehouse
-                with Warehouse.open(db) as wh:
-                    catalog.upsert_encoder(wh, entry, result.stored.weights_hash)
-                    retired = catalog.record_feature_set(wh, store_url, ref, result.stored)
-                    record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
-                    if options.repair:
-                        status = _retire_repaired(wh, ref, result)
-                rows.append(
-                    {
-                        "encoder": entry.id,
-                        "dataset": ds.name,
-                        "status": status,
-                        "seconds": round(result.seconds, 2),
-                        "weights": describe_loads(result.stored.weights_loaded),
-                        "retired_fits": retired,
-                    }
-                )
-    finally:
-        if cluster is not None:
-            cluster.close()
-    return pd.DataFrame(rows, columns=["encoder", "dataset", "status", "seconds", "weights", "retired_fits"])
+    return entries, loaded
+
+
+def _extract_pair(
+    db: Path,
+    store_url: str,
+    entry: EncoderEntry,
+    ds: Dataset,
+    options: ExtractOptions,
+    cluster: ClusterExtraction | None,
+    progress: ProgressFn | None,
+) -> dict[str, object]:
+    """Extract one (encoder, dataset) set, here or over the cluster, and catalogue it: its row."""
+    from crsbench.features.extraction import extract
+    from crsbench.features.integrity import chunk_manifest
+    from crsbench.features.store import FeatureSetRef, FeatureStore
+    from crsbench.warehouse import catalog
+    from crsbench.warehouse.integrity import record_chunk_manifest
+
+    if cluster is not None:
+        result = cluster.extract(ds, entry, store_url, progress)
+    else:
+        result = extract(ds, entry, store_url, options, progress=progress)
+    ref = FeatureSetRef(ds.name, entry.id)
+    status = "skipped (complete)" if result.skipped else "extracted"
+    if result.chunks_here is not None:  # over a cluster: how many chunks this command computed
+        status += f" ({result.chunks_here} of {result.n_chunks} chunks here)"
+    if options.repair and not result.repaired:
+        return _row(entry.id, ds.name, "nothing to repair")  # nothing written, in the store or the warehouse
+    with Warehouse.open(db) as wh:
+        catalog.upsert_encoder(wh, entry, result.stored.weights_hash)
+        retired = catalog.record_feature_set(wh, store_url, ref, result.stored)
+        record_chunk_manifest(wh, store_url, ref, chunk_manifest(FeatureStore(store_url).group(ref)))
+        if options.repair:
+            status = _retire_repaired(wh, ref, result)
+    return _row(
+        entry.id, ds.name, status, round(result.seconds, 2), describe_loads(result.stored.weights_loaded), retired
+    )
 
 
 def check_one_model(
