@@ -31,6 +31,8 @@ def tables(con: duckdb.DuckDBPyConnection) -> list[str]:
 def frame(con: duckdb.DuckDBPyConnection, name: str) -> pd.DataFrame:
     data = con.execute(f'select * from "{name}"').df()
     data = data.drop(columns=[c for c in data.columns if c in VOLATILE])
+    for column in data.select_dtypes(include="object").columns:  # list cells (arrays) as tuples: sortable, comparable
+        data[column] = data[column].map(lambda v: tuple(v.tolist()) if hasattr(v, "tolist") else v)
     return data.sort_values(list(data.columns), kind="stable").reset_index(drop=True) if len(data) else data
 
 
