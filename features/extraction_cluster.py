@@ -282,21 +282,29 @@ class ClusterExtraction:
                 continue
             finished.wait(WAIT_S)  # set by the first chunk task to end
             finished.clear()
-            for future in [f for f in pending if f.done()]:
-                k = pending.pop(future)
-                try:
-                    future.result()
-                except Exception as exc:
-                    self._cancel(pending, claims)
-                    claims.release([f"chunk-{k}"])
-                    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-                    raise CrsbenchError(
-                        f"row chunk {k} of feature set {ref.path} failed {TRIES} times on the cluster: "
-                        f"{type(exc).__name__}: {reason}"
-                    ) from exc
-                claims.release([f"chunk-{k}"])
-                self.computed.append(k)
+            for done in self._collect_done(pending, claims, ref):
+                self.computed.append(done)
                 progress(label, int(read_marks().sum()), total)
+
+    def _collect_done(self, pending: dict[Any, int], claims: FileClaims, ref: FeatureSetRef) -> list[int]:
+        """The chunks whose tasks ended, their claims released; a chunk that failed every try
+        cancels the rest and fails the set, naming the chunk and the cause."""
+        done = []
+        for future in [f for f in pending if f.done()]:
+            k = pending.pop(future)
+            try:
+                future.result()
+            except Exception as exc:
+                self._cancel(pending, claims)
+                claims.release([f"chunk-{k}"])
+                reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+                raise CrsbenchError(
+                    f"row chunk {k} of feature set {ref.path} failed {TRIES} times on the cluster: "
+                    f"{type(exc).__name__}: {reason}"
+                ) from exc
+            claims.release([f"chunk-{k}"])
+            done.append(k)
+        return done
 
     def _cancel(self, pending: dict[Any, int], claims: FileClaims) -> None:
         self.client.cancel(list(pending))

@@ -88,36 +88,49 @@ def open_feature_group(
     dims = {depth_key(d): int(v.shape[1]) for d, v in tap(probe).items()}
     group = root.require_group(ref.path)
     # Everything but `complete` is fixed here; `complete` flips to true last.
-    group.attrs.update(
-        {
-            "complete": False,
-            "dataset": ds.name,
-            "encoder_id": entry.id,
-            "regime": ref.regime,
-            "encoder": entry.to_dict(),
-            "checkpoint": entry.checkpoint,
-            "pretrained": entry.pretrained,
-            "layers": tap.layers,
-            "pooling": entry.pooling,
-            "dim": dims[depth_key(1.0)],
-            "dims": dims,
-            "depths": [depth_key(d) for d in tap.depths],
-            "n_images": ds.n_images,
-            **settings,
-        }
-    )
+    group.attrs.update(_set_attrs(ref, entry, tap, ds, dims, settings))
+    _create_arrays(group, tap, ds.n_images, dims, settings)
+    return group
+
+
+def _set_attrs(
+    ref: FeatureSetRef, entry: EncoderEntry, tap: DepthTap, ds: Dataset, dims: dict[str, int], settings: dict[str, Any]
+) -> dict[str, Any]:
+    """A new set's attributes: what it is of, its widths, and the settings it is made under."""
+    return {
+        "complete": False,
+        "dataset": ds.name,
+        "encoder_id": entry.id,
+        "regime": ref.regime,
+        "encoder": entry.to_dict(),
+        "checkpoint": entry.checkpoint,
+        "pretrained": entry.pretrained,
+        "layers": tap.layers,
+        "pooling": entry.pooling,
+        "dim": dims[depth_key(1.0)],
+        "dims": dims,
+        "depths": [depth_key(d) for d in tap.depths],
+        "n_images": ds.n_images,
+        **settings,
+    }
+
+
+def _create_arrays(
+    group: zarr.Group, tap: DepthTap, n_images: int, dims: dict[str, int], settings: dict[str, Any]
+) -> None:
+    """Every (depth, condition) array NaN-filled, the chunk digests (when kept) and the progress marks."""
     rows = settings["chunk_rows"]
     for d in tap.depths:
         for cond in settings["conditions"]:
             group.create_array(
                 f"{depth_key(d)}/{cond}",
-                shape=(ds.n_images, dims[depth_key(d)]),
+                shape=(n_images, dims[depth_key(d)]),
                 chunks=(rows, dims[depth_key(d)]),
                 dtype=settings["dtype"],
                 fill_value=np.nan,
                 compressors=compressor(),
             )
-    n_chunks = -(-ds.n_images // rows)
+    n_chunks = -(-n_images // rows)
     names = [f"{depth_key(d)}/{cond}" for d in tap.depths for cond in settings["conditions"]]
     if CHECKSUMS:
         group.attrs[DIGEST_NAMES] = names  # the content manifest's columns (features.integrity)
@@ -127,7 +140,6 @@ def open_feature_group(
     group.create_array(
         PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0, compressors=compressor()
     )
-    return group
 
 
 def finish_feature_set(
