@@ -14,6 +14,7 @@ import re
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -33,7 +34,7 @@ from crsbench.ingest.labels import (
 from crsbench.ingest.metadata import metadata_frame, parse_bins
 from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
 from crsbench.ingest.sizes import mixed_sizes_note
-from crsbench.ingest.source import Record, RowLog, resolve_path, safe_rel_path
+from crsbench.ingest.source import Record, RowLog, Source, resolve_path, safe_rel_path
 from crsbench.ingest.splits import assign_splits, check_group_safe, label_fraction_subsets, one_hot
 from crsbench.ingest.strata import split_warning
 from crsbench.ingest.types import Dataset, Task
@@ -49,6 +50,27 @@ def check_name(name: str) -> str:
             f"invalid dataset name {name!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
         )
     return name
+
+
+@dataclass(frozen=True)
+class _SharedOptions:
+    """The options every adapter takes, beside its own (see `ingest`)."""
+
+    domain: str
+    rare: str
+    bins: dict[str, tuple[float, ...]]
+    duplicates: str
+    unlabeled: bool
+
+
+@dataclass(frozen=True)
+class _Split:
+    """Labels after any rare-class merge, and the split of every image."""
+
+    labels: np.ndarray
+    names: list[str]
+    splits: list[str]
+    merged: bool
 
 
 def ingest(
@@ -73,7 +95,41 @@ def ingest(
     """
     entry = get_adapter(adapter)
     check_name(name)
-    # 'domain' is accepted by every adapter: it overrides the adapter's default domain.
+    shared = _pop_shared_options(entry, options)  # leaves the adapter's own in `options`
+    if shared.unlabeled:
+        options = _unlabeled_options(entry, options)
+    resolved = entry.resolve_options(options)
+    log = RowLog(skip_bad)
+    source, records = _read_records(entry, Path(path), resolved, log, progress or no_progress)
+    resolved = {**resolved, **source.kept_options}
+    labels = _label_array(records, source.task, len(source.label_names))
+    split = _split_images(records, labels, list(source.label_names), source.task, name, shared)
+    if shared.duplicates != "refuse":
+        resolved = {**resolved, "duplicates": shared.duplicates}
+    if split.merged:
+        resolved = {**resolved, "rare_classes": shared.rare}
+    metadata = metadata_frame(records, shared.bins)
+    images, labels = _image_table(records, split.splits, split.labels)
+    return Dataset(
+        name=name,
+        adapter=adapter,
+        root=resolve_path(source.root),
+        task=source.task,
+        label_names=split.names,
+        images=images,
+        labels=labels,
+        fractions=_label_fractions(images, labels, split.names),
+        errors=log.frame(),
+        domain=shared.domain,
+        options=resolved,
+        metadata=metadata,
+        warnings=_bootstrap_warnings(name, source.task, split.names, labels, images),
+    )
+
+
+def _pop_shared_options(entry: AdapterEntry, options: dict[str, object]) -> _SharedOptions:
+    """Take the options every adapter accepts out of `options`, validated in a fixed order."""
+    # 'domain' overrides the adapter's default domain.
     domain = str(options.pop("domain", entry.domain))
     if not DOMAIN_PATTERN.match(domain):
         raise CrsbenchError(f"invalid domain {domain!r}: use lower-case letters, e.g. derm, eye, rad or none")
@@ -84,88 +140,90 @@ def ingest(
     duplicates = str(options.pop("duplicates", "refuse"))
     if duplicates not in DUPLICATE_CHOICES:
         raise CrsbenchError(f"invalid duplicates {duplicates!r}: expected one of {', '.join(DUPLICATE_CHOICES)}")
-    if options.pop("unlabeled", False):
-        options = _unlabeled_options(entry, options)
-    resolved = entry.resolve_options(options)
-    path = Path(path)
+    unlabeled = bool(options.pop("unlabeled", False))
+    return _SharedOptions(domain, rare, bins, duplicates, unlabeled)
+
+
+def _read_records(
+    entry: AdapterEntry, path: Path, resolved: dict[str, object], log: RowLog, report: ProgressFn
+) -> tuple[Source, list[Record]]:
+    """The adapter's parse of `path`, keeping records with a unique id and a readable image."""
     if not path.exists():
         raise InputError(f"{path}: no such file or folder")
-    report = progress or no_progress
-    log = RowLog(skip_bad)
     source = entry.read(path, log, resolved, report)
-    resolved = {**resolved, **source.kept_options}
     check_label_count(len(source.label_names), len(source.records), path.name)
     records = _unique_ids(source.records, log)
     records = _checked_images(source.root, records, log, report)
     if not records:
         raise InputError(f"{path}: no usable images")
-    names = list(source.label_names)
-    labels = _label_array(records, source.task, len(names))
+    return source, records
+
+
+def _split_images(
+    records: Sequence[Record], labels: np.ndarray, names: list[str], task: Task, name: str, shared: _SharedOptions
+) -> _Split:
+    """Assign every image a split, group-safe and leak-checked, merging rare classes when asked."""
     y = one_hot(labels, len(names))
     _require_examples(y, names, "in the dataset")
-    check_two_classes(y, names, source.task, name)
+    check_two_classes(y, names, task, name)
     groups = [r.group_id for r in records]
     hashes = [r.sha256 for r in records]
     fixed = [r.split for r in records]
-    joined = split_groups(groups, hashes) if duplicates == "group" else groups
-    if duplicates != "refuse":
-        resolved = {**resolved, "duplicates": duplicates}
+    joined = split_groups(groups, hashes) if shared.duplicates == "group" else groups
     splits = assign_splits(y, joined, fixed)
     gaps = split_gaps(y, splits, names)
-    if gaps and rare == "merge":
-        if source.task is not Task.MULTICLASS:
-            raise InputError(
-                f"rare_classes=merge applies to multiclass datasets only "
-                f"({source.task.value} labels cannot be merged); add images"
-            )
-        labels, names = merge_classes(labels, names, list(gaps))
-        y = one_hot(labels, len(names))
-        check_two_classes(y, names, source.task, name)
+    merged = bool(gaps) and shared.rare == "merge"
+    if merged:
+        labels, names, y = _merge_rare_classes(labels, names, list(gaps), task, name)
         splits = assign_splits(y, joined, fixed)
-        resolved = {**resolved, "rare_classes": rare}
-    check_splits(y, splits, names, source.task, merged=rare == "merge")
+    check_splits(y, splits, names, task, merged=shared.rare == "merge")
     check_group_safe(groups, splits)
-    if duplicates != "keep":
+    if shared.duplicates != "keep":
         check_no_leak([r.rel_path for r in records], hashes, splits, f"dataset {name!r}")
-    metadata = metadata_frame(records, bins)
+    return _Split(labels, names, splits, merged)
+
+
+def _merge_rare_classes(
+    labels: np.ndarray, names: list[str], gaps: list[str], task: Task, name: str
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """rare_classes=merge: fold the classes that cannot reach every split into one."""
+    if task is not Task.MULTICLASS:
+        raise InputError(
+            f"rare_classes=merge applies to multiclass datasets only ({task.value} labels cannot be merged); add images"
+        )
+    labels, names = merge_classes(labels, names, gaps)
+    y = one_hot(labels, len(names))
+    check_two_classes(y, names, task, name)
+    return labels, names, y
+
+
+def _image_table(records: Sequence[Record], splits: list[str], labels: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+    """The images frame and its labels, in store order: by split, then image id."""
     images = pd.DataFrame(
         {
             "image_id": [r.image_id for r in records],
             "rel_path": [r.rel_path for r in records],
             "sha256": [r.sha256 for r in records],
-            "group_id": groups,
+            "group_id": [r.group_id for r in records],
             "split": splits,
         }
     )
     order = np.lexsort((images["image_id"].to_numpy(), images["split"].map(SPLITS.index).to_numpy()))
-    images = images.iloc[order].reset_index(drop=True)
-    labels = labels[order]
-    train = images.index[images["split"] == "train"].to_numpy()
-    if names:
-        fractions = label_fraction_subsets(one_hot(labels[train], len(names)), images["image_id"].to_numpy()[train])
-    else:  # no labels: nothing to fit a probe on, so no label fractions
-        fractions = pd.DataFrame(
+    return images.iloc[order].reset_index(drop=True), labels[order]
+
+
+def _label_fractions(images: pd.DataFrame, labels: np.ndarray, names: list[str]) -> pd.DataFrame:
+    """The label-fraction subsets of the train split."""
+    if not names:  # no labels: nothing to fit a probe on, so no label fractions
+        return pd.DataFrame(
             {
                 "seed": pd.Series(dtype="int64"),
                 "fraction": pd.Series(dtype="float64"),
                 "image_id": pd.Series(dtype="object"),
             }
         )
-    return Dataset(
-        name=name,
-        adapter=adapter,
-        root=resolve_path(source.root),
-        task=source.task,
-        label_names=names,
-        images=images,
-        labels=labels,
-        fractions=fractions,
-        errors=log.frame(),
-        domain=domain,
-        options=resolved,
-        metadata=metadata,
-        warnings=_bootstrap_warnings(name, source.task, names, labels, images),
-    )
+    train = images.index[images["split"] == "train"].to_numpy()
+    return label_fraction_subsets(one_hot(labels[train], len(names)), images["image_id"].to_numpy()[train])
 
 
 def _bootstrap_warnings(name: str, task: Task, names: list[str], labels: np.ndarray, images: pd.DataFrame) -> list[str]:

@@ -17,6 +17,7 @@ class/label present in every split (>= 2 positives in test) and in each 1 % subs
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import io
 import shutil
@@ -303,6 +304,29 @@ def _build_chexpert(root: Path, scale: float, size: int, seed: int, report: Prog
 
 
 MIMIC_LABEL_ORDER = tuple(sorted(CXR_LABELS))  # the MIMIC CSVs list labels alphabetically
+MIMIC_METADATA_HEADER = [
+    "dicom_id",
+    "subject_id",
+    "study_id",
+    "PerformedProcedureStepDescription",
+    "ViewPosition",
+    "Rows",
+    "Columns",
+    "StudyDate",
+    "StudyTime",
+    "ProcedureCodeSequence_CodeMeaning",
+    "ViewCodeSequence_CodeMeaning",
+    "PatientOrientationCodeSequence_CodeMeaning",
+]
+
+
+@dataclasses.dataclass
+class _MimicRows:
+    """The three CSVs' rows and the images to draw: (rel path, view, study index)."""
+
+    labels: list[list[int | str]] = dataclasses.field(default_factory=list)
+    meta: list[list[int | str]] = dataclasses.field(default_factory=list)
+    images: list[tuple[str, str, int]] = dataclasses.field(default_factory=list)
 
 
 @_suite_dataset("mimic-cxr", "mimic-cxr")
@@ -313,72 +337,70 @@ def _build_mimic(root: Path, scale: float, size: int, seed: int, report: Progres
     per_subject = rng.choice([1, 2, 3], size=n_subjects, p=[0.5, 0.3, 0.2])
     studies = np.sort(rng.choice(9_999_999, size=int(per_subject.sum()), replace=False)) + 50_000_000
     states = sample_study_states(rng, len(studies), 12, 12, expert=False)
-    label_rows: list[list[int | str]] = []
-    meta_rows: list[list[int | str]] = []
-    images: list[tuple[str, str, int]] = []
+    rows = _MimicRows()
     st = 0
     for subject, k in zip(subjects, per_subject, strict=True):
         for _ in range(k):
-            study = int(studies[st])
-            views = [str(rng.choice(["PA", "AP"], p=[0.6, 0.4]))]
-            views += ["AP"] if rng.random() < 0.08 else []
-            views += [str(rng.choice(["LATERAL", "LL"], p=[0.85, 0.15]))] if rng.random() < 0.35 else []
-            order = [MIMIC_LABEL_ORDER.index(n) for n in CXR_LABELS]
-            cells = [""] * len(order)
-            for src, dst in enumerate(order):
-                cells[dst] = _cell(states[st, src])
-            label_rows.append([int(subject), study, *cells])
-            for v, pos in enumerate(views):
-                dicom = "-".join(_hex(seed, "mimic", study, v, part, n=8) for part in range(5))
-                meaning = {"PA": "postero-anterior", "AP": "antero-posterior"}.get(pos, "lateral")
-                date = 21800000 + int(rng.integers(1, 13)) * 100 + int(rng.integers(1, 29))
-                time = f"{int(rng.integers(0, 24)):02d}{int(rng.integers(0, 60)):02d}{int(rng.integers(0, 60)):02d}.000"
-                meta_rows.append(
-                    [
-                        dicom,
-                        int(subject),
-                        study,
-                        "CHEST (PA AND LAT)",
-                        pos,
-                        size,
-                        size,
-                        date,
-                        time,
-                        "CHEST (PA AND LAT)",
-                        meaning,
-                        "Erect",
-                    ]
-                )
-                rel = f"files/p{str(subject)[:2]}/p{subject}/s{study}/{dicom}.jpg"
-                images.append((rel, "frontal" if pos in ("PA", "AP") else "lateral", st))
+            _add_mimic_study(rows, rng, int(subject), int(studies[st]), st, states[st], seed, size)
             st += 1
-    for done, (rel, view, s) in enumerate(images, start=1):
+    for done, (rel, view, s) in enumerate(rows.images, start=1):
         pixels = synth_cxr.render_cxr(_rng(seed, "mimic-cxr", rel), _strengths(states[s]), view, "mimic", size)
         _save(pixels, root / rel, "JPEG")
-        report("generating mimic-cxr", done, len(images))
-    # The publisher's split: by subject, stratified on the (U-zeros) study labels.
-    study_index = {int(r[1]): i for i, r in enumerate(label_rows)}
-    y = (states == PRESENT).astype(np.int64)
-    y_rows = np.array([y[study_index[int(m[2])]] for m in meta_rows])
-    parts = stratified_group_split(y_rows, [str(m[1]) for m in meta_rows], (0.6, 0.2, 0.2), seed=f"mimic-{seed}")
-    split_rows = [[m[0], m[2], m[1], ("train", "validate", "test")[p]] for m, p in zip(meta_rows, parts, strict=True)]
-    _write_csv(root / "mimic-cxr-2.0.0-chexpert.csv", ["subject_id", "study_id", *MIMIC_LABEL_ORDER], label_rows)
+        report("generating mimic-cxr", done, len(rows.images))
+    _write_csv(root / "mimic-cxr-2.0.0-chexpert.csv", ["subject_id", "study_id", *MIMIC_LABEL_ORDER], rows.labels)
+    _write_csv(root / "mimic-cxr-2.0.0-metadata.csv", MIMIC_METADATA_HEADER, rows.meta)
     _write_csv(
-        root / "mimic-cxr-2.0.0-metadata.csv",
-        [
-            "dicom_id",
-            "subject_id",
-            "study_id",
-            "PerformedProcedureStepDescription",
-            "ViewPosition",
-            "Rows",
-            "Columns",
-            "StudyDate",
-            "StudyTime",
-            "ProcedureCodeSequence_CodeMeaning",
-            "ViewCodeSequence_CodeMeaning",
-            "PatientOrientationCodeSequence_CodeMeaning",
-        ],
-        meta_rows,
+        root / "mimic-cxr-2.0.0-split.csv",
+        ["dicom_id", "study_id", "subject_id", "split"],
+        _mimic_split_rows(states, rows, seed),
     )
-    _write_csv(root / "mimic-cxr-2.0.0-split.csv", ["dicom_id", "study_id", "subject_id", "split"], split_rows)
+
+
+def _add_mimic_study(
+    rows: _MimicRows,
+    rng: np.random.Generator,
+    subject: int,
+    study: int,
+    st: int,
+    states: np.ndarray,
+    seed: int,
+    size: int,
+) -> None:
+    """One study: its label row, and a metadata row and an image per view (draws from `rng` in order)."""
+    views = [str(rng.choice(["PA", "AP"], p=[0.6, 0.4]))]
+    views += ["AP"] if rng.random() < 0.08 else []
+    views += [str(rng.choice(["LATERAL", "LL"], p=[0.85, 0.15]))] if rng.random() < 0.35 else []
+    rows.labels.append([subject, study, *_mimic_label_cells(states)])
+    for v, pos in enumerate(views):
+        dicom = "-".join(_hex(seed, "mimic", study, v, part, n=8) for part in range(5))
+        rows.meta.append(_mimic_metadata_row(rng, dicom, subject, study, pos, size))
+        rel = f"files/p{str(subject)[:2]}/p{subject}/s{study}/{dicom}.jpg"
+        rows.images.append((rel, "frontal" if pos in ("PA", "AP") else "lateral", st))
+
+
+def _mimic_label_cells(states: np.ndarray) -> list[str]:
+    """A study's label cells in MIMIC's (alphabetical) column order; `states` is in CheXpert order."""
+    order = [MIMIC_LABEL_ORDER.index(n) for n in CXR_LABELS]
+    cells = [""] * len(order)
+    for src, dst in enumerate(order):
+        cells[dst] = _cell(states[src])
+    return cells
+
+
+def _mimic_metadata_row(
+    rng: np.random.Generator, dicom: str, subject: int, study: int, pos: str, size: int
+) -> list[int | str]:
+    meaning = {"PA": "postero-anterior", "AP": "antero-posterior"}.get(pos, "lateral")
+    date = 21800000 + int(rng.integers(1, 13)) * 100 + int(rng.integers(1, 29))
+    time = f"{int(rng.integers(0, 24)):02d}{int(rng.integers(0, 60)):02d}{int(rng.integers(0, 60)):02d}.000"
+    procedure = "CHEST (PA AND LAT)"
+    return [dicom, subject, study, procedure, pos, size, size, date, time, procedure, meaning, "Erect"]
+
+
+def _mimic_split_rows(states: np.ndarray, rows: _MimicRows, seed: int) -> list[list[object]]:
+    """The publisher's split: by subject, stratified on the (U-zeros) study labels."""
+    study_index = {int(r[1]): i for i, r in enumerate(rows.labels)}
+    y = (states == PRESENT).astype(np.int64)
+    y_rows = np.array([y[study_index[int(m[2])]] for m in rows.meta])
+    parts = stratified_group_split(y_rows, [str(m[1]) for m in rows.meta], (0.6, 0.2, 0.2), seed=f"mimic-{seed}")
+    return [[m[0], m[2], m[1], ("train", "validate", "test")[p]] for m, p in zip(rows.meta, parts, strict=True)]

@@ -32,6 +32,8 @@ torch_dtype = torch.float64
 TOL = 1e-9
 # Relative change of the objective treated as rounding (f sums n x K float64 terms).
 F_NOISE = 1e-12
+# w -> (loss per problem, gradient), the objective of one fit.
+Objective = Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]]
 
 
 @dataclasses.dataclass
@@ -108,46 +110,77 @@ def fit_logreg(
     b, k = y3.shape[1], y3.shape[2]
     lam = 1.0 / n
     precond = _Preconditioner(x1, lam)
-
-    w = torch.zeros(b, d + 1, k, dtype=torch_dtype)
-    f, g = logreg_objective(x1, w, y3, softmax, lam)
-    threshold = tol * g.abs().amax(dim=(1, 2)).clamp_min(1.0)
-    if init is not None:
-        w = torch.cat([init.coef, init.intercept[:, None, :]], dim=1).to(torch_dtype)
-        if w.shape != (b, d + 1, k):
-            raise ValueError(f"init has shape {tuple(w.shape)}, the problem needs {(b, d + 1, k)}")
-        f, g = logreg_objective(x1, w, y3, softmax, lam)
-    s_hist: list[torch.Tensor] = []
-    y_hist: list[torch.Tensor] = []
-    rho_hist: list[torch.Tensor] = []
-    done = g.abs().amax(dim=(1, 2)) <= threshold
+    objective = functools.partial(logreg_objective, x1, y=y3, softmax=softmax, lam=lam)
+    w, f, g, threshold = _starting_point(objective, (b, d + 1, k), tol, init)
+    pairs = _CurvaturePairs(history)
+    done = _max_abs_gradient(g) <= threshold
     it = 0
     for it in range(1, max_iter + 1):
         if bool(done.all()):
             it -= 1
             break
-        direction = -_two_loop(g, s_hist, y_hist, rho_hist, precond)
-        direction[done] = 0.0
-        slope = (g * direction).sum(dim=(1, 2))
-        bad = slope >= 0  # not a descent direction: restart from the preconditioned gradient
-        if bool(bad.any()):
-            direction[bad] = -precond(g[bad])
-            slope = (g * direction).sum(dim=(1, 2))
-        objective = functools.partial(logreg_objective, x1, y=y3, softmax=softmax, lam=lam)
+        direction, slope = _descent_direction(g, pairs, precond, done)
         w_new, f_new, g_new, accepted = line_search(objective, w, f, g, direction, slope, done)
         stalled = ~accepted  # no decrease even at tiny steps: at the optimum to precision
-        s, yy = w_new - w, g_new - g
-        sy = (s * yy).sum(dim=(1, 2))
-        rho = torch.where(sy > 1e-20, 1.0 / sy.clamp_min(1e-20), torch.zeros_like(sy))
-        s_hist.append(s)
-        y_hist.append(yy)
-        rho_hist.append(rho)
-        if len(s_hist) > history:
-            s_hist.pop(0), y_hist.pop(0), rho_hist.pop(0)
+        pairs.add(w_new - w, g_new - g)
         w, f, g = w_new, f_new, g_new
-        done = done | stalled | (g.abs().amax(dim=(1, 2)) <= threshold)
-    converged = bool((g.abs().amax(dim=(1, 2)) <= threshold).all())
+        done = done | stalled | (_max_abs_gradient(g) <= threshold)
+    converged = bool((_max_abs_gradient(g) <= threshold).all())
     return LogRegSolution(coef=w[:, :-1, :], intercept=w[:, -1, :], n_iter=it, converged=converged)
+
+
+def _max_abs_gradient(g: torch.Tensor) -> torch.Tensor:
+    """max |gradient| per problem (B,)."""
+    return g.abs().amax(dim=(1, 2))
+
+
+def _starting_point(
+    objective: Objective, shape: tuple[int, int, int], tol: float, init: LogRegSolution | None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(w, f, g) to start from (zero, or `init`) and the stopping threshold per problem,
+    relative to the gradient at w = 0 even for a warm start."""
+    w = torch.zeros(shape, dtype=torch_dtype)
+    f, g = objective(w)
+    threshold = tol * _max_abs_gradient(g).clamp_min(1.0)
+    if init is not None:
+        w = torch.cat([init.coef, init.intercept[:, None, :]], dim=1).to(torch_dtype)
+        if w.shape != shape:
+            raise ValueError(f"init has shape {tuple(w.shape)}, the problem needs {shape}")
+        f, g = objective(w)
+    return w, f, g, threshold
+
+
+@dataclasses.dataclass
+class _CurvaturePairs:
+    """The last `size` L-BFGS pairs s = Δw, y = Δg, with rho = 1 / sᵀy per problem (0 where sᵀy
+    is not positive, which drops the pair from the recursion)."""
+
+    size: int
+    s: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    y: list[torch.Tensor] = dataclasses.field(default_factory=list)
+    rho: list[torch.Tensor] = dataclasses.field(default_factory=list)
+
+    def add(self, s: torch.Tensor, yy: torch.Tensor) -> None:
+        sy = (s * yy).sum(dim=(1, 2))
+        self.s.append(s)
+        self.y.append(yy)
+        self.rho.append(torch.where(sy > 1e-20, 1.0 / sy.clamp_min(1e-20), torch.zeros_like(sy)))
+        if len(self.s) > self.size:
+            self.s.pop(0), self.y.pop(0), self.rho.pop(0)
+
+
+def _descent_direction(
+    g: torch.Tensor, pairs: _CurvaturePairs, precond: _Preconditioner, done: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The L-BFGS direction per problem (zero for problems already done) and its slope gᵀd."""
+    direction = -_two_loop(g, pairs.s, pairs.y, pairs.rho, precond)
+    direction[done] = 0.0
+    slope = (g * direction).sum(dim=(1, 2))
+    bad = slope >= 0  # not a descent direction: restart from the preconditioned gradient
+    if bool(bad.any()):
+        direction[bad] = -precond(g[bad])
+        slope = (g * direction).sum(dim=(1, 2))
+    return direction, slope
 
 
 class _Preconditioner:
@@ -196,7 +229,7 @@ class _Preconditioner:
 
 
 def line_search(
-    objective: Callable[[torch.Tensor], tuple[torch.Tensor, torch.Tensor]],
+    objective: Objective,
     w: torch.Tensor,
     f: torch.Tensor,
     g: torch.Tensor,

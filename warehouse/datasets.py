@@ -87,60 +87,68 @@ def load_dataset(
         if old is not None:
             if not replace:
                 raise CrsbenchError(f"dataset {ds.name!r} already exists in {wh.path}; use --replace to overwrite it")
-            retire_for_replacement(con, old, ds)
-            for table, column in _TABLES_BY_DATASET.items():
-                con.execute(f"delete from {table} where {column} = ?", [ds.name])
-        con.execute(
-            "insert into datasets (dataset_id, adapter, root, task, label_names, n_images, image_digest, domain, "
-            "created_at, options) values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?)",
-            [
-                ds.name,
-                ds.adapter,
-                wh.portable_path(ds.root),
-                ds.task.value,
-                list(ds.label_names),
-                ds.n_images,
-                ds.image_digest(),
-                ds.domain,
-                json.dumps(ds.options, sort_keys=True),
-            ],
-        )
-        images = ds.images[list(IMAGE_COLUMNS)].astype(object).copy()
-        images.insert(0, "row_index", np.arange(ds.n_images, dtype=np.int32))
-        with _frame(con, "_crs_images", images):
-            con.execute(
-                "insert into images (dataset_id, row_index, image_id, rel_path, sha256, group_id, split) "
-                "select ?, row_index, image_id, rel_path, sha256, group_id, split from _crs_images",
-                [ds.name],
-            )
-        with _frame(con, "_crs_labels", one_hot_long(ds)):
-            con.execute(
-                "insert into labels (dataset_id, image_id, label_idx, value) "
-                "select ?, image_id, label_idx, value from _crs_labels",
-                [ds.name],
-            )
-        fractions = ds.fractions[["seed", "fraction", "image_id"]].astype({"image_id": object})
-        with _frame(con, "_crs_fractions", fractions):
-            con.execute(
-                "insert into label_fractions (dataset_id, seed, fraction, image_id) "
-                "select ?, seed, fraction, image_id from _crs_fractions",
-                [ds.name],
-            )
+            _remove_for_replacement(con, old, ds)
+        _store_dataset_row(con, wh, ds)
+        _store_images_and_labels(con, ds)
         declare_grid(con, ds.name, grid)
         _store_metadata(con, ds)
-        errors = ds.errors[["row", "file", "message"]].astype({"file": object, "message": object})
-        with _frame(con, "_crs_errors", errors):
-            con.execute(
-                "insert into ingest_errors (dataset_id, row_number, file, message, recorded_at) "
-                "select ?, row, file, message, current_timestamp from _crs_errors",
-                [ds.name],
-            )
+        _store_errors(con, ds)
         if replace:
             _drop_mismatched_pairs(con, ds.name)
         for target in shift_targets:
             _declare(con, ds.name, target)
         for source in shift_sources:
             _declare(con, source, ds.name)
+
+
+def _remove_for_replacement(con: duckdb.DuckDBPyConnection, old: Dataset, ds: Dataset) -> None:
+    """Retire what the new data makes stale, then delete the old dataset's rows."""
+    retire_for_replacement(con, old, ds)
+    for table, column in _TABLES_BY_DATASET.items():
+        con.execute(f"delete from {table} where {column} = ?", [ds.name])
+
+
+def _store_dataset_row(con: duckdb.DuckDBPyConnection, wh: Warehouse, ds: Dataset) -> None:
+    con.execute(
+        "insert into datasets (dataset_id, adapter, root, task, label_names, n_images, image_digest, domain, "
+        "created_at, options) values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?)",
+        [
+            ds.name,
+            ds.adapter,
+            wh.portable_path(ds.root),
+            ds.task.value,
+            list(ds.label_names),
+            ds.n_images,
+            ds.image_digest(),
+            ds.domain,
+            json.dumps(ds.options, sort_keys=True),
+        ],
+    )
+
+
+def _store_images_and_labels(con: duckdb.DuckDBPyConnection, ds: Dataset) -> None:
+    """The per-image tables: images (in the dataset's row order), labels and label fractions."""
+    images = ds.images[list(IMAGE_COLUMNS)].astype(object).copy()
+    images.insert(0, "row_index", np.arange(ds.n_images, dtype=np.int32))
+    with _frame(con, "_crs_images", images):
+        con.execute(
+            "insert into images (dataset_id, row_index, image_id, rel_path, sha256, group_id, split) "
+            "select ?, row_index, image_id, rel_path, sha256, group_id, split from _crs_images",
+            [ds.name],
+        )
+    with _frame(con, "_crs_labels", one_hot_long(ds)):
+        con.execute(
+            "insert into labels (dataset_id, image_id, label_idx, value) "
+            "select ?, image_id, label_idx, value from _crs_labels",
+            [ds.name],
+        )
+    fractions = ds.fractions[["seed", "fraction", "image_id"]].astype({"image_id": object})
+    with _frame(con, "_crs_fractions", fractions):
+        con.execute(
+            "insert into label_fractions (dataset_id, seed, fraction, image_id) "
+            "select ?, seed, fraction, image_id from _crs_fractions",
+            [ds.name],
+        )
 
 
 def _store_metadata(con: duckdb.DuckDBPyConnection, ds: Dataset) -> None:
@@ -155,6 +163,16 @@ def _store_metadata(con: duckdb.DuckDBPyConnection, ds: Dataset) -> None:
         con.execute(
             "insert into image_metadata (dataset_id, image_id, key, value) "
             "select ?, image_id, key, value from _crs_metadata",
+            [ds.name],
+        )
+
+
+def _store_errors(con: duckdb.DuckDBPyConnection, ds: Dataset) -> None:
+    errors = ds.errors[["row", "file", "message"]].astype({"file": object, "message": object})
+    with _frame(con, "_crs_errors", errors):
+        con.execute(
+            "insert into ingest_errors (dataset_id, row_number, file, message, recorded_at) "
+            "select ?, row, file, message, current_timestamp from _crs_errors",
             [ds.name],
         )
 
