@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from crsbench.core import CrsbenchError, EncoderKey, ProgressFn, lora_regime
 from crsbench.pipeline.stores import default_adapter_root
 from crsbench.warehouse.connection import Warehouse
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from crsbench.features.adapt import LoraSettings
+    from crsbench.features.registry import EncoderEntry
+    from crsbench.ingest.types import Dataset
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,12 +52,8 @@ def adapt_encoder(
     db: Path, store_url: str, encoder: str, dataset: str, config: AdaptConfig, progress: ProgressFn | None = None
 ) -> AdaptResult:
     """Train (or reuse) one adapter per seed and extract each variant on the dataset and its shift targets."""
-    from crsbench.features.adapt import ADAPTER_FILE, LoraSettings, adapt, adapter_dir, load_adapted, save_adapter
-    from crsbench.features.extraction import extract
+    from crsbench.features.adapt import ADAPTER_FILE, LoraSettings, adapter_dir, load_adapted
     from crsbench.features.lookup import get_encoder
-    from crsbench.features.store import FeatureSetRef
-    from crsbench.warehouse import catalog
-    from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_targets
 
     if not config.seeds or min(config.seeds) < 0:
         raise CrsbenchError(f"adaptation seeds must be non-negative integers, got {config.seeds!r}")
@@ -59,69 +63,117 @@ def adapt_encoder(
     use_encoder_files((), db)  # crsbench.toml beside the warehouse (data only) and $CRSBENCH_ENCODERS
     entry = get_encoder(encoder)
     root = config.out or default_adapter_root(store_url)
-    base_weights = str(config.weights) if config.weights else None
-    with Warehouse.open(db, read_only=True) as wh:  # no write lock held while training
-        if dataset not in list_datasets(wh):
-            raise CrsbenchError(f"no dataset {dataset!r} in the warehouse {db}")
-        source = read_dataset(wh, dataset)
-        targets = [read_dataset(wh, t) for t in shift_targets(wh, dataset)]
+    source, targets = _source_and_targets(db, dataset)
     rows, notes = [], []
     for seed in config.seeds:
         folder = adapter_dir(root, entry.id, dataset, seed)
         trained = config.force or not (folder / ADAPTER_FILE).exists()
         if trained:
-            result = adapt(
-                source,
-                entry,
-                seed=seed,
-                settings=settings,
-                device=config.device,
-                weights=base_weights,
-                progress=progress,
-            )
-            save_adapter(
-                result,
-                folder,
-                {
-                    "encoder_id": entry.id,
-                    "dataset": dataset,
-                    "seed": seed,
-                    "regime": lora_regime(seed),
-                    **{
-                        k: getattr(settings, k)
-                        for k in ("rank", "alpha", "dropout", "lr", "epochs", "batch_size", "max_steps")
-                    },
-                },
-            )
-            if result.adapter_norm == 0.0:
-                notes.append(
-                    f"seed {seed}: the adapters received no gradient (still at their "
-                    f"zero init); the variant equals the frozen encoder"
-                )
+            notes += _train_adapter(source, entry, dataset, seed, settings, folder, config, progress)
         # What is extracted is what was saved: always reload from the adapter folder.
-        model = load_adapted(entry, folder, weights=base_weights)
+        variant = _Variant(entry, load_adapted(entry, folder, weights=_base_weights(config)), seed, folder, trained)
         for ds in [source, *targets]:
-            ref = FeatureSetRef(ds.name, entry.id, lora_regime(seed))
-            extracted = extract(
-                ds,
-                entry,
-                store_url,
-                regime=ref.regime,
-                model=model,
-                device=config.device,
-                force=trained,
-                progress=progress,
-            )
-            with Warehouse.open(db) as wh:
-                catalog.upsert_encoder(wh, entry)
-                catalog.record_feature_set(wh, store_url, ref, extracted.stored)
-            rows.append(
-                {
-                    "encoder": ref.key,
-                    "dataset": ds.name,
-                    "adapter": str(folder),
-                    "trained": trained,
-                    "features": "skipped (complete)" if extracted.skipped else "extracted",
-                }
-            )
+            rows.append(_extract_variant(db, store_url, ds, variant, config, progress))
     return AdaptResult(root, pd.DataFrame(rows), notes, EncoderKey(entry.id, lora_regime(config.seeds[0])))
+
+
+def _base_weights(config: AdaptConfig) -> str | None:
+    return str(config.weights) if config.weights else None
+
+
+def _source_and_targets(db: Path, dataset: str) -> tuple[Dataset, list[Dataset]]:
+    """The dataset the adapters train on, and its shift targets (each variant is extracted on all)."""
+    from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_targets
+
+    with Warehouse.open(db, read_only=True) as wh:  # no write lock held while training
+        if dataset not in list_datasets(wh):
+            raise CrsbenchError(f"no dataset {dataset!r} in the warehouse {db}")
+        source = read_dataset(wh, dataset)
+        targets = [read_dataset(wh, t) for t in shift_targets(wh, dataset)]
+    return source, targets
+
+
+def _train_adapter(
+    source: Dataset,
+    entry: EncoderEntry,
+    dataset: str,
+    seed: int,
+    settings: LoraSettings,
+    folder: Path,
+    config: AdaptConfig,
+    progress: ProgressFn | None,
+) -> list[str]:
+    """Train one seed's adapter and save it with how it was made; a note when it learned nothing."""
+    from crsbench.features.adapt import adapt, save_adapter
+
+    result = adapt(
+        source,
+        entry,
+        seed=seed,
+        settings=settings,
+        device=config.device,
+        weights=_base_weights(config),
+        progress=progress,
+    )
+    save_adapter(
+        result,
+        folder,
+        {
+            "encoder_id": entry.id,
+            "dataset": dataset,
+            "seed": seed,
+            "regime": lora_regime(seed),
+            **{
+                k: getattr(settings, k) for k in ("rank", "alpha", "dropout", "lr", "epochs", "batch_size", "max_steps")
+            },
+        },
+    )
+    if result.adapter_norm == 0.0:
+        return [
+            f"seed {seed}: the adapters received no gradient (still at their "
+            f"zero init); the variant equals the frozen encoder"
+        ]
+    return []
+
+
+@dataclasses.dataclass(frozen=True)
+class _Variant:
+    """One seed's adapted encoder, as reloaded from its adapter folder."""
+
+    entry: EncoderEntry
+    model: nn.Module
+    seed: int
+    folder: Path
+    trained: bool  # trained now: its features are re-extracted even where complete
+
+
+def _extract_variant(
+    db: Path, store_url: str, ds: Dataset, variant: _Variant, config: AdaptConfig, progress: ProgressFn | None
+) -> dict[str, object]:
+    """Extract one variant on one dataset, catalog the feature set, and return its row of the result."""
+    from crsbench.features.extraction import extract
+    from crsbench.features.store import FeatureSetRef
+    from crsbench.warehouse import catalog
+
+    entry = variant.entry
+    ref = FeatureSetRef(ds.name, entry.id, lora_regime(variant.seed))
+    extracted = extract(
+        ds,
+        entry,
+        store_url,
+        regime=ref.regime,
+        model=variant.model,
+        device=config.device,
+        force=variant.trained,
+        progress=progress,
+    )
+    with Warehouse.open(db) as wh:
+        catalog.upsert_encoder(wh, entry)
+        catalog.record_feature_set(wh, store_url, ref, extracted.stored)
+    return {
+        "encoder": ref.key,
+        "dataset": ds.name,
+        "adapter": str(variant.folder),
+        "trained": variant.trained,
+        "features": "skipped (complete)" if extracted.skipped else "extracted",
+    }

@@ -118,11 +118,6 @@ def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
     """Read everything the report needs from an open warehouse."""
     present = relations(wh)
     chosen, panels = resolve_panel(wh, present, panel)
-    by_panel = [chosen] if chosen is not None else None
-
-    def for_panel(relation: str, query: str) -> pd.DataFrame | None:
-        return _if_present(wh, present, relation, query, by_panel) if chosen is not None else None
-
     encoders = _if_present(
         wh,
         present,
@@ -132,27 +127,74 @@ def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
     datasets = _if_present(
         wh, present, "datasets", "select dataset_id, task, n_images from datasets order by dataset_id"
     )
-    n_runs = 0
-    if "runs" in present:
-        count = wh.con.execute("select count(*) from runs").fetchone()
-        assert count is not None  # count(*) always returns a row
-        n_runs = int(count[0])
-    members = []
-    if chosen is not None and "reference_panels" in present:
-        members = [
-            r[0]
-            for r in wh.con.execute(
-                "select encoder_id from reference_panels where panel = ? order by encoder_id", [chosen]
-            ).fetchall()
-        ]
-    crs_encoder = for_panel(
-        "crs_encoder", "select * from crs_encoder where panel = ? order by crs desc nulls last, encoder_id"
+
+    def for_panel(relation: str, query: str) -> pd.DataFrame | None:
+        """The relation's rows of the chosen panel (`query` takes it as its one parameter); None without one."""
+        return _if_present(wh, present, relation, query, [chosen]) if chosen is not None else None
+
+    return ReportData(
+        wh=wh,
+        relations=present,
+        panel=chosen,
+        panels=panels,
+        encoders=encoders if encoders is not None else pd.DataFrame(columns=["encoder_id", "pretrained"]),
+        datasets=datasets if datasets is not None else pd.DataFrame(columns=["dataset_id", "task"]),
+        n_runs=_run_count(wh, present),
+        members=_members(wh, present, chosen),
+        random_init=_random_init(wh, present),
+        crs_encoder=_frozen_only(
+            for_panel(
+                "crs_encoder", "select * from crs_encoder where panel = ? order by crs desc nulls last, encoder_id"
+            )
+        ),
+        crs_cell=_frozen_only(
+            for_panel("crs_cell", "select * from crs_cell where panel = ? order by dataset_id, crs desc, encoder_id")
+        ),
+        axes_encoder=_frozen_only(
+            _if_present(wh, present, "axes_encoder", "select * from axes_encoder order by encoder_id")
+        ),
+        axes_cell=_frozen_only(
+            _if_present(wh, present, "axes_cell", "select * from axes_cell order by dataset_id, encoder_id")
+        ),
+        anchors=for_panel(
+            "reference_anchors",
+            "select scope, axis, lo, hi from reference_anchors where panel = ? order by scope, axis",
+        ),
+        axes_norm=_frozen_only(
+            for_panel(
+                "axes_normalised",
+                "select * from axes_normalised where panel = ? and scope = 'global' order by encoder_id",
+            )
+        ),
+        rank_agreement=for_panel("rank_agreement", "select * from rank_agreement where panel = ?"),
+        curves=_learning_curves(wh, present),
+        analysis_tables=_analysis_tables(wh, present),
+        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),  # stamped once the reads are done
     )
-    crs_cell = for_panel("crs_cell", "select * from crs_cell where panel = ? order by dataset_id, crs desc, encoder_id")
-    anchors = for_panel(
-        "reference_anchors", "select scope, axis, lo, hi from reference_anchors where panel = ? order by scope, axis"
-    )
-    rank_agreement = for_panel("rank_agreement", "select * from rank_agreement where panel = ?")
+
+
+def _run_count(wh: Warehouse, present: set[str]) -> int:
+    if "runs" not in present:
+        return 0
+    count = wh.con.execute("select count(*) from runs").fetchone()
+    assert count is not None  # count(*) always returns a row
+    return int(count[0])
+
+
+def _members(wh: Warehouse, present: set[str], panel: str | None) -> list[str]:
+    """The encoders of the shown panel; none when no panel is shown."""
+    if panel is None or "reference_panels" not in present:
+        return []
+    return [
+        r[0]
+        for r in wh.con.execute(
+            "select encoder_id from reference_panels where panel = ? order by encoder_id", [panel]
+        ).fetchall()
+    ]
+
+
+def _learning_curves(wh: Warehouse, present: set[str]) -> pd.DataFrame | None:
+    """Seed-mean clean AUROC and ECE of the primary probe, frozen, by depth and label fraction; None if empty."""
     curves = _if_present(
         wh,
         present,
@@ -162,37 +204,15 @@ def gather(wh: Warehouse, panel: str | None = None) -> ReportData:
         "and eval_dataset_id = dataset_id order by encoder_id, dataset_id, depth, label_fraction",
         [PRIMARY_PROBE, FROZEN],
     )
-    axes_norm = for_panel(
-        "axes_normalised", "select * from axes_normalised where panel = ? and scope = 'global' order by encoder_id"
-    )
-    analysis_tables: dict[str, list[str]] = {}
+    return curves if curves is not None and len(curves) else None
+
+
+def _analysis_tables(wh: Warehouse, present: set[str]) -> dict[str, list[str]]:
+    """Analysis -> the tables it stored."""
+    tables: dict[str, list[str]] = {}
     if "analyses" in present:
         for name, table in wh.con.execute(
             "select analysis, table_name from analyses order by analysis, table_name"
         ).fetchall():
-            analysis_tables.setdefault(name, []).append(table)
-    return ReportData(
-        wh=wh,
-        generated_at=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
-        relations=present,
-        panel=chosen,
-        panels=panels,
-        encoders=encoders if encoders is not None else pd.DataFrame(columns=["encoder_id", "pretrained"]),
-        datasets=datasets if datasets is not None else pd.DataFrame(columns=["dataset_id", "task"]),
-        n_runs=n_runs,
-        members=members,
-        random_init=_random_init(wh, present),
-        crs_encoder=_frozen_only(crs_encoder),
-        crs_cell=_frozen_only(crs_cell),
-        axes_encoder=_frozen_only(
-            _if_present(wh, present, "axes_encoder", "select * from axes_encoder order by encoder_id")
-        ),
-        axes_cell=_frozen_only(
-            _if_present(wh, present, "axes_cell", "select * from axes_cell order by dataset_id, encoder_id")
-        ),
-        anchors=anchors,
-        axes_norm=_frozen_only(axes_norm),
-        rank_agreement=rank_agreement,
-        curves=curves if curves is not None and len(curves) else None,
-        analysis_tables=analysis_tables,
-    )
+            tables.setdefault(name, []).append(table)
+    return tables

@@ -56,27 +56,73 @@ def read_status(wh: Warehouse) -> WarehouseStatus:
 
 
 def warehouse_status(wh: Warehouse) -> WarehouseStatus:
+    """What the warehouse holds; a relation that does not exist (yet) reads as an empty frame."""
     present = relations(wh)
-
-    def frame(relation: str, query: str, columns: list[str]) -> pd.DataFrame:
-        return wh.sql(query) if relation in present else pd.DataFrame(columns=columns)
-
-    # Counted in DuckDB: the run records themselves never come into Python.
-    runs_per_dataset = _run_counts(wh, "dataset_id", present)
-    runs_per_encoder = _run_counts(wh, "encoder_id", present)
-    datasets = frame(
-        "datasets",
-        "select dataset_id, task, n_images from datasets order by dataset_id",
-        ["dataset_id", "task", "n_images"],
-    )
-    datasets["runs"] = datasets["dataset_id"].map(runs_per_dataset).fillna(0).astype(int)
-    feature_sets = frame(
+    feature_sets = _frame(
+        wh,
+        present,
         "feature_sets",
         "select dataset_id, encoder_id, regime, complete, updated_at "
         "from feature_sets order by encoder_id, dataset_id, regime",
         ["dataset_id", "encoder_id", "regime", "complete", "updated_at"],
     )
-    encoders = frame(
+    from crsbench.warehouse.claims import live_sweeps
+    from crsbench.warehouse.parts import data_parts
+
+    return WarehouseStatus(
+        wh.schema_version(),
+        _datasets(wh, present),
+        _encoders(wh, present, feature_sets),
+        feature_sets,
+        _runs(wh, present),
+        _frame(
+            wh,
+            present,
+            "panels",
+            "select p.panel, p.mode, p.frozen_at, count(r.encoder_id) as n_members "
+            "from panels p left join reference_panels r using (panel) "
+            "group by all order by p.frozen_at, p.panel",
+            ["panel", "mode", "frozen_at", "n_members"],
+        ),
+        _frame(
+            wh,
+            present,
+            "analyses",
+            "select analysis, string_agg(table_name, ', ' order by table_name) as tables, "
+            "max(created_at) as created_at from analyses group by analysis order by analysis",
+            ["analysis", "tables", "created_at"],
+        ),
+        pending_parts=len(data_parts(wh.parts_dir / "runs")),
+        sweeps_running=len(live_sweeps(wh.parts_dir)),
+        stale=stale_lines(wh),
+        flagged=flagged_lines(wh) if "feature_sets" in present else [],
+        shortcuts=shortcut_lines(wh) if "shortcut_audit" in present else [],
+    )
+
+
+def _frame(wh: Warehouse, present: set[str], relation: str, query: str, columns: list[str]) -> pd.DataFrame:
+    """The query's rows, or an empty frame with its columns when the relation does not exist (yet)."""
+    return wh.sql(query) if relation in present else pd.DataFrame(columns=columns)
+
+
+def _datasets(wh: Warehouse, present: set[str]) -> pd.DataFrame:
+    """dataset_id, task, n_images and the runs of each dataset."""
+    datasets = _frame(
+        wh,
+        present,
+        "datasets",
+        "select dataset_id, task, n_images from datasets order by dataset_id",
+        ["dataset_id", "task", "n_images"],
+    )
+    datasets["runs"] = datasets["dataset_id"].map(_run_counts(wh, "dataset_id", present)).fillna(0).astype(int)
+    return datasets
+
+
+def _encoders(wh: Warehouse, present: set[str], feature_sets: pd.DataFrame) -> pd.DataFrame:
+    """encoder_id, family, pretrained, its complete and incomplete feature sets, and its runs."""
+    encoders = _frame(
+        wh,
+        present,
         "encoders",
         "select encoder_id, family, pretrained from encoders order by encoder_id",
         ["encoder_id", "family", "pretrained"],
@@ -88,8 +134,15 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
     encoders["feature_sets_incomplete"] = (
         encoders["encoder_id"].map(feature_sets.loc[~done, "encoder_id"].value_counts()).fillna(0).astype(int)
     )
-    encoders["runs"] = encoders["encoder_id"].map(runs_per_encoder).fillna(0).astype(int)
-    runs = frame(
+    encoders["runs"] = encoders["encoder_id"].map(_run_counts(wh, "encoder_id", present)).fillna(0).astype(int)
+    return encoders
+
+
+def _runs(wh: Warehouse, present: set[str]) -> pd.DataFrame:
+    """Fits and runs per (regime, probe)."""
+    runs = _frame(
+        wh,
+        present,
         "runs",
         "select regime, probe, count(distinct fit_id) as fits, count(*) as runs from runs "
         "where regime is not null and probe is not null group by all order by regime, probe",
@@ -97,40 +150,13 @@ def warehouse_status(wh: Warehouse) -> WarehouseStatus:
     )
     if runs.empty:
         runs = pd.DataFrame(columns=["regime", "probe", "fits", "runs"])
-    panels = frame(
-        "panels",
-        "select p.panel, p.mode, p.frozen_at, count(r.encoder_id) as n_members "
-        "from panels p left join reference_panels r using (panel) "
-        "group by all order by p.frozen_at, p.panel",
-        ["panel", "mode", "frozen_at", "n_members"],
-    )
-    analyses = frame(
-        "analyses",
-        "select analysis, string_agg(table_name, ', ' order by table_name) as tables, "
-        "max(created_at) as created_at from analyses group by analysis order by analysis",
-        ["analysis", "tables", "created_at"],
-    )
-    from crsbench.warehouse.claims import live_sweeps
-    from crsbench.warehouse.parts import data_parts
-
-    return WarehouseStatus(
-        wh.schema_version(),
-        datasets,
-        encoders,
-        feature_sets,
-        runs,
-        panels,
-        analyses,
-        pending_parts=len(data_parts(wh.parts_dir / "runs")),
-        sweeps_running=len(live_sweeps(wh.parts_dir)),
-        stale=stale_lines(wh),
-        flagged=flagged_lines(wh) if "feature_sets" in present else [],
-        shortcuts=shortcut_lines(wh) if "shortcut_audit" in present else [],
-    )
+    return runs
 
 
 def _run_counts(wh: Warehouse, key: str, present: set[str]) -> pd.Series:
-    """Runs per `key` value (dataset_id or encoder_id); empty without a runs relation."""
+    """Runs per `key` value (dataset_id or encoder_id); empty without a runs relation.
+
+    Counted in DuckDB: the run records themselves never come into Python."""
     if "runs" not in present:
         return pd.Series(dtype="int64")
     counts = wh.sql(f"select {key}, count(*) as n from runs where {key} is not null group by all")

@@ -19,6 +19,7 @@ metadata group (`keys`, default all) of the clean and shift runs (`operating_sub
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -194,64 +195,14 @@ def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult
     lacking = sorted(set(runs["fit_id"]) - set(calib["fit_id"]))
     if lacking:
         notes.append(f"{len(lacking)} fits have no stored calib predictions; their runs are skipped")
-    keyed = pd.concat(
-        [calib[["run_id"]].assign(kind="calib"), runs[runs["fit_id"].isin(set(calib["fit_id"]))][["run_id"]]],
-        ignore_index=True,
-    ).drop_duplicates("run_id")
-    keyed.insert(0, "key", np.arange(len(keyed), dtype=np.int64))
-    predictions = load_predictions(wh, keyed)
-    key_of = dict(zip(keyed["run_id"], keyed["key"], strict=True))
+    scoring = _scoring(wh, params, runs, calib, wanted)
     calib_of = dict(zip(calib["fit_id"], calib["run_id"], strict=True))
-    targets = {d: label_targets(wh, d) for d in sorted(set(runs["dataset_id"]) | set(runs["eval_dataset_id"]))}
     rows: list[dict[str, Any]] = []
     group_rows: list[dict[str, Any]] = []
-    keys = listed(params["keys"])
-    if keys:
-        check_keys(wh, keys, sorted(set(runs["eval_dataset_id"])))
-    groups = {d: og.metadata_by_row(wh, d, keys) for d in sorted(set(runs["eval_dataset_id"]))}
-    sensitivity = float(params["sensitivity"])
-    fixed = math.nan if params["threshold"] is None else float(params["threshold"])
     for fit_id, fit_runs in runs[runs["fit_id"].isin(set(calib_of))].groupby("fit_id", sort=False):
-        task, names, truth, _ = targets[str(fit_runs["dataset_id"].iloc[0])]
-        rules = [r for r in [*rules_for(task, len(names)), FIXED] if r in wanted]
-        columns = [1] if task is not Task.MULTILABEL and len(names) == 2 else list(range(len(names)))
-        calib_rows, calib_probs = predictions[key_of[calib_of[fit_id]]]
-        chosen = {
-            (rule, j): choose(rule, truth[calib_rows, j], calib_probs[:, j], sensitivity, fixed)
-            for rule in rules
-            for j in columns
-        }
-        for run in fit_runs.itertuples(index=False):
-            if key_of.get(run.run_id) not in predictions:
-                continue
-            eval_rows, probs = predictions[key_of[run.run_id]]
-            eval_truth = targets[run.eval_dataset_id][2][eval_rows]
-            top = probs.argmax(axis=1)
-            base = {c: getattr(run, c) for c in [*RUN_COLUMNS, "fit_id"]}
-            for j in columns:
-                positive, score = eval_truth[:, j], probs[:, j]
-                opt_t, opt_ba = best_balanced_accuracy(positive, score)
-                for rule in rules:
-                    t = chosen[(rule, j)]
-                    called = top == j if rule == "argmax" else score >= t
-                    r = (
-                        rates(positive, called)
-                        if rule == "argmax" or not math.isnan(t)
-                        else dict.fromkeys(RATES, math.nan)
-                    )
-                    point = {**base, "rule": rule, "label_idx": j, "label": names[j], "threshold": t}
-                    if run.condition in og.SUBGROUP_CONDITIONS and (rule == "argmax" or not math.isnan(t)):
-                        by = groups[run.eval_dataset_id]
-                        group_rows += og.group_rows(point, by, eval_rows, positive, called)
-                    rows.append(
-                        {
-                            **point,
-                            **r,
-                            "optimal_threshold": opt_t,
-                            "optimal_balanced_accuracy": opt_ba,
-                            "transfer_gap": opt_ba - r["balanced_accuracy"],
-                        }
-                    )
+        fit_points, fit_groups = _fit_points(scoring, fit_runs, calib_of[fit_id])
+        rows += fit_points
+        group_rows += fit_groups
     points = pd.DataFrame(rows, columns=POINT_COLUMNS)
     if points.empty:
         raise CrsbenchError(f"no operating points: rules {', '.join(wanted)} apply to none of the evaluated tasks")
@@ -262,6 +213,84 @@ def operating_points(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult
     if by_group.empty:
         notes.append("no image metadata on the evaluated datasets: no per-subgroup rates")
     return AnalysisResult({"subgroups": by_group}, _summary(points), notes)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Scoring:
+    """What scoring reads: stored predictions, labels, subgroup metadata and the rules' settings."""
+
+    predictions: dict[int, tuple[np.ndarray, np.ndarray]]  # key -> (row_index, probs)
+    key_of: dict[str, int]  # run_id -> its key in `predictions`
+    targets: dict[str, tuple[Task, list[str], np.ndarray, np.ndarray]]  # dataset -> label_targets
+    groups: dict[str, dict[str, np.ndarray]]  # eval dataset -> metadata key -> value per row_index
+    wanted: list[str]  # rules asked for
+    sensitivity: float  # target of rule sens90
+    fixed: float  # threshold of rule fixed (NaN without one)
+
+
+def _scoring(
+    wh: Warehouse, params: Mapping[str, Any], runs: pd.DataFrame, calib: pd.DataFrame, wanted: list[str]
+) -> _Scoring:
+    """Load the calib runs' and the scored runs' predictions (only of fits with a calib run) and their labels."""
+    keyed = pd.concat(
+        [calib[["run_id"]].assign(kind="calib"), runs[runs["fit_id"].isin(set(calib["fit_id"]))][["run_id"]]],
+        ignore_index=True,
+    ).drop_duplicates("run_id")
+    keyed.insert(0, "key", np.arange(len(keyed), dtype=np.int64))
+    predictions = load_predictions(wh, keyed)
+    key_of = dict(zip(keyed["run_id"], keyed["key"], strict=True))
+    targets = {d: label_targets(wh, d) for d in sorted(set(runs["dataset_id"]) | set(runs["eval_dataset_id"]))}
+    keys = listed(params["keys"])
+    if keys:
+        check_keys(wh, keys, sorted(set(runs["eval_dataset_id"])))
+    groups = {d: og.metadata_by_row(wh, d, keys) for d in sorted(set(runs["eval_dataset_id"]))}
+    fixed = math.nan if params["threshold"] is None else float(params["threshold"])
+    return _Scoring(predictions, key_of, targets, groups, wanted, float(params["sensitivity"]), fixed)
+
+
+def _fit_points(
+    s: _Scoring, fit_runs: pd.DataFrame, calib_run: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(operating points, subgroup rates) of one fit's runs, at thresholds its calib run chose."""
+    task, names, truth, _ = s.targets[str(fit_runs["dataset_id"].iloc[0])]
+    rules = [r for r in [*rules_for(task, len(names)), FIXED] if r in s.wanted]
+    # Two classes: class 1 is the positive one; otherwise every class or label, one-vs-rest.
+    columns = [1] if task is not Task.MULTILABEL and len(names) == 2 else list(range(len(names)))
+    calib_rows, calib_probs = s.predictions[s.key_of[calib_run]]
+    chosen = {
+        (rule, j): choose(rule, truth[calib_rows, j], calib_probs[:, j], s.sensitivity, s.fixed)
+        for rule in rules
+        for j in columns
+    }
+    rows: list[dict[str, Any]] = []
+    group_rows: list[dict[str, Any]] = []
+    for run in fit_runs.itertuples(index=False):
+        if s.key_of.get(run.run_id) not in s.predictions:
+            continue
+        eval_rows, probs = s.predictions[s.key_of[run.run_id]]
+        eval_truth = s.targets[run.eval_dataset_id][2][eval_rows]
+        top = probs.argmax(axis=1)
+        base = {c: getattr(run, c) for c in [*RUN_COLUMNS, "fit_id"]}
+        for j in columns:
+            positive, score = eval_truth[:, j], probs[:, j]
+            opt_t, opt_ba = best_balanced_accuracy(positive, score)
+            for rule in rules:
+                t = chosen[(rule, j)]
+                called = top == j if rule == "argmax" else score >= t
+                r = rates(positive, called) if rule == "argmax" or not math.isnan(t) else dict.fromkeys(RATES, math.nan)
+                point = {**base, "rule": rule, "label_idx": j, "label": names[j], "threshold": t}
+                if run.condition in og.SUBGROUP_CONDITIONS and (rule == "argmax" or not math.isnan(t)):
+                    group_rows += og.group_rows(point, s.groups[run.eval_dataset_id], eval_rows, positive, called)
+                rows.append(
+                    {
+                        **point,
+                        **r,
+                        "optimal_threshold": opt_t,
+                        "optimal_balanced_accuracy": opt_ba,
+                        "transfer_gap": opt_ba - r["balanced_accuracy"],
+                    }
+                )
+    return rows, group_rows
 
 
 def condition_kind(condition: pd.Series) -> pd.Series:

@@ -194,20 +194,32 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> 
     """Per-encoder and per-pair results from (replicate, encoder_id, crs, auroc) rows."""
     crs = scores.pivot(index="replicate", columns="encoder_id", values="crs").sort_index()
     auroc = scores.pivot(index="replicate", columns="encoder_id", values="auroc").reindex_like(crs)
+    # A CRS no replicate moves ranks nothing: no interval, P(rank 1), P(top 3) or tier (intervals.py).
+    crs_fixed = cannot_vary(crs.drop(index=0).to_numpy(float))
+    table = _encoder_results(crs, auroc, panel, crs_fixed, tier_threshold)
+    return table[ENCODER_COLUMNS], _pair_results(crs, list(table["encoder_id"]), panel, crs_fixed)
+
+
+def _intervals(values: np.ndarray) -> np.ndarray:
+    """(lo, median, hi) per column; a member pinned at one value (e.g. at a min-max anchor) has no
+    interval, never [x, x]."""
+    out = _percentiles(values)
+    flat = flat_members(values)
+    out[0][flat], out[2][flat] = np.nan, np.nan
+    return out
+
+
+def _encoder_results(
+    crs: pd.DataFrame, auroc: pd.DataFrame, panel: str, crs_fixed: bool, tier_threshold: float
+) -> pd.DataFrame:
+    """One row per encoder (replicate 0 is the point estimate), best CRS first: intervals, ranks, tier."""
     encoders = list(crs.columns)
     point, boot = crs.loc[0].to_numpy(float), crs.drop(index=0).to_numpy(float)
-    a_boot = auroc.drop(index=0).to_numpy(float)
-    # A CRS no replicate moves ranks nothing: no interval, P(rank 1), P(top 3) or tier (intervals.py).
-    crs_fixed = cannot_vary(boot)
     boot_ranks = ranks(boot)
-    c_lo, c_med, c_hi = _percentiles(boot)
-    a_lo, _, a_hi = _percentiles(a_boot)
+    c_lo, c_med, c_hi = _intervals(boot)
+    a_lo, _, a_hi = _intervals(auroc.drop(index=0).to_numpy(float))
     if crs_fixed:
         boot_ranks[:] = np.nan
-    # A member pinned at one value (e.g. at a min-max anchor) has no interval either, never [x, x].
-    for lo, hi, values in ((c_lo, c_hi, boot), (a_lo, a_hi, a_boot)):
-        flat = flat_members(values)
-        lo[flat], hi[flat] = np.nan, np.nan
     valid = (~np.isnan(boot)).sum(axis=0)
     with np.errstate(invalid="ignore"):
         mean_rank = np.nanmean(boot_ranks, axis=0) if len(boot) and not crs_fixed else np.full(len(encoders), np.nan)
@@ -232,9 +244,12 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> 
     )
     modal = table["p_rank1"] == table["p_rank1"].max()  # never true for NaN
     table["leading_tier"] = (table["p_top3"] >= tier_threshold) | modal
-    table = table.sort_values(["crs", "encoder_id"], ascending=[False, True]).reset_index(drop=True)
+    return table.sort_values(["crs", "encoder_id"], ascending=[False, True]).reset_index(drop=True)
 
-    order = list(table["encoder_id"])
+
+def _pair_results(crs: pd.DataFrame, order: list[str], panel: str, crs_fixed: bool) -> pd.DataFrame:
+    """One row per pair (a before b in `order`): the CRS difference a - b, its interval and P(a better)."""
+    n = max(len(crs) - 1, 1)  # bootstrap replicates (replicate 0 is the point estimate)
     rows = []
     for a, b in itertools.combinations(order, 2):
         diff = crs[a].to_numpy(float) - crs[b].to_numpy(float)
@@ -252,7 +267,7 @@ def summarise(scores: pd.DataFrame, panel: str, tier_threshold: float = 0.5) -> 
                 "p_a_better": np.nan if crs_fixed else float((d_boot > 0).sum() / n),
             }
         )
-    return table[ENCODER_COLUMNS], pd.DataFrame(rows, columns=PAIR_COLUMNS)
+    return pd.DataFrame(rows, columns=PAIR_COLUMNS)
 
 
 def check_params(params: Mapping[str, Any]) -> tuple[int, str]:
