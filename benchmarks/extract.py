@@ -30,6 +30,7 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ import torch
 from PIL import Image
 
 from crsbench.core import CONDITIONS, DEPTHS
-from crsbench.features import FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
+from crsbench.features import EncoderEntry, FeatureSetRef, FeatureStore, extract, extraction_sets, get_encoder
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import build_model
 from crsbench.features.perturbations import parse_condition, perturb
@@ -217,7 +218,7 @@ def fp16_auroc_effect(entry, model, device: str, folder: Path, size: int, n: int
     return scores[0], scores[1]
 
 
-def main() -> None:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--encoder", default="tiny-vit")
     ap.add_argument(
@@ -241,109 +242,164 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: leave as is)")
     ap.add_argument("--repeats", type=int, default=3, help="interleaved repeats; the best of each is kept")
     ap.add_argument("--auroc-images", type=int, default=300, help="0 skips the float16 AUROC check")
-    args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
+    return ap.parse_args()
 
-    streams = torch.get_num_threads()  # extraction's forward streams on a CPU (one torch thread each)
-    entry = get_encoder(args.encoder)
-    if args.random_init:
-        entry = dataclasses.replace(entry, pretrained=False)
-    device = torch.device(args.device)
-    dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.compute_dtype]
-    model = build_model(entry).to(device).to(dtype).eval()
 
+@dataclasses.dataclass
+class Job:
+    """What every measured path shares: the options, the encoder and its model on the device."""
+
+    args: argparse.Namespace
+    entry: EncoderEntry
+    model: torch.nn.Module
+    device: torch.device
+    dtype: torch.dtype
+    streams: int  # extraction's forward streams on a CPU (one torch thread each)
+
+    @classmethod
+    def set_up(cls, args: argparse.Namespace) -> Job:
+        if args.threads:
+            torch.set_num_threads(args.threads)
+        streams = torch.get_num_threads()
+        entry = get_encoder(args.encoder)
+        if args.random_init:
+            entry = dataclasses.replace(entry, pretrained=False)
+        device = torch.device(args.device)
+        dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}[args.compute_dtype]
+        model = build_model(entry).to(device).to(dtype).eval()
+        return cls(args, entry, model, device, dtype, streams)
+
+    def extract(self, ds: Dataset, **options: Any) -> None:
+        """`crsbench.features.extract` into a fresh in-memory store with this job's options."""
+        a = self.args
+        extract(
+            ds,
+            self.entry,
+            f"memory://{options.pop('prefix', 'bench')}-{uuid.uuid4().hex}",
+            model=self.model,
+            device=a.device,
+            batch_size=a.batch_size,
+            compute_dtype=a.compute_dtype,
+            chunk_rows=a.chunk_rows,
+            **options,
+        )
+
+    def one_pass(self, ds: Dataset, pixel_processes: bool = True, checksums: bool = True) -> float:
+        """Seconds of one whole extraction (optionally without pixel processes or checksums)."""
+        t0 = time.perf_counter()
+        extraction_sets.CHECKSUMS = checksums
+        try:
+            self.extract(ds, threads=self.streams, pixel_processes=pixel_processes)
+            sync(self.device)
+        finally:
+            extraction_sets.CHECKSUMS = True
+        return time.perf_counter() - t0
+
+
+@dataclasses.dataclass
+class Times:
+    """Seconds of each path per repeat (the best is kept), and the CPU of each one-pass run."""
+
+    one_pass: list[float] = dataclasses.field(default_factory=list)
+    cpu_one_pass: list[float] = dataclasses.field(default_factory=list)
+    unchecked: list[float] = dataclasses.field(default_factory=list)  # no crc32c codec, no manifest
+    threads: list[float] = dataclasses.field(default_factory=list)  # pixel work in threads
+    forward: list[float] = dataclasses.field(default_factory=list)  # intra-op threads
+    streams: list[float] = dataclasses.field(default_factory=list)  # 1-thread streams
+    naive: list[float] = dataclasses.field(default_factory=list)
+
+    def repeat(self, job: Job, ds: Dataset, n_naive: int) -> None:
+        """One interleaved repeat of every path."""
+        device, n_fw, batch = job.device, job.args.n_test * len(CONDITIONS), job.args.batch_size
+        sync(device)
+        cpu0 = process_cpu()
+        self.one_pass.append(job.one_pass(ds))
+        self.cpu_one_pass.append(process_cpu() - cpu0)
+        self.unchecked.append(job.one_pass(ds, checksums=False))
+        if device.type == "cpu" and job.streams > 1:
+            self.threads.append(job.one_pass(ds, pixel_processes=False))
+        self.forward.append(pure_forward(job.model, job.entry, device, job.dtype, batch, n_fw))
+        self.streams.append(pure_forward_streams(job.model, job.entry, device, job.dtype, batch, n_fw, job.streams))
+        self.naive.append(naive(ds, job.entry, job.model, device, job.dtype, batch, n_naive))
+
+
+@dataclasses.dataclass
+class Result:
+    """The best time of each path, and the measurements beside them."""
+
+    times: Times
+    n_naive: int
+    cpu_per_image: float  # CPU ms per test image of the fastest one-pass run
+    one_pass: float
+    naive: float
+    intra: float
+    streams: float
+    ceiling: float  # the faster way to run the forwards alone
+    costs: dict[str, float] | None  # CPU ms per test image of each stage alone (CPU only)
+    auroc: tuple[float, float] | None  # float32 and float16 storage
+
+
+def measure(job: Job) -> Result:
+    args = job.args
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "bench"
         folder.mkdir()
         ds = make_dataset(folder, args.n_test, args.image_size, ["test"])
-        n_fw = args.n_test * len(CONDITIONS)
-
-        extract(
-            ds,
-            entry,
-            f"memory://warm-{uuid.uuid4().hex}",
-            model=model,
-            device=args.device,
-            batch_size=args.batch_size,
-            compute_dtype=args.compute_dtype,
-            chunk_rows=args.chunk_rows,
-            conditions=("clean",),
-        )  # warm-up (allocator, kernels, thread pools)
+        job.extract(ds, prefix="warm", conditions=("clean",))  # warm-up (allocator, kernels, thread pools)
         n_naive = min(args.n_naive, args.n_test)
-        one_pass, cpu_one_pass, t_forward, t_streams, t_naive, t_threads = [], [], [], [], [], []
-        t_unchecked: list[float] = []
-
-        def one_pass_run(pixel_processes: bool = True, checksums: bool = True) -> None:
-            extraction_sets.CHECKSUMS = checksums
-            try:
-                _one_pass(pixel_processes)
-            finally:
-                extraction_sets.CHECKSUMS = True
-
-        def _one_pass(pixel_processes: bool) -> None:
-            extract(
-                ds,
-                entry,
-                f"memory://bench-{uuid.uuid4().hex}",
-                model=model,
-                device=args.device,
-                batch_size=args.batch_size,
-                compute_dtype=args.compute_dtype,
-                chunk_rows=args.chunk_rows,
-                threads=streams,
-                pixel_processes=pixel_processes,
-            )
-            sync(device)
-
+        times = Times()
         # Interleaved repeats, best of each: the machine may be shared, so take the least-disturbed run.
         for _ in range(args.repeats):
-            sync(device)
-            t0, cpu0 = time.perf_counter(), process_cpu()
-            one_pass_run()
-            one_pass.append(time.perf_counter() - t0)
-            cpu_one_pass.append(process_cpu() - cpu0)
-            t0 = time.perf_counter()  # the same job without the crc32c codec and the content manifest
-            one_pass_run(checksums=False)
-            t_unchecked.append(time.perf_counter() - t0)
-            if device.type == "cpu" and streams > 1:  # the same job with the pixel work in threads
-                t0 = time.perf_counter()
-                one_pass_run(pixel_processes=False)
-                t_threads.append(time.perf_counter() - t0)
-            t_forward.append(pure_forward(model, entry, device, dtype, args.batch_size, n_fw))
-            t_streams.append(pure_forward_streams(model, entry, device, dtype, args.batch_size, n_fw, streams))
-            t_naive.append(naive(ds, entry, model, device, dtype, args.batch_size, n_naive))
-        cpu_per_image = 1e3 * cpu_one_pass[int(np.argmin(one_pass))] / args.n_test
-        one_pass, t_naive = min(one_pass), min(t_naive)
+            times.repeat(job, ds, n_naive)
         costs = (
-            standalone_costs(ds, entry, model, dtype, args.batch_size, min(args.n_test, 2 * args.batch_size))
-            if device.type == "cpu"
+            standalone_costs(
+                ds, job.entry, job.model, job.dtype, args.batch_size, min(args.n_test, 2 * args.batch_size)
+            )
+            if job.device.type == "cpu"
             else None
         )
-        t_intra, t_streams = min(t_forward), min(t_streams)
-        t_forward = min(t_intra, t_streams)  # the ceiling: the faster way to run the forwards alone
         auroc = (
-            fp16_auroc_effect(entry, model, args.device, Path(tmp) / "auroc", args.image_size, args.auroc_images)
+            fp16_auroc_effect(
+                job.entry, job.model, args.device, Path(tmp) / "auroc", args.image_size, args.auroc_images
+            )
             if args.auroc_images
             else None
         )
+    intra, streams = min(times.forward), min(times.streams)
+    return Result(
+        times,
+        n_naive,
+        cpu_per_image=1e3 * times.cpu_one_pass[int(np.argmin(times.one_pass))] / args.n_test,
+        one_pass=min(times.one_pass),
+        naive=min(times.naive),
+        intra=intra,
+        streams=streams,
+        ceiling=min(intra, streams),
+        costs=costs,
+        auroc=auroc,
+    )
 
-    rate_one = args.n_test / one_pass
-    rate_naive = n_naive / t_naive
-    rate_ceiling = args.n_test / t_forward
+
+def report_rates(job: Job, r: Result) -> None:
+    """The table of throughputs per path and the two targets."""
+    args = job.args
+    rate_one = args.n_test / r.one_pass
+    rate_naive = r.n_naive / r.naive
+    rate_ceiling = args.n_test / r.ceiling
     print(
-        f"encoder {entry.id} (pretrained={entry.pretrained}) input {entry.input_size}px, "
+        f"encoder {job.entry.id} (pretrained={job.entry.pretrained}) input {job.entry.input_size}px, "
         f"images {args.image_size}px, device {args.device}, {args.compute_dtype}, batch {args.batch_size}, "
         f"torch threads {torch.get_num_threads()}"
     )
     print(f"{'path':<34}{'test images/s':>15}{'forwards/s':>13}")
     print(f"{'one-pass extraction (16 cond x 4 depths)':<34}{rate_one:>15.1f}{rate_one * 16:>13.1f}")
     print(f"{'naive loop':<34}{rate_naive:>15.1f}{rate_naive * 64:>13.1f}")
-    rate_intra = args.n_test / t_intra
+    rate_intra = args.n_test / r.intra
     print(f"{'pure forward, intra-op threads':<34}{rate_intra:>15.1f}{rate_intra * 16:>13.1f}")
-    if t_streams != float("inf"):
-        rate_streams = args.n_test / t_streams
-        print(f"{f'pure forward, {streams} x 1-thread streams':<34}{rate_streams:>15.1f}{rate_streams * 16:>13.1f}")
+    if r.streams != float("inf"):
+        rate_streams = args.n_test / r.streams
+        label = f"pure forward, {job.streams} x 1-thread streams"
+        print(f"{label:<34}{rate_streams:>15.1f}{rate_streams * 16:>13.1f}")
     print(f"{'ceiling (the faster of the two)':<34}{rate_ceiling:>15.1f}{rate_ceiling * 16:>13.1f}")
     # On a CPU the forward dominates: one forward per condition instead of one per depth
     # bounds the gain over the naive loop at 4x; the target is 90 % of that bound.
@@ -355,37 +411,51 @@ def main() -> None:
         f"one-pass / ceiling = {100 * rate_one / rate_ceiling:.0f} %  (target >= 80 %; "
         f"{'met' if rate_one / rate_ceiling >= 0.8 else 'not met'})"
     )
+
+
+def report_costs(job: Job, r: Result) -> None:
+    """What checksums, pixel processes and contention cost, and the float16 AUROC effect."""
+    args, entry = job.args, job.entry
+    rate_one = args.n_test / r.one_pass
+    unchecked = min(r.times.unchecked)
     codec = checksum_costs(args.chunk_rows, entry.input_size)
     print(
-        f"checksums (crc32c codec + content manifest): one-pass {rate_one:.1f} vs {args.n_test / min(t_unchecked):.1f} "
-        f"test images/s without them = {100 * (one_pass / min(t_unchecked) - 1):+.1f} % time; per stored chunk "
+        f"checksums (crc32c codec + content manifest): one-pass {rate_one:.1f} vs {args.n_test / unchecked:.1f} "
+        f"test images/s without them = {100 * (r.one_pass / unchecked - 1):+.1f} % time; per stored chunk "
         f"({codec['mb']:.2f} MB float16): blosc encode {codec['blosc_ms']:.2f} ms, crc32c codec "
         f"+{codec['crc_codec_ms']:.3f} ms, manifest digest {codec['digest_ms']:.3f} ms"
     )
-    if t_threads:
+    if r.times.threads:
         print(
-            f"decoding and perturbing in worker processes vs in threads: {min(t_threads) / one_pass:.2f}x "
-            f"({rate_one:.1f} vs {args.n_test / min(t_threads):.1f} test images/s)"
+            f"decoding and perturbing in worker processes vs in threads: {min(r.times.threads) / r.one_pass:.2f}x "
+            f"({rate_one:.1f} vs {args.n_test / min(r.times.threads):.1f} test images/s)"
         )
-    intra_ratio = rate_one / rate_intra
+    intra_ratio = rate_one / (args.n_test / r.intra)
     print(f"one-pass / pure forward on {torch.get_num_threads()} intra-op threads = {100 * intra_ratio:.0f} %")
-    if costs:
-        alone = sum(costs.values())
+    if r.costs:
+        alone = sum(r.costs.values())
         print(
-            f"CPU ms per test image: one-pass {cpu_per_image:.1f} (all threads and pixel worker processes); "
+            f"CPU ms per test image: one-pass {r.cpu_per_image:.1f} (all threads and pixel worker processes); "
             "each stage alone on one thread: "
-            + " + ".join(f"{k} {v:.1f}" for k, v in costs.items())
-            + f" = {alone:.1f}; contention between the concurrent threads {cpu_per_image - alone:+.1f}"
+            + " + ".join(f"{k} {v:.1f}" for k, v in r.costs.items())
+            + f" = {alone:.1f}; contention between the concurrent threads {r.cpu_per_image - alone:+.1f}"
         )
         print(
-            f"bound from these costs: forward / one-pass CPU = {100 * costs['forward'] / cpu_per_image:.0f} % "
+            f"bound from these costs: forward / one-pass CPU = {100 * r.costs['forward'] / r.cpu_per_image:.0f} % "
             "of a ceiling made of the same forwards at the same efficiency"
         )
-    if auroc:
+    if r.auroc:
         print(
-            f"downstream AUROC (logreg, clean d100): float32 {auroc[0]:.4f}  float16 {auroc[1]:.4f}  "
-            f"|diff| {abs(auroc[0] - auroc[1]):.4f}"
+            f"downstream AUROC (logreg, clean d100): float32 {r.auroc[0]:.4f}  float16 {r.auroc[1]:.4f}  "
+            f"|diff| {abs(r.auroc[0] - r.auroc[1]):.4f}"
         )
+
+
+def main() -> None:
+    job = Job.set_up(parse_args())
+    result = measure(job)
+    report_rates(job, result)
+    report_costs(job, result)
     sys.stdout.flush()
 
 

@@ -191,36 +191,68 @@ def measure_extras(quick: bool, n_memory: int, dim: int):
     )
 
 
-def main() -> int:
+Point = tuple[int, int, float]  # (N, D, value)
+
+
+@dataclasses.dataclass
+class Points:
+    """Timing points (N, D, value) from `time_point` at every measured size and width: CPU seconds
+    per kind, logreg's L-BFGS iterations and setup, and the k-NN preparation."""
+
+    measured: dict[str, list[Point]] = dataclasses.field(default_factory=lambda: {k: [] for k in KINDS})
+    iterations: dict[str, list[Point]] = dataclasses.field(default_factory=lambda: {"logreg_mc": [], "logreg_ml": []})
+    setups: dict[str, list[Point]] = dataclasses.field(default_factory=lambda: {"logreg_mc": [], "logreg_ml": []})
+    prepares: list[Point] = dataclasses.field(default_factory=list)
+
+    def add(self, n: int, d: int, t: dict[str, float]) -> None:
+        for kind in KINDS:
+            self.measured[kind].append((n, d, t[kind]))
+        for kind in self.iterations:
+            self.iterations[kind].append((n, d, t[kind + "_iters"]))
+            self.setups[kind].append((n, d, t[kind + "_setup"]))
+        self.prepares.append((n, d, t["knn_prepare"]))
+
+    def models(self) -> dict:
+        """The cost model of every kind fitted on all points, and of the k-NN preparation."""
+        models = {
+            kind: fit_model(self.measured[kind], self.iterations.get(kind), self.setups.get(kind)) for kind in KINDS
+        }
+        models["knn_prepare"] = fit_model(self.prepares, None)
+        return models
+
+
+class Log:
+    """Prints each line and keeps it (the docs quote the run's output)."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def __call__(self, *parts: object, flush: bool = True) -> None:
+        line = " ".join(str(p) for p in parts)
+        self.lines.append(line)
+        print(line, flush=flush)
+
+
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="N = 1.5k, 3k, 6k and fewer queries (smoke run)")
     ap.add_argument("--repeats", type=int, default=1, help="repeats per measurement, the least kept")
     ap.add_argument("--write-docs", action="store_true", help="rewrite section 6 of docs/SCALING.md")
-    args = ap.parse_args()
-    log: list[str] = []
+    return ap.parse_args()
 
-    def say(*parts: object, flush: bool = True) -> None:
-        line = " ".join(str(p) for p in parts)
-        log.append(line)
-        print(line, flush=flush)
 
-    torch.set_num_threads(1)
-    wall0 = time.perf_counter()
-    sizes = (1_500, 3_000, 6_000) if args.quick else (10_000, 25_000, 50_000)
-    dims = (768, 1152)
-    n_queries = 256 if args.quick else 1024  # the k-NN baseline comparison; points use KNN_QUERIES
+def say_point(say: Log, n: int, d: int, t: dict[str, float]) -> None:
     say(
-        f"command: python benchmarks/paper_scale.py{' --quick' if args.quick else ''}"
-        f"{' --write-docs' if args.write_docs else ''}"
-    )
-    say(
-        f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} "
-        f"on {os.cpu_count()} cores (CPU seconds, one thread, are robust to it; wall is not)"
+        f"  N={n:>6} D={d:>5}: "
+        + "  ".join(f"{k} {t[k] * (1e3 if k == 'knn' else 1):.2f}{'ms/query' if k == 'knn' else 's'}" for k in KINDS)
+        + f"  (L-BFGS iterations mc {t['logreg_mc_iters']:.0f}, "
+        f"ml {t['logreg_ml_iters']:.0f})",
+        flush=True,
     )
 
-    # One process per width and one for the per-row and memory figures: CPU seconds do not
-    # depend on how many run at once, and on a shared machine three processes get more of it.
-    ctx = multiprocessing.get_context("spawn")
+
+def measure_all(args: argparse.Namespace, sizes: tuple[int, ...], dims: tuple[int, ...], n_queries: int, say: Log):
+    """Every timing point, the previous k-NN's (old s, new s, same neighbours) and `measure_extras`."""
     # One process per (width, size group) and one for the per-row and memory figures: CPU
     # seconds do not depend on how many run at once, and on a shared machine four processes
     # get more of it than one.
@@ -232,55 +264,39 @@ def main() -> int:
             for d, group, base in groups
         ]
         extras = pool.submit(measure_extras, args.quick, 3000 if args.quick else 8000, dims[-1])
-        measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in KINDS}
-        iterations: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
-        setups: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
-        prepares: list[tuple[int, int, float]] = []
+        points, knn = Points(), None
         for d, job in jobs:
-            points, knn_pair = job.result()
-            for n, t in points:
-                for kind in KINDS:
-                    measured[kind].append((n, d, t[kind]))
-                for kind in iterations:
-                    iterations[kind].append((n, d, t[kind + "_iters"]))
-                    setups[kind].append((n, d, t[kind + "_setup"]))
-                prepares.append((n, d, t["knn_prepare"]))
-                say(
-                    f"  N={n:>6} D={d:>5}: "
-                    + "  ".join(
-                        f"{k} {t[k] * (1e3 if k == 'knn' else 1):.2f}{'ms/query' if k == 'knn' else 's'}" for k in KINDS
-                    )
-                    + f"  (L-BFGS iterations mc {t['logreg_mc_iters']:.0f}, "
-                    f"ml {t['logreg_ml_iters']:.0f})",
-                    flush=True,
-                )
+            measured, knn_pair = job.result()
+            for n, t in measured:
+                points.add(n, d, t)
+                say_point(say, n, d, t)
             if knn_pair is not None:
-                knn_old, knn_new, same = knn_pair
-        evals, client_row, memory, batching, warm = extras.result()
+                knn = knn_pair
+        return points, knn, extras.result()
 
-    # -- cost model and self-check ---------------------------------------------------------
+
+def fit_and_check(points: Points, sizes: tuple[int, ...], say: Log):
+    """The models on all points, and per kind (predicted, measured) at the largest N from the
+    models fitted on N <= sizes[1]; returns the models, those pairs and the total error in %."""
     say(
         "\ncost model (CPU seconds, one thread; knn: per query): t = a * N^alpha * D^beta, for logreg"
         " per L-BFGS iteration x the measured iterations (interpolated in log N, held beyond):"
     )
-    models, check = {}, {}
+    models, check = points.models(), {}
     for kind in KINDS:
-        its, before = iterations.get(kind), setups.get(kind)
-        models[kind] = fit_model(measured[kind], its, before)
-        small = [p for p in measured[kind] if p[0] <= sizes[1]]
+        its, before = points.iterations.get(kind), points.setups.get(kind)
         early = fit_model(
-            small,
+            [p for p in points.measured[kind] if p[0] <= sizes[1]],
             [p for p in its if p[0] <= sizes[1]] if its else None,
             [p for p in before if p[0] <= sizes[1]] if before else None,
         )
-        big = [p for p in measured[kind] if p[0] == sizes[-1]]
+        big = [p for p in points.measured[kind] if p[0] == sizes[-1]]
         check[kind] = (sum(early(n, d) for n, d, _ in big), sum(t for _, _, t in big))
         say(
             f"  {kind:<10} {models[kind].describe()}\n"
             f"             N={sizes[-1]} from the N<=25k model: predicted {check[kind][0]:.3g} vs measured "
             f"{check[kind][1]:.3g}, {100 * (check[kind][0] / check[kind][1] - 1):+.1f} %"
         )
-    models["knn_prepare"] = fit_model(prepares, None)
     say(f"  knn prepare (per predictor call) {models['knn_prepare'].describe()}")
     predicted = sum(c[0] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
     actual = sum(c[1] * (KNN_QUERIES if k == "knn" else 1) for k, c in check.items())
@@ -291,7 +307,12 @@ def main() -> int:
         f"measured {actual:.1f} s, error {selfcheck:.1f} % (worst single kind {worst:.1f} %) "
         f"-> {'OK' if selfcheck <= 25 else 'FAILED'} (<= 25 %)"
     )
+    return models, check, selfcheck
 
+
+def say_extras(say: Log, quick: bool, dim: int, extras) -> None:
+    """Evaluation, the warehouse client, peak memory, condition batching and warm starts."""
+    evals, client_row, memory, batching, warm = extras
     say(
         "evaluation (evaluate_chunk: read, predict, metrics, prediction rows), CPU s: "
         + "; ".join(f"{k} {v.describe()}" for k, v in evals.items())
@@ -301,11 +322,10 @@ def main() -> int:
         f" batch + {client_row.per_row * 1e6:.2f} us per prediction row"
     )
     say(
-        f"peak RSS of knn + logreg chunks ({3000 if args.quick else 8000} images x {dims[-1]}) in a fresh process: "
+        f"peak RSS of knn + logreg chunks ({3000 if quick else 8000} images x {dim}) in a fresh process: "
         f"{memory['peak_gb']:.2f} GB = {memory['ratio']:.2f} x the analytic bytes "
         f"({memory['model_gb']:.2f} GB) + {memory['base_gb']:.2f} GB after imports"
     )
-
     say(
         "16 conditions in one predictor call vs one call per condition (the previous evaluation), "
         "CPU s, one thread: " + ", ".join(f"{p} {b:.3f} vs {s:.3f} = {s / b:.2f}x" for p, (b, s) in batching.items())
@@ -319,14 +339,10 @@ def main() -> int:
         + f" the {WARM_START_TOLERANCE:g} reproducibility tolerance, so the grid "
         + ("may warm-start" if warm_ok else "keeps cold starts")
     )
-    knn_speedup = knn_old / knn_new
-    say(
-        f"knn vs the previous float64 brute force (N={sizes[1]}, D={dims[-1]}, {n_queries} queries, "
-        f"one thread): {knn_old:.2f} s vs {knn_new:.2f} s = {knn_speedup:.2f}x, "
-        f"neighbours identical: {same}"
-    )
 
-    proj = support.project(models, evals, client_row, memory)
+
+def say_targets(say: Log, proj: support.Projection, selfcheck: float, knn_speedup: float) -> dict[str, float]:
+    """The projection, and the result (the JSON line) against the targets."""
     say()
     for line in proj.lines:
         say(line)
@@ -343,12 +359,43 @@ def main() -> int:
             f"  {key} = {result[key]:.2f} (target <= {target:g}): "
             f"{'met' if result[key] <= target else 'NOT met, stopped by ' + proj.blockers[key]}"
         )
+    return result
+
+
+def main() -> int:
+    args = parse_args()
+    say = Log()
+    torch.set_num_threads(1)
+    wall0 = time.perf_counter()
+    sizes = (1_500, 3_000, 6_000) if args.quick else (10_000, 25_000, 50_000)
+    dims = (768, 1152)
+    n_queries = 256 if args.quick else 1024  # the k-NN baseline comparison; points use KNN_QUERIES
+    say(
+        f"command: python benchmarks/paper_scale.py{' --quick' if args.quick else ''}"
+        f"{' --write-docs' if args.write_docs else ''}"
+    )
+    say(
+        f"load average at start: {' '.join(f'{v:.1f}' for v in os.getloadavg())} "
+        f"on {os.cpu_count()} cores (CPU seconds, one thread, are robust to it; wall is not)"
+    )
+    points, (knn_old, knn_new, same), extras = measure_all(args, sizes, dims, n_queries, say)
+    models, check, selfcheck = fit_and_check(points, sizes, say)
+    say_extras(say, args.quick, dims[-1], extras)
+    knn_speedup = knn_old / knn_new
+    say(
+        f"knn vs the previous float64 brute force (N={sizes[1]}, D={dims[-1]}, {n_queries} queries, "
+        f"one thread): {knn_old:.2f} s vs {knn_new:.2f} s = {knn_speedup:.2f}x, "
+        f"neighbours identical: {same}"
+    )
+    evals, client_row, memory, _, _ = extras
+    proj = support.project(models, evals, client_row, memory)
+    result = say_targets(say, proj, selfcheck, knn_speedup)
     wall = time.perf_counter() - wall0
     say(f"benchmark wall time {wall / 60:.1f} min; load average at end {' '.join(f'{v:.1f}' for v in os.getloadavg())}")
     if args.write_docs:
         docs.write_docs(
             Path(__file__).resolve().parents[1] / "docs" / "SCALING.md",
-            measured,
+            points.measured,
             models,
             check,
             selfcheck,
@@ -361,7 +408,7 @@ def main() -> int:
             memory,
             wall,
             n_queries,
-            "\n".join(log),
+            "\n".join(say.lines),
         )
     print(json.dumps(result))
     return 0

@@ -29,22 +29,7 @@ def write_docs(
     header: str,
 ) -> None:
     """Replace the generated block of docs/SCALING.md section 6 with this run's figures."""
-    kinds = list(measured)
-    table = ["| N | D | " + " | ".join(kinds) + " |", "|---:|---:|" + "---:|" * len(kinds)]
-    for i, (n, d, _) in enumerate(measured[kinds[0]]):
-        cells = [
-            f"{measured[k][i][2] * 1e3:.2f} ms/query" if k == "knn" else f"{measured[k][i][2]:.2f} s" for k in kinds
-        ]
-        table.append(f"| {n:,} | {d} | " + " | ".join(cells) + " |")
-    model = [
-        "| kind | model (all points) | N=50k predicted from the N<=25k model vs measured |",
-        "|---|---|---:|",
-    ]
-    for k in kinds:
-        model.append(
-            f"| {k} | {models[k].describe()} | "
-            f"{check[k][0]:.3g} vs {check[k][1]:.3g} ({100 * (check[k][0] / check[k][1] - 1):+.1f} %) |"
-        )
+    table, model = times_table(measured), model_table(models, check, list(measured))
     block = [
         BEGIN,
         "",
@@ -77,15 +62,54 @@ def write_docs(
         *proj.lines,
         "```",
         "",
-        "| target | projected | met? |",
-        "|---|---:|---|",
+        *targets_table(result, proj),
+        "",
+        f"Benchmark wall time {wall / 60:.1f} min.",
+        "",
+        END,
     ]
+    replace_block(path, block)
+
+
+def times_table(measured) -> list[str]:
+    """Markdown: the CPU seconds of every kind at every measured (N, D)."""
+    kinds = list(measured)
+    table = ["| N | D | " + " | ".join(kinds) + " |", "|---:|---:|" + "---:|" * len(kinds)]
+    for i, (n, d, _) in enumerate(measured[kinds[0]]):
+        cells = [
+            f"{measured[k][i][2] * 1e3:.2f} ms/query" if k == "knn" else f"{measured[k][i][2]:.2f} s" for k in kinds
+        ]
+        table.append(f"| {n:,} | {d} | " + " | ".join(cells) + " |")
+    return table
+
+
+def model_table(models, check, kinds: list[str]) -> list[str]:
+    """Markdown: each kind's fitted model and its self-check."""
+    model = [
+        "| kind | model (all points) | N=50k predicted from the N<=25k model vs measured |",
+        "|---|---|---:|",
+    ]
+    for k in kinds:
+        model.append(
+            f"| {k} | {models[k].describe()} | "
+            f"{check[k][0]:.3g} vs {check[k][1]:.3g} ({100 * (check[k][0] / check[k][1] - 1):+.1f} %) |"
+        )
+    return model
+
+
+def targets_table(result, proj: Projection) -> list[str]:
+    """Markdown: each target, its projection, and what stops it when not met."""
+    rows = ["| target | projected | met? |", "|---|---:|---|"]
     for key, target in (("new_encoder_16core_hours", 1.0), ("full_grid_8workers_hours", 4.0), ("peak_worker_gb", 8.0)):
         ok = result[key] <= target
-        block.append(
+        rows.append(
             f"| {key} <= {target:g} | {result[key]:.2f} | {'met' if ok else 'not met: ' + proj.blockers[key]} |"
         )
-    block += ["", f"Benchmark wall time {wall / 60:.1f} min.", "", END]
+    return rows
+
+
+def replace_block(path: Path, block: list[str]) -> None:
+    """Put the generated block between its markers in `path` (appended when they are missing)."""
     text = path.read_text()
     if BEGIN in text and END in text:
         text = text[: text.index(BEGIN)] + "\n".join(block) + text[text.index(END) + len(END) :]

@@ -35,6 +35,7 @@ measured in the same run.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import resource
@@ -137,29 +138,15 @@ def real_iterations(bench: Any, dataset: str, encoders: list[str]) -> list[dict[
     return out
 
 
-def projection(
-    n_train: int,
-    n_calib: int,
-    n_test: int,
-    encoders: list[tuple[int, ...]],
-    quick: bool,
-    iterations: list[dict[int, list[tuple[int, int, float]]]] | None = None,
-) -> dict[str, Any]:
-    """benchmarks/paper_scale.py's cost model for this job's probe grid: its timings (one
-    thread, CPU seconds, synthetic features) at n_train / 4 and n_train / 2 rows and the job's
-    narrowest and widest features, then applied to the chunks of every encoder (`encoders`: its
-    widths at the four depths). `iterations` (from `real_iterations`, per encoder and depth):
-    the logreg fits' L-BFGS iteration counts measured on the job's own features, which replace
-    the synthetic features' counts (5-10x fewer). CPU includes the client's writes (this
-    process's work); wall is the larger of CPU / cores and the longest chunk."""
+def timing_models(n_train: int, encoders: list[tuple[int, ...]], quick: bool) -> tuple[dict, Any, Any]:
+    """paper_scale.py's timings (one thread, CPU seconds, synthetic features) at a sixteenth, a
+    quarter and a half of n_train rows and the job's narrowest and widest features: the fitted
+    models per kind, the evaluation costs and the client's write cost."""
     import paper_scale as ps
     import paper_scale_measure as measure
-    import paper_scale_support as support
     import torch
-    from paper_scale_model import IterativeCost, fit_model
 
     from crsbench.ingest.types import Task
-    from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
 
     every = sorted({d for widths in encoders for d in widths})
     dims = [every[0], every[-1]] if len(every) > 1 else [every[0], 2 * every[0]]  # two widths fix the D exponent
@@ -169,26 +156,40 @@ def projection(
         # The grid's fits run from 1 % to all of n_train: a sixteenth pins the small fits (k-NN's
         # per-query cost flattens there), a quarter and a half the large ones.
         sizes = tuple(sorted({max(100, n_train // 16), max(200, n_train // 4), max(400, n_train // 2)}))
-        measured: dict[str, list[tuple[int, int, float]]] = {k: [] for k in ps.KINDS}
-        its: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
-        setups: dict[str, list[tuple[int, int, float]]] = {"logreg_mc": [], "logreg_ml": []}
-        prepares: list[tuple[int, int, float]] = []
+        points = ps.Points()
         for d in dims:
             # the least of 2 repeats (less noise); k-NN timed on KNN_QUERIES queries per call
-            points, _ = ps.measure_width(d, sizes[-1], sizes, KNN_QUERIES, 2, None, KNN_QUERIES)
-            for n, t in points:
-                prepares.append((n, d, t["knn_prepare"]))
-                for kind in ps.KINDS:
-                    measured[kind].append((n, d, t[kind]))
-                for kind in its:
-                    its[kind].append((n, d, t[kind + "_iters"]))
-                    setups[kind].append((n, d, t[kind + "_setup"]))
-        models = {kind: fit_model(measured[kind], its.get(kind), setups.get(kind)) for kind in ps.KINDS}
-        models["knn_prepare"] = fit_model(prepares, None)
+            measured, _ = ps.measure_width(d, sizes[-1], sizes, KNN_QUERIES, 2, None, KNN_QUERIES)
+            for n, t in measured:
+                points.add(n, d, t)
+        models = points.models()
         evals = measure.eval_costs(quick)
         client = measure.client_cost(quick, Task.MULTICLASS, 8)
     finally:
         torch.set_num_threads(previous)
+    return models, evals, client
+
+
+def projection(
+    n_train: int,
+    n_calib: int,
+    n_test: int,
+    encoders: list[tuple[int, ...]],
+    quick: bool,
+    iterations: list[dict[int, list[tuple[int, int, float]]]] | None = None,
+) -> dict[str, Any]:
+    """benchmarks/paper_scale.py's cost model for this job's probe grid (`timing_models`),
+    applied to the chunks of every encoder (`encoders`: its widths at the four depths).
+    `iterations` (from `real_iterations`, per encoder and depth): the logreg fits' L-BFGS
+    iteration counts measured on the job's own features, which replace the synthetic features'
+    counts (5-10x fewer). CPU includes the client's writes (this process's work); wall is the
+    larger of CPU / cores and the longest chunk."""
+    import paper_scale_support as support
+    from paper_scale_model import IterativeCost
+
+    from crsbench.probes.chunking import DEFAULT_BATCH_SIZE
+
+    models, evals, client = timing_models(n_train, encoders, quick)
     job = support.PaperDataset("ISIC 2019", n_train, n_calib, n_test, 0, "mc", 8, False)
     logreg = models["logreg_mc"]
     chunks = []
@@ -224,7 +225,7 @@ def write_isic(out: Path, scale: float, image_size: int) -> Path:
     return target
 
 
-def main() -> int:
+def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--scale", type=float, default=1.0, help="fraction of the real 25,331 images (0.02: a smoke run)")
     ap.add_argument("--image-size", type=int, default=64)
@@ -236,13 +237,135 @@ def main() -> int:
     ap.add_argument("--replicates", type=int, default=200, help="bootstrap replicates")
     ap.add_argument("--out", type=Path, default=None, help="keep the warehouse here (default: a temporary folder)")
     ap.add_argument("--no-projection", action="store_true", help="skip measuring the paper_scale projection")
-    args = ap.parse_args()
-    encoders = args.encoder or ["tiny-vit", "tiny-resnet18"]
+    return ap.parse_args()
 
+
+@dataclasses.dataclass
+class Job:
+    """What the end-to-end run produced and measured, read before its folder may go."""
+
+    images: int
+    splits: dict[str, int]  # images per split
+    summary: Any  # the probe grid's summary
+    leaderboard_rows: int
+    bootstrap: list[str] | None  # the bootstrap's table names (None: skipped, one encoder)
+    peak_self_gb: float
+    peak_children_gb: float
+    store_gb: float
+    warehouse_gb: float
+    widths: list[tuple[int, ...]]  # per encoder, its feature width at each depth
+    iterations: list[dict[int, list[tuple[int, int, float]]]]  # `real_iterations` ([] without a projection)
+
+
+def run_job(args: argparse.Namespace, encoders: list[str], root: Path, stages: Stages) -> Job:
+    """Generate, ingest, extract, probe, compact, leaderboard and bootstrap, each a timed stage."""
     import crsbench
     from crsbench.bench import ExtractConfig, ExtractOptions, ProbeConfig
+
+    bench = crsbench.Bench(root / "crsbench.duckdb")
+    with stages.stage("generate"):
+        folder = write_isic(root / "suite", args.scale, args.image_size)
+    with stages.stage("ingest"):
+        ds = bench.ingest("isic2019", folder, "isic2019")
+    splits = ds.images["split"].value_counts().to_dict()
+    print(f"  {ds.n_images:,} images ({splits}) at {args.image_size} px", flush=True)
+    with stages.stage("extract"):
+        bench.extract(encoders, ["isic2019"], ExtractConfig(ExtractOptions()))
+    with stages.stage("probe"):
+        summary = bench.probe(encoders, ["isic2019"], ProbeConfig(compact=False))
+    with stages.stage("compact"):
+        bench.compact()
+    with stages.stage("leaderboard"):
+        board = bench.leaderboard()
+    boot = None
+    if len(encoders) > 1:
+        with stages.stage("bootstrap"):
+            boot = bench.analyze("bootstrap", replicates=args.replicates)
+    peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB -> GB
+    peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
+    parts = root / "crsbench.parts"
+    wh_gb = (folder_bytes(root / "crsbench.duckdb") + (folder_bytes(parts) if parts.exists() else 0)) / 1e9
+    return Job(
+        images=ds.n_images,
+        splits=splits,
+        summary=summary,
+        leaderboard_rows=len(board.board),
+        bootstrap=sorted(boot.tables) if boot else None,
+        peak_self_gb=peak_self,
+        peak_children_gb=peak_children,
+        store_gb=folder_bytes(Path(bench.store)) / 1e9,
+        warehouse_gb=wh_gb,
+        widths=feature_widths(bench, encoders),
+        # the projection's logreg iteration counts, from this job's features (the folder may be temporary)
+        iterations=[] if args.no_projection else real_iterations(bench, "isic2019", encoders),
+    )
+
+
+def feature_widths(bench: Any, encoders: list[str]) -> list[tuple[int, ...]]:
+    """Per encoder, the widths of its stored features at each depth."""
     from crsbench.features.store import FeatureSetRef, FeatureStore
 
+    widths = []
+    for encoder in encoders:
+        made = FeatureStore(bench.store).attrs(FeatureSetRef("isic2019", encoder))
+        widths.append(tuple(int(made["dims"][k]) for k in sorted(made["dims"])))
+    return widths
+
+
+def report_job(args: argparse.Namespace, job: Job, stages: Stages) -> dict[str, Any]:
+    """Print the run's outcome, memory and sizes; the JSON result without the projection."""
+    print(f"  probe grid: {job.summary}")
+    print(
+        f"  leaderboard rows {job.leaderboard_rows}; bootstrap: "
+        f"{job.bootstrap if job.bootstrap is not None else 'skipped (one encoder)'}"
+    )
+    print(
+        f"peak RSS: this process {job.peak_self_gb:.2f} GB, largest child {job.peak_children_gb:.2f} GB "
+        "(target <= 8 GB)"
+    )
+    print(f"sizes: store {job.store_gb:.3f} GB, warehouse (file + parts) {job.warehouse_gb:.3f} GB")
+    return {
+        "scale": args.scale,
+        "images": job.images,
+        "stages": stages.rows,
+        "peak_rss_gb": round(job.peak_self_gb, 3),
+        "peak_child_rss_gb": round(job.peak_children_gb, 3),
+        "store_gb": round(job.store_gb, 4),
+        "warehouse_gb": round(job.warehouse_gb, 4),
+    }
+
+
+def report_projection(args: argparse.Namespace, encoders: list[str], job: Job, stages: Stages) -> dict[str, Any]:
+    """The paper_scale projection of the probe grid against the measured probe stage; its JSON part."""
+    n = {k: int(job.splits.get(k, 0)) for k in ("train", "calib", "test")}
+    t0 = time.perf_counter()
+    for encoder, per_depth in zip(encoders, job.iterations, strict=True):
+        print(
+            f"  L-BFGS iterations on {encoder}'s features (at 1/32, 1/8, 1/2 of the training rows): "
+            + "; ".join(f"depth {i}: " + "/".join(f"{it:.0f}" for *_, it in pts) for i, pts in per_depth.items())
+        )
+    proj = projection(n["train"], n["calib"], n["test"], job.widths, args.scale < 0.5, job.iterations)
+    for label, seconds in proj.pop("by_kind").items():
+        e, kind = label.split(":", 1)
+        print(f"  projected {encoders[int(e)]} {kind}: {seconds:.1f} s CPU")
+    probe = stages.get("probe")
+    err_cpu = 100 * (proj["cpu_s"] / probe["cpu_s"] - 1)
+    err_wall = 100 * (proj["wall_s"] / probe["wall_s"] - 1)
+    print(
+        f"paper_scale projection of the probe grid ({proj['chunks']} chunks, fitted at N <= {n['train'] // 2} "
+        f"in {time.perf_counter() - t0:.0f} s): CPU {proj['cpu_s']:.1f} s vs measured {probe['cpu_s']:.1f} s "
+        f"({err_cpu:+.1f} %); wall on {os.cpu_count()} cores {proj['wall_s']:.1f} s vs measured "
+        f"{probe['wall_s']:.1f} s ({err_wall:+.1f} %) -> {'OK' if abs(err_wall) <= 25 else 'outside'} 25 %"
+    )
+    return {
+        "projection": {k: round(v, 2) for k, v in proj.items()},
+        "projection_error_pct": {"cpu": round(err_cpu, 1), "wall": round(err_wall, 1)},
+    }
+
+
+def main() -> int:
+    args = parse_args()
+    encoders = args.encoder or ["tiny-vit", "tiny-resnet18"]
     print(
         f"command: python benchmarks/real_size.py --scale {args.scale:g} --image-size {args.image_size} "
         f"{' '.join('--encoder ' + e for e in encoders)} --replicates {args.replicates}"
@@ -252,74 +375,10 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         root = args.out or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        bench = crsbench.Bench(root / "crsbench.duckdb")
-        with stages.stage("generate"):
-            folder = write_isic(root / "suite", args.scale, args.image_size)
-        with stages.stage("ingest"):
-            ds = bench.ingest("isic2019", folder, "isic2019")
-        splits = ds.images["split"].value_counts().to_dict()
-        print(f"  {ds.n_images:,} images ({splits}) at {args.image_size} px", flush=True)
-        with stages.stage("extract"):
-            bench.extract(encoders, ["isic2019"], ExtractConfig(ExtractOptions()))
-        with stages.stage("probe"):
-            summary = bench.probe(encoders, ["isic2019"], ProbeConfig(compact=False))
-        with stages.stage("compact"):
-            bench.compact()
-        with stages.stage("leaderboard"):
-            board = bench.leaderboard()
-        boot = None
-        if len(encoders) > 1:
-            with stages.stage("bootstrap"):
-                boot = bench.analyze("bootstrap", replicates=args.replicates)
-        peak_self = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6  # kB -> GB
-        peak_children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e6
-        store_gb = folder_bytes(Path(bench.store)) / 1e9
-        parts = root / "crsbench.parts"
-        wh_gb = (folder_bytes(root / "crsbench.duckdb") + (folder_bytes(parts) if parts.exists() else 0)) / 1e9
-        widths = []
-        for encoder in encoders:
-            made = FeatureStore(bench.store).attrs(FeatureSetRef("isic2019", encoder))
-            widths.append(tuple(int(made["dims"][k]) for k in sorted(made["dims"])))
-        # the projection's logreg iteration counts, from this job's features (the folder may be temporary)
-        iterations = [] if args.no_projection else real_iterations(bench, "isic2019", encoders)
-    print(f"  probe grid: {summary}")
-    print(
-        f"  leaderboard rows {len(board.board)}; bootstrap: {sorted(boot.tables) if boot else 'skipped (one encoder)'}"
-    )
-    print(f"peak RSS: this process {peak_self:.2f} GB, largest child {peak_children:.2f} GB (target <= 8 GB)")
-    print(f"sizes: store {store_gb:.3f} GB, warehouse (file + parts) {wh_gb:.3f} GB")
-    result: dict[str, Any] = {
-        "scale": args.scale,
-        "images": ds.n_images,
-        "stages": stages.rows,
-        "peak_rss_gb": round(peak_self, 3),
-        "peak_child_rss_gb": round(peak_children, 3),
-        "store_gb": round(store_gb, 4),
-        "warehouse_gb": round(wh_gb, 4),
-    }
+        job = run_job(args, encoders, root, stages)
+    result = report_job(args, job, stages)
     if not args.no_projection:
-        n = {k: int(splits.get(k, 0)) for k in ("train", "calib", "test")}
-        t0 = time.perf_counter()
-        for encoder, per_depth in zip(encoders, iterations, strict=True):
-            print(
-                f"  L-BFGS iterations on {encoder}'s features (at 1/32, 1/8, 1/2 of the training rows): "
-                + "; ".join(f"depth {i}: " + "/".join(f"{it:.0f}" for *_, it in pts) for i, pts in per_depth.items())
-            )
-        proj = projection(n["train"], n["calib"], n["test"], widths, args.scale < 0.5, iterations)
-        for label, seconds in proj.pop("by_kind").items():
-            e, kind = label.split(":", 1)
-            print(f"  projected {encoders[int(e)]} {kind}: {seconds:.1f} s CPU")
-        probe = stages.get("probe")
-        err_cpu = 100 * (proj["cpu_s"] / probe["cpu_s"] - 1)
-        err_wall = 100 * (proj["wall_s"] / probe["wall_s"] - 1)
-        print(
-            f"paper_scale projection of the probe grid ({proj['chunks']} chunks, fitted at N <= {n['train'] // 2} "
-            f"in {time.perf_counter() - t0:.0f} s): CPU {proj['cpu_s']:.1f} s vs measured {probe['cpu_s']:.1f} s "
-            f"({err_cpu:+.1f} %); wall on {os.cpu_count()} cores {proj['wall_s']:.1f} s vs measured "
-            f"{probe['wall_s']:.1f} s ({err_wall:+.1f} %) -> {'OK' if abs(err_wall) <= 25 else 'outside'} 25 %"
-        )
-        result["projection"] = {k: round(v, 2) for k, v in proj.items()}
-        result["projection_error_pct"] = {"cpu": round(err_cpu, 1), "wall": round(err_wall, 1)}
+        result.update(report_projection(args, encoders, job, stages))
     print(json.dumps(result))
     return 0
 

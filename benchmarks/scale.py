@@ -268,6 +268,19 @@ def main() -> None:
 
 def report(url: str, rows: int, args: argparse.Namespace) -> None:
     store, ds = FeatureStore(url), dataset(rows)
+    array_bytes = rows * args.dim * 2
+    cell_bytes = array_bytes * len(CONDITIONS)
+    generate_cell(store, ds, url, args)
+    ok = report_phases(url, ds, args, array_bytes, cell_bytes)
+    report_throughput(store, ds, args.dim)
+    if not ok:
+        sys.exit("FAILED: a phase's peak memory was not well below the cell's arrays")
+    print("memory bounds: OK (stream < 25% and probe < 75% of the cell's arrays above the import baseline)")
+
+
+def generate_cell(store: FeatureStore, ds: Dataset, url: str, args: argparse.Namespace) -> None:
+    """Write the probed cell (every condition) and say what it is and what it weighs."""
+    rows = ds.n_images
     n_test = len(ds.split_rows("test"))
     print(f"command: {' '.join([Path(sys.executable).name, *sys.argv])}")
     print(
@@ -284,10 +297,13 @@ def report(url: str, rows: int, args: argparse.Namespace) -> None:
         f"{args.chunk_rows} rows = {args.chunk_rows * args.dim * 2 / MB:.1f} MB)"
     )
 
+
+def report_phases(url: str, ds: Dataset, args: argparse.Namespace, array_bytes: int, cell_bytes: int) -> bool:
+    """Run the stream and probe phases in fresh processes; whether both stayed within their memory bound."""
     design = len(ds.split_rows("train")) * args.dim * 8
     ok = True
     for name in ("stream", "probe"):
-        r = _run_phase(name, url, rows, args.threads)
+        r = _run_phase(name, url, ds.n_images, args.threads)
         grown = r["peak_rss"] - r["baseline_rss"]
         extra = (
             f"{r['arrays_read']} arrays"
@@ -305,7 +321,11 @@ def report(url: str, rows: int, args: argparse.Namespace) -> None:
         bound = 0.25 * cell_bytes if name == "stream" else 0.75 * cell_bytes
         ok &= r["peak_rss"] < bound + r["baseline_rss"]
     print(f"   (the fit's float64 training matrix alone is {_gb(design)})")
+    return ok
 
+
+def report_throughput(store: FeatureStore, ds: Dataset, dim: int) -> None:
+    """Lazy vs raw read throughput and the manifest check's cost, one clean array per chunk height."""
     print("read throughput, MB/s of float16 features (best of 5, interleaved); lazy reads check every chunk")
     print("against the content manifest, 'unchecked' is the same read without it; cost = 1 - checked/unchecked:")
     print(
@@ -314,11 +334,11 @@ def report(url: str, rows: int, args: argparse.Namespace) -> None:
     )
     for chunk in THROUGHPUT_CHUNKS:
         encoder = f"{ENCODER}-c{chunk}"
-        generate(store, ds, args.dim, chunk, (CLEAN,), encoder)
+        generate(store, ds, dim, chunk, (CLEAN,), encoder)
         t = throughput(store, ds, encoder)
         cost = 1 - t["lazy_train_rows"] / t["unchecked_train_rows"]
         print(
-            f"  {chunk:>10} {chunk * args.dim * 2 / MB:>8.2f} {t['lazy_full']:>10.0f} {t['unchecked_full']:>10.0f} "
+            f"  {chunk:>10} {chunk * dim * 2 / MB:>8.2f} {t['lazy_full']:>10.0f} {t['unchecked_full']:>10.0f} "
             f"{t['raw_full']:>9.0f} {t['lazy_train_rows']:>11.0f} {t['unchecked_train_rows']:>10.0f} "
             f"{t['raw_train_rows']:>10.0f} {cost:>10.1%}"
         )
@@ -326,9 +346,6 @@ def report(url: str, rows: int, args: argparse.Namespace) -> None:
             f"  {'':>10} per chunk: decode {t['decode_ms']:.2f} ms, manifest check {t['digest_ms']:.3f} ms "
             f"= {t['digest_ms'] / t['decode_ms']:.1%} of the chunk's read"
         )
-    if not ok:
-        sys.exit("FAILED: a phase's peak memory was not well below the cell's arrays")
-    print("memory bounds: OK (stream < 25% and probe < 75% of the cell's arrays above the import baseline)")
 
 
 def _stored_bytes(url: str) -> int:
