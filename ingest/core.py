@@ -69,7 +69,7 @@ class _Split:
 
     labels: np.ndarray
     names: list[str]
-    splits: list[str]
+    splits: np.ndarray
     merged: bool
 
 
@@ -145,7 +145,7 @@ def _pop_shared_options(entry: AdapterEntry, options: dict[str, object]) -> _Sha
 
 
 def _read_records(
-    entry: AdapterEntry, path: Path, resolved: dict[str, object], log: RowLog, report: ProgressFn
+    entry: AdapterEntry, path: Path, resolved: dict[str, str], log: RowLog, report: ProgressFn
 ) -> tuple[Source, list[Record]]:
     """The adapter's parse of `path`, keeping records with a unique id and a readable image."""
     if not path.exists():
@@ -197,7 +197,7 @@ def _merge_rare_classes(
     return labels, names, y
 
 
-def _image_table(records: Sequence[Record], splits: list[str], labels: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
+def _image_table(records: Sequence[Record], splits: np.ndarray, labels: np.ndarray) -> tuple[pd.DataFrame, np.ndarray]:
     """The images frame and its labels, in store order: by split, then image id."""
     images = pd.DataFrame(
         {
