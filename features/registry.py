@@ -63,6 +63,26 @@ class KeyConversion:
 
 
 @dataclasses.dataclass(frozen=True)
+class Pretraining:
+    """What an encoder's weights were pretrained on, as declared (METHODS.md, pretraining overlap).
+
+    `datasets` holds canonical dataset names (`crsbench.ingest` known datasets); None means
+    unknown, which is a value in its own right and never read as "none of them". `source` is
+    where the statement is made (a model card's URL, a paper), so a reader can check it.
+    """
+
+    datasets: tuple[str, ...] | None = None
+    source: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.datasets is not None
+
+
+UNKNOWN_PRETRAINING = Pretraining()
+
+
+@dataclasses.dataclass(frozen=True)
 class EncoderEntry:
     """Everything needed to build one encoder and read its features at four depths.
 
@@ -113,6 +133,7 @@ class EncoderEntry:
     extra_repos: tuple[str, ...] = ()
     text_tower: str | None = None
     convert: KeyConversion = KeyConversion()
+    pretraining: Pretraining = UNKNOWN_PRETRAINING  # kept out of to_dict: a declaration, not how features are made
     source: str = ""
     origin: str = "built-in"
     model_kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict, hash=False)
@@ -139,7 +160,7 @@ class EncoderEntry:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able description (stored in the Zarr attrs and the warehouse)."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "constructor"}
+        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in _NOT_IN_SPEC}
         out["mean"], out["std"] = list(self.mean), list(self.std)
         out["depth_blocks"] = self.depth_blocks if isinstance(self.depth_blocks, str) else list(self.depth_blocks)
         out["lora_targets"] = list(self.lora_targets)
@@ -148,6 +169,10 @@ class EncoderEntry:
         out["model_kwargs"] = {k: list(v) if isinstance(v, tuple) else v for k, v in self.model_kwargs.items()}
         out["architecture"] = dict(self.architecture)
         return out
+
+
+# Fields that do not describe how features are made: stored specs stay as they were.
+_NOT_IN_SPEC = ("constructor", "pretraining")
 
 
 def library_defaults(fields: dict[str, Any]) -> dict[str, Any]:
