@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from crsbench.reads.status import WarehouseStatus
     from crsbench.warehouse.dictionary import Entry
     from crsbench.warehouse.grid import Extension
+    from crsbench.warehouse.overlap import OverlapReport
 
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "ExtractOptions", "IngestConfig", "Leaderboard", "ProbeConfig"]
 
@@ -174,6 +175,20 @@ class Bench(Scores):
 
         with Warehouse.open(self.db, read_only=True) as wh:
             return dataset_summary(wh)
+
+    def overlap(
+        self, manifest: Path | str | None = None, encoder: str | None = None, datasets: Sequence[str] = ()
+    ) -> OverlapReport:
+        """Pretraining overlap (METHODS.md §20). With `manifest` (a file of image SHA-256 hashes, one a
+        line, '#' comments), the share of each split of `datasets` (default all) found in it, stored
+        as `encoder`'s measured overlap when one is named; always the rows of view
+        encoder_dataset_overlap (declared, measured, unknown)."""
+        from crsbench.warehouse.overlap import measure_overlap
+
+        path = Path(manifest) if manifest is not None else None
+        read_only = encoder is None
+        with Warehouse.open(self.db, read_only=read_only) as wh:
+            return measure_overlap(wh, path, encoder, list(datasets))
 
     # -- features and probes ------------------------------------------------------------------
 

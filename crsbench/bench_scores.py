@@ -58,6 +58,7 @@ class Scores:
         resample: str | None = None,
         allow_partial: bool = False,
         subgroup: str | None = None,
+        exclude_overlap: bool = False,
     ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
@@ -65,11 +66,14 @@ class Scores:
 
         An encoder whose complete cells miss some of the panel's datasets is shown partial and
         unranked; `allow_partial` (needs `panel`) ranks it with the marker '*'. `subgroup` adds the
-        column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged)."""
+        column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged).
+        Column overlap names the datasets each encoder was pretrained on (view
+        encoder_dataset_overlap); `exclude_overlap` ranks with those cells left out, at read time
+        (partial-coverage rules; the panel's stored anchors and scores are unchanged)."""
         from crsbench.reads.leaderboard import read_leaderboard
 
         with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot():
-            return read_leaderboard(wh, panel, resample, allow_partial, subgroup)
+            return read_leaderboard(wh, panel, resample, allow_partial, subgroup, exclude_overlap)
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
         """(whether any bootstrap informs the panel's anchor noise, one warning per bootstrap naming

@@ -91,6 +91,7 @@ def _chexpert_root(path: Path) -> Path:
 
 @register_adapter(
     "chexpert",
+    dataset="chexpert",
     task=Task.MULTILABEL,
     domain="rad",
     licence=(
@@ -164,6 +165,7 @@ MIMIC_SPLITS = {"train": "train", "validate": "calib", "test": "test"}
 
 @register_adapter(
     "mimic-cxr",
+    dataset="mimic-cxr",
     task=Task.MULTILABEL,
     domain="rad",
     licence=(

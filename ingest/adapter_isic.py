@@ -43,6 +43,7 @@ def _folder_and_file(path: Path, default_name: str) -> tuple[Path, str]:
 
 @register_adapter(
     "isic2019",
+    dataset="isic2019",
     task=Task.MULTICLASS,
     domain="derm",
     licence="CC BY-NC 4.0; https://challenge.isic-archive.com/data/",
@@ -137,6 +138,7 @@ APTOS_PROMPTS = {
 
 @register_adapter(
     "aptos2019",
+    dataset="aptos2019",
     task=Task.ORDINAL,
     domain="eye",
     licence=(

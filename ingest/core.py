@@ -32,6 +32,7 @@ from crsbench.ingest.labels import (
     split_gaps,
 )
 from crsbench.ingest.metadata import metadata_frame, parse_bins
+from crsbench.ingest.known_datasets import unknown_names_message
 from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
 from crsbench.ingest.sizes import mixed_sizes_note
 from crsbench.ingest.source import Record, RowLog, Source, resolve_path, safe_rel_path
@@ -61,6 +62,7 @@ class _SharedOptions:
     bins: dict[str, tuple[float, ...]]
     duplicates: str
     unlabeled: bool
+    source: str | None
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,9 @@ def ingest(
     multiclass classes that cannot reach every split into one class; see ingest.labels),
     `duplicates` ('refuse' byte-identical images in two splits, 'group' them into one split,
     or 'keep'; see ingest.duplicates) and `bins` (edges of numeric metadata keys,
-    'age=0,40,60,80;...'; see ingest.metadata). A dataset of one class is refused.
+    'age=0,40,60,80;...'; see ingest.metadata) and `source` (what the data is, a name of
+    ingest.known_datasets; default the adapter's `dataset`; an unknown name is kept with a
+    warning). A dataset of one class is refused.
     """
     entry = get_adapter(adapter)
     check_name(name)
@@ -123,8 +127,16 @@ def ingest(
         domain=shared.domain,
         options=resolved,
         metadata=metadata,
-        warnings=_bootstrap_warnings(name, source.task, split.names, labels, images),
+        source=shared.source,
+        warnings=_source_warnings(name, shared.source)
+        + _bootstrap_warnings(name, source.task, split.names, labels, images),
     )
+
+
+def _source_warnings(name: str, source: str | None) -> list[str]:
+    """A source outside the known names is kept, with a warning naming the closest known ones."""
+    message = unknown_names_message([source], f"dataset {name!r}") if source is not None else None
+    return [message] if message else []
 
 
 def _pop_shared_options(entry: AdapterEntry, options: dict[str, object]) -> _SharedOptions:
@@ -141,7 +153,10 @@ def _pop_shared_options(entry: AdapterEntry, options: dict[str, object]) -> _Sha
     if duplicates not in DUPLICATE_CHOICES:
         raise CrsbenchError(f"invalid duplicates {duplicates!r}: expected one of {', '.join(DUPLICATE_CHOICES)}")
     unlabeled = bool(options.pop("unlabeled", False))
-    return _SharedOptions(domain, rare, bins, duplicates, unlabeled)
+    # 'source' names what the data is (pretraining overlap), over the adapter's own name.
+    given = options.pop("source", None)
+    source = str(given).strip().lower() if given is not None and str(given).strip() else entry.dataset
+    return _SharedOptions(domain, rare, bins, duplicates, unlabeled, source)
 
 
 def _read_records(

@@ -38,4 +38,4 @@ def unknown_names_message(names: Iterable[str], where: str) -> str | None:
             parts.append(f"{name!r}{hint}")
     if not parts:
         return None
-    return f"{where} declares unknown dataset name(s) {'; '.join(parts)}; known names: crsbench describe datasets"
+    return f"{where} declares unknown dataset name(s) {'; '.join(parts)}; known names: {', '.join(KNOWN_DATASETS)}"

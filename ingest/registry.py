@@ -44,6 +44,10 @@ class AdapterEntry:
     # Of the data the adapter reads, as the user should credit it; "unknown" where nobody has checked.
     licence: str = "unknown"
     citation: str = "unknown"
+    # What the data is, as a name of `ingest.known_datasets` (pretraining overlap): a published
+    # dataset's adapter names it; None for generic layouts (folder, manifest), whose data only the
+    # user can name (`crsbench ingest --source`).
+    dataset: str | None = None
 
     def resolve_options(self, given: Mapping[str, object]) -> dict[str, str]:
         """Defaults filled in, values checked; an unknown or missing option is a CrsbenchError."""
@@ -76,8 +80,9 @@ def _entry(
     domain: str = "none",
     options: Mapping[str, AdapterOption] | None = None,
     prompts: Mapping[str, Any] | None = None,
+    dataset: str | None = None,
 ) -> AdapterEntry:
-    return AdapterEntry(name, task, description, dict(options or {}), read, domain, prompts, licence, citation)
+    return AdapterEntry(name, task, description, dict(options or {}), read, domain, prompts, licence, citation, dataset)
 
 
 # The built-ins are the `adapter_*` modules of this package, found rather than listed, so adding
@@ -104,6 +109,7 @@ def register_adapter(
     domain: str = "none",
     options: Mapping[str, AdapterOption] | None = None,
     prompts: Mapping[str, Any] | None = None,
+    dataset: str | None = None,
 ) -> Callable[[Reader], Reader]:
     """Decorator: `read` becomes adapter `name` (see AdapterEntry for the fields). `licence` and
     `citation` are required so every adapter says them, if only as "unknown"."""
@@ -118,6 +124,7 @@ def register_adapter(
         domain=domain,
         options=options,
         prompts=prompts,
+        dataset=dataset,
     )
 
 

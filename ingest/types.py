@@ -63,6 +63,9 @@ class Dataset:
     metadata: pd.DataFrame = dataclasses.field(
         default_factory=lambda: pd.DataFrame(columns=["image_id", "key", "value"], dtype=object)
     )
+    # What the data is, a name of ingest.known_datasets (the adapter's, or --source), matched
+    # against encoders' declared pretraining data; None: unknown. Not part of data_digest.
+    source: str | None = None
     # What ingest accepted but warns about (e.g. a test split that cannot support the image-level
     # bootstrap, ingest.strata); not stored, not part of data_digest.
     warnings: list[str] = dataclasses.field(default_factory=list)

@@ -21,6 +21,7 @@ from crsbench.features.lookup import get_encoder
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.overlap import record_pretraining
 from crsbench.warehouse.retire import retire_for_new_weights
 
 _FEATURE_SET_COLUMNS = (
@@ -46,33 +47,41 @@ _FEATURE_SET_COLUMNS = (
 
 
 def upsert_encoder(wh: Warehouse, entry: EncoderEntry, weights_hash: str | None = None) -> None:
-    """Insert or update the encoder's row (keyed by encoder_id), with its resolved spec as JSON."""
-    upsert_encoder_spec(wh, entry.to_dict(), weights_hash)
+    """Insert or update the encoder's row (keyed by encoder_id), with its resolved spec as JSON, and
+    its declared pretraining data (encoder_pretraining; from the entry: the stored spec leaves it out)."""
+    with wh.transaction() as con:
+        _write_encoder(con, entry.to_dict(), weights_hash)
+        record_pretraining(con, entry)
 
 
 def upsert_encoder_spec(wh: Warehouse, spec: dict[str, Any], weights_hash: str | None = None) -> None:
-    """As `upsert_encoder`, from a spec dict (`EncoderEntry.to_dict()`, as the store keeps it)."""
+    """As `upsert_encoder`, from a spec dict (`EncoderEntry.to_dict()`, as the store keeps it); the
+    encoder's declared pretraining rows are left as they are (the spec does not carry them)."""
     with wh.transaction() as con:
-        con.execute("delete from encoders where encoder_id = ?", [spec["id"]])
-        con.execute(
-            "insert into encoders (encoder_id, family, scope, domain, loader, checkpoint, pretrained, "
-            "input_size, pooling, registered_at, origin, spec, weights_hash) "
-            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?, ?, ?)",
-            [
-                spec["id"],
-                spec.get("family"),
-                spec.get("scope"),
-                spec.get("domain"),
-                spec.get("loader"),
-                spec.get("checkpoint"),
-                bool(spec.get("pretrained", True)),
-                spec.get("input_size"),
-                spec.get("pooling"),
-                spec.get("origin", "built-in"),
-                json.dumps(spec),
-                weights_hash,
-            ],
-        )
+        _write_encoder(con, spec, weights_hash)
+
+
+def _write_encoder(con: duckdb.DuckDBPyConnection, spec: dict[str, Any], weights_hash: str | None) -> None:
+    con.execute("delete from encoders where encoder_id = ?", [spec["id"]])
+    con.execute(
+        "insert into encoders (encoder_id, family, scope, domain, loader, checkpoint, pretrained, "
+        "input_size, pooling, registered_at, origin, spec, weights_hash) "
+        "values (?, ?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?, ?, ?)",
+        [
+            spec["id"],
+            spec.get("family"),
+            spec.get("scope"),
+            spec.get("domain"),
+            spec.get("loader"),
+            spec.get("checkpoint"),
+            bool(spec.get("pretrained", True)),
+            spec.get("input_size"),
+            spec.get("pooling"),
+            spec.get("origin", "built-in"),
+            json.dumps(spec),
+            weights_hash,
+        ],
+    )
 
 
 def _row(store_url: str, ref: FeatureSetRef, attrs: StoredAttrs) -> list[Any]:

@@ -111,7 +111,7 @@ def _remove_for_replacement(con: duckdb.DuckDBPyConnection, old: Dataset, ds: Da
 def _store_dataset_row(con: duckdb.DuckDBPyConnection, wh: Warehouse, ds: Dataset) -> None:
     con.execute(
         "insert into datasets (dataset_id, adapter, root, task, label_names, n_images, image_digest, domain, "
-        "created_at, options) values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?)",
+        "created_at, options, source) values (?, ?, ?, ?, ?, ?, ?, ?, current_timestamp, ?, ?)",
         [
             ds.name,
             ds.adapter,
@@ -122,6 +122,7 @@ def _store_dataset_row(con: duckdb.DuckDBPyConnection, wh: Warehouse, ds: Datase
             ds.image_digest(),
             ds.domain,
             json.dumps(ds.options, sort_keys=True),
+            ds.source,
         ],
     )
 
@@ -186,12 +187,12 @@ def replacement_impact(wh: Warehouse, ds: Dataset) -> Impact:
 def read_dataset(wh: Warehouse, name: str) -> Dataset:
     """The stored dataset, rows in store order (split train, calib, test, then image_id)."""
     row = wh.con.execute(
-        "select adapter, root, task, label_names, domain, options from datasets where dataset_id = ?", [name]
+        "select adapter, root, task, label_names, domain, options, source from datasets where dataset_id = ?", [name]
     ).fetchone()
     if row is None:
         known = ", ".join(list_datasets(wh)) or "none"
         raise CrsbenchError(f"no dataset {name!r} in {wh.path} (datasets: {known})")
-    adapter, root, task, label_names, domain, options = row
+    adapter, root, task, label_names, domain, options, source = row
     task = Task(task)
     images = wh.sql(
         "select image_id, rel_path, sha256, group_id, split from images where dataset_id = ? order by row_index", [name]
@@ -228,6 +229,7 @@ def read_dataset(wh: Warehouse, name: str) -> Dataset:
         domain=domain or "none",
         options=json.loads(options) if options else {},
         metadata=metadata,
+        source=source,
     )
 
 

@@ -190,19 +190,30 @@ def default_panel(wh: Warehouse) -> str | None:
     return None if panels.empty else str(panels.panel.iloc[-1])
 
 
+# crs_encoder with the cells of encoders pretrained on the dataset left out (METHODS.md §20).
+_EXCLUDING_OVERLAP = "fn_crs_encoder('axes_cell', exclude_overlap := true)"
+
+
 def leaderboard(
-    wh: Warehouse, panel: str | None = None, allow_partial: bool = False
+    wh: Warehouse, panel: str | None = None, allow_partial: bool = False, exclude_overlap: bool = False
 ) -> tuple[str, pd.DataFrame, pd.DataFrame]:
     """(panel used, frozen-regime CRS leaderboard, rank-agreement rows); cohort mode if no panel.
 
     A partial-coverage encoder (complete cells missing some of the panel's datasets) has no
     aggregate rank; `allow_partial` gives it the place it would take (column rank_marker '*').
+    `exclude_overlap` scores every encoder without its cells on datasets it was pretrained on
+    (view encoder_dataset_overlap; fn_crs_encoder), at read time: such an encoder turns partial.
     """
     if allow_partial and panel is None:
         raise CrsbenchError(
             "--allow-partial needs --panel P: coverage is judged against the datasets a frozen panel was frozen with"
         )
     panel = panel if panel is not None else default_panel(wh)
+    if exclude_overlap and panel is None:
+        raise CrsbenchError(
+            "--exclude-overlap needs a frozen panel: a left-out cell makes its encoder partial, which is "
+            "judged against the datasets a panel was frozen with (crsbench panel freeze)"
+        )
     columns = "encoder_id, crs, crs_rank, auroc, auroc_rank, dominance, ideal, worst, in_panel, n_datasets, pretrained, flagged"
     if panel is None:
         board = wh.sql(
@@ -214,7 +225,8 @@ def leaderboard(
     get_panel(wh, panel)  # a clear error for an unknown name
     board = wh.sql(
         f"select {columns}, coverage, n_panel_datasets, missing_datasets, crs_rank_partial, auroc_rank_partial "
-        "from crs_encoder where panel = ? and regime = 'frozen' order by crs desc nulls last, encoder_id",
+        f"from {_EXCLUDING_OVERLAP if exclude_overlap else 'crs_encoder'} "
+        "where panel = ? and regime = 'frozen' order by crs desc nulls last, encoder_id",
         [panel],
     )
     board["rank_marker"] = ""

@@ -22,6 +22,7 @@ from crsbench.core.schema import COEFFICIENTS, PREDICTIONS, Column, Schema
 from crsbench.probes.records import runs_schema
 from crsbench.warehouse.conditions import PANEL_CONDITIONS
 from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
+from crsbench.warehouse.overlap import DATASET_OVERLAP, ENCODER_PRETRAINING
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
 from crsbench.warehouse.schema_columns import IMAGE as _IMAGE
@@ -33,7 +34,7 @@ from crsbench.warehouse.zeroshot import backfill_grid_sql
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 15
+SCHEMA_VERSION = 16
 
 TABLES: tuple[Schema, ...] = (
     Schema(
@@ -67,6 +68,14 @@ TABLES: tuple[Schema, ...] = (
                 "VARCHAR",
                 f"Adapter options the labels were derived with, as JSON (e.g. the "
                 f"CheXpert uncertainty policy). {_M} §1.",
+            ),
+            Column(
+                "source",
+                "VARCHAR",
+                "What the data is, a known dataset name (the adapter's, e.g. chexpert, or crsbench ingest "
+                "--source), matched against encoders' declared pretraining data (view encoder_dataset_overlap); "
+                f"NULL: unknown (generic adapters without --source, datasets ingested before schema v16). {_M} §20.",
+                since=16,
             ),
         ),
     ),
@@ -318,6 +327,8 @@ TABLES: tuple[Schema, ...] = (
     ),
     DATASET_GRID,
     PANEL_CONDITIONS,
+    ENCODER_PRETRAINING,  # since 16: pretraining overlap (METHODS.md §20)
+    DATASET_OVERLAP,
 )
 
 # Created by the migration step itself (before any numbered migration), with all its columns.

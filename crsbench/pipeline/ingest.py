@@ -35,6 +35,7 @@ class IngestConfig:
     options: Mapping[str, str] = dataclasses.field(default_factory=dict)
     yes: bool = False  # replacing with other data: retire stale runs and feature sets without asking
     unlabeled: bool = False  # no labels (folder, or a manifest of paths): extraction and agreement only
+    source: str | None = None  # what the data is (ingest.known_datasets name); None: the adapter's
 
 
 def ingest_dataset(
@@ -63,7 +64,9 @@ def ingest_dataset(
         with Warehouse.open(db, read_only=True) as wh:
             if name in list_datasets(wh):
                 raise CrsbenchError(f"dataset {name!r} already exists in {db}; use --replace to overwrite it")
-    extra = {"unlabeled": True} if config.unlabeled else {}
+    extra: dict[str, object] = {"unlabeled": True} if config.unlabeled else {}
+    if config.source is not None:
+        extra["source"] = config.source
     ds = ingest(adapter, path, name, skip_bad=config.skip_bad, progress=progress, **config.options, **extra)
     if config.replace and db.exists():
         with Warehouse.open(db, read_only=True) as wh:

@@ -42,6 +42,8 @@ class Leaderboard:
     flagged: list[str] = dataclasses.field(default_factory=list)  # degenerate feature sets, why unranked
     outside: list[str] = dataclasses.field(default_factory=list)  # encoders outside every panel, probed in part
     anchor_noise: pd.DataFrame | None = None  # panel_anchor_noise rows behind the anchor-noise warning
+    overlap: list[str] = dataclasses.field(default_factory=list)  # the overlap mark's footnote
+    exclude_overlap: bool = False  # ranked with the overlapping cells left out
 
     @property
     def verdict(self) -> str:
@@ -57,16 +59,22 @@ class Leaderboard:
 
 
 def read_leaderboard(
-    wh: Warehouse, panel: str | None, resample: str | None, allow_partial: bool, subgroup: str | None
+    wh: Warehouse,
+    panel: str | None,
+    resample: str | None,
+    allow_partial: bool,
+    subgroup: str | None,
+    exclude_overlap: bool = False,
 ) -> Leaderboard:
-    """The leaderboard of `Bench.leaderboard` (run inside a score snapshot)."""
+    """The leaderboard of `Bench.leaderboard` (run inside a score snapshot). With `exclude_overlap`
+    the stored bootstrap intervals (computed with every cell) are not shown."""
     from crsbench.analyses.subgroups.subgroups import with_worst_group
     from crsbench.warehouse.conditions import condition_warnings
     from crsbench.warehouse.panels import leaderboard
 
-    used, board, agreement = leaderboard(wh, panel, allow_partial)
-    board = with_worst_group(wh, board, subgroup)
-    boot = bootstrap_resample(wh, used, resample)
+    used, board, agreement = leaderboard(wh, panel, allow_partial, exclude_overlap)
+    board = with_overlap(wh, with_worst_group(wh, board, subgroup))
+    boot = None if exclude_overlap else bootstrap_resample(wh, used, resample)
     return Leaderboard(
         used,
         with_intervals(wh, used, board, boot),
@@ -80,7 +88,39 @@ def read_leaderboard(
         flagged_lines(wh),
         outside_lines(wh),
         anchor_noise_rows(wh, used, boot),
+        overlap_lines(board, exclude_overlap),
+        exclude_overlap,
     )
+
+
+OVERLAP_MARK = "†"
+
+
+def with_overlap(wh: Warehouse, board: pd.DataFrame) -> pd.DataFrame:
+    """The board with column overlap: the datasets the encoder was pretrained on (declared or
+    measured; view encoder_dataset_overlap), a list, empty for none or unknown."""
+    rows = wh.sql(
+        "select encoder_id, list(dataset_id order by dataset_id) as overlap from encoder_dataset_overlap "
+        "where overlap group by encoder_id"
+    )
+    found = dict(zip(rows["encoder_id"], rows["overlap"], strict=True))
+    return board.assign(overlap=[list(found.get(e, [])) for e in board["encoder_id"]])
+
+
+def overlap_lines(board: pd.DataFrame, excluded: bool = False) -> list[str]:
+    """The footnote of the overlap mark, one line, when any encoder on the board carries it."""
+    marked = [f"{e} ({', '.join(d)})" for e, d in zip(board["encoder_id"], board["overlap"], strict=True) if len(d)]
+    if not marked:
+        return []
+    how = (
+        "those cells are left out of its rank (--exclude-overlap), which makes it partial"
+        if excluded
+        else "an AUROC on data the encoder has seen is not a transfer result; --exclude-overlap ranks without them"
+    )
+    return [
+        f"{OVERLAP_MARK} pretrained on the evaluation data (declared or measured; view encoder_dataset_overlap): "
+        f"{'; '.join(marked)}; {how}"
+    ]
 
 
 # Mean CRS interval width at or above this share of the ranked encoders' CRS spread reads "wide".

@@ -12,58 +12,10 @@
 -- over it, so the cells and their grid checks are evaluated once per query, not once per use.
 -- Degenerate features: an encoder with an unconfirmed degenerate feature set (fn_flagged_sets) is
 -- 'flagged' and gets no rank at all, partial or not, until the set is confirmed (§2.7).
+-- The rows are fn_crs_encoder('axes_cell')'s (sql/macros/350_fn_crs_encoder.sql), which holds the query, so
+-- that leaderboard --exclude-overlap re-ranks by the same definition.
 create or replace view crs_encoder as
-with cells as materialized (
-    select 'all' as grp, * from axes_cell
-),
-aggregates as (
-    select 'global' as scope, encoder_id, regime, discrimination, calibration, label_efficiency,
-           robustness, n_datasets, pretrained
-    from fn_axes_aggregate('cells')
-),
-scored as materialized (
-    select *, discrimination as auroc from fn_crs_scored('aggregates')
-),
-ranks as (
-    select * from fn_panel_ranks('scored')
-),
-panel_datasets as (
-    select panel, list(distinct scope order by scope) as datasets
-    from reference_anchors
-    where scope <> 'global'
-    group by panel
-),
-covered as (
-    select encoder_id, regime, list(dataset_id order by dataset_id) as datasets
-    from cells
-    where complete
-    group by encoder_id, regime
-),
-coverage as (
-    select s.panel, s.candidate, len(p.datasets) as n_panel_datasets,
-           [d for d in p.datasets if not list_contains(coalesce(c.datasets, []::varchar[]), d)]
-               as missing_datasets
-    from scored s
-    join panel_datasets p on p.panel = s.panel
-    left join covered c on c.encoder_id = s.encoder_id and c.regime = s.regime
-),
-flagged as (
-    select distinct encoder_id, regime from fn_flagged_sets()
-)
-select s.panel, s.encoder_id, s.regime, s.dominance, s.ideal, s.worst, s.crs, s.auroc,
-       case when len(v.missing_datasets) = 0 and f.encoder_id is null then r.crs_rank end as crs_rank,
-       case when len(v.missing_datasets) = 0 and f.encoder_id is null then r.auroc_rank end as auroc_rank,
-       s.in_panel, s.n_datasets, s.pretrained,
-       case when len(v.missing_datasets) = 0 then 'full' else 'partial' end as coverage,
-       v.n_panel_datasets, v.missing_datasets,
-       case when len(v.missing_datasets) > 0 and f.encoder_id is null then r.crs_rank end as crs_rank_partial,
-       case when len(v.missing_datasets) > 0 and f.encoder_id is null then r.auroc_rank end
-           as auroc_rank_partial,
-       f.encoder_id is not null as flagged
-from scored s
-join ranks r on r.panel = s.panel and r.candidate = s.candidate
-join coverage v on v.panel = s.panel and v.candidate = s.candidate
-left join flagged f on f.encoder_id = s.encoder_id and f.regime = s.regime;
+select * from fn_crs_encoder('axes_cell');
 
 comment on view crs_encoder is 'One row per (frozen panel, encoder, regime): the aggregate Clinical Reliability Score and aggregate AUROC with their ranks against the panel; the leaderboard (order by crs desc). docs/METHODS.md §8.4, §8.5.';
 comment on column crs_encoder.panel is 'Frozen reference panel the row is scored against (table panels). docs/METHODS.md §8.1.';

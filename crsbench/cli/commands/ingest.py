@@ -97,6 +97,16 @@ UnlabeledOption = Annotated[
     ),
 ]
 
+SourceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--source",
+        help="What the data is, a known dataset name such as chexpert or mimic-cxr (an unknown one is kept, with a warning), "
+        "matched against encoders' declared pretraining data; default: the adapter's own dataset, none for "
+        "folder and manifest (unknown).",
+    ),
+]
+
 
 @app.command("ingest", epilog=_adapter_help())
 def ingest_command(
@@ -111,6 +121,7 @@ def ingest_command(
     shift_source: ShiftSourceOption = None,
     option: OptionOption = None,
     unlabeled: UnlabeledOption = False,
+    source: SourceOption = None,
 ) -> None:
     """Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, splits, label fractions.
 
@@ -124,6 +135,7 @@ def ingest_command(
         options=_parse_options(option or []),
         yes=yes,
         unlabeled=unlabeled,
+        source=source,
     )
     # Asked only on a terminal; elsewhere retiring needs --yes (the error says so).
     confirm = (lambda text: typer.confirm(f"{text}. Continue?", err=True)) if sys.stdin.isatty() else None
@@ -145,6 +157,7 @@ def ingest_command(
         {
             "dataset": ds.name,
             "adapter": ds.adapter,
+            "source": ds.source,
             "task": ds.task.value,
             "n_images": ds.n_images,
             "splits": {k: int(v) for k, v in counts.items()},

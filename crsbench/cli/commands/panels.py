@@ -12,7 +12,7 @@ from crsbench.bench import Bench, Leaderboard
 from crsbench.cli.app import DbOption, app
 from crsbench.cli.output import console, emit, print_frame
 from crsbench.core import default_db_path
-from crsbench.reads.leaderboard import agreement_gaps
+from crsbench.reads.leaderboard import OVERLAP_MARK, agreement_gaps
 
 # The cell of an interval the bootstrap cannot move (crs_encoder_ci.crs_note / auroc_note).
 NA_FIXED = "n/a (same in every replicate)"
@@ -113,11 +113,20 @@ def leaderboard(
             "(needs 'crsbench analyze subgroups --key KEY').",
         ),
     ] = None,
+    exclude_overlap: Annotated[
+        bool,
+        typer.Option(
+            "--exclude-overlap",
+            help="Rank each encoder without its cells on datasets it was pretrained on (marked †; view "
+            "encoder_dataset_overlap): such an encoder turns partial. Read-time only: the panel is unchanged.",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
-    rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage."""
-    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial, subgroup))
+    rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage, and mark
+    encoders pretrained on the evaluation data (†)."""
+    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial, subgroup, exclude_overlap))
 
 
 def render_leaderboard(result: Leaderboard) -> None:
@@ -140,6 +149,8 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "partial": result.partial,
                 "stale": result.stale,
                 "flagged": result.flagged,
+                "overlap": result.overlap,
+                "exclude_overlap": result.exclude_overlap,
             }
         )
         return
@@ -160,6 +171,7 @@ def _leaderboard_notes(result: Leaderboard) -> list[str]:
         *result.partial,
         *(f"stale: {s}" for s in result.stale),
         *result.flagged,
+        *result.overlap,
     ]
     unbooted = board["crs_lo"].isna() & board["crs_note"].isna()
     if boot is not None and unbooted.any() and not result.stale:
@@ -169,7 +181,12 @@ def _leaderboard_notes(result: Leaderboard) -> list[str]:
         for note, rows in board.dropna(subset=[column]).groupby(column, sort=False):
             ties = "; no tie with the leader is counted from it" if label == "CRS" and len(rows) == len(board) else ""
             notes.append(f"{label} interval n/a for {', '.join(rows['encoder_id'])}: {note}{ties}")
-    if boot is None:
+    if result.exclude_overlap:
+        notes.append(
+            "no intervals with --exclude-overlap: the stored bootstrap scored every cell; the rank-agreement "
+            "row, too, is the one with every cell"
+        )
+    elif boot is None:
         notes.append(
             f"no bootstrap intervals for {used}: run 'crsbench analyze bootstrap"
             + ("" if result.cohort else f" --panel {used}")
@@ -186,7 +203,7 @@ def _print_board(result: Leaderboard) -> None:
         {
             "rank": [_rank(r) for r in board.to_dict("records")],
             "tier": [_tier(r) for r in board.to_dict("records")],
-            "encoder": board["encoder_id"],
+            "encoder": _marked_encoders(board),
             "datasets": [_coverage(r) for r in board.to_dict("records")],
             "crs": board["crs"],
             "crs 95% CI": [
@@ -225,6 +242,12 @@ def _print_agreement(agreement: pd.DataFrame, agree_ci: pd.DataFrame | None) -> 
         ci = {r.statistic: _ci(r.lo, r.hi) for r in agree_ci.itertuples()}
         agree["95% CI"] = agree["statistic"].map(ci).fillna("")
     print_frame(agree, title="AUROC ranking vs CRS ranking (rank agreement)")
+
+
+def _marked_encoders(board: pd.DataFrame) -> list[str]:
+    """Encoder ids, with the overlap mark on those pretrained on the evaluation data."""
+    overlap = board["overlap"] if "overlap" in board.columns else pd.Series([[]] * len(board))
+    return [f"{e}{OVERLAP_MARK}" if len(d) else str(e) for e, d in zip(board["encoder_id"], overlap, strict=True)]
 
 
 def _rank(row: dict[str, Any]) -> str:
