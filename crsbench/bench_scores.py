@@ -105,7 +105,7 @@ class Scores:
             return successor(wh, current, candidate, dataset, options or SuccessorOptions())
 
     def card(self, panel: str | None = None) -> Card:
-        """The reporting card: seven items, each with its number from this warehouse (`.markdown()`)."""
+        """The reporting card: eight items, each with its number from this warehouse (`.markdown()`)."""
         from crsbench.reads.card import card_for
 
         with Warehouse.open(self.db, read_only=True) as wh:

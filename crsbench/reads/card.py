@@ -1,4 +1,4 @@
-"""The reporting card: seven items a paper's reader needs, each with its number from this warehouse.
+"""The reporting card: eight items a paper's reader needs, each with its number from this warehouse.
 
 `reporting_card(wh, panel)` reads the tables and views the analyses fill (METHODS.md §19.2):
 
@@ -11,7 +11,9 @@
 5. calibration before and after recalibration (analysis_e2_cells);
 6. uncertainty: the bootstrap's resampling unit and interval widths (bootstrap_intervals), and
    the split-level spread of repeated partitions (resplit_selection);
-7. shortcut audit (shortcut_audit).
+7. shortcut audit (shortcut_audit);
+8. data provenance: what each dataset is, and the encoders pretrained on it, declared or
+   measured, and for how many it is unknown (encoder_dataset_overlap).
 
 An item (or part of one) whose analysis was not run says so and names the command. The report
 renders the card (crsbench/report/sections_card.py); `Card.markdown()` is `crsbench report
@@ -26,7 +28,7 @@ from crsbench.warehouse.connection import Warehouse
 
 
 def reporting_card(wh: Warehouse, panel: str | None) -> Card:
-    """The seven items, read from `wh`; `panel` is the frozen panel whose scores the items use."""
+    """The eight items, read from `wh`; `panel` is the frozen panel whose scores the items use."""
     present = present_relations(wh)
     return Card(panel, tuple(item(wh, present, panel) for item in ITEMS))
 

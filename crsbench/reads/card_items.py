@@ -1,4 +1,4 @@
-"""The seven items of the reporting card (crsbench/reads/card.py), one function each: (wh, relations
+"""The eight items of the reporting card (crsbench/reads/card.py), one function each: (wh, relations
 present, panel) -> CardItem. Each reads one or two relations with plain aggregates."""
 
 from __future__ import annotations
@@ -357,6 +357,42 @@ def _shortcuts(wh: Warehouse, present: set[str], panel: str | None) -> CardItem:
     return CardItem("shortcuts", "Shortcut audit", tuple(statements), values, warn=warn)
 
 
+# -- 8. data provenance -------------------------------------------------------------------------
+
+
+def _provenance(wh: Warehouse, present: set[str], panel: str | None) -> CardItem:
+    """Per dataset, what it is and which encoders were pretrained on it (view encoder_dataset_overlap)."""
+    rows = wh.sql(
+        "select d.dataset_id, d.source, o.encoder_id, o.status, o.measured_share "
+        "from datasets d left join encoder_dataset_overlap o using (dataset_id) order by d.dataset_id, o.encoder_id"
+    )
+    if rows.empty:
+        return CardItem("provenance", "Data provenance", (), {}, (f"datasets: {COMMANDS['ingest']}",))
+    values: dict[str, Value] = {}
+    statements = []
+    for dataset, part in rows.groupby("dataset_id", sort=True):
+        source = part["source"].iloc[0]
+        counts = part["status"].value_counts()
+        for status in ("declared", "measured", "none", "unknown"):
+            values[f"{dataset}.{status}"] = int(counts.get(status, 0))
+        seen = [_overlap_text(r) for r in part.itertuples() if r.status in ("declared", "measured")]
+        what = f"is {source}" if isinstance(source, str) else "source unknown (crsbench ingest --source)"
+        text = f"{dataset}: {what}; pretrained on it: {', '.join(seen) if seen else 'no encoder known to be'}"
+        if counts.get("unknown", 0):
+            text += f"; unknown for {int(counts['unknown'])} of {int(part['encoder_id'].notna().sum())} encoders"
+        statements.append(text)
+    overlapping = sorted({str(d) for d, s in zip(rows["dataset_id"], rows["status"], strict=True) if s in ("declared", "measured")})
+    warn = f"some encoders were pretrained on {', '.join(overlapping)} (leaderboard †)" if overlapping else None
+    return CardItem("provenance", "Data provenance", tuple(statements), values, warn=warn)
+
+
+def _overlap_text(row: Any) -> str:
+    """E.g. 'rad-dino (declared)' or 'toy (measured 10.0 % of the images)'."""
+    if row.status == "measured":
+        return f"{row.encoder_id} (measured {100 * row.measured_share:.1f} % of the images)"
+    return f"{row.encoder_id} (declared)"
+
+
 ItemFn = Callable[[Warehouse, set[str], "str | None"], CardItem]
 ITEMS: tuple[ItemFn, ...] = (
     _split,
@@ -366,4 +402,5 @@ ITEMS: tuple[ItemFn, ...] = (
     _calibration,
     _uncertainty,
     _shortcuts,
+    _provenance,
 )

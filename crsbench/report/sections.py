@@ -151,7 +151,7 @@ def _board(data: ReportData, panel: str) -> tuple[pd.DataFrame, dict[str, str], 
     (role -> column), the bootstrap resample the intervals come from (None: none stored) and the
     per-encoder bootstrap results (None: none)."""
     assert data.crs_encoder is not None
-    board = data.crs_encoder.copy()
+    board = read_models.with_overlap(data.wh, data.crs_encoder.copy())  # the † of pretraining overlap
     boot, cols = _bootstrap(data)
     resample = None
     if "bootstrap_intervals" in data.relations:
@@ -188,6 +188,15 @@ def _fixed(row: pd.Series, column: str) -> str | None:
 def _interval(lo: object, hi: object) -> str:
     # on its own line under the estimate, so the column is as narrow as "[0.123, 0.456]"
     return f'<span class="note interval">[{fmt_number(lo)}, {fmt_number(hi)}]</span>'
+
+
+def _overlap_mark(row: pd.Series) -> str:
+    """The mark of an encoder pretrained on some of the evaluation data (explained under the board)."""
+    datasets = row.get("overlap")
+    if datasets is None or not len(datasets):
+        return ""
+    title = f"pretrained on {', '.join(datasets)}"
+    return f'<span class="overlap-mark" title="{esc(title)}">{read_models.OVERLAP_MARK}</span>'
 
 
 def _partial(row: pd.Series) -> bool:
@@ -262,7 +271,8 @@ class _BoardCells:
             **({"tier": self.tier} if tiers else {}),
             "Encoder": lambda r: encoder_cell(
                 r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members, True
-            ),
+            )
+            + _overlap_mark(r),
             "CRS" + (" [95% interval]" if "lo" in cols else ""): self.crs,
         }
         if "p_rank1" in cols:
@@ -314,6 +324,7 @@ def _board_notes(
     )
     note += "".join(f'<p class="note">{esc(m)}.</p>' for m in gaps.outside_lines(data.wh))
     note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in read_models.partial_lines(board))
+    note += "".join(f'<p class="note warning">{esc(line)}</p>' for line in read_models.overlap_lines(board))
     return note
 
 

@@ -1,4 +1,4 @@
-"""The reporting card, right after the leaderboard: seven items, each with its measured number
+"""The reporting card, right after the leaderboard: eight items, each with its measured number
 (computed in crsbench/reads/card.py; this module only renders it). METHODS.md §19.2."""
 
 from __future__ import annotations

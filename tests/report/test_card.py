@@ -1,4 +1,4 @@
-"""The reporting card (crsbench/reads/card.py): seven items, each number an aggregate of one relation.
+"""The reporting card (crsbench/reads/card.py): eight items, each number an aggregate of one relation.
 
 The warehouse is the report tests' (hand-built runs, a frozen panel, E2, operating points), plus
 LoRA variants of three encoders, a seed bootstrap, the suite's isic2019 images with a real shortcut
@@ -26,7 +26,7 @@ from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
 from tests.report.test_report import build_warehouse
 
-KEYS = ("split", "training", "threshold", "metrics", "calibration", "uncertainty", "shortcuts")
+KEYS = ("split", "training", "threshold", "metrics", "calibration", "uncertainty", "shortcuts", "provenance")
 CARD_PROBE = """
 (() => Array.from(document.querySelectorAll('section[data-section="card"] tr[data-card-item]')).map(r => ({
   key: r.dataset.cardItem, status: r.dataset.status, text: r.innerText,
@@ -126,6 +126,12 @@ def test_every_item_is_filled_and_each_number_is_its_relation_s_aggregate(card_d
         )["estimate"][0]
         assert v["shortcuts"]["isic2019.pool_cv.auroc"] == pytest.approx(auroc)
         assert card.item("shortcuts").warn is None
+        # 8. provenance: per dataset, the encoders of each status in encoder_dataset_overlap.
+        status = q("select status, count(*) as n from encoder_dataset_overlap where dataset_id = 'isic2019' group by 1")
+        for r in status.itertuples():
+            assert v["provenance"][f"isic2019.{r.status}"] == r.n
+        assert q("select source from datasets where dataset_id = 'isic2019'")["source"][0] == "isic2019"
+        assert any(t.startswith("isic2019: is isic2019; ") for t in card.item("provenance").statements)
 
 
 def test_the_metrics_item_lists_every_registered_metric_some_run_recorded(card_db: Path) -> None:
@@ -141,7 +147,7 @@ def test_the_metrics_item_lists_every_registered_metric_some_run_recorded(card_d
     assert item.statements[0].startswith("per run: " + ", ".join(recorded) + " (")
 
 
-def test_card_renders_in_chromium_with_all_seven_items(card_db: Path, tmp_path: Path) -> None:
+def test_card_renders_in_chromium_with_all_eight_items(card_db: Path, tmp_path: Path) -> None:
     # The card as the report renders it, in the report's page shell (tests/report/test_browser.py
     # loads the whole report, where it follows the verdict and the leaderboard: SECTION_IDS[1]).
     if find_chromium() is None:
@@ -173,6 +179,7 @@ def test_items_not_run_name_their_command(tmp_path: Path) -> None:
         "uncertainty": "image/seed bootstrap: crsbench analyze bootstrap split-level uncertainty: "
         "crsbench analyze resplit --repeats 5",
         "shortcuts": "file-property classifier: crsbench analyze shortcuts",
+        "provenance": "datasets: crsbench ingest",
     }
     assert {i.status for i in card.items} == {"not run"}
     assert "Not run: recalibration (E2): crsbench analyze e2." in card.markdown()

@@ -21,6 +21,7 @@ from support.runs_factory import (
 import crsbench
 from crsbench.cli import main
 from crsbench.features import get_encoder
+from crsbench.reads.card import card_for
 from crsbench.core import CrsbenchError
 from crsbench.features.registry import EncoderEntry, Pretraining
 from crsbench.warehouse import catalog
@@ -129,3 +130,21 @@ def test_exclude_overlap_needs_a_panel(tmp_path):
         wh.append_runs(frame(encoder_runs("e1", datasets=DATASETS)))
     with pytest.raises(CrsbenchError, match="needs a frozen panel"):
         crsbench.Bench(tmp_path / "w.duckdb").leaderboard(exclude_overlap=True)
+
+
+def test_the_card_s_provenance_item_reads_the_view(scenario):
+    db, _, _ = scenario
+    with Warehouse.open(db, read_only=True) as wh:
+        item = card_for(wh, "p").item("provenance")
+    # chexpert: the toy declared, e1-e3 declare ImageNet only, e4 unknown; mystery: nobody knows what it is
+    assert {k: v for k, v in item.values.items() if k.startswith("chexpert.")} == {
+        "chexpert.declared": 1,
+        "chexpert.measured": 0,
+        "chexpert.none": 3,
+        "chexpert.unknown": 1,
+    }
+    assert item.values["mystery.unknown"] == 5
+    text = dict(s.split(": ", 1) for s in item.statements)
+    assert text["chexpert"].startswith(f"is chexpert; pretrained on it: {TOY} (declared)")
+    assert text["mystery"].startswith("source unknown")
+    assert item.warn is not None and "chexpert" in item.warn and item.status == "measured"
