@@ -23,6 +23,7 @@ import pandas as pd
 from crsbench.core import SPLITS, CrsbenchError, InputError, ProgressFn, no_progress
 from crsbench.ingest.duplicates import DUPLICATE_CHOICES, check_no_leak, split_groups
 from crsbench.ingest.images import check_image_size, npz_member
+from crsbench.ingest.known_datasets import unknown_names_message
 from crsbench.ingest.labels import (
     RARE_CHOICES,
     check_label_count,
@@ -32,7 +33,6 @@ from crsbench.ingest.labels import (
     split_gaps,
 )
 from crsbench.ingest.metadata import metadata_frame, parse_bins
-from crsbench.ingest.known_datasets import unknown_names_message
 from crsbench.ingest.registry import ADAPTERS, AdapterEntry, get_adapter
 from crsbench.ingest.sizes import mixed_sizes_note
 from crsbench.ingest.source import Record, RowLog, Source, resolve_path, safe_rel_path

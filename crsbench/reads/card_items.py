@@ -381,7 +381,9 @@ def _provenance(wh: Warehouse, present: set[str], panel: str | None) -> CardItem
         if counts.get("unknown", 0):
             text += f"; unknown for {int(counts['unknown'])} of {int(part['encoder_id'].notna().sum())} encoders"
         statements.append(text)
-    overlapping = sorted({str(d) for d, s in zip(rows["dataset_id"], rows["status"], strict=True) if s in ("declared", "measured")})
+    overlapping = sorted(
+        {str(d) for d, s in zip(rows["dataset_id"], rows["status"], strict=True) if s in ("declared", "measured")}
+    )
     warn = f"some encoders were pretrained on {', '.join(overlapping)} (leaderboard †)" if overlapping else None
     return CardItem("provenance", "Data provenance", tuple(statements), values, warn=warn)
 

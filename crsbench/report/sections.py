@@ -269,10 +269,10 @@ class _BoardCells:
         columns: dict[str, Cell] = {
             "CRS rank": self.rank,
             **({"tier": self.tier} if tiers else {}),
-            "Encoder": lambda r: encoder_cell(
-                r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members, True
-            )
-            + _overlap_mark(r),
+            "Encoder": lambda r: (
+                encoder_cell(r["encoder_id"], data.random_init, r.get("regime"), r["encoder_id"] in members, True)
+                + _overlap_mark(r)
+            ),
             "CRS" + (" [95% interval]" if "lo" in cols else ""): self.crs,
         }
         if "p_rank1" in cols:

@@ -20,10 +20,10 @@ from support.runs_factory import (
 
 import crsbench
 from crsbench.cli import main
-from crsbench.features import get_encoder
-from crsbench.reads.card import card_for
 from crsbench.core import CrsbenchError
+from crsbench.features import get_encoder
 from crsbench.features.registry import EncoderEntry, Pretraining
+from crsbench.reads.card import card_for
 from crsbench.warehouse import catalog
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
@@ -85,7 +85,7 @@ def test_the_view_says_declared_none_and_unknown(scenario):
 
 
 def test_leaderboard_marks_the_overlapping_encoder(scenario, capsys):
-    db, _, before = scenario
+    db, _, _ = scenario
     board = crsbench.Bench(db).leaderboard("p")
     marks = dict(zip(board.board["encoder_id"], board.board["overlap"], strict=True))
     assert marks[TOY] == ["chexpert"] and all(marks[e] == [] for e in MEMBERS)
@@ -97,7 +97,7 @@ def test_leaderboard_marks_the_overlapping_encoder(scenario, capsys):
 
 
 def test_exclude_overlap_leaves_the_cell_out_of_the_rank(scenario):
-    db, runs, before = scenario
+    db, runs, _ = scenario
     cells = reference_axes_cell(runs)
     anchors = reference_anchors(reference_axes_encoder(cells), MEMBERS)  # frozen with the panel
     full = reference_crs(reference_axes_encoder(cells), MEMBERS, anchors).set_index("encoder_id")

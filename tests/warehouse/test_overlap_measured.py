@@ -33,7 +33,9 @@ def test_a_manifest_of_ten_percent_of_a_split_reports_ten_percent(ingested_db, t
     lines += ["0" * 64]  # a hash of no ingested image
     manifest.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
-    code = main(["--json", "overlap", "--manifest", str(manifest), "-e", "toy", "-d", dataset, "--db", str(ingested_db)])
+    code = main(
+        ["--json", "overlap", "--manifest", str(manifest), "-e", "toy", "-d", dataset, "--db", str(ingested_db)]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     shares = pd.DataFrame(out["shares"]).set_index("split")
@@ -53,7 +55,7 @@ def test_a_manifest_of_ten_percent_of_a_split_reports_ten_percent(ingested_db, t
 
 
 def test_without_an_encoder_the_shares_are_reported_not_stored(ingested_db, tmp_path, capsys):
-    dataset, split, hashes = _split(ingested_db)
+    _, _, hashes = _split(ingested_db)
     manifest = tmp_path / "m.txt"
     manifest.write_text(hashes[0] + "\n", encoding="utf-8")
     assert main(["overlap", "--manifest", str(manifest), "--db", str(ingested_db)]) == 0
