@@ -22,7 +22,7 @@ from crsbench.core.schema import COEFFICIENTS, PREDICTIONS, Column, Schema
 from crsbench.probes.records import runs_schema
 from crsbench.warehouse.conditions import PANEL_CONDITIONS
 from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
-from crsbench.warehouse.overlap import DATASET_OVERLAP, ENCODER_PRETRAINING
+from crsbench.warehouse.overlap_schema import DATASET_OVERLAP, ENCODER_PRETRAINING
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
 from crsbench.warehouse.schema_columns import IMAGE as _IMAGE

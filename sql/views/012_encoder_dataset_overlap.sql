@@ -1,7 +1,7 @@
--- One row per (encoder, dataset): was the encoder pretrained on this dataset's data? Declared from
--- the encoder's registry entry (encoder_pretraining) against what the dataset is (datasets.source),
--- and measured where a hash list was matched against its images (dataset_overlap); docs/METHODS.md
--- §20 (Pretraining overlap).
+-- One row per (encoder, dataset): was the encoder pretrained on this dataset's data?
+-- docs/METHODS.md §20 (Pretraining overlap). Declared from the encoder's registry entry
+-- (encoder_pretraining) against what the dataset is (datasets.source), and measured where a hash
+-- list was matched against its images (dataset_overlap).
 -- Unknown is a value of its own, never read as "no overlap": declared is NULL when the encoder's
 -- pretraining data or the dataset's source is unknown. status: 'measured' (a measured share > 0),
 -- else 'declared' (declared true), else 'none' (declared false, or measured 0), else 'unknown'.
