@@ -148,3 +148,24 @@ def test_the_card_s_provenance_item_reads_the_view(scenario):
     assert text["chexpert"].startswith(f"is chexpert; pretrained on it: {TOY} (declared)")
     assert text["mystery"].startswith("source unknown")
     assert item.warn is not None and "chexpert" in item.warn and item.status == "measured"
+
+
+def test_the_report_marks_the_encoder_and_explains_the_mark(scenario, tmp_path):
+    db, _, _ = scenario
+    crsbench.Bench(db).report(tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert html.count('class="overlap-mark"') == 1 and 'title="pretrained on chexpert"' in html
+    assert (
+        f"† pretrained on the evaluation data (declared or measured; view encoder_dataset_overlap): {TOY} (chexpert)"
+        in html
+    )
+
+
+def test_the_cli_ranks_without_the_overlapping_cells(scenario, capsys):
+    db, _, _ = scenario
+    assert main(["leaderboard", "--panel", "p", "--exclude-overlap", "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if f"{TOY}†" in line)
+    assert "partial" in row and "2/3" in row  # chexpert left out: 2 of the panel's 3 datasets
+    assert "those cells are left out of its rank (--exclude-overlap)" in out
+    assert "no intervals with --exclude-overlap" in out
