@@ -14,6 +14,7 @@ from crsbench.ingest import ADAPTERS, ingest
 from crsbench.ingest.known_datasets import KNOWN_DATASETS
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset, read_dataset
+from crsbench.warehouse.schema import SCHEMA_VERSION
 
 
 def _class_folders(root: Path) -> Path:
@@ -66,3 +67,22 @@ def test_ingest_source_option(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["source"] == "isic2019"
     with Warehouse.open(db, read_only=True) as wh:
         assert wh.sql("select source from datasets")["source"].tolist() == ["isic2019"]
+
+
+def test_a_schema_v15_warehouse_migrates_with_its_datasets_unknown(suite_datasets, tmp_path):
+    db = tmp_path / "old.duckdb"
+    with Warehouse.open(db) as wh:
+        load_dataset(wh, suite_datasets["chexpert"])
+        wh.con.execute("insert into encoders (encoder_id) values ('rad')")  # extracted before v16
+        wh.con.execute("drop view if exists encoder_dataset_overlap")
+        wh.con.execute("drop table encoder_pretraining")
+        wh.con.execute("drop table dataset_overlap")
+        wh.con.execute("alter table datasets drop column source")
+        wh.con.execute("delete from schema_info where version >= 16")
+    with Warehouse.open(db) as wh:
+        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION
+        assert read_dataset(wh, "chexpert").source is None
+        view = wh.sql("select encoder_id, dataset_id, declared, status from encoder_dataset_overlap")
+    assert view.to_dict("records") == [
+        {"encoder_id": "rad", "dataset_id": "chexpert", "declared": None, "status": "unknown"}
+    ]
