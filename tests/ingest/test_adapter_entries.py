@@ -127,3 +127,4 @@ def test_a_plugin_adapter_shows_its_prompts_and_its_listing(tmp_path):
     assert (toy["licence"], toy["citation"]) == ("CC0-1.0 (toy data)", "Toy, A. (2099) A toy x-ray set.")
     assert toy["zero-shot prompts"] == "2 templates" and toy["task"] == "multilabel"
     assert rows["manifest"]["zero-shot prompts"] == "generic"
+    assert rows["isic2019"]["dataset"] == "isic2019" and rows["manifest"]["dataset"] == "unknown (--source)"

@@ -189,13 +189,15 @@ def datasets_command(db: DbOption = default_db_path()) -> None:
 
 @app.command("adapters")
 def adapters_command() -> None:
-    """List the dataset adapters: options, zero-shot prompts, and the data's licence and citation."""
+    """List the dataset adapters: options, the dataset each one reads (matched against encoders'
+    pretraining data), zero-shot prompts, and the data's licence and citation."""
     frame = pd.DataFrame(
         [
             {
                 "adapter": e.name,
                 "task": e.task.value if e.task else "declared",
                 "domain": e.domain,
+                "dataset": e.dataset or "unknown (--source)",
                 "options": ", ".join(
                     f"{k}={o.default if o.default is not None else '?'}" for k, o in e.options.items()
                 ),
