@@ -186,38 +186,75 @@ def adapt(
         params = [p for p in peft_model.parameters() if p.requires_grad] + list(head.parameters())
         optimiser = torch.optim.AdamW(params, lr=settings.lr)
         loss_fn: nn.Module = nn.BCEWithLogitsLoss() if dataset.task is Task.MULTILABEL else nn.CrossEntropyLoss()
-        order_rng = np.random.default_rng(seed)
-        n_batches = -(-len(train) // settings.batch_size)
-        total = settings.epochs * n_batches
-        if settings.max_steps is not None:
-            total = min(total, settings.max_steps)
-        losses: list[float] = []
-        steps, started = 0, time.perf_counter()
         label = f"LoRA {entry.id} on {dataset.name} (seed {seed})"
-        progress(label, 0, total)
-        _train_mode(peft_model)
-        for _ in range(settings.epochs):
-            order = order_rng.permutation(train)
-            epoch_loss = []
-            for b in range(n_batches):
-                if steps >= total:
-                    break
-                rows = order[b * settings.batch_size : (b + 1) * settings.batch_size]
-                x = _batch(dataset, entry, rows).to(dev)
-                y = _labels(dataset, rows).to(dev)
-                loss = loss_fn(head(tap.forward_depths(x)[1.0]), y)
-                optimiser.zero_grad(set_to_none=True)
-                loss.backward()
-                optimiser.step()
-                epoch_loss.append(float(loss.detach()))
-                steps += 1
-                progress(label, steps, total)
-            if epoch_loss:
-                losses.append(float(np.mean(epoch_loss)))
+        started = time.perf_counter()
+        losses, steps = _train(
+            _Training(peft_model, head, tap, loss_fn, optimiser, dev),
+            dataset,
+            entry,
+            train,
+            settings,
+            seed,
+            label,
+            progress,
+        )
         peft_model.eval()
         return AdaptResult(peft_model, head.eval(), losses, steps, time.perf_counter() - started, base_hash)
     finally:
         tap.close()
+
+
+@dataclasses.dataclass(frozen=True)
+class _Training:
+    """What one seed's training steps update."""
+
+    peft_model: nn.Module
+    head: nn.Module
+    tap: DepthTap
+    loss_fn: nn.Module
+    optimiser: torch.optim.Optimizer
+    device: torch.device
+
+
+def _train(
+    run: _Training,
+    dataset: Dataset,
+    entry: EncoderEntry,
+    train: np.ndarray,
+    settings: LoraSettings,
+    seed: int,
+    label: str,
+    progress: ProgressFn,
+) -> tuple[list[float], int]:
+    """The epochs of AdamW steps over shuffled train batches; the mean loss per epoch and the step count."""
+    order_rng = np.random.default_rng(seed)
+    n_batches = -(-len(train) // settings.batch_size)
+    total = settings.epochs * n_batches
+    if settings.max_steps is not None:
+        total = min(total, settings.max_steps)
+    losses: list[float] = []
+    steps = 0
+    progress(label, 0, total)
+    _train_mode(run.peft_model)
+    for _ in range(settings.epochs):
+        order = order_rng.permutation(train)
+        epoch_loss = []
+        for b in range(n_batches):
+            if steps >= total:
+                break
+            rows = order[b * settings.batch_size : (b + 1) * settings.batch_size]
+            x = _batch(dataset, entry, rows).to(run.device)
+            y = _labels(dataset, rows).to(run.device)
+            loss = run.loss_fn(run.head(run.tap.forward_depths(x)[1.0]), y)
+            run.optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            run.optimiser.step()
+            epoch_loss.append(float(loss.detach()))
+            steps += 1
+            progress(label, steps, total)
+        if epoch_loss:
+            losses.append(float(np.mean(epoch_loss)))
+    return losses, steps
 
 
 def save_adapter(result: AdaptResult, folder: Path | str, meta: dict[str, Any]) -> Path:
