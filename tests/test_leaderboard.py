@@ -42,3 +42,7 @@ def test_a_lone_leader_with_narrow_intervals_and_no_bootstrap():
     shared = board(crs_rank=[1, 1, 3, 4, None])
     assert verdict_line("ref", shared, None).startswith("a and b lead on CRS")
     assert verdict_line("ref", board().iloc[:0], None) == "No encoder is ranked yet (panel ref)."
+    # ranked without the overlapping cells, the stored intervals do not apply: no 'run bootstrap' advice
+    excluded = verdict_line("ref", board(), "images+seeds", excluded=True)
+    assert excluded.startswith("a leads on CRS (panel ref), with the overlapping cells left out; no intervals")
+    assert "analyze bootstrap" not in excluded

@@ -48,7 +48,7 @@ class Leaderboard:
     @property
     def verdict(self) -> str:
         """One plain sentence: who leads, who is tied with the leader, how wide the intervals are."""
-        return verdict_line(self.panel, self.board, self.resample)
+        return verdict_line(self.panel, self.board, self.resample, self.exclude_overlap)
 
     @property
     def cohort(self) -> bool:
@@ -127,19 +127,26 @@ def overlap_lines(board: pd.DataFrame, excluded: bool = False) -> list[str]:
 WIDE_SHARE = 0.5
 
 
-def verdict_line(panel: str, board: pd.DataFrame, resample: str | None) -> str:
+# Why a board ranked with --exclude-overlap shows no intervals (and not "run bootstrap").
+NO_INTERVALS_EXCLUDED = "no intervals: the stored bootstrap scored every cell, overlapping ones included"
+
+
+def verdict_line(panel: str, board: pd.DataFrame, resample: str | None, excluded: bool = False) -> str:
     """The leaderboard's verdict, e.g. "tiny-resnet18 leads on CRS (panel demo); tied with it within
     the 95 % intervals: tiny-convnext, tiny-dinov2; mean CRS interval width 0.41 (wide: ...)."
 
     Only ranked encoders count (not partial or flagged ones); tied = tier "=1" (METHODS.md §10.2);
     the width is the mean of crs_hi - crs_lo over the ranked encoders with an interval, called
-    wide when it is at least WIDE_SHARE of the spread of their CRS (best minus worst)."""
+    wide when it is at least WIDE_SHARE of the spread of their CRS (best minus worst). `excluded`:
+    ranked with --exclude-overlap, where the stored intervals do not apply."""
     ranked = _ranked(board)
     where = "cohort mode" if panel == "cohort" else f"panel {panel}"
     if ranked.empty:
         return f"No encoder is ranked yet ({where})."
     leaders = ranked.loc[ranked["crs_rank"] == ranked["crs_rank"].min(), "encoder_id"].astype(str).tolist()
     head = f"{' and '.join(leaders)} {'lead' if len(leaders) > 1 else 'leads'} on CRS ({where})"
+    if excluded:
+        return f"{head}, with the overlapping cells left out; {NO_INTERVALS_EXCLUDED}."
     with_ci = ranked.dropna(subset=["crs_lo", "crs_hi"]) if "crs_lo" in ranked.columns else ranked.iloc[:0]
     if resample is None or with_ci.empty:
         return f"{head}; no intervals yet, so ties cannot be told: run 'crsbench analyze bootstrap'."

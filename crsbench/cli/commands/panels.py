@@ -12,7 +12,7 @@ from crsbench.bench import Bench, Leaderboard
 from crsbench.cli.app import DbOption, app
 from crsbench.cli.output import console, emit, print_frame
 from crsbench.core import default_db_path
-from crsbench.reads.leaderboard import OVERLAP_MARK, agreement_gaps
+from crsbench.reads.leaderboard import NO_INTERVALS_EXCLUDED, OVERLAP_MARK, agreement_gaps
 
 # The cell of an interval the bootstrap cannot move (crs_encoder_ci.crs_note / auroc_note).
 NA_FIXED = "n/a (same in every replicate)"
@@ -227,8 +227,12 @@ def _print_board(result: Leaderboard) -> None:
     print_frame(
         short,
         title=f"CRS leaderboard ({mode}); AUROC = aggregate discrimination; "
-        + (f"intervals: {boot} bootstrap{ties}" if boot else "no intervals yet"),
+        + (f"intervals: {boot} bootstrap{ties}" if boot else _no_intervals(result)),
     )
+
+
+def _no_intervals(result: Leaderboard) -> str:
+    return NO_INTERVALS_EXCLUDED if result.exclude_overlap else "no intervals yet"
 
 
 def _print_agreement(agreement: pd.DataFrame, agree_ci: pd.DataFrame | None) -> None:
