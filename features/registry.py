@@ -78,6 +78,13 @@ class Pretraining:
     def known(self) -> bool:
         return self.datasets is not None
 
+    def describe(self) -> str:
+        """One line for listings and cards: unknown is said as such, never shown as "none"."""
+        if self.datasets is None:
+            return "pretraining data: unknown"
+        names = ", ".join(self.datasets) if self.datasets else "none"
+        return f"pretrained on: {names}" + (f" ({self.source})" if self.source else "")
+
 
 UNKNOWN_PRETRAINING = Pretraining()
 

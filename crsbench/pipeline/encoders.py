@@ -32,6 +32,7 @@ def encoder_rows(
             "pooling": e.pooling,
             "pretrained": e.pretrained,
             "chest_only": e.chest_only,
+            "pretraining": e.pretraining.describe(),
         }
         if check_weights:
             from crsbench.features.text import text_tower_status
