@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crsbench.features.registry import EncoderEntry, KeyConversion, Pretraining, UNKNOWN_PRETRAINING, register_encoder
+from crsbench.features.registry import UNKNOWN_PRETRAINING, EncoderEntry, KeyConversion, Pretraining, register_encoder
 
 if TYPE_CHECKING:
     from torch import nn
@@ -96,7 +96,10 @@ def resnet50(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "vit-b16",
     family="ViT-B/16",
-    pretraining=Pretraining(datasets=("imagenet-21k", "imagenet-1k"), source="https://huggingface.co/timm/vit_base_patch16_224.augreg2_in21k_ft_in1k"),
+    pretraining=Pretraining(
+        datasets=("imagenet-21k", "imagenet-1k"),
+        source="https://huggingface.co/timm/vit_base_patch16_224.augreg2_in21k_ft_in1k",
+    ),
     scope="general",
     domain="none",
     loader="timm",
@@ -205,7 +208,9 @@ def mae(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     "biomedclip",
     text_tower="open_clip",
     family="BiomedCLIP",
-    pretraining=Pretraining(datasets=("pmc-15m",), source="https://huggingface.co/microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"),
+    pretraining=Pretraining(
+        datasets=("pmc-15m",), source="https://huggingface.co/microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
+    ),
     scope="broad_medical",
     domain="none",
     loader="open_clip",
@@ -230,7 +235,9 @@ def biomedclip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "llava-med",
     family="LLaVA-Med",
-    pretraining=Pretraining(datasets=("wit-400m", "pmc-15m"), source="https://huggingface.co/microsoft/llava-med-v1.5-mistral-7b"),
+    pretraining=Pretraining(
+        datasets=("wit-400m", "pmc-15m"), source="https://huggingface.co/microsoft/llava-med-v1.5-mistral-7b"
+    ),
     scope="broad_medical",
     domain="none",
     loader="transformers",
@@ -308,7 +315,9 @@ def medgemma_4b(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "retfound",
     family="RETFound",
-    pretraining=Pretraining(datasets=("imagenet-1k", "meh-midas", "eyepacs"), source="https://www.nature.com/articles/s41586-023-06555-x"),
+    pretraining=Pretraining(
+        datasets=("imagenet-1k", "meh-midas", "eyepacs"), source="https://www.nature.com/articles/s41586-023-06555-x"
+    ),
     scope="specialty",
     domain="eye",
     loader="timm",
@@ -363,7 +372,10 @@ def panderm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "rad-dino",
     family="RAD-DINO",
-    pretraining=Pretraining(datasets=("lvd-142m", "mimic-cxr", "chexpert", "nih-chestxray14", "padchest", "brax"), source="https://huggingface.co/microsoft/rad-dino"),
+    pretraining=Pretraining(
+        datasets=("lvd-142m", "mimic-cxr", "chexpert", "nih-chestxray14", "padchest", "brax"),
+        source="https://huggingface.co/microsoft/rad-dino",
+    ),
     scope="specialty",
     domain="rad",
     loader="transformers",
@@ -415,7 +427,9 @@ def biovil(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     "chexzero",
     text_tower="open_clip",
     family="CheXzero",
-    pretraining=Pretraining(datasets=("wit-400m", "mimic-cxr"), source="https://www.nature.com/articles/s41551-022-00936-9"),
+    pretraining=Pretraining(
+        datasets=("wit-400m", "mimic-cxr"), source="https://www.nature.com/articles/s41551-022-00936-9"
+    ),
     scope="specialty",
     domain="rad",
     loader="open_clip",

@@ -43,7 +43,6 @@ from pathlib import Path
 from typing import Any
 
 from crsbench.core import CrsbenchError
-from crsbench.ingest.known_datasets import unknown_names_message
 from crsbench.features.registry import (
     DOMAINS,
     POOLINGS,
@@ -55,6 +54,7 @@ from crsbench.features.registry import (
     add_entry,
     remove_entries,
 )
+from crsbench.ingest.known_datasets import unknown_names_message
 
 ENCODERS_ENV = "CRSBENCH_ENCODERS"
 PROJECT_FILE = "crsbench.toml"
