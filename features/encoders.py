@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crsbench.features.registry import UNKNOWN_PRETRAINING, EncoderEntry, KeyConversion, Pretraining, register_encoder
+from crsbench.features.registry import EncoderEntry, KeyConversion, Pretraining, register_encoder
 
 if TYPE_CHECKING:
     from torch import nn
@@ -231,13 +231,12 @@ def biomedclip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # LLaVA(-Med) feeds its language model the penultimate layer of the frozen CLIP tower
 # (`mm_vision_select_layer = -2`, patch tokens, no post-layernorm); the probe reads that same
 # representation, so the 100 % depth is layer 23 of 24, mean over patch tokens, unnormalised.
-# The vision tower is OpenAI's CLIP ViT-L/14-336 (kept frozen); LLaVA-Med's own training adds PMC-15M pairs.
+# The paper keeps the CLIP vision encoder frozen in both training stages: only the projector and
+# the language model see PMC-15M, so the weights read here (OpenAI's, `hub_repo`) saw only WIT-400M.
 @register_encoder(
     "llava-med",
     family="LLaVA-Med",
-    pretraining=Pretraining(
-        datasets=("wit-400m", "pmc-15m"), source="https://huggingface.co/microsoft/llava-med-v1.5-mistral-7b"
-    ),
+    pretraining=Pretraining(datasets=("wit-400m",), source="https://arxiv.org/abs/2306.00890"),
     scope="broad_medical",
     domain="none",
     loader="transformers",
@@ -257,13 +256,13 @@ def llava_med(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "CLIPVisionModel")
 
 
-# Unknown: the card names medical modalities (CXR, derm, fundus, pathology, CT/MRI) and WebLI-style
-# natural pairs but no dataset list we could check against its text, so it is not guessed.
+# Unknown: the card names medical modalities (CXR, derm, fundus, pathology, CT/MRI) and natural
+# image-text pairs but no dataset list we could check against its text, so it is not guessed.
 @register_encoder(
     "medsiglip",
     text_tower="siglip",
     family="MedSigLIP",
-    pretraining=UNKNOWN_PRETRAINING,
+    pretraining=Pretraining(datasets=None, source="https://huggingface.co/google/medsiglip-448"),
     scope="broad_medical",
     domain="none",
     loader="transformers",
@@ -282,11 +281,12 @@ def medsiglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "SiglipVisionModel")
 
 
-# Unknown: its vision encoder is MedSigLIP, whose card lists no checkable dataset names (above).
+# Unknown: its card says its SigLIP encoder was pretrained on de-identified CXR, derm, ophthalmology
+# and pathology data (as MedSigLIP, above), without a dataset list we could check.
 @register_encoder(
     "medgemma-4b",
     family="MedGemma-4B",
-    pretraining=UNKNOWN_PRETRAINING,
+    pretraining=Pretraining(datasets=None, source="https://huggingface.co/google/medgemma-4b-it"),
     scope="broad_medical",
     domain="none",
     loader="transformers",
@@ -344,7 +344,7 @@ def retfound(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "panderm",
     family="PanDerm",
-    pretraining=UNKNOWN_PRETRAINING,
+    pretraining=Pretraining(datasets=None, source="https://www.nature.com/articles/s41591-025-03747-y"),
     scope="specialty",
     domain="derm",
     loader="timm",

@@ -79,11 +79,11 @@ class Pretraining:
         return self.datasets is not None
 
     def describe(self) -> str:
-        """One line for listings and cards: unknown is said as such, never shown as "none"."""
+        """A short line for listings: unknown is said as such, never shown as "none" (the
+        source is long, so a listing shows it in a column of its own)."""
         if self.datasets is None:
             return "pretraining data: unknown"
-        names = ", ".join(self.datasets) if self.datasets else "none"
-        return f"pretrained on: {names}" + (f" ({self.source})" if self.source else "")
+        return f"pretrained on: {', '.join(self.datasets) if self.datasets else 'none'}"
 
 
 UNKNOWN_PRETRAINING = Pretraining()

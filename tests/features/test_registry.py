@@ -183,37 +183,3 @@ def test_transformers_loader_and_hooks_on_a_local_dinov2(tmp_path):
         hidden = reference(pixel_values=x, output_hidden_states=True).hidden_states
     for depth, layer in zip((0.25, 0.5, 0.75, 1.0), (1, 2, 3, 4), strict=True):
         torch.testing.assert_close(feats[depth], reference.layernorm(hidden[layer])[:, 0])
-
-
-# The families whose publishers' material names no checkable dataset list: declared unknown on
-# purpose (features/encoders.py says why), which is never read as "pretrained on none".
-UNKNOWN_PRETRAINING_FAMILIES = {"MedSigLIP", "MedGemma-4B", "PanDerm"}
-
-
-def test_every_paper_family_declares_its_pretraining_data_with_a_source():
-    from crsbench.ingest.known_datasets import KNOWN_DATASETS
-
-    by_family = {e.family: e.pretraining for e in list_encoders() if e.family in PAPER}
-    assert set(by_family) == set(PAPER)
-    unknown = {f for f, p in by_family.items() if not p.known}
-    assert unknown == UNKNOWN_PRETRAINING_FAMILIES
-    for family, declared in by_family.items():
-        if family in unknown:
-            assert declared.datasets is None and declared.describe() == "pretraining data: unknown"
-            continue
-        assert declared.datasets, family  # a pretrained family saw some data
-        assert declared.source and declared.source.startswith(("https://", "http://")), family
-        assert set(declared.datasets) <= set(KNOWN_DATASETS), family
-    assert {"mimic-cxr", "chexpert"} <= set(by_family["RAD-DINO"].datasets or ())
-    assert "mimic-cxr" in (by_family["CheXzero"].datasets or ())
-
-
-def test_tiny_entries_declare_no_pretraining_data():
-    for encoder_id in tiny_encoder_ids():
-        declared = get_encoder(encoder_id).pretraining
-        assert declared.datasets == () and declared.known, encoder_id
-        assert declared.describe() == "pretrained on: none (random initialisation)"
-
-
-def test_pretraining_stays_out_of_the_entry_dict():
-    assert "pretraining" not in get_encoder("rad-dino").to_dict()

@@ -46,7 +46,7 @@ def test_declared_names_and_source_round_trip(tmp_path):
     )
     assert declared.datasets == ("chexpert", "mimic-cxr")
     assert declared.source == "https://example.org/card"
-    assert declared.describe() == "pretrained on: chexpert, mimic-cxr (https://example.org/card)"
+    assert declared.describe() == "pretrained on: chexpert, mimic-cxr"
 
 
 def test_a_source_alone_leaves_the_data_unknown(tmp_path):
