@@ -5,6 +5,8 @@ the paper's 15 families from their publishers' cards and papers, the tiny random
 from __future__ import annotations
 
 from crsbench.features import get_encoder, list_encoders, tiny_encoder_ids
+from crsbench.features.lookup import tiny_image_text_ids
+from crsbench.features.registry import Pretraining
 from crsbench.ingest.known_datasets import KNOWN_DATASETS
 from crsbench.pipeline.encoders import encoder_rows
 
@@ -15,9 +17,8 @@ UNKNOWN = {"MedSigLIP", "MedGemma-4B", "PanDerm"}
 MUST_OVERLAP = {"RAD-DINO": {"mimic-cxr", "chexpert"}, "CheXzero": {"mimic-cxr"}, "BioViL": {"mimic-cxr"}}
 
 
-def _paper_families() -> dict[str, object]:
-    tiny = set(tiny_encoder_ids())
-    return {e.family: e.pretraining for e in list_encoders() if e.origin == "built-in" and e.id not in tiny}
+def _paper_families() -> dict[str, Pretraining]:
+    return {e.family: e.pretraining for e in list_encoders(pretrained=True) if e.origin == "built-in"}
 
 
 def test_every_paper_family_declares_its_data_with_a_source():
@@ -37,10 +38,11 @@ def test_every_paper_family_declares_its_data_with_a_source():
 
 
 def test_tiny_entries_declare_no_pretraining_data():
-    for encoder_id in tiny_encoder_ids():
-        p = get_encoder(encoder_id).pretraining
-        assert p.datasets == () and p.known, encoder_id
-        assert p.source == "random initialisation"
+    tiny = [e for e in list_encoders(pretrained=False) if e.origin == "built-in"]
+    assert {e.id for e in tiny} >= {*tiny_encoder_ids(), *tiny_image_text_ids()}
+    for e in tiny:
+        assert e.pretraining.datasets == () and e.pretraining.known, e.id
+        assert e.pretraining.source == "random initialisation", e.id
 
 
 def test_pretraining_stays_out_of_the_stored_spec():
