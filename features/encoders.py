@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from crsbench.features.registry import EncoderEntry, KeyConversion, register_encoder
+from crsbench.features.registry import EncoderEntry, KeyConversion, Pretraining, register_encoder
 
 if TYPE_CHECKING:
     from torch import nn
@@ -78,6 +78,7 @@ def open_clip_model(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "resnet50",
     family="ResNet-50",
+    pretraining=Pretraining(datasets=("imagenet-1k",), source="https://huggingface.co/timm/resnet50.a1_in1k"),
     scope="general",
     domain="none",
     loader="timm",
@@ -95,6 +96,10 @@ def resnet50(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "vit-b16",
     family="ViT-B/16",
+    pretraining=Pretraining(
+        datasets=("imagenet-21k", "imagenet-1k"),
+        source="https://huggingface.co/timm/vit_base_patch16_224.augreg2_in21k_ft_in1k",
+    ),
     scope="general",
     domain="none",
     loader="timm",
@@ -109,10 +114,12 @@ def vit_b16(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights)
 
 
+# OpenAI's card: a private crawl of 400M image-text pairs (WIT), never released.
 @register_encoder(
     "clip",
     text_tower="clip",
     family="CLIP",
+    pretraining=Pretraining(datasets=("wit-400m",), source="https://huggingface.co/openai/clip-vit-base-patch16"),
     scope="general",
     domain="none",
     loader="transformers",
@@ -134,6 +141,7 @@ def clip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     "siglip",
     text_tower="siglip",
     family="SigLIP",
+    pretraining=Pretraining(datasets=("webli",), source="https://huggingface.co/google/siglip-base-patch16-224"),
     scope="general",
     domain="none",
     loader="transformers",
@@ -152,9 +160,11 @@ def siglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "SiglipVisionModel")
 
 
+# The hub card defers to the paper, whose LVD-142M is curated by retrieval around ImageNet and others.
 @register_encoder(
     "dinov2",
     family="DINOv2",
+    pretraining=Pretraining(datasets=("lvd-142m",), source="https://arxiv.org/abs/2304.07193"),
     scope="general",
     domain="none",
     loader="transformers",
@@ -174,6 +184,7 @@ def dinov2(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 @register_encoder(
     "mae",
     family="MAE",
+    pretraining=Pretraining(datasets=("imagenet-1k",), source="https://huggingface.co/timm/vit_base_patch16_224.mae"),
     scope="general",
     domain="none",
     loader="timm",
@@ -197,6 +208,9 @@ def mae(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     "biomedclip",
     text_tower="open_clip",
     family="BiomedCLIP",
+    pretraining=Pretraining(
+        datasets=("pmc-15m",), source="https://huggingface.co/microsoft/BiomedCLIP-PubMedBERT_256-vit_base_patch16_224"
+    ),
     scope="broad_medical",
     domain="none",
     loader="open_clip",
@@ -217,9 +231,12 @@ def biomedclip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # LLaVA(-Med) feeds its language model the penultimate layer of the frozen CLIP tower
 # (`mm_vision_select_layer = -2`, patch tokens, no post-layernorm); the probe reads that same
 # representation, so the 100 % depth is layer 23 of 24, mean over patch tokens, unnormalised.
+# The paper keeps the CLIP vision encoder frozen in both training stages: only the projector and
+# the language model see PMC-15M, so the weights read here (OpenAI's, `hub_repo`) saw only WIT-400M.
 @register_encoder(
     "llava-med",
     family="LLaVA-Med",
+    pretraining=Pretraining(datasets=("wit-400m",), source="https://arxiv.org/abs/2306.00890"),
     scope="broad_medical",
     domain="none",
     loader="transformers",
@@ -239,10 +256,13 @@ def llava_med(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "CLIPVisionModel")
 
 
+# Unknown: the card names medical modalities (CXR, derm, fundus, pathology, CT/MRI) and natural
+# image-text pairs but no dataset list we could check against its text, so it is not guessed.
 @register_encoder(
     "medsiglip",
     text_tower="siglip",
     family="MedSigLIP",
+    pretraining=Pretraining(datasets=None, source="https://huggingface.co/google/medsiglip-448"),
     scope="broad_medical",
     domain="none",
     loader="transformers",
@@ -261,9 +281,12 @@ def medsiglip(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return hf_vision_model(entry, weights, "SiglipVisionModel")
 
 
+# Unknown: its card says its SigLIP encoder was pretrained on de-identified CXR, derm, ophthalmology
+# and pathology data (as MedSigLIP, above), without a dataset list we could check.
 @register_encoder(
     "medgemma-4b",
     family="MedGemma-4B",
+    pretraining=Pretraining(datasets=None, source="https://huggingface.co/google/medgemma-4b-it"),
     scope="broad_medical",
     domain="none",
     loader="transformers",
@@ -288,9 +311,13 @@ def medgemma_4b(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 
 # RETFound is an MAE pretraining checkpoint under "model": the MAE decoder is not part of the encoder.
+# Nature paper: MAE from ImageNet-1k weights, then 904,170 CFP from MEH-MIDAS (Moorfields) and Kaggle EyePACS.
 @register_encoder(
     "retfound",
     family="RETFound",
+    pretraining=Pretraining(
+        datasets=("imagenet-1k", "meh-midas", "eyepacs"), source="https://www.nature.com/articles/s41586-023-06555-x"
+    ),
     scope="specialty",
     domain="eye",
     loader="timm",
@@ -312,9 +339,12 @@ def retfound(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 # layer scales gamma_1/gamma_2, which timm's ViT holds as qkv.bias and ls1/ls2.gamma. Its
 # fine-tuning code takes the state dict under "model" or "module" when there is one, else the
 # file itself, as crsbench's loader does for every entry (no state_key, which would require it).
+# Unknown: 2.1M images from 11 clinical sources (Nature Medicine 2025); which public sets are among
+# them is not stated in what we could read, and ISIC overlap must not be guessed either way.
 @register_encoder(
     "panderm",
     family="PanDerm",
+    pretraining=Pretraining(datasets=None, source="https://www.nature.com/articles/s41591-025-03747-y"),
     scope="specialty",
     domain="derm",
     loader="timm",
@@ -338,9 +368,14 @@ def panderm(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return timm_model(entry, weights, arch="vit_large_patch16_224", global_pool="token")
 
 
+# Card: finetuned from dinov2-base; paper: MIMIC-CXR, CheXpert, NIH-CXR, PadChest, BRAX (+ private).
 @register_encoder(
     "rad-dino",
     family="RAD-DINO",
+    pretraining=Pretraining(
+        datasets=("lvd-142m", "mimic-cxr", "chexpert", "nih-chestxray14", "padchest", "brax"),
+        source="https://huggingface.co/microsoft/rad-dino",
+    ),
     scope="specialty",
     domain="rad",
     loader="transformers",
@@ -360,10 +395,12 @@ def rad_dino(entry: EncoderEntry, weights: Path | None) -> nn.Module:
 
 # hi-ml-multimodal's ImageModel: a torchvision ResNet-50 at encoder.encoder (timm's resnet50 has
 # the same keys and forward) plus a patch projector, stored as depth `proj` (features.biovil).
+# BioViL paper (ECCV 2022): image-text pretraining on MIMIC-CXR; the CXR-BERT hub card says the same.
 @register_encoder(
     "biovil",
     text_tower="cxr-bert",
     family="BioViL",
+    pretraining=Pretraining(datasets=("mimic-cxr",), source="https://arxiv.org/abs/2204.09817"),
     scope="specialty",
     domain="rad",
     loader="timm",
@@ -385,10 +422,14 @@ def biovil(entry: EncoderEntry, weights: Path | None) -> nn.Module:
     return biovil_image(entry, weights)
 
 
+# Nature BME 2022: CLIP (OpenAI) weights fine-tuned on MIMIC-CXR image-report pairs.
 @register_encoder(
     "chexzero",
     text_tower="open_clip",
     family="CheXzero",
+    pretraining=Pretraining(
+        datasets=("wit-400m", "mimic-cxr"), source="https://www.nature.com/articles/s41551-022-00936-9"
+    ),
     scope="specialty",
     domain="rad",
     loader="open_clip",

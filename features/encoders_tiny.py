@@ -18,14 +18,16 @@ from crsbench.features.encoders import (
     open_clip_model,
     timm_model,
 )
-from crsbench.features.registry import EncoderEntry, register_encoder
+from crsbench.features.registry import EncoderEntry, Pretraining, register_encoder
 
 if TYPE_CHECKING:
     from torch import nn
 
 # Random init has no pretraining scope; three tiny entries carry *stand-in* scopes and
 # domains (named in their family) so the demo exercises E1's specialisation analysis.
-TINY = {"loader": "timm", "pretrained": False, **IMAGENET}
+# Declared as pretrained on no dataset (datasets=()), which is not "unknown".
+RANDOM_INIT = Pretraining(datasets=(), source="random initialisation")
+TINY = {"loader": "timm", "pretrained": False, "pretraining": RANDOM_INIT, **IMAGENET}
 GENERAL = {"scope": "general", "domain": "none"}
 
 
@@ -126,6 +128,7 @@ TINY_CLIP_CFG = {
     family="tiny CLIP (open_clip, image + text towers)",
     loader="open_clip",
     pretrained=False,
+    pretraining=RANDOM_INIT,
     input_size=64,
     **OPENAI_CLIP,
     pooling="projection",

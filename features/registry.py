@@ -78,6 +78,13 @@ class Pretraining:
     def known(self) -> bool:
         return self.datasets is not None
 
+    def describe(self) -> str:
+        """A short line for listings: unknown is said as such, never shown as "none" (the
+        source is long, so a listing shows it in a column of its own)."""
+        if self.datasets is None:
+            return "pretraining data: unknown"
+        return f"pretrained on: {', '.join(self.datasets) if self.datasets else 'none'}"
+
 
 UNKNOWN_PRETRAINING = Pretraining()
 

@@ -9,6 +9,8 @@ TOML (`--encoders FILE`, `$CRSBENCH_ENCODERS`, or `crsbench.toml` beside the war
     scope = "specialty"
     domain = "derm"
     pooling = "mean"                     # optional; default: the model's own pooled output
+    pretraining_datasets = ["isic2019"]  # optional; absent: unknown, []: none (known_datasets)
+    pretraining_source = "https://..."   # where that is stated
     [encoder.derm-vit.overrides]         # any entry field the library config gets wrong
     input_size = 384
 
@@ -34,6 +36,7 @@ import dataclasses
 import os
 import sys
 import tomllib
+import warnings
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -47,9 +50,11 @@ from crsbench.features.registry import (
     TEXT_TOWERS,
     EncoderEntry,
     KeyConversion,
+    Pretraining,
     add_entry,
     remove_entries,
 )
+from crsbench.ingest.known_datasets import unknown_names_message
 
 ENCODERS_ENV = "CRSBENCH_ENCODERS"
 PROJECT_FILE = "crsbench.toml"
@@ -77,6 +82,9 @@ _FIELDS: dict[str, tuple[tuple[type, ...], str]] = {
     "overrides": ((dict,), "a table"),
     "convert": ((dict,), "a table"),
     "model_kwargs": ((dict,), "a table"),
+    # absent: unknown; [] declares none (METHODS.md §20)
+    "pretraining_datasets": ((list,), "a list of dataset names (crsbench.ingest KNOWN_DATASETS)"),
+    "pretraining_source": ((str,), "a string (where the data is stated: a model card's URL, a paper)"),
 }
 _OVERRIDE_TYPES: dict[str, tuple[type, ...]] = {
     "input_size": (int,),
@@ -208,6 +216,7 @@ def _load_plugins() -> None:
                 f"or a list of them, not {type(produced).__name__}"
             )
         for entry in entries:
+            warn_unknown_datasets(entry.pretraining, f"encoder plugin {ep.name} ({dist}), entry {entry.id!r}")
             add_entry(dataclasses.replace(entry, origin=f"plugin:{dist}"))
 
 
@@ -341,7 +350,31 @@ def _fields(file: Path, where: str, table: dict[str, Any], overrides: dict[str, 
         fields["convert"] = KeyConversion(**conv)
     for key, value in overrides.items():
         fields[key] = tuple(value) if isinstance(value, list) else value
+    if "pretraining_datasets" in table or "pretraining_source" in table:
+        fields["pretraining"] = _pretraining(file, where, table)
     return fields
+
+
+def _pretraining(file: Path, where: str, table: dict[str, Any]) -> Pretraining:
+    """The entry's declared pretraining data; a source without datasets leaves the data unknown."""
+    names = table.get("pretraining_datasets")
+    if names is not None:
+        bad = [n for n in names if not isinstance(n, str)]
+        if bad:
+            raise CrsbenchError(
+                f"{file}: [{where}] field 'pretraining_datasets' must hold dataset names (strings), "
+                f"not {type(bad[0]).__name__} {bad[0]!r}"
+            )
+    declared = Pretraining(tuple(names) if names is not None else None, table.get("pretraining_source"))
+    warn_unknown_datasets(declared, f"{file}: [{where}]")
+    return declared
+
+
+def warn_unknown_datasets(pretraining: Pretraining, where: str) -> None:
+    """A name outside the vocabulary is kept, with a warning: a typo must not read as "no overlap"."""
+    message = unknown_names_message(pretraining.datasets or (), where)
+    if message:
+        warnings.warn(message, UserWarning, stacklevel=2)
 
 
 def _python_entry(file: Path, where: str, encoder_id: str, target: str, fields: dict[str, Any]) -> EncoderEntry:

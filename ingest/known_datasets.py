@@ -20,6 +20,16 @@ KNOWN_DATASETS: dict[str, str] = {
     "aptos2019": "APTOS 2019 blindness detection fundus photographs (Kaggle)",
     "imagenet-1k": "ImageNet ILSVRC-2012, 1.28M images in 1,000 classes",
     "imagenet-21k": "ImageNet-21k (ImageNet full release), 14M images",
+    "wit-400m": "OpenAI's WebImageText, 400M web image-text pairs behind CLIP (never released)",
+    "webli": "Google's WebLI, multilingual web image-text pairs behind PaLI/SigLIP (not released)",
+    "laion-2b": "LAION-2B-en, 2.3B English web image-text pairs (LAION)",
+    "lvd-142m": "Meta's LVD-142M, 142M web images curated by retrieval for DINOv2 (not released)",
+    "pmc-15m": "PMC-15M, 15M figure-caption pairs from PubMed Central articles (BiomedCLIP)",
+    "nih-chestxray14": "NIH ChestX-ray14, 112,120 frontal chest radiographs (NIH Clinical Center)",
+    "padchest": "PadChest chest radiographs, Hospital San Juan, Alicante (BIMCV)",
+    "brax": "BRAX, Brazilian labelled chest radiographs, Hospital Israelita Albert Einstein (PhysioNet)",
+    "eyepacs": "EyePACS diabetic retinopathy fundus photographs (Kaggle DR detection 2015)",
+    "meh-midas": "Moorfields Eye Hospital MEH-MIDAS retinal images behind RETFound (not released)",
 }
 
 

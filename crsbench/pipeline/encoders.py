@@ -32,6 +32,8 @@ def encoder_rows(
             "pooling": e.pooling,
             "pretrained": e.pretrained,
             "chest_only": e.chest_only,
+            "pretraining": e.pretraining.describe(),
+            "pretraining_source": e.pretraining.source,
         }
         if check_weights:
             from crsbench.features.text import text_tower_status
