@@ -24,6 +24,20 @@ from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.overlap import record_pretraining
 from crsbench.warehouse.retire import retire_for_new_weights
 
+# The feature_sets columns read from a set's `cost` attribute (features.cost); all NULL for a set
+# extracted before cost was measured ("not measured", never zero).
+COST_COLUMNS = (
+    "params",
+    "flops_per_image",
+    "images_per_s",
+    "peak_memory_bytes",
+    "stored_bytes_per_image",
+    "widths",
+    "cost_device",
+    "cost_dtype",
+)
+
+
 _FEATURE_SET_COLUMNS = (
     "dataset_id",
     "encoder_id",
@@ -107,20 +121,6 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: StoredAttrs) -> list[Any]:
         _timestamp(attrs.degenerate_confirmed_at),
         *cost_row(attrs.cost),
     ]
-
-
-# The feature_sets columns read from a set's `cost` attribute (features.cost); all NULL for a set
-# extracted before cost was measured ("not measured", never zero).
-COST_COLUMNS = (
-    "params",
-    "flops_per_image",
-    "images_per_s",
-    "peak_memory_bytes",
-    "stored_bytes_per_image",
-    "widths",
-    "cost_device",
-    "cost_dtype",
-)
 
 
 def cost_row(cost: Mapping[str, Any] | None) -> list[Any]:
