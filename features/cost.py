@@ -35,7 +35,9 @@ COST_ATTR = "cost"
 NOT_MEASURED = "not measured"
 TIMED_BATCH = 8
 TIMED_REPEATS = 3
-CPU_MEMORY_NOTE = "not measured: torch keeps no peak of host allocations"
+# Why a CPU peak is NULL: torch keeps no peak of host allocations, and a process RSS would count
+# far more than the model (the dataset, the store, the interpreter).
+CPU_MEMORY_NOTE = "not measured on cpu"
 
 
 def count_flops(forward: Callable[[torch.Tensor], object], x: torch.Tensor) -> int:

@@ -62,6 +62,13 @@ _COST_COLUMNS = (
         since=17,
     ),
     Column(
+        "peak_memory_note",
+        "VARCHAR",
+        "Why peak_memory_bytes is NULL for a measured set ('not measured on cpu'); NULL when it was "
+        f"measured or when nothing was. {_M} §2.8.",
+        since=17,
+    ),
+    Column(
         "stored_bytes_per_image",
         "DOUBLE",
         f"Bytes of every array of the set as stored (compressed), per image; bytes. {_NOT_MEASURED}",

@@ -16,6 +16,7 @@ select
     max(flops_per_image) / 1e9 as gflops_per_image,
     median(images_per_s) as images_per_s,
     max(peak_memory_bytes) as peak_memory_bytes,
+    any_value(peak_memory_note) as peak_memory_note,
     avg(stored_bytes_per_image) as stored_bytes_per_image,
     any_value(widths) as widths,
     count(*) as n_sets
@@ -33,6 +34,7 @@ comment on column encoder_cost.flops_per_image is 'FLOPs of one forward of one i
 comment on column encoder_cost.gflops_per_image is 'flops_per_image / 1e9; GFLOPs. NULL when not measured. docs/METHODS.md §2.8.';
 comment on column encoder_cost.images_per_s is 'Median over the encoder''s sets of the images per second of the model''s forward alone (a batch of up to 8 zero images, median of 3 timed forwards after a warm-up; no decode, perturbation or IO) on cost_device in cost_dtype; higher is cheaper. NULL when not measured. docs/METHODS.md §2.8.';
 comment on column encoder_cost.peak_memory_bytes is 'Largest over the sets of the peak CUDA memory allocated during the timed forwards, weights included; bytes. NULL on a CPU (torch keeps no peak of host allocations) and when not measured. docs/METHODS.md §2.8.';
+comment on column encoder_cost.peak_memory_note is 'Why peak_memory_bytes is NULL on a measured row (''not measured on cpu''); NULL when it was measured or nothing was. docs/METHODS.md §2.8.';
 comment on column encoder_cost.stored_bytes_per_image is 'Mean over the sets of the bytes of every feature array as stored (compressed, all depths and conditions) per image; bytes. NULL when not measured. docs/METHODS.md §2.8.';
 comment on column encoder_cost.widths is 'JSON: embedding width per depth key (d025, d050, d075, d100). NULL when not measured. docs/METHODS.md §2.8.';
 comment on column encoder_cost.n_sets is 'Complete feature sets behind the row; count. docs/METHODS.md §2.8.';

@@ -17,6 +17,7 @@ select
     k.gflops_per_image,
     k.images_per_s,
     k.peak_memory_bytes,
+    k.peak_memory_note,
     k.stored_bytes_per_image
 from crs_encoder as c
 left join (select * from encoder_cost where cost_device is not null) as k
@@ -36,4 +37,5 @@ comment on column crs_cost.flops_per_image is 'FLOPs per image at the entry''s i
 comment on column crs_cost.gflops_per_image is 'flops_per_image / 1e9; GFLOPs. NULL when not measured. docs/METHODS.md §2.8.';
 comment on column crs_cost.images_per_s is 'Measured images per second of the model''s forward alone on cost_device in cost_dtype (encoder_cost.images_per_s); higher is cheaper. NULL when not measured. docs/METHODS.md §2.8.';
 comment on column crs_cost.peak_memory_bytes is 'Peak CUDA memory of the timed forwards; bytes. NULL on a CPU and when not measured. docs/METHODS.md §2.8.';
+comment on column crs_cost.peak_memory_note is 'Why peak_memory_bytes is NULL on a measured row (''not measured on cpu''); NULL otherwise. docs/METHODS.md §2.8.';
 comment on column crs_cost.stored_bytes_per_image is 'Stored feature bytes per image (compressed, all depths and conditions); bytes. NULL when not measured. docs/METHODS.md §2.8.';
