@@ -10,6 +10,7 @@ select
     c.crs,
     c.crs_rank,
     c.coverage,
+    c.in_panel,
     k.cost_device,
     k.cost_dtype,
     k.params,
@@ -30,6 +31,7 @@ comment on column crs_cost.regime is 'Encoder regime: frozen, or an adapted vari
 comment on column crs_cost.crs is 'Clinical Reliability Score (crs_encoder.crs); [0, 1], higher is better. docs/METHODS.md §8.3.';
 comment on column crs_cost.crs_rank is 'CRS rank against the reference (crs_encoder.crs_rank); 1 = best; NULL for partial coverage or a flagged encoder. docs/METHODS.md §8.5.';
 comment on column crs_cost.coverage is 'full or partial (crs_encoder.coverage). docs/METHODS.md §8.5.';
+comment on column crs_cost.in_panel is 'True when the encoder is a member of the panel (crs_encoder.in_panel). docs/METHODS.md §8.1.';
 comment on column crs_cost.cost_device is 'Device the cost was measured on (cpu, cuda:0); NULL when not measured. docs/METHODS.md §2.8.';
 comment on column crs_cost.cost_dtype is 'Compute dtype the cost was measured in; NULL when not measured. docs/METHODS.md §2.8.';
 comment on column crs_cost.params is 'Parameters of the model as extracted; count. NULL when not measured. docs/METHODS.md §2.8.';
