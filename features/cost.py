@@ -35,10 +35,10 @@ COST_ATTR = "cost"
 NOT_MEASURED = "not measured"
 TIMED_BATCH = 8
 TIMED_REPEATS = 3
-# Why a CPU peak is NULL: torch keeps no peak of host allocations, and a process RSS would count
-# far more than the model (the dataset, the store, the interpreter).
 # The fields that time one run: they differ between two runs that store identical bytes otherwise.
 TIMED_FIELDS = ("images_per_s", "peak_memory_bytes")
+# Why a CPU peak is NULL: torch keeps no peak of host allocations, and a process RSS would count
+# far more than the model (the dataset, the store, the interpreter).
 CPU_MEMORY_NOTE = "not measured on cpu"
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 import torch
 import zarr
 from torch import nn
 
-from crsbench.features import extract, get_encoder
-from crsbench.features.cost import COST_ATTR, NOT_MEASURED, count_flops, gflops, stored_bytes
+from crsbench.features import extract, extraction_sets, get_encoder
+from crsbench.features.cost import COST_ATTR, NOT_MEASURED, count_flops, gflops, measure_compute, stored_bytes
 from crsbench.features.extraction_result import StoredAttrs
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import build_model
@@ -73,3 +74,30 @@ def test_a_set_made_before_cost_reads_not_measured(extracted):
     assert stored.cost is None
     assert gflops(None) == NOT_MEASURED
     assert gflops(2.5e9) == "2.5"
+
+
+def test_measuring_draws_nothing_from_the_seeds():
+    # Dropout in train mode draws from torch's generator at every forward: measuring must not move it.
+    torch.manual_seed(3)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.Flatten(), nn.Dropout(0.5)).train()
+    before = torch.random.get_rng_state()
+    cost = measure_compute(net, net, 8, torch.float32, torch.device("cpu"), 4, {"d100": 144})
+    assert torch.equal(torch.random.get_rng_state(), before)
+    assert cost["flops_per_image"] == 2 * 3 * 4 * 3 * 3 * 6 * 6 and cost["timed_batch"] == 4
+
+
+def test_feature_arrays_are_bit_identical_without_the_measurement(extracted, tmp_path, monkeypatch):
+    store, ref, _ = extracted
+    ds = ingest("aptos2019", make_suite(tmp_path / "suite", scale=0.05, image_size=32)["aptos2019"], "aptos")
+    monkeypatch.setattr(extraction_sets, "measure_compute", lambda *args: {})  # as before cost existed
+    bare = FeatureStore(str(tmp_path / "bare.zarr"))
+    extract(ds, ENTRY, bare, chunk_rows=16, batch_size=24, threads=1)
+    group, other = store.root()[ref.path], bare.root()[ref.path]
+    assert isinstance(group, zarr.Group) and isinstance(other, zarr.Group)
+    names = sorted(name for name, node in group.members(max_depth=None) if isinstance(node, zarr.Array))
+    assert names == sorted(n for n, node in other.members(max_depth=None) if isinstance(node, zarr.Array))
+    assert len(names) > 1
+    for name in names:
+        a, b = group[name], other[name]
+        assert isinstance(a, zarr.Array) and isinstance(b, zarr.Array)
+        assert np.asarray(a[...]).tobytes() == np.asarray(b[...]).tobytes(), name
