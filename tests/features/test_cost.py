@@ -101,3 +101,15 @@ def test_feature_arrays_are_bit_identical_without_the_measurement(extracted, tmp
         a, b = group[name], other[name]
         assert isinstance(a, zarr.Array) and isinstance(b, zarr.Array)
         assert np.asarray(a[...]).tobytes() == np.asarray(b[...]).tobytes(), name
+
+
+def test_a_chunked_extraction_measures_once(tmp_path, monkeypatch):
+    ds = ingest("aptos2019", make_suite(tmp_path / "suite", scale=0.05, image_size=32)["aptos2019"], "aptos")
+    calls = []
+    measure = extraction_sets.measure_compute
+    monkeypatch.setattr(extraction_sets, "measure_compute", lambda *a: calls.append(1) or measure(*a))
+    store = FeatureStore(str(tmp_path / "f.zarr"))
+    result = extract(ds, ENTRY, store, chunk_rows=8, batch_size=4, threads=1)
+    assert ds.n_images > 8 and len(calls) == 1  # several chunks, one measurement
+    extract(ds, ENTRY, store, chunk_rows=8, batch_size=4, threads=1)  # complete: nothing re-measured
+    assert len(calls) == 1 and result.stored.cost is not None and result.stored.cost["timed_batch"] == 4
