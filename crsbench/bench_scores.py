@@ -59,6 +59,7 @@ class Scores:
         allow_partial: bool = False,
         subgroup: str | None = None,
         exclude_overlap: bool = False,
+        cost: bool = False,
     ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
@@ -69,11 +70,12 @@ class Scores:
         column worst_auroc_<key>: the worst-group AUROC of a stored subgroups analysis (CRS unchanged).
         Column overlap names the datasets each encoder was pretrained on (view
         encoder_dataset_overlap); `exclude_overlap` ranks with those cells left out, at read time
-        (partial-coverage rules; the panel's stored anchors and scores are unchanged)."""
+        (partial-coverage rules; the panel's stored anchors and scores are unchanged). `cost` adds
+        each encoder's measured cost (view encoder_cost; NaN where not measured)."""
         from crsbench.reads.leaderboard import read_leaderboard
 
         with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot():
-            return read_leaderboard(wh, panel, resample, allow_partial, subgroup, exclude_overlap)
+            return read_leaderboard(wh, panel, resample, allow_partial, subgroup, exclude_overlap, cost)
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
         """(whether any bootstrap informs the panel's anchor noise, one warning per bootstrap naming

@@ -42,6 +42,7 @@ class StoredAttrs:
     encoder: Mapping[str, Any] | None  # the entry's spec (EncoderEntry.to_dict()) when the set records it
     weights_loaded: tuple[Mapping[str, str], ...]  # which part of which file the weights came from
     repairs: Mapping[str, int]  # depth key -> how many times its data were repaired
+    cost: Mapping[str, Any] | None  # features.cost; None for a set made before cost was measured
     raw: Mapping[str, Any]  # every attribute, as stored
 
     @classmethod
@@ -71,6 +72,7 @@ class StoredAttrs:
             encoder=MappingProxyType(dict(encoder)) if isinstance(encoder, dict) else None,
             weights_loaded=tuple(attrs.get("weights_loaded") or ()),
             repairs=MappingProxyType({str(k): int(v) for k, v in dict(repairs or {}).items()}),
+            cost=MappingProxyType(dict(cost)) if isinstance(cost := attrs.get("cost"), dict) else None,
             raw=MappingProxyType(dict(attrs)),
         )
 

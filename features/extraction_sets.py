@@ -15,6 +15,7 @@ import torch
 import zarr
 
 from crsbench.core import CLEAN, CrsbenchError
+from crsbench.features.cost import COST_ATTR, measure_compute, with_stored_bytes
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, DIGEST_NAMES, checksummed_compressors, publish_manifest
 from crsbench.features.registry import EncoderEntry
@@ -86,9 +87,11 @@ def open_feature_group(
         (1, 3, entry.input_size, entry.input_size), dtype=COMPUTE_DTYPES[settings["compute_dtype"]], device=dev
     )
     dims = {depth_key(d): int(v.shape[1]) for d, v in tap(probe).items()}
+    # Measured once, when the set is created, on separate zero inputs (features.cost).
+    cost = measure_compute(tap, tap.model, entry.input_size, probe.dtype, dev, int(settings["batch_size"]), dims)
     group = root.require_group(ref.path)
     # Everything but `complete` is fixed here; `complete` flips to true last.
-    group.attrs.update(_set_attrs(ref, entry, tap, ds, dims, settings))
+    group.attrs.update({**_set_attrs(ref, entry, tap, ds, dims, settings), COST_ATTR: cost})
     _create_arrays(group, tap, ds.n_images, dims, settings)
     return group
 
@@ -168,4 +171,5 @@ def finish_feature_set(
                 f"feature array {ref.path}/{name} in {url} has {arr.nchunks_initialized} of {expected} chunks written"
             )
     publish_manifest(group)
+    with_stored_bytes(group, int(group.attrs["n_images"]))  # type: ignore[arg-type]
     group.attrs["complete"] = True

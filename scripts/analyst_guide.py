@@ -1,4 +1,4 @@
-"""Write docs/ANALYST_GUIDE.md: ten questions an analyst asks of a warehouse, each with its SQL
+"""Write docs/ANALYST_GUIDE.md: eleven questions an analyst asks of a warehouse, each with its SQL
 and the answer that SQL gives on the given warehouse (normally the demo's).
 
     python scripts/analyst_guide.py --db demo-out/crsbench.duckdb
@@ -10,7 +10,8 @@ analysis outputs a demo warehouse holds; "the panel" is the most recently frozen
 query names a panel, an encoder or a dataset. Every question is about that panel's members
 (an encoder probed outside the panel, such as the demo's zero-shot tiny-clip, appears in no
 answer), except question 4, which says that it also ranks every encoder scored against the
-panel. Question 10 names the bootstrap the warehouse holds (its `resample`), read from the
+panel. Question 11 prints no measured speed (images/s is timed, so it differs run to run).
+Question 10 names the bootstrap the warehouse holds (its `resample`), read from the
 data. Nothing run-dependent (a timestamp, a path) is printed, so a fresh demo gives the same
 text; --check regenerates in memory and exits 1 with a diff when the guide differs.
 tests/test_analyst_guide.py runs every query on a small generated warehouse and checks the
@@ -233,6 +234,21 @@ from analysis_bootstrap_encoders e
 join members m on m.panel = e.panel and m.encoder_id = e.encoder_id
 order by e.crs desc, e.encoder_id""",
     ),
+    Question(
+        "What is the best CRS under 10 GFLOPs per image?",
+        "A budget question: the panel members whose forward costs less than 10 GFLOPs per image "
+        "(torch's FlopCounterMode on one image at the encoder's input size, a multiply-add is 2 "
+        "FLOPs; measured once at extraction, view crs_cost), most reliable first: the first row is "
+        "the answer. An encoder whose feature sets were extracted before cost was measured has no "
+        'FLOP count (NULL, "not measured") and is left out rather than taken as free. FLOPs do '
+        "not depend on the device; `images_per_s` in crs_cost does, and varies run to run "
+        "(METHODS.md §2.8).",
+        f"""select distinct encoder_id, round(crs, 3) as crs, crs_rank,
+       round(gflops_per_image, 4) as gflops_per_image, round(params / 1e6, 3) as params_millions
+from crs_cost
+where panel = {LATEST_PANEL} and regime = 'frozen' and in_panel and gflops_per_image < 10
+order by crs desc, encoder_id""",
+    ),
 )
 
 
@@ -276,7 +292,7 @@ def render(db: Path) -> str:
     out = [
         "# Analyst guide",
         "",
-        "Ten questions answered in SQL on the warehouse. Each shows the query and the answer it "
+        "Eleven questions answered in SQL on the warehouse. Each shows the query and the answer it "
         "gave on the demo warehouse (`crsbench demo`); run any of them with "
         '`crsbench sql "..."`, the `duckdb` shell, or `Warehouse.sql()` in Python. Column '
         "meanings: [DATA_DICTIONARY.md](DATA_DICTIONARY.md) or `crsbench describe NAME`; "

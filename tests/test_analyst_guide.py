@@ -18,6 +18,8 @@ from support.runs_factory import DATASETS, SHIFT, encoder_runs, frame, run_row
 import crsbench
 from crsbench.analyses.registry import run_analysis
 from crsbench.analyses.uncertainty.bootstrap import RESAMPLE
+from crsbench.features.store import FeatureSetRef
+from crsbench.warehouse.catalog import record_attrs
 from crsbench.warehouse.panels import freeze_panel
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,6 +27,9 @@ ENCODERS = ("e1", "e2", "e3", "e4")  # the panel's members
 OUTSIDER = "x-strong"  # complete runs, better than every member; frozen into no panel
 PARTIAL = "x-partial"  # clean and shift runs at full labels only, like a zero-shot encoder's partial probe
 PANEL_SCOPED = (0, 1, 2, 4, 5, 6, 7, 8, 9)  # every question but 4 (index 3), which ranks all encoders too
+# GFLOPs per image each encoder's feature sets record (features.cost); e4's predate cost: not measured.
+# e1 is over the 10 GFLOPs budget of question 11, the outsider under it (and in no panel).
+GFLOPS = {"e1": 12.0, "e2": 3.0, "e3": 0.5, "e4": None, OUTSIDER: 1.0}
 
 
 def _guide():
@@ -51,6 +56,16 @@ def _half_depth_runs(rng: np.random.Generator, encoders: tuple[str, ...]) -> lis
     return rows
 
 
+def _record_costs(wh: crsbench.Warehouse) -> None:
+    for encoder, gflops in GFLOPS.items():
+        attrs: dict = {"image_digest": "d", "dim": 8, "n_images": 60, "complete": True}
+        if gflops is not None:
+            cost = {"params": int(gflops * 1e6), "flops_per_image": int(gflops * 1e9), "images_per_s": 100.0}
+            attrs["cost"] = {**cost, "widths": {"d100": 8}, "device": "cpu", "dtype": "float32"}
+        for dataset in DATASETS:
+            record_attrs(wh, "store.zarr", FeatureSetRef(dataset, encoder), attrs)
+
+
 def _partial_runs() -> list[dict]:
     rows = [run_row(PARTIAL, d, d, "clean", 1.0, s, 0.99, 0.01) for d, s in itertools.product(DATASETS, range(3))]
     rows += [
@@ -69,6 +84,7 @@ def warehouse(tmp_path_factory):
     with crsbench.Warehouse.open(path) as wh:
         wh.append_runs(runs)
         freeze_panel(wh, "p", list(ENCODERS))
+        _record_costs(wh)
         run_analysis(wh, "bootstrap", {"panel": "p", "replicates": 100, "resample": "seeds", "keep_replicates": False})
     return path, runs
 
@@ -88,12 +104,12 @@ def _own(runs: pd.DataFrame) -> pd.DataFrame:
 def test_every_question_runs_and_answers(warehouse):
     guide = _guide()
     path, _ = warehouse
-    assert len(guide.QUESTIONS) == 10
+    assert len(guide.QUESTIONS) == 11
     with crsbench.Warehouse.open(path, read_only=True) as wh:
         for question in guide.QUESTIONS:
             assert not guide.answer(wh, question).empty, question.title
     text = guide.render(path)
-    assert text.count("```sql") == 10 and "(no rows)" not in text
+    assert text.count("```sql") == 11 and "(no rows)" not in text
     with crsbench.Warehouse.open(path, read_only=True) as wh:  # stored analyses are in the dictionary
         comment = wh.con.execute(
             "select comment from duckdb_tables() where table_name = 'analysis_bootstrap_summary'"
@@ -254,3 +270,18 @@ def test_check_passes_only_on_the_guide_the_warehouse_gives(warehouse, tmp_path,
     assert guide.check(text, out) == 1  # one printed digit differs
     printed = capsys.readouterr().out
     assert f"+{board_line}" in printed and "differs" in printed
+
+
+def test_best_crs_under_a_flop_budget_matches_pandas(warehouse):
+    guide = _guide()
+    path, _ = warehouse
+    with crsbench.Warehouse.open(path, read_only=True) as wh:
+        board = wh.sql("select encoder_id, crs from crs_encoder where panel = 'p' and in_panel")
+        got = guide.answer(wh, guide.QUESTIONS[10])
+    crs = board.set_index("encoder_id").crs
+    # under budget: measured and below 10 GFLOPs; e4 (not measured) is never taken as free
+    under = [e for e in ENCODERS if GFLOPS[e] is not None and GFLOPS[e] < 10]
+    want = sorted(under, key=lambda e: (-crs[e], e))
+    assert list(got.encoder_id) == want and "e1" not in want and "e4" not in want
+    np.testing.assert_allclose(got.gflops_per_image, [GFLOPS[e] for e in want])
+    np.testing.assert_allclose(got.crs, [round(crs[e], 3) for e in want])

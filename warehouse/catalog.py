@@ -24,6 +24,21 @@ from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.overlap import record_pretraining
 from crsbench.warehouse.retire import retire_for_new_weights
 
+# The feature_sets columns read from a set's `cost` attribute (features.cost); all NULL for a set
+# extracted before cost was measured ("not measured", never zero).
+COST_COLUMNS = (
+    "params",
+    "flops_per_image",
+    "images_per_s",
+    "peak_memory_bytes",
+    "peak_memory_note",
+    "stored_bytes_per_image",
+    "widths",
+    "cost_device",
+    "cost_dtype",
+)
+
+
 _FEATURE_SET_COLUMNS = (
     "dataset_id",
     "encoder_id",
@@ -43,6 +58,7 @@ _FEATURE_SET_COLUMNS = (
     "provenance",
     "degenerate",
     "degenerate_confirmed_at",
+    *COST_COLUMNS,
 )
 
 
@@ -104,6 +120,25 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: StoredAttrs) -> list[Any]:
         attrs.provenance,
         attrs.degenerate,
         _timestamp(attrs.degenerate_confirmed_at),
+        *cost_row(attrs.cost),
+    ]
+
+
+def cost_row(cost: Mapping[str, Any] | None) -> list[Any]:
+    """The COST_COLUMNS values of one set's cost (None each when it was not measured)."""
+    if cost is None:
+        return [None] * len(COST_COLUMNS)
+    widths = cost.get("widths")
+    return [
+        cost.get("params"),
+        cost.get("flops_per_image"),
+        cost.get("images_per_s"),
+        cost.get("peak_memory_bytes"),
+        cost.get("peak_memory_note"),
+        cost.get("stored_bytes_per_image"),
+        json.dumps(dict(widths)) if widths is not None else None,
+        cost.get("device"),
+        cost.get("dtype"),
     ]
 
 

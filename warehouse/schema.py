@@ -34,7 +34,52 @@ from crsbench.warehouse.zeroshot import backfill_grid_sql
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 16
+SCHEMA_VERSION = 17
+
+# Cost, measured once when a feature set is created (crsbench.features.cost); NULL when not measured.
+_NOT_MEASURED = f"NULL when not measured (a set extracted before cost was measured), never zero. {_M} §2.8."
+_COST_COLUMNS = (
+    Column("params", "BIGINT", f"Parameters of the model as extracted; count. {_NOT_MEASURED}", since=17),
+    Column(
+        "flops_per_image",
+        "BIGINT",
+        "FLOPs of one forward of one image at the entry's input size, counted by torch's "
+        f"FlopCounterMode (a multiply-add is 2 FLOPs); FLOPs. {_NOT_MEASURED}",
+        since=17,
+    ),
+    Column(
+        "images_per_s",
+        "DOUBLE",
+        "Images per second of the model's forward alone (a batch of up to 8 images, median of 3 timed "
+        f"forwards after a warm-up; no decode or IO) on cost_device in cost_dtype. {_NOT_MEASURED}",
+        since=17,
+    ),
+    Column(
+        "peak_memory_bytes",
+        "BIGINT",
+        "Peak CUDA memory allocated over the timed forwards, weights included; bytes. NULL on a CPU "
+        f"(torch keeps no peak of host allocations); {_NOT_MEASURED}",
+        since=17,
+    ),
+    Column(
+        "peak_memory_note",
+        "VARCHAR",
+        "Why peak_memory_bytes is NULL for a measured set ('not measured on cpu'); NULL when it was "
+        f"measured or when nothing was. {_M} §2.8.",
+        since=17,
+    ),
+    Column(
+        "stored_bytes_per_image",
+        "DOUBLE",
+        f"Bytes of every array of the set as stored (compressed), per image; bytes. {_NOT_MEASURED}",
+        since=17,
+    ),
+    Column("widths", "VARCHAR", f"JSON: embedding width per depth key. {_NOT_MEASURED}", since=17),
+    Column("cost_device", "VARCHAR", f"Device the cost was measured on (cpu, cuda:0). {_NOT_MEASURED}", since=17),
+    Column(
+        "cost_dtype", "VARCHAR", f"Compute dtype the cost was measured in (float32, ...). {_NOT_MEASURED}", since=17
+    ),
+)
 
 TABLES: tuple[Schema, ...] = (
     Schema(
@@ -256,6 +301,7 @@ TABLES: tuple[Schema, ...] = (
                 f"which lets its encoder be ranked again (UTC); NULL when not confirmed. {_M} §2.7.",
                 since=10,
             ),
+            *_COST_COLUMNS,
         ),
     ),
     Schema(

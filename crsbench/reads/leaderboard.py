@@ -44,6 +44,7 @@ class Leaderboard:
     anchor_noise: pd.DataFrame | None = None  # panel_anchor_noise rows behind the anchor-noise warning
     overlap: list[str] = dataclasses.field(default_factory=list)  # the overlap mark's footnote
     exclude_overlap: bool = False  # ranked with the overlapping cells left out
+    cost: bool = False  # the board carries the cost columns (crsbench.reads.cost)
 
     @property
     def verdict(self) -> str:
@@ -65,15 +66,21 @@ def read_leaderboard(
     allow_partial: bool,
     subgroup: str | None,
     exclude_overlap: bool = False,
+    cost: bool = False,
 ) -> Leaderboard:
     """The leaderboard of `Bench.leaderboard` (run inside a score snapshot). With `exclude_overlap`
-    the stored bootstrap intervals (computed with every cell) are not shown."""
+    the stored bootstrap intervals (computed with every cell) are not shown; with `cost` the board
+    carries each encoder's measured cost (crsbench.reads.cost)."""
     from crsbench.analyses.subgroups.subgroups import with_worst_group
     from crsbench.warehouse.conditions import condition_warnings
     from crsbench.warehouse.panels import leaderboard
 
     used, board, agreement = leaderboard(wh, panel, allow_partial, exclude_overlap)
     board = with_overlap(wh, with_worst_group(wh, board, subgroup))
+    if cost:
+        from crsbench.reads.cost import with_cost
+
+        board = with_cost(wh, board)
     boot = None if exclude_overlap else bootstrap_resample(wh, used, resample)
     return Leaderboard(
         used,
@@ -90,6 +97,7 @@ def read_leaderboard(
         anchor_noise_rows(wh, used, boot),
         overlap_lines(board, exclude_overlap),
         exclude_overlap,
+        cost,
     )
 
 

@@ -12,6 +12,8 @@ import os
 import pkgutil
 from pathlib import Path
 
+import pandas as pd
+
 from crsbench.core import ProgressFn, __version__, check_write_target, no_progress
 from crsbench.reads.report_data import ReportData, gather
 from crsbench.report import sections
@@ -96,7 +98,7 @@ def _footer(data: ReportData) -> str:
         return "<footer><p>No provenance recorded (no probe batch or feature set yet).</p></footer>"
     head = "".join(f"<th>{esc(c)}</th>" for c in ["kind", *_PROVENANCE, "n"])
     body = "".join(
-        "<tr>" + "".join(f"<td>{esc('' if v is None or v != v else v)}</td>" for v in row) + "</tr>"
+        "<tr>" + "".join(f"<td>{esc('' if pd.isna(v) else v)}</td>" for v in row) + "</tr>"
         for row in rows.itertuples(index=False, name=None)
     )
     return (

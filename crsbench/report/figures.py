@@ -409,3 +409,35 @@ def grouped_bars(frame: pd.DataFrame, series: Sequence[str], title: str, ylabel:
     fig.tight_layout()
     role_key(fig, frame["label"].astype(str), roles)
     return fig
+
+
+def cost_chart(frame: pd.DataFrame, panels: Sequence[tuple[str, str, str]], title: str, roles: Roles = None) -> Figure:
+    """CRS (column `crs`, y) against a cost per encoder (column `label`): one panel per
+    (x column, x label, front column). The points whose boolean front column is true, the Pareto
+    front, are ringed and joined in x order; x is on a log scale (costs span orders of magnitude)."""
+    fig, axes = _facets([p[0] for p in panels], width=5.0, height=3.8, cols=2)
+    labels = frame["label"].astype(str).tolist()
+    colors, shapes = palette(labels, roles), role_markers(labels, roles)
+    legend: dict[str, Any] = {}
+    for ax, (x, xlabel, front) in zip(axes, panels, strict=True):
+        drawn = frame[frame[x].notna() & (frame[x] > 0)]
+        for row in drawn.itertuples(index=False):
+            label = str(row.label)
+            (point,) = ax.plot(
+                [getattr(row, x)], [row.crs], marker=shapes[label], markersize=6, linestyle="none",
+                color=colors.get(label, "#34495e"), label=label,
+            )  # fmt: skip
+            tag_series(point, role_of(label, roles), label)
+            legend.setdefault(label, point)
+        on_front = drawn[drawn[front].astype(bool)].sort_values(x)
+        (line,) = ax.plot(
+            on_front[x], on_front["crs"], marker="o", markersize=11, markerfacecolor="none",
+            color="black", linewidth=0.8, linestyle="--",
+        )  # fmt: skip
+        legend["Pareto front (no other encoder is both cheaper and more reliable)"] = line
+        _label_panel(ax, xlabel, xlabel, "CRS", log_x=True)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    _legend_below(fig, legend)
+    role_key(fig, labels, roles)
+    return fig

@@ -16,6 +16,7 @@ import torch
 import torch.nn.functional as F
 import zarr
 from PIL import Image
+from support.store_files import store_files
 
 from crsbench.core import CONDITIONS, DEPTHS, CrsbenchError
 from crsbench.features import FeatureSetRef, FeatureStore, depth_key, extract, get_encoder, perturb
@@ -47,8 +48,7 @@ def extracted(aptos, tmp_path_factory):
 
 
 def _files(url: str) -> dict[str, bytes]:
-    root = Path(url)
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    return store_files(url)  # the cost's timed fields left out (features.cost.TIMED_FIELDS)
 
 
 def _by_hand(ds, rows: list[int], condition: str) -> np.ndarray:

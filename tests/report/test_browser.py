@@ -63,6 +63,7 @@ def test_every_section_and_image_is_present_and_decoded(rendered):
         "profiles",
         "reordering",
         "bootstrap",
+        "cost",
         "recalibration",
         "depth",
         "label-efficiency",

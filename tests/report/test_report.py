@@ -22,7 +22,9 @@ from support.runs_factory import schema_row
 
 from crsbench.analyses.registry import AnalysisResult, run_analysis, store_result
 from crsbench.core import DEPTHS, LABEL_FRACTIONS, PERTURBED_CONDITIONS, CrsbenchError
+from crsbench.features.store import FeatureSetRef
 from crsbench.report import SECTION_IDS, build_report
+from crsbench.warehouse.catalog import record_attrs
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
 
@@ -242,6 +244,27 @@ def store_bootstrap_intervals(wh: Warehouse, panel: str) -> None:
     store_intervals(wh, pd.DataFrame(rows, columns=COLUMNS), panel, "images+seeds", digest)
 
 
+# GFLOPs per image recorded with each encoder's feature sets; delta's predate cost (not measured).
+GFLOPS = {"alpha": 30.0, "bravo": 4.0, "charlie": 1.0, "delta": None, "echo": 0.5}
+
+
+def record_costs(wh: Warehouse) -> None:
+    """A feature set per encoder and dataset, with its cost as extraction records it (features.cost)."""
+    for encoder, gflops in GFLOPS.items():
+        for dataset in DATASETS:
+            attrs: dict = {"image_digest": "d", "dim": 8, "n_images": 60, "complete": True}
+            if gflops is not None:
+                attrs["cost"] = {
+                    "params": int(gflops * 1e6),
+                    "flops_per_image": int(gflops * 1e9),
+                    "images_per_s": 1000.0 / gflops,
+                    "widths": {"d100": 8},
+                    "device": "cpu",
+                    "dtype": "float32",
+                }
+            record_attrs(wh, "store.zarr", FeatureSetRef(dataset, encoder), attrs)
+
+
 def build_warehouse(
     path: Path,
     panel: str | None = "main",
@@ -271,6 +294,7 @@ def build_warehouse(
         if before_analyses is not None:
             before_analyses(wh)
         if analyses:
+            record_costs(wh)
             run_analysis(wh, "e3")
             run_analysis(wh, "e6", {"reference": "charlie"})
             beyond_rows(wh)
@@ -341,6 +365,7 @@ def test_every_section_has_data_and_figures_decode(full_report):
         "profiles",
         "reordering",
         "bootstrap",
+        "cost",
         "recalibration",
         "depth",
         "label-efficiency",
@@ -429,7 +454,8 @@ def test_footer_prints_the_provenance_of_every_batch(full_report):
     out, _, _ = full_report
     footer = re.search(r'<footer id="provenance">.*?</footer>', out.read_text(encoding="utf-8"), re.S).group(0)
     cells = re.findall(r"<td>(.*?)</td>", footer)
-    assert cells[0] == "probe batch"
+    # feature sets (record_costs, written before provenance was recorded: blank cells) sort first
+    assert cells[0] == "feature set" and "probe batch" in cells
     assert numpy.__version__ in cells and torch.backends.cpu.get_cpu_capability() in cells and "cpu" in cells
 
 
@@ -497,6 +523,7 @@ TODAYS_PAGE = [
     ("reordering", "From AUROC rank to CRS rank"),
     ("datasets", "Per-dataset results"),
     ("bootstrap", "Bootstrap: how sure is the ranking?"),
+    ("cost", "Reliability vs cost"),
     ("agreement", "Representation agreement: will the next encoder agree?"),
     ("recalibration", "Calibration before and after recalibration (E2)"),
     ("depth", "Representation depth (E3)"),
@@ -546,3 +573,24 @@ def test_a_section_from_a_module_outside_the_source_tree_lands_where_it_declares
     assert list(states) == want and states["extra"] == "ok" and "<p>extra body</p>" in html
     with pytest.raises(ValueError, match="clashes with 'extra'"):
         sections.section("another", "Another", order=25)(lambda data, sink: "")
+
+
+def test_the_cost_section_draws_the_pareto_front_and_names_the_unmeasured(full_report):
+    out, figures_dir, _ = full_report
+    html = out.read_text(encoding="utf-8")
+    body = html.split('data-section="cost"', 1)[1].split("</section>", 1)[0]
+    assert (figures_dir / "reliability_vs_cost.png").exists()
+    assert "Not measured (extracted before cost was): delta." in body
+    with Warehouse.open(out.parent / "wh.duckdb", read_only=True) as wh:
+        crs = wh.sql("select encoder_id, crs from crs_encoder where panel = 'main'").set_index("encoder_id")["crs"]
+    # independent front: cheapest first, keep an encoder when its CRS beats every cheaper one's
+    measured = sorted((g, e) for e, g in GFLOPS.items() if g is not None and e in crs and pd.notna(crs[e]))
+    front, best = set(), -np.inf
+    for _, encoder in measured:
+        if crs[encoder] > best:
+            front.add(encoder)
+            best = crs[encoder]
+    rows = [re.findall(r"<td[^>]*>(.*?)</td>", r) for r in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S)]
+    on_front = {re.sub(r"<.*", "", r[0]): r[5] for r in rows if r}
+    assert {e for e, on in on_front.items() if on == "yes"} == front
+    assert on_front["delta"] == "not measured"

@@ -10,13 +10,13 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 from support.scale_support import BUCKET, SECRET, SECRET_KEY_ID, moto_server, s3_environment
+from support.store_files import store_files, untimed_files
 
 from crsbench.cli import main
 from crsbench.cli.output import console
@@ -50,11 +50,6 @@ def local_store(tmp_path_factory, suite_datasets):
     url = str(tmp_path_factory.mktemp("local") / "features.zarr")
     extract(suite_datasets["aptos2019"], get_encoder(ENCODER), url, chunk_rows=CHUNK, threads=1, conditions=TWO)
     return url
-
-
-def _local_objects(url: str) -> dict[str, bytes]:
-    root = Path(url)
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
 
 
 def _s3_objects(prefix: str) -> dict[str, bytes]:
@@ -131,7 +126,7 @@ def test_killed_upload_resumes_to_the_bytes_of_a_local_run(s3, suite_dir, suite_
     assert attrs.stored.complete is True and attrs.skipped is False
     # it resumed from the server's markers: rows 0-79 (no test rows, one item each) were not redone
     assert calls[0] == (80, 99 + 19)
-    local, remote = _local_objects(local_store), _s3_objects(prefix)
+    local, remote = store_files(local_store), untimed_files(_s3_objects(prefix))
     assert sorted(remote) == sorted(local)
     assert [k for k in local if local[k] != remote[k]] == []
 

@@ -19,6 +19,11 @@ def assert_same_bytes(local: FeatureStore, remote: FeatureStore, ref: FeatureSet
     assert sorted(got) == sorted(want) and len(want) > 4 * 16
     assert [name for name in want if got[name] != want[name]] == []
     assert remote.attrs(ref)["complete"] is True
+    # the cost is measured once, where the set was created, and completed with the stored bytes
+    want_cost, got_cost = local.attrs(ref)["cost"], remote.attrs(ref)["cost"]
+    untimed = {k for k in want_cost if k not in ("images_per_s", "peak_memory_bytes")}
+    assert {k: got_cost[k] for k in untimed} == {k: want_cost[k] for k in untimed}
+    assert got_cost["images_per_s"] > 0 and got_cost["stored_bytes_per_image"] > 0
 
 
 def leftover_claims(store_url: str, ref: FeatureSetRef) -> list[str]:

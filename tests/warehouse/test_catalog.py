@@ -6,6 +6,7 @@ import dataclasses
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
@@ -15,6 +16,7 @@ from crsbench.ingest import ingest, make_suite
 from crsbench.warehouse import catalog
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import load_dataset
+from crsbench.warehouse.schema import SCHEMA_VERSION
 
 torch.set_num_threads(1)
 ENTRY = dataclasses.replace(get_encoder("tiny-convnext"), input_size=32)
@@ -94,3 +96,44 @@ def test_cli_encoders_lists_the_registry(capsys):
     rows = json.loads(capsys.readouterr().out)["encoders"]
     assert [r["id"] for r in rows] == [e.id for e in list_encoders()]
     assert sum(r["pretrained"] for r in rows) == 15
+
+
+def test_cost_columns_and_encoder_cost_view(aptos, tmp_path):
+    url = str(tmp_path / "f.zarr")
+    result = extract(aptos, ENTRY, url, chunk_rows=16, conditions=("clean",))
+    cost = result.stored.cost
+    assert cost is not None
+    old = {k: v for k, v in FeatureStore(url).attrs(FeatureSetRef("aptos", ENTRY.id)).items() if k != "cost"}
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), result.stored)
+        catalog.record_attrs(wh, url, FeatureSetRef("aptos", "old-encoder"), old)  # a set made before cost
+        rows = catalog.feature_sets(wh).set_index("encoder_id")
+        new = rows.loc[ENTRY.id]
+        assert (new.params, new.flops_per_image) == (cost["params"], cost["flops_per_image"])
+        assert new.images_per_s == cost["images_per_s"] and new.stored_bytes_per_image > 0
+        assert json.loads(new.widths) == cost["widths"] and (new.cost_device, new.cost_dtype) == ("cpu", "float32")
+        assert pd.isna(new.peak_memory_bytes) and new.peak_memory_note == "not measured on cpu"
+        # not measured: NULL, never zero
+        assert rows.loc["old-encoder", ["params", "flops_per_image", "images_per_s", "cost_device"]].isna().all()
+        view = wh.sql("select * from encoder_cost order by encoder_id").set_index("encoder_id")
+        assert view.loc[ENTRY.id, "gflops_per_image"] == pytest.approx(cost["flops_per_image"] / 1e9)
+        assert view.loc[ENTRY.id, "n_sets"] == 1
+        assert view.loc["old-encoder", ["params", "flops_per_image", "images_per_s"]].isna().all()
+
+
+def test_a_schema_v16_warehouse_migrates_with_its_sets_not_measured(aptos, tmp_path):
+    url = str(tmp_path / "f.zarr")
+    result = extract(aptos, ENTRY, url, chunk_rows=16, conditions=("clean",))
+    db = tmp_path / "old.duckdb"
+    with Warehouse.open(db) as wh:
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), result.stored)
+        for view in ("crs_cost", "encoder_cost"):
+            wh.con.execute(f"drop view {view}")
+        for column in catalog.COST_COLUMNS:  # as a warehouse written before schema v17
+            wh.con.execute(f"alter table feature_sets drop column {column}")
+        wh.con.execute("delete from schema_info where version >= 17")
+    with Warehouse.open(db) as wh:
+        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION == 17
+        row = wh.sql("select * from encoder_cost")
+        assert len(row) == 1 and row.loc[0, "n_sets"] == 1
+        assert row.loc[0, ["params", "flops_per_image", "images_per_s", "stored_bytes_per_image"]].isna().all()

@@ -121,12 +121,20 @@ def leaderboard(
             "encoder_dataset_overlap): such an encoder turns partial. Read-time only: the panel is unchanged.",
         ),
     ] = False,
+    cost: Annotated[
+        bool,
+        typer.Option(
+            "--cost",
+            help="Add each encoder's cost measured at extraction: GFLOPs per image, images/s, parameters, peak "
+            "memory, stored bytes per image, with the device and dtype (view encoder_cost).",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
     rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage, and mark
     encoders pretrained on the evaluation data (†)."""
-    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial, subgroup, exclude_overlap))
+    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial, subgroup, exclude_overlap, cost))
 
 
 def render_leaderboard(result: Leaderboard) -> None:
@@ -156,6 +164,8 @@ def render_leaderboard(result: Leaderboard) -> None:
         return
     console.print(escape(result.verdict))
     _print_board(result)
+    if result.cost:
+        _print_cost(board)
     _print_agreement(agreement, agree_ci)
     for line in _leaderboard_notes(result):
         console.print(escape(line))
@@ -233,6 +243,28 @@ def _print_board(result: Leaderboard) -> None:
 
 def _no_intervals(result: Leaderboard) -> str:
     return NO_INTERVALS_EXCLUDED if result.exclude_overlap else "no intervals yet"
+
+
+def _print_cost(board: pd.DataFrame) -> None:
+    """The board's cost columns as a second table (the first fills 80 characters)."""
+    from crsbench.reads.cost import cost_text
+
+    table = pd.DataFrame(
+        {
+            "encoder": board["encoder_id"],
+            "crs": board["crs"],
+            "GFLOPs/img": [cost_text(v) for v in board["gflops_per_image"]],
+            "img/s": [cost_text(v) for v in board["images_per_s"]],
+            "params (M)": [cost_text(v, 1e6) for v in board["params"]],
+            "peak mem (MiB)": [cost_text(v, 2**20) for v in board["peak_memory_bytes"]],
+            "stored B/img": [cost_text(v) for v in board["stored_bytes_per_image"]],
+            "measured on": [
+                cost_text(None) if pd.isna(d) else f"{d} {t}"
+                for d, t in zip(board["cost_device"], board["cost_dtype"], strict=True)
+            ],
+        }
+    )
+    print_frame(table, title="cost measured at extraction (view encoder_cost; peak memory is CUDA-only)")
 
 
 def _print_agreement(agreement: pd.DataFrame, agree_ci: pd.DataFrame | None) -> None:
