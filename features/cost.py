@@ -49,6 +49,15 @@ def count_flops(forward: Callable[[torch.Tensor], object], x: torch.Tensor) -> i
     return int(counter.get_total_flops())
 
 
+def counted_flops(forward: Callable[[torch.Tensor], object], x: torch.Tensor) -> tuple[int | None, str | None]:
+    """`count_flops`, or None and why: a model the counter cannot follow is stored "not measured"
+    (NULL) rather than stopping its extraction, since the cost is a by-product."""
+    try:
+        return count_flops(forward, x), None
+    except Exception as err:  # any op or hook the counter trips on
+        return None, f"not counted: {type(err).__name__}: {err}"
+
+
 def _fork_rng(dev: torch.device) -> Any:
     """The RNG state (CPU and this CUDA device) restored afterwards: measuring draws nothing from the seeds."""
     return torch.random.fork_rng(devices=[dev] if dev.type == "cuda" else [])
@@ -87,7 +96,7 @@ def measure_compute(
     one = torch.zeros((1, 3, input_size, input_size), dtype=dtype, device=dev)
     batch = torch.zeros((min(batch_size, TIMED_BATCH), 3, input_size, input_size), dtype=dtype, device=dev)
     with _fork_rng(dev):
-        flops = count_flops(forward, one)
+        flops, flops_note = counted_flops(forward, one)
         if dev.type == "cuda":
             torch.cuda.reset_peak_memory_stats(dev)
         rate = images_per_second(forward, batch)
@@ -95,6 +104,7 @@ def measure_compute(
     return {
         "params": int(sum(p.numel() for p in model.parameters())),
         "flops_per_image": flops,
+        "flops_note": flops_note,
         "images_per_s": rate,
         "timed_batch": int(batch.shape[0]),
         "peak_memory_bytes": peak,

@@ -40,6 +40,20 @@ def test_flop_count_of_linear_and_conv_stack_equals_hand_count():
     assert count_flops(net, torch.zeros(3, 3, 10, 10)) == 3 * (conv1 + conv2 + linears)
 
 
+def test_a_model_the_counter_cannot_follow_is_not_measured_rather_than_failed(monkeypatch):
+    from crsbench.features import cost as cost_module
+
+    def trips(forward, x):
+        raise RuntimeError("no flop formula for this op")
+
+    monkeypatch.setattr(cost_module, "count_flops", trips)
+    net = nn.Sequential(nn.Flatten(), nn.Linear(3 * 4 * 4, 2))
+    cost = measure_compute(net, net, 4, torch.float32, torch.device("cpu"), batch_size=2, widths={"100": 2})
+    assert cost["flops_per_image"] is None and gflops(cost["flops_per_image"]) == NOT_MEASURED
+    assert cost["flops_note"] == "not counted: RuntimeError: no flop formula for this op"
+    assert cost["images_per_s"] > 0 and cost["params"] == 3 * 4 * 4 * 2 + 2  # the rest is still measured
+
+
 @pytest.fixture(scope="module")
 def extracted(tmp_path_factory):
     suite = make_suite(tmp_path_factory.mktemp("suite"), scale=0.05, image_size=32)
