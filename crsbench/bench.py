@@ -177,18 +177,24 @@ class Bench(Scores):
             return dataset_summary(wh)
 
     def overlap(
-        self, manifest: Path | str | None = None, encoder: str | None = None, datasets: Sequence[str] = ()
+        self,
+        manifest: Path | str | None = None,
+        encoder: str | None = None,
+        datasets: Sequence[str] = (),
+        max_distance: int = 0,
+        progress: ProgressFn | None = None,
     ) -> OverlapReport:
-        """Pretraining overlap (METHODS.md §20). With `manifest` (a file of image SHA-256 hashes, one a
-        line, '#' comments), the share of each split of `datasets` (default all) found in it, stored
-        as `encoder`'s measured overlap when one is named; always the rows of view
-        encoder_dataset_overlap (declared, measured, unknown)."""
+        """Pretraining overlap (METHODS.md §20). With `manifest` (a file of image hashes, one a line:
+        SHA-256 or perceptual dHash, '#' comments), the share of each split of `datasets` (default
+        all) found in it (a dHash within `max_distance` bits counts), stored as `encoder`'s
+        measured overlap when one is named; always the rows of view encoder_dataset_overlap
+        (declared, measured, unknown)."""
         from crsbench.warehouse.overlap import measure_overlap
 
         path = Path(manifest) if manifest is not None else None
         read_only = encoder is None
         with Warehouse.open(self.db, read_only=read_only) as wh:
-            return measure_overlap(wh, path, encoder, list(datasets))
+            return measure_overlap(wh, path, encoder, list(datasets), max_distance, progress)
 
     # -- features and probes ------------------------------------------------------------------
 

@@ -81,3 +81,87 @@ def test_a_hash_one_digit_short_is_malformed(tmp_path):
     manifest.write_text("c" * 63 + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="line 1"):
         read_hash_manifest(manifest)
+
+
+def test_perceptual_hashes_of_ten_percent_of_a_split_report_ten_percent(ingested_db, tmp_path, capsys):
+    from crsbench.features.transforms import decode_image
+    from crsbench.ingest.perceptual import dhash
+
+    dataset, split, _ = _split(ingested_db)
+    with Warehouse.open(ingested_db, read_only=True) as wh:
+        rows = wh.sql(
+            "select i.rel_path, i.sha256, d.root from images i join datasets d using (dataset_id) "
+            "where dataset_id = ? and split = ? order by row_index",
+            [dataset, split],
+        )
+    chosen = rows.iloc[: len(rows) // 10]
+    listed = {dhash(decode_image(r.root, r.rel_path, r.sha256)) for r in chosen.itertuples()}
+    manifest = tmp_path / "pretraining.dhash"
+    manifest.write_text("\n".join(sorted(listed)) + "\n", encoding="utf-8")
+    assert main(["--json", "overlap", "--manifest", str(manifest), "-d", dataset, "--db", str(ingested_db)]) == 0
+    shares = pd.DataFrame(json.loads(capsys.readouterr().out)["shares"]).set_index("split")
+    # found = the listed images, plus any other image whose picture hashes the same (brute force)
+    with Warehouse.open(ingested_db, read_only=True) as wh:
+        every = wh.sql(
+            "select i.split, i.rel_path, i.sha256, d.root from images i join datasets d using (dataset_id) "
+            "where dataset_id = ?",
+            [dataset],
+        )
+    expected = (
+        every.assign(found=[dhash(decode_image(r.root, r.rel_path, r.sha256)) in listed for r in every.itertuples()])
+        .groupby("split")["found"]
+        .sum()
+    )
+    assert (shares["n_found"] == expected.reindex(shares.index)).all()
+    assert shares.loc[split, "n_found"] >= len(chosen)
+    # the suite's pictures are distinct under dHash, so the share is exactly the listed tenth
+    assert len(listed) == len(chosen) and shares.loc[split, "share"] == pytest.approx(0.10)
+
+
+def test_a_resized_reencoded_copy_is_found_within_a_few_bits(ingested_db, tmp_path, capsys):
+    import io
+
+    from PIL import Image
+
+    from crsbench.features.transforms import decode_image
+    from crsbench.ingest.perceptual import dhash
+
+    dataset, split, _ = _split(ingested_db)
+    with Warehouse.open(ingested_db, read_only=True) as wh:
+        row = wh.sql(
+            "select i.rel_path, i.sha256, d.root from images i join datasets d using (dataset_id) "
+            "where dataset_id = ? and split = ? order by row_index limit 1",
+            [dataset, split],
+        ).iloc[0]
+    pixels = decode_image(row.root, row.rel_path, row.sha256)
+    copy = Image.fromarray(pixels.squeeze()).resize((pixels.shape[1] * 2, pixels.shape[0] * 2))
+    buffer = io.BytesIO()
+    copy.save(buffer, format="JPEG", quality=85)
+    buffer.seek(0)
+    import numpy as np
+
+    copied = dhash(np.asarray(Image.open(buffer)))
+    own = dhash(pixels)
+    distance = bin(int(copied, 16) ^ int(own, 16)).count("1")
+    manifest = tmp_path / "copy.dhash"
+    manifest.write_text(copied + "\n", encoding="utf-8")
+    assert (
+        main(
+            [
+                "--json",
+                "overlap",
+                "--manifest",
+                str(manifest),
+                "-d",
+                dataset,
+                "--max-distance",
+                str(distance),
+                "--db",
+                str(ingested_db),
+            ]
+        )
+        == 0
+    )
+    shares = pd.DataFrame(json.loads(capsys.readouterr().out)["shares"]).set_index("split")
+    assert shares.loc[split, "n_found"] >= 1
+    assert distance <= 10  # a resized, re-compressed copy stays near its original

@@ -9,7 +9,7 @@ import typer
 
 from crsbench.bench import Bench
 from crsbench.cli.app import DbOption, app
-from crsbench.cli.output import console, emit, print_frame
+from crsbench.cli.output import console, emit, print_frame, progress
 from crsbench.core import default_db_path
 
 
@@ -19,8 +19,9 @@ def overlap_command(
         Path | None,
         typer.Option(
             "--manifest",
-            help="File of image SHA-256 hashes (64 hex digits) from an encoder's pretraining set, one a line, "
-            "'#' comments allowed; perceptual hashes are not supported (ingest stores SHA-256 only).",
+            help="File of image hashes from an encoder's pretraining set, one a line: SHA-256 (64 hex "
+            "digits, the same bytes) or perceptual dHash (16 hex digits, as imagehash.dhash writes it: "
+            "the same picture re-encoded or resized); '#' comments allowed.",
         ),
     ] = None,
     encoder: Annotated[
@@ -35,12 +36,21 @@ def overlap_command(
     dataset: Annotated[
         list[str] | None, typer.Option("--dataset", "-d", help="Dataset to measure; repeatable; default every one.")
     ] = None,
+    max_distance: Annotated[
+        int,
+        typer.Option(
+            "--max-distance",
+            help="Perceptual hashes: an image counts as found within this many differing bits of a listed "
+            "dHash (0: equal hashes, which already match most re-encoded and resized copies).",
+        ),
+    ] = 0,
     db: DbOption = default_db_path(),
 ) -> None:
     """Pretraining overlap: with --manifest, the share of each split of each dataset found in a list of
     pretraining image hashes; always, one row per (encoder, dataset) of view encoder_dataset_overlap:
     declared, measured, none or unknown."""
-    report = Bench(db).overlap(manifest, encoder, dataset or ())
+    with progress() as bar:
+        report = Bench(db).overlap(manifest, encoder, dataset or (), max_distance, bar)
     if console.json_mode:
         emit(
             {
