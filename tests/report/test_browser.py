@@ -38,7 +38,7 @@ if CHROMIUM is None:
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("browser")
-    db = build_warehouse(root / "wh.duckdb", intervals=True)
+    db = build_warehouse(root / "wh.duckdb", intervals=True, costs=True)
     with Warehouse.open(db, read_only=True) as wh:
         result = build_report(wh, root / "report.html")
     page = inspect_page(root / "report.html", root / "report.png", width=1280, timeout_s=120)

@@ -271,11 +271,13 @@ def build_warehouse(
     analyses: bool = True,
     before_analyses: Callable | None = None,
     intervals: bool = False,
+    costs: bool = False,
 ) -> Path:
     """A warehouse with runs, encoders, datasets, (optionally) a frozen panel and analysis tables.
 
     `before_analyses(wh)` runs after the panel is frozen and before the analyses (to add encoders);
-    `intervals` stores bootstrap intervals for the panel (store_bootstrap_intervals)."""
+    `intervals` stores bootstrap intervals for the panel (store_bootstrap_intervals); `costs`
+    records a feature set per encoder and dataset with its cost (record_costs)."""
     with Warehouse.open(path) as wh:
         for encoder in PROFILES:
             wh.con.execute(
@@ -293,8 +295,9 @@ def build_warehouse(
             freeze_panel(wh, panel, ["alpha", "bravo", "charlie", "delta"])
         if before_analyses is not None:
             before_analyses(wh)
-        if analyses:
+        if costs:
             record_costs(wh)
+        if analyses:
             run_analysis(wh, "e3")
             run_analysis(wh, "e6", {"reference": "charlie"})
             beyond_rows(wh)
@@ -320,7 +323,7 @@ def build_warehouse(
 @pytest.fixture(scope="module")
 def full_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
     root = tmp_path_factory.mktemp("report")
-    db = build_warehouse(root / "wh.duckdb", intervals=True)
+    db = build_warehouse(root / "wh.duckdb", intervals=True, costs=True)
     with Warehouse.open(db, read_only=True) as wh:
         result = build_report(wh, root / "report.html", figures_dir=root / "figures")
     return root / "report.html", root / "figures", result
