@@ -83,6 +83,16 @@ class Param:
         return get_origin(self.type) is list
 
 
+def panel_param(whose: str) -> Param:
+    """The `panel` param of the analyses that read a frozen panel, e.g. panel_param("members are
+    compared"): one wording of its default, which every such analysis shares."""
+    return Param(
+        None,
+        f"Reference panel whose {whose} (default: the latest frozen panel, else every frozen-regime encoder).",
+        str,
+    )
+
+
 def _type_of(default: Any) -> Any:
     if default is None:
         return str

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from crsbench.analyses.registry import AnalysisResult, Param, register_analysis, table_name
+from crsbench.analyses.registry import AnalysisResult, Param, panel_param, register_analysis, table_name
 from crsbench.analyses.uncertainty.intervals import (
     cannot_vary,
     fixed_note,
@@ -372,12 +372,7 @@ DOCS = {
     columns=DOCS,
     section="§10",
     params={
-        "panel": Param(
-            None,
-            "Reference panel whose members are bootstrapped (default: the latest frozen panel, else every "
-            "frozen-regime encoder).",
-            str,
-        ),
+        "panel": panel_param("members are bootstrapped"),
         "replicates": Param(1_000, "Bootstrap replicates; at least 100."),
         "seed": Param(0, "Random seed of the resamples."),
         "resample": Param(

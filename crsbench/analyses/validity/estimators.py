@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 
 from crsbench.analyses.columns import rank_agreement_docs
-from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.registry import AnalysisResult, panel_param, register_analysis
 from crsbench.analyses.validity.criterion import GLOBAL, agreement, registered, resolve_population, score_groups
 from crsbench.core import AXES, FROZEN, PRIMARY_PROBE
 from crsbench.warehouse.connection import Warehouse
@@ -172,14 +172,7 @@ DOCS = {
     "estimators",
     columns=DOCS,
     section="§11",
-    params={
-        "panel": Param(
-            None,
-            "Reference panel whose members are compared (default: the latest frozen panel, else every "
-            "frozen-regime encoder).",
-            str,
-        )
-    },
+    params={"panel": panel_param("members are compared")},
     outputs={
         "variants": VARIANT_COLUMNS,
         "scores": ("variant", "encoder_id", "crs", "rank", "crs_default", "crs_change", "discrimination"),

@@ -23,7 +23,7 @@ from typing import Any
 import pandas as pd
 
 from crsbench.analyses.columns import rank_agreement_docs
-from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.registry import AnalysisResult, panel_param, register_analysis
 from crsbench.analyses.validity.criterion import GLOBAL, agreement, resolve_population
 from crsbench.analyses.validity.estimators import VARIANTS, score_cells, variant_cells
 from crsbench.core import FROZEN, PRIMARY_PROBE
@@ -166,14 +166,7 @@ DOCS = {
     "external",
     columns=DOCS,
     section="§11",
-    params={
-        "panel": Param(
-            None,
-            "Reference panel whose members are compared (default: the latest frozen panel, else every "
-            "frozen-regime encoder).",
-            str,
-        )
-    },
+    params={"panel": panel_param("members are compared")},
     outputs={
         "lodo": ("held_out", "predictor", "outcome", *RESULT_COLUMNS),
         "shift": ("source", "target", "predictor", *RESULT_COLUMNS),

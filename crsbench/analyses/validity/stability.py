@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.columns import rank_agreement_docs
-from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, panel_param, register_analysis
 from crsbench.analyses.validity.criterion import (
     AXES_COLUMNS,
     GLOBAL,
@@ -109,12 +109,7 @@ STABILITY_DOCS = {
     columns=STABILITY_DOCS,
     section="§11",
     params={
-        "panel": Param(
-            None,
-            "Reference panel whose sub-panels are drawn (default: the latest frozen panel, else every "
-            "frozen-regime encoder).",
-            str,
-        ),
+        "panel": panel_param("sub-panels are drawn"),
         "random_panels": Param(200, "Random sub-panels of each size."),
         "seed": Param(0, "Random seed of the sub-panels."),
     },
@@ -246,12 +241,7 @@ INSERTION_DOCS = {
     columns=INSERTION_DOCS,
     section="§11",
     params={
-        "panel": Param(
-            None,
-            "Reference panel whose members are inserted (default: the latest frozen panel, else every "
-            "frozen-regime encoder).",
-            str,
-        ),
+        "panel": panel_param("members are inserted"),
         "trials": Param(30, "Random bases and insertion orders."),
         "seed": Param(0, "Random seed of the trials."),
     },

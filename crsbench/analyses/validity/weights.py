@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.columns import rank_agreement_docs
-from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, panel_param, register_analysis
 from crsbench.analyses.validity.criterion import (
     DEFAULT_WEIGHTS,
     GLOBAL,
@@ -130,12 +130,7 @@ DOCS = {
     columns=DOCS,
     section="§11",
     params={
-        "panel": Param(
-            None,
-            "Reference panel whose members are compared (default: the latest frozen panel, else every "
-            "frozen-regime encoder).",
-            str,
-        ),
+        "panel": panel_param("members are compared"),
         "draws": Param(500, "Dirichlet draws of each family (axis weights, term weights)."),
         "alpha": Param(1.0, "Concentration of the Dirichlet draws."),
         "seed": Param(0, "Random seed of the draws."),
