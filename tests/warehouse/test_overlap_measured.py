@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -83,35 +84,33 @@ def test_a_hash_one_digit_short_is_malformed(tmp_path):
         read_hash_manifest(manifest)
 
 
-def test_perceptual_hashes_of_ten_percent_of_a_split_report_ten_percent(ingested_db, tmp_path, capsys):
+def _pictures(db, dataset: str) -> pd.DataFrame:
+    """The dataset's images in store order, each with its dHash computed here (independently of
+    warehouse.overlap), as (split, rel_path, sha256, root, dhash)."""
     from crsbench.features.transforms import decode_image
     from crsbench.ingest.perceptual import dhash
 
-    dataset, split, _ = _split(ingested_db)
-    with Warehouse.open(ingested_db, read_only=True) as wh:
+    with Warehouse.open(db, read_only=True) as wh:
         rows = wh.sql(
-            "select i.rel_path, i.sha256, d.root from images i join datasets d using (dataset_id) "
-            "where dataset_id = ? and split = ? order by row_index",
-            [dataset, split],
+            "select i.split, i.rel_path, i.sha256, d.root from images i join datasets d using (dataset_id) "
+            "where dataset_id = ? order by row_index",
+            [dataset],
         )
+    return rows.assign(dhash=[dhash(decode_image(r.root, r.rel_path, r.sha256)) for r in rows.itertuples()])
+
+
+def test_perceptual_hashes_of_ten_percent_of_a_split_report_ten_percent(ingested_db, tmp_path, capsys):
+    dataset, split, _ = _split(ingested_db)
+    every = _pictures(ingested_db, dataset)
+    rows = every[every["split"] == split]
     chosen = rows.iloc[: len(rows) // 10]
-    listed = {dhash(decode_image(r.root, r.rel_path, r.sha256)) for r in chosen.itertuples()}
+    listed = set(chosen["dhash"])
     manifest = tmp_path / "pretraining.dhash"
     manifest.write_text("\n".join(sorted(listed)) + "\n", encoding="utf-8")
     assert main(["--json", "overlap", "--manifest", str(manifest), "-d", dataset, "--db", str(ingested_db)]) == 0
     shares = pd.DataFrame(json.loads(capsys.readouterr().out)["shares"]).set_index("split")
     # found = the listed images, plus any other image whose picture hashes the same (brute force)
-    with Warehouse.open(ingested_db, read_only=True) as wh:
-        every = wh.sql(
-            "select i.split, i.rel_path, i.sha256, d.root from images i join datasets d using (dataset_id) "
-            "where dataset_id = ?",
-            [dataset],
-        )
-    expected = (
-        every.assign(found=[dhash(decode_image(r.root, r.rel_path, r.sha256)) in listed for r in every.itertuples()])
-        .groupby("split")["found"]
-        .sum()
-    )
+    expected = every.assign(found=every["dhash"].isin(listed)).groupby("split")["found"].sum()
     assert (shares["n_found"] == expected.reindex(shares.index)).all()
     assert shares.loc[split, "n_found"] >= len(chosen)
     # the suite's pictures are distinct under dHash, so the share is exactly the listed tenth
@@ -127,21 +126,15 @@ def test_a_resized_reencoded_copy_is_found_within_a_few_bits(ingested_db, tmp_pa
     from crsbench.ingest.perceptual import dhash
 
     dataset, split, _ = _split(ingested_db)
-    with Warehouse.open(ingested_db, read_only=True) as wh:
-        row = wh.sql(
-            "select i.rel_path, i.sha256, d.root from images i join datasets d using (dataset_id) "
-            "where dataset_id = ? and split = ? order by row_index limit 1",
-            [dataset, split],
-        ).iloc[0]
+    every = _pictures(ingested_db, dataset)
+    row = every[every["split"] == split].iloc[0]
     pixels = decode_image(row.root, row.rel_path, row.sha256)
     copy = Image.fromarray(pixels.squeeze()).resize((pixels.shape[1] * 2, pixels.shape[0] * 2))
     buffer = io.BytesIO()
     copy.save(buffer, format="JPEG", quality=85)
     buffer.seek(0)
-    import numpy as np
-
     copied = dhash(np.asarray(Image.open(buffer)))
-    own = dhash(pixels)
+    own = row["dhash"]
     distance = bin(int(copied, 16) ^ int(own, 16)).count("1")
     manifest = tmp_path / "copy.dhash"
     manifest.write_text(copied + "\n", encoding="utf-8")
