@@ -14,7 +14,7 @@ import pytest
 from support.browser_support import find_chromium
 from support.figure_check import assert_figures_clean, layout_of
 
-from crsbench.analyses.registry import AnalysisResult, store_result
+from crsbench.analyses.registry import ANALYSES, AnalysisResult, store_result
 from crsbench.report import build_report
 from crsbench.report.sections_zeroshot import E5_BAR, E5_COMMAND, PROBE_BAR, ZEROSHOT_BAR, comparison
 from crsbench.warehouse.connection import Warehouse
@@ -29,20 +29,7 @@ E5_ROWS = pd.DataFrame(
         ("tiny-vlm", "derm", "multiple_choice", 40, 40, 1.0, 0.6, 0.6, 0.68, "alpha", 0.931, 0.83),
         ("tiny-vlm", "cxr", "simple", 40, 20, 0.5, 0.3, 0.6, float("nan"), "alpha", 0.912, 0.81),
     ],
-    columns=[
-        "model_id",
-        "dataset_id",
-        "style",
-        "n",
-        "n_parsed",
-        "coverage",
-        "accuracy",
-        "accuracy_parsed",
-        "macro_auroc",
-        "probe_encoder",
-        "probe_auroc",
-        "probe_accuracy",
-    ],
+    columns=list(ANALYSES.get("e5").outputs["summary"]),  # as E5 declares its summary
 )
 
 
