@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from crsbench.analyses.agreement.successor import SuccessorOptions, SuccessorReport
     from crsbench.analyses.registry import AnalysisResult
     from crsbench.reads.card_model import Card
+    from crsbench.reads.screen import ScreenReport
     from crsbench.report import ReportResult
     from crsbench.warehouse.panels import Panel
 
@@ -60,6 +61,7 @@ class Scores:
         subgroup: str | None = None,
         exclude_overlap: bool = False,
         cost: bool = False,
+        with_screen: bool = False,
     ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
@@ -71,11 +73,12 @@ class Scores:
         Column overlap names the datasets each encoder was pretrained on (view
         encoder_dataset_overlap); `exclude_overlap` ranks with those cells left out, at read time
         (partial-coverage rules; the panel's stored anchors and scores are unchanged). `cost` adds
-        each encoder's measured cost (view encoder_cost; NaN where not measured)."""
+        each encoder's measured cost (view encoder_cost; NaN where not measured); `with_screen` adds its
+        overall pre-screen rank (view screen_ranking; `screen`)."""
         from crsbench.reads.leaderboard import read_leaderboard
 
         with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot():
-            return read_leaderboard(wh, panel, resample, allow_partial, subgroup, exclude_overlap, cost)
+            return read_leaderboard(wh, panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen)
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
         """(whether any bootstrap informs the panel's anchor noise, one warning per bootstrap naming
@@ -94,6 +97,35 @@ class Scores:
 
         with Warehouse.open(self.db) as wh:
             return run_analysis(wh, name, params, replace_all=replace_all)
+
+    def screen(
+        self,
+        encoders: Sequence[str] = (),
+        dataset: str | None = None,
+        rank_by: str | None = None,
+        keep: int | None = None,
+        replicates: int | None = None,
+        seed: int | None = None,
+    ) -> ScreenReport:
+        """The pre-screen (METHODS.md §21): every transferability estimator on each encoder's cached
+        clean train features at every depth (complete or `extract --screen` sets), stored as
+        analysis `screen` (a `dataset` run replaces only its rows); returned with its ranking per
+        dataset and overall, its measured agreement with the full grid (view screen_trust) and
+        a verdict per dataset. None means the analysis's declared default."""
+        from crsbench.analyses import run_analysis
+        from crsbench.reads.screen import read_screen
+
+        params = {
+            "encoders": list(encoders) or None,
+            "dataset": dataset,
+            "rank_by": rank_by,
+            "keep": keep,
+            "replicates": replicates,
+            "seed": seed,
+        }
+        with Warehouse.open(self.db) as wh:
+            result = run_analysis(wh, "screen", {k: v for k, v in params.items() if v is not None})
+            return read_screen(wh, result.notes)
 
     def successor(
         self, current: str, candidate: str, dataset: str | None = None, options: SuccessorOptions | None = None

@@ -45,6 +45,7 @@ class Leaderboard:
     overlap: list[str] = dataclasses.field(default_factory=list)  # the overlap mark's footnote
     exclude_overlap: bool = False  # ranked with the overlapping cells left out
     cost: bool = False  # the board carries the cost columns (crsbench.reads.cost)
+    screen: list[str] | None = None  # with --with-screen: the board carries screen_rank; these lines explain it
 
     @property
     def verdict(self) -> str:
@@ -67,10 +68,12 @@ def read_leaderboard(
     subgroup: str | None,
     exclude_overlap: bool = False,
     cost: bool = False,
+    with_screen: bool = False,
 ) -> Leaderboard:
     """The leaderboard of `Bench.leaderboard` (run inside a score snapshot). With `exclude_overlap`
     the stored bootstrap intervals (computed with every cell) are not shown; with `cost` the board
-    carries each encoder's measured cost (crsbench.reads.cost)."""
+    carries each encoder's measured cost (crsbench.reads.cost); with `with_screen` its overall
+    pre-screen rank (crsbench.reads.screen)."""
     from crsbench.analyses.subgroups.subgroups import with_worst_group
     from crsbench.warehouse.conditions import condition_warnings
     from crsbench.warehouse.panels import leaderboard
@@ -81,6 +84,11 @@ def read_leaderboard(
         from crsbench.reads.cost import with_cost
 
         board = with_cost(wh, board)
+    screen = None
+    if with_screen:
+        from crsbench.reads.screen import with_screen_rank
+
+        board, screen = with_screen_rank(wh, board)
     boot = None if exclude_overlap else bootstrap_resample(wh, used, resample)
     return Leaderboard(
         used,
@@ -98,6 +106,7 @@ def read_leaderboard(
         overlap_lines(board, exclude_overlap),
         exclude_overlap,
         cost,
+        screen,
     )
 
 

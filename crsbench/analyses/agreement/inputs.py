@@ -72,12 +72,13 @@ def images(wh: Warehouse, dataset_id: str) -> DatasetImages:
     )
 
 
-def feature_sources(wh: Warehouse, dataset_id: str) -> dict[str, FeatureSource]:
-    """Every complete feature set on the dataset, by encoder key (the first store when several hold one)."""
+def feature_sources(wh: Warehouse, dataset_id: str, screened: bool = False) -> dict[str, FeatureSource]:
+    """Every complete feature set on the dataset, by encoder key (the first store when several hold one);
+    with `screened`, also the sets whose clean condition alone is whole (`crsbench extract --screen`)."""
     frame = wh.sql(
         "select encoder_id, regime, store_url, depths, pretrained from feature_sets "
-        "where dataset_id = ? and complete order by encoder_id, regime, store_url",
-        [dataset_id],
+        "where dataset_id = ? and (complete or ?) order by encoder_id, regime, store_url",
+        [dataset_id, False],
     )
     out: dict[str, FeatureSource] = {}
     for r in frame.itertuples(index=False):

@@ -129,12 +129,21 @@ def leaderboard(
             "memory, stored bytes per image, with the device and dtype (view encoder_cost).",
         ),
     ] = False,
+    with_screen: Annotated[
+        bool,
+        typer.Option(
+            "--with-screen",
+            help="Show each encoder's overall pre-screen rank beside its CRS rank (needs 'crsbench screen').",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
     rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage, and mark
     encoders pretrained on the evaluation data (†)."""
-    render_leaderboard(Bench(db).leaderboard(panel, resample, allow_partial, subgroup, exclude_overlap, cost))
+    render_leaderboard(
+        Bench(db).leaderboard(panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen)
+    )
 
 
 def render_leaderboard(result: Leaderboard) -> None:
@@ -159,6 +168,7 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "flagged": result.flagged,
                 "overlap": result.overlap,
                 "exclude_overlap": result.exclude_overlap,
+                "screen": result.screen,
             }
         )
         return
@@ -182,6 +192,7 @@ def _leaderboard_notes(result: Leaderboard) -> list[str]:
         *(f"stale: {s}" for s in result.stale),
         *result.flagged,
         *result.overlap,
+        *(result.screen or []),
     ]
     unbooted = board["crs_lo"].isna() & board["crs_note"].isna()
     if boot is not None and unbooted.any() and not result.stale:
@@ -229,6 +240,8 @@ def _print_board(result: Leaderboard) -> None:
             "panel": board["in_panel"],
         }
     )
+    if result.screen is not None:
+        short.insert(short.columns.get_loc("auroc_rank") + 1, "screen_rank", board["screen_rank"])
     for column in (c for c in board.columns if str(c).startswith("worst_auroc_")):
         short.insert(
             short.columns.get_loc("crs 95% CI") + 1, f"worst {column[len('worst_auroc_') :]} auroc", board[column]
