@@ -120,7 +120,7 @@ def target_coordinates(
     """(r, K) coordinates U_+^T T of the targets on the left singular vectors of the features Z = U S V^T,
     zero where the singular value is zero. By features (`vectors` = V of Z^T Z) they come from
     cross = Z^T T as S^-1 V^T cross; by rows (`vectors` = U of Z Z^T) directly as U^T T."""
-    coords = vectors.T @ (cross if by_features else targets)
+    coords: np.ndarray = vectors.T @ (cross if by_features else targets)
     positive = values > 0
     if by_features:
         coords[positive] /= np.sqrt(values[positive])[:, None]
@@ -150,8 +150,8 @@ def principal_scores(x: np.ndarray, n_components: int) -> np.ndarray:
     k = max(1, min(n_components, int(np.count_nonzero(spec.values))))
     if spec.by_features:
         return _project(x, spec, k)
-    # Z = U S V^T: the scores Z V = U S
-    return spec.vectors[:, :k] * np.sqrt(spec.values[:k])
+    scores: np.ndarray = spec.vectors[:, :k] * np.sqrt(spec.values[:k])  # Z = U S V^T: the scores Z V = U S
+    return scores
 
 
 def _project(x: np.ndarray, spec: Spectrum, k: int) -> np.ndarray:

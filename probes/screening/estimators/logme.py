@@ -101,7 +101,8 @@ def max_evidence(s: np.ndarray, coords: np.ndarray, sq_norms: np.ndarray, n: int
     )
     # alpha / beta growing without bound: the supremum is the w = 0 model's evidence, beta = n / |y|^2
     limit = n / 2 * np.log(n / sq_norms) - n / 2 * (1.0 + np.log(2 * np.pi))
-    return np.where(alpha / beta >= ceiling, limit, evidence)
+    best: np.ndarray = np.where(alpha / beta >= ceiling, limit, evidence)
+    return best
 
 
 @register_estimator(

@@ -67,7 +67,7 @@ def test_logme_on_a_hand_sized_case_is_the_maximum_evidence():
     for c in range(2):
         t = (y == c).astype(np.float64)
         best = minimize(
-            lambda p: -naive_evidence(x, t, *np.exp(p)),
+            lambda p, t=t: -naive_evidence(x, t, *np.exp(p)),
             np.zeros(2),
             method="Nelder-Mead",
             options={"xatol": 1e-10, "fatol": 1e-14, "maxiter": 10_000},

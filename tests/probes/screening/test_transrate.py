@@ -28,7 +28,7 @@ def test_transrate_equals_the_literal_formula(n, d, k):
 
 def test_the_constant_is_the_published_coefficient():
     # D / (n eps^2) = 1 / (1e-4 n): the coding rate of the published implementations
-    x, y = labelled(100, 7, 2, seed=1)
+    x, _ = labelled(100, 7, 2, seed=1)
     z = x - x.mean(axis=0)
     published = 0.5 * np.linalg.slogdet(np.eye(7) + z.T @ z / (100 * 1e-4))[1]
     assert rate(z, EPS_SQ_PER_DIM * 7) == pytest.approx(published, rel=1e-12)
