@@ -36,7 +36,7 @@ from crsbench.core.constants import (
     lora_regime,
     small_panel_reason,
 )
-from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError
+from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError, ScreenInputError
 from crsbench.core.keys import SEPARATOR, EncoderKey
 from crsbench.core.numerics import NATIVE_SWITCH, apply_canonical_modes, numerics_modes
 from crsbench.core.progress import ProgressFn, no_progress
@@ -83,6 +83,7 @@ __all__ = [
     "ProgressFn",
     "Protected",
     "Registry",
+    "ScreenInputError",
     "__version__",
     "check_write_folder",
     "check_write_target",

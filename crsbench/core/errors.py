@@ -23,3 +23,8 @@ class CrsbenchError(Exception):
 
 class InputError(CrsbenchError):
     """Bad input data: names the file, row or value at fault."""
+
+
+class ScreenInputError(CrsbenchError):
+    """Features or labels a pre-screen cannot score (METHODS.md §21.3): one line saying what is wrong;
+    the caller prefixes the encoder, dataset and depth."""

@@ -31,7 +31,7 @@ CORE_NAMES = {
     "FROZEN",
     "PRIMARY_PROBE",
 }
-CORE_CLASSES = {"CrsbenchError", "InputError", "EncoderKey", "Registry"}
+CORE_CLASSES = {"CrsbenchError", "InputError", "ScreenInputError", "EncoderKey", "Registry"}
 
 
 def _code_files() -> list[Path]:
