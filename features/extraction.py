@@ -44,8 +44,8 @@ from crsbench.features.extract_options import ExtractOptions
 from crsbench.features.extraction_chunks import ALL, CLEAN_PART, PERTURBED_PART, ChunkExtractor
 from crsbench.features.extraction_result import ExtractionResult, StoredAttrs
 from crsbench.features.extraction_sets import (
-    COMPUTE_DTYPES,
     CLEAN_PROGRESS_ARRAY,
+    COMPUTE_DTYPES,
     DTYPES,
     PROGRESS_ARRAY,
     clean_marks,

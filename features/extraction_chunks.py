@@ -158,7 +158,7 @@ class ChunkExtractor:
         start, stop = self.chunk_bounds(k)
         n = stop - start
         span = self._span(n, n + (len(self.conditions) - 1) * int(self.test_mask[start:stop].sum()), part)
-        return span.stop - span.start
+        return int(span.stop) - int(span.start)
 
     def _span(self, n_clean: int, n_items: int, part: str) -> slice:
         """The items of `part` in a chunk's full item list: whole batches of it, cut as a plain run cuts them."""

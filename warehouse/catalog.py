@@ -2,8 +2,9 @@
 
 The Zarr store is the truth; these tables are its index for SQL. `record_feature_set`
 upserts one row from a feature set's attributes (typed: features.extraction_result), `sync_catalog` rescans a whole
-store (e.g. after extracting elsewhere), `upsert_encoder` inserts or updates the row of a registry entry. `screened_sets` lists the sets
-whose clean features exist for every row (what a pre-screen reads), `screen_hint` says how to make them.
+store (e.g. after extracting elsewhere), `upsert_encoder` inserts or updates the row of a registry entry.
+`screened_sets` lists the sets whose clean features exist for every row (what a pre-screen reads),
+`screen_hint` says which command makes them.
 """
 
 from __future__ import annotations
