@@ -186,9 +186,7 @@ def test_completing_a_screened_set_with_other_settings_is_refused(aptos: Dataset
         extract(aptos, ENTRY, url, chunk_rows=16, batch_size=24, screen=True, repair=True)
 
 
-def test_probes_plan_on_complete_sets_only(
-    aptos: Dataset, one_go: dict[tuple[int, int], str], tmp_path: Path
-) -> None:
+def test_probes_plan_on_complete_sets_only(aptos: Dataset, one_go: dict[tuple[int, int], str], tmp_path: Path) -> None:
     from crsbench.probes.grid import plan_fits
 
     rows, batch = SETTINGS[0]
