@@ -210,7 +210,14 @@ class FeatureStore:
     def probe_sets(self) -> list[FeatureSetRef]:
         """The sets a probe grid may plan on: every set but screened-only ones (those hold the clean
         condition alone; a partial set stays listed, so probing it says to finish it)."""
-        return [r for r in self.feature_sets() if self.is_complete(r) or not self.is_screened(r)]
+        return [r for r in self.feature_sets() if not self._screened_only(r)]
+
+    def _screened_only(self, ref: FeatureSetRef) -> bool:
+        try:
+            attrs = self.attrs(ref)
+        except CrsbenchError:
+            return False
+        return bool(attrs.get(SCREENED_ATTR, False)) and not attrs.get("complete", False)
 
 
 def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -> str | None:
