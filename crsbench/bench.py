@@ -204,10 +204,17 @@ class Bench(Scores):
         datasets: Sequence[str] = ("all",),
         config: ExtractConfig = ExtractConfig(),
         progress: ProgressFn | None = None,
+        *,
+        screen: bool = False,
     ) -> pd.DataFrame:
-        """Extract every depth and condition once per encoder and dataset (resumable)."""
+        """Extract every depth and condition once per encoder and dataset (resumable); one row per
+        pair (pipeline.extract.COLUMNS). `screen` (or `config.options.screen`) writes the clean
+        condition alone, a set no probe reads that a later plain extract completes by reusing it
+        (docs/METHODS.md §2.9)."""
         from crsbench.pipeline.extract import extract_all
 
+        if screen:
+            config = dataclasses.replace(config, options=dataclasses.replace(config.options, screen=True))
         return extract_all(self.db, self.store, list(encoders), list(datasets), config, progress)
 
     def convert_weights(

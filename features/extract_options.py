@@ -24,7 +24,9 @@ class ExtractOptions:
     `allow_download` lets hub ids fetch missing weights; `trust_pickle` loads checkpoints holding
     pickled objects; `threads` (CPU) one-thread forwards at once (None: half the cores);
     `workers` decode threads; `perturb_backend` auto, numpy or torch; `pixel_processes` decodes
-    and perturbs in worker processes when several forwards run at once. Stored bytes depend only
+    and perturbs in worker processes when several forwards run at once; `screen` writes only
+    the clean condition and leaves the set screened, for a later plain run to complete by reusing
+    it (METHODS.md §2.9). Stored bytes depend only
     on the model, `dtype`, `compute_dtype`, `batch_size`, `chunk_rows`, the device type and the
     perturbation backend."""
 
@@ -42,6 +44,7 @@ class ExtractOptions:
     workers: int = 4
     perturb_backend: str = "auto"
     pixel_processes: bool = True
+    screen: bool = False
 
 
 def downloads_from_environment(flag: bool = False) -> bool:

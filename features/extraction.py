@@ -12,6 +12,11 @@ This module validates the request and drives the run; the per-chunk work (decode
 forward, check, write) is `extraction_chunks`, the group's arrays, attrs, resume checks and
 completion are `extraction_sets`.
 
+A screening run (`screen`) computes only the batches holding a clean row and writes only the
+clean arrays, then marks the set `screened` (never `complete`); a later plain run computes only
+the batches holding a perturbed row and keeps the clean arrays as stored, ending byte-identical to
+a one-go run (features.extraction_chunks, METHODS.md §2.9).
+
 The set's cost (features.cost: parameters, FLOPs, images/s, peak memory, widths, stored bytes) is
 measured once, on separate zero inputs, when the group is created; its two timed fields are the
 only bytes of a set that differ between otherwise identical runs.
@@ -36,15 +41,20 @@ from crsbench.core.provenance import collect, to_json
 from crsbench.features.conditions import check_conditions, registered_conditions
 from crsbench.features.degenerate import assess
 from crsbench.features.extract_options import ExtractOptions
-from crsbench.features.extraction_chunks import ChunkExtractor
+from crsbench.features.extraction_chunks import ALL, CLEAN_PART, PERTURBED_PART, ChunkExtractor
 from crsbench.features.extraction_result import ExtractionResult, StoredAttrs
 from crsbench.features.extraction_sets import (
+    CLEAN_PROGRESS_ARRAY,
     COMPUTE_DTYPES,
     DTYPES,
     PROGRESS_ARRAY,
+    clean_marks,
+    clean_progress,
     finish_feature_set,
+    finish_screened_set,
     group_array,
     open_feature_group,
+    set_done,
 )
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY
@@ -131,7 +141,8 @@ def extract(
     neither. The model is built (weights resolved offline unless `allow_download`) before the
     store is touched, so a bad checkpoint writes nothing. `repair` re-extracts only the damaged
     or missing row chunks of the set (features.repair): the result carries `repaired` (the
-    chunks) and `damage`.
+    chunks) and `damage`. `screen` writes the clean condition alone and leaves the set screened
+    (a screened or complete set is skipped); a later plain run reuses its clean arrays.
     """
     opts = dataclasses.replace(options or ExtractOptions(), **overrides)
     store = store if isinstance(store, FeatureStore) else FeatureStore(str(store))
@@ -155,7 +166,7 @@ def extract(
     claim_dataset(root, dataset, store.url)
     if ref.path in root and opts.force:
         del root[ref.path]
-    if ref.path in root and root[ref.path].attrs.get("complete") and plan is None:
+    if ref.path in root and set_done(root[ref.path].attrs, opts.screen) and plan is None:
         return skipped_result(dict(root[ref.path].attrs), store, ref)
     if model is None:  # the set looked complete a moment ago but is not (replaced meanwhile)
         model = build()
@@ -167,10 +178,13 @@ def extract(
     group = _open_set(root, ref, entry, tap, dataset, settings, dev, plan)
     started = time.perf_counter()
     test_mask, arrays, threads = _run_chunks(dataset, entry, ref, tap, dev, settings, store.url, opts, group, progress)
-    if plan is not None:
-        count_repair(group, plan)  # before `complete` flips back on
-    _finish(group, arrays, ref, entry, dataset, test_mask, settings, store.url)
-    group.attrs["provenance"] = to_json(collect(device=str(dev), threads=threads))
+    if opts.screen:
+        finish_screened_set(group, arrays, ref, store.url)
+    else:
+        if plan is not None:
+            count_repair(group, plan)  # before `complete` flips back on
+        _finish(group, arrays, ref, entry, dataset, test_mask, settings, store.url)
+        group.attrs["provenance"] = to_json(collect(device=str(dev), threads=threads))
     stored = StoredAttrs.from_attrs(dict(group.attrs), f"feature set {ref.path} in {store.url}")
     return done_result(stored, time.perf_counter() - started, plan)
 
@@ -188,6 +202,8 @@ def check_request(dataset: Dataset, entry: EncoderEntry, opts: ExtractOptions) -
         )
     if dataset.n_images == 0:
         raise CrsbenchError(f"dataset {dataset.name!r} has no images")
+    if opts.screen and opts.repair:
+        raise CrsbenchError("--screen and --repair do not combine: a repair restores a complete set")
 
 
 def skipped_result(
@@ -243,10 +259,11 @@ def _model_unless_skipped(
     store: FeatureStore, ref: FeatureSetRef, entry: EncoderEntry, opts: ExtractOptions, build: _Builder
 ) -> torch.nn.Module | None:
     """The model, built before the store is touched (a bad checkpoint or absent weights writes
-    nothing); None when the set is complete (with these weights) and will be skipped."""
+    nothing); None when the set is complete, or screened for a screening run (with these
+    weights), and will be skipped."""
     weights = str(opts.weights) if opts.weights is not None else None
-    complete = store.is_complete(ref)
-    if complete and not opts.force:
+    done = store.is_complete(ref) or (opts.screen and store.is_screened(ref))
+    if done and not opts.force:
         check_same_weights(store, ref, entry, weights, lambda: state_dict_hash(build()))
         return None
     return build()
@@ -329,13 +346,18 @@ def _run_chunks(
         max(1, min(opts.workers, os.cpu_count() or 1)),
         progress,
     )
+    if opts.screen:
+        clean_progress(group)  # created by the first screening run
     names = [f"{depth_key(d)}/{c}" for d in tap.depths for c in settings["conditions"]]
     # No DIGEST_ARRAY in a set started before checksums.
-    arrays = {name: group_array(group, name) for name in [*names, PROGRESS_ARRAY, DIGEST_ARRAY] if name in group}
-    marks = np.asarray(arrays[PROGRESS_ARRAY][:])
-    pending = [k for k in range(marks.shape[0]) if not marks[k]]
-    total = sum(ex.n_items(k) for k in range(marks.shape[0]))
-    done = total - sum(ex.n_items(k) for k in pending)
+    extra = [PROGRESS_ARRAY, DIGEST_ARRAY, CLEAN_PROGRESS_ARRAY]
+    arrays = {name: group_array(group, name) for name in [*names, *extra] if name in group}
+    pending = pending_parts(group, opts.screen)
+    target = CLEAN_PART if opts.screen else ALL
+    n_chunks = int(arrays[PROGRESS_ARRAY].shape[0])
+    left = {k: ex.n_items(k, part) for k, part in pending}
+    done = sum(ex.n_items(k, target) for k in range(n_chunks) if k not in left)
+    total = done + sum(left.values())
     progress(ex.label, done, total)
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
@@ -348,6 +370,17 @@ def _run_chunks(
         ex.close()
         tap.close()
     return ex.test_mask, arrays, ex.n_streams
+
+
+def pending_parts(group: zarr.Group, screen: bool) -> list[tuple[int, str]]:
+    """The (row chunk, part) a run computes: for a screening run the clean part of each chunk
+    without it; otherwise each unfinished chunk, whole or, when its clean part is written, its
+    perturbed part (features.extraction_chunks)."""
+    marks = np.asarray(group_array(group, PROGRESS_ARRAY)[:]).astype(bool)
+    clean = clean_marks(group)
+    if screen:
+        return [(k, CLEAN_PART) for k in range(marks.shape[0]) if not clean[k]]
+    return [(k, PERTURBED_PART if clean[k] else ALL) for k in range(marks.shape[0]) if not marks[k]]
 
 
 def _finish(

@@ -4,6 +4,12 @@ For a chunk, every image is decoded once (on CPU threads, one chunk ahead of the
 train/calib rows give the `clean` condition, test rows every condition (16 in the protocol); one forward per
 batch yields all four depths through the depth hooks. Batches never span chunks, so a chunk's
 bytes depend only on the chunk itself.
+
+A chunk's item list (all clean rows, then each perturbed condition's test rows) is cut into
+batches the same way whatever part of it a run computes (`Chunk.part`): a screening run forwards
+only the batches holding a clean item, the run completing a screened chunk only those holding a
+perturbed item. The one batch that mixes both is forwarded whole by each, so every stored row
+comes from the very forward a one-go run does (METHODS.md §2.9).
 """
 
 from __future__ import annotations
@@ -23,7 +29,7 @@ import zarr
 from crsbench.core import CLEAN, CrsbenchError, ProgressFn
 from crsbench.features import transforms
 from crsbench.features.extraction_procs import Part, decode_and_perturb, pixel_pool
-from crsbench.features.extraction_sets import COMPUTE_DTYPES, PROGRESS_ARRAY
+from crsbench.features.extraction_sets import CLEAN_PROGRESS_ARRAY, COMPUTE_DTYPES, PROGRESS_ARRAY
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, block_digest
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
@@ -32,6 +38,11 @@ from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import Depth, FeatureSetRef, depth_key
 from crsbench.features.transforms import decode_image, model_input
 from crsbench.ingest.types import Dataset
+
+# Which batches of a chunk a run forwards and which arrays it writes: every one (a plain run), the
+# clean part (a screening run), or the perturbed part of a chunk whose clean part is written.
+ALL, CLEAN_PART, PERTURBED_PART = "all", "clean", "perturbed"
+Item = tuple[str, int, int]  # (condition, local row, position in the host list)
 
 
 @dataclasses.dataclass
@@ -42,6 +53,7 @@ class Chunk:
     test: np.ndarray  # local row indices of test rows
     images: list[Any]  # futures (or extraction_procs.Part) of the decoded uint8 HxWxC per local row
     host: dict[str, list[Any]]  # condition -> per test row, perturbed on CPU threads or processes
+    part: str = ALL  # ALL, CLEAN_PART or PERTURBED_PART
 
 
 class ChunkExtractor:
@@ -96,16 +108,17 @@ class ChunkExtractor:
         rows = self.s["chunk_rows"]
         return k * rows, min((k + 1) * rows, self.ds.n_images)
 
-    def prefetch(self, k: int) -> Chunk:
+    def prefetch(self, k: int, part: str = ALL) -> Chunk:
         if self.pixel_workers:
-            return self._prefetch_in_processes(k)
+            return self._prefetch_in_processes(k, part)
         start, stop = self.chunk_bounds(k)
         images = [
             self.pool.submit(decode_image, self.ds.root, self.paths[r], self.hashes[r]) for r in range(start, stop)
         ]
         test = np.flatnonzero(self.test_mask[start:stop])
+        needed = self._conditions_of(stop - start, test, part)
         host: dict[str, list[Future[np.ndarray]]] = {}
-        for cond in self.host_conditions:
+        for cond in [c for c in self.host_conditions if c in needed]:
             name, sev = parse_condition(cond)  # type: ignore[misc]
             ref = PERTURBATION_REGISTRY.get(name)
             host[cond] = [
@@ -114,14 +127,15 @@ class ChunkExtractor:
                 )
                 for i in test
             ]
-        return Chunk(k, start, stop, test, images, host)
+        return Chunk(k, start, stop, test, images, host, part)
 
-    def _prefetch_in_processes(self, k: int) -> Chunk:
-        """One worker task per row: decode, then every host condition of a test row."""
+    def _prefetch_in_processes(self, k: int, part: str) -> Chunk:
+        """One worker task per row: decode, then every host condition of a test row the part needs."""
         start, stop = self.chunk_bounds(k)
         pool = pixel_pool(self.pixel_workers)
         test = np.flatnonzero(self.test_mask[start:stop])
-        host_conds = [c for c in self.conditions if c != CLEAN]
+        needed = self._conditions_of(stop - start, test, part)
+        host_conds = [c for c in self.conditions if c != CLEAN and c in needed]
         parsed = [p for c in host_conds if (p := parse_condition(c)) is not None]
         is_test = set(test.tolist())
         futures = [
@@ -137,25 +151,40 @@ class ChunkExtractor:
         ]
         images: list[Any] = [Part(f, None) for f in futures]
         host: dict[str, list[Any]] = {c: [Part(futures[i], n) for i in test] for n, c in enumerate(host_conds)}
-        return Chunk(k, start, stop, test, images, host)
+        return Chunk(k, start, stop, test, images, host, part)
 
-    def n_items(self, k: int) -> int:
+    def n_items(self, k: int, part: str = ALL) -> int:
+        """How many items of chunk `k` a run of `part` forwards."""
         start, stop = self.chunk_bounds(k)
-        return (stop - start) + (len(self.conditions) - 1) * int(self.test_mask[start:stop].sum())
+        n = stop - start
+        span = self._span(n, n + (len(self.conditions) - 1) * int(self.test_mask[start:stop].sum()), part)
+        return int(span.stop) - int(span.start)
 
-    def items(self, chunk: Chunk) -> list[tuple[str, int, int]]:
-        """(condition, local row, position in the host list) in a fixed order."""
-        n = chunk.stop - chunk.start
+    def _span(self, n_clean: int, n_items: int, part: str) -> slice:
+        """The items of `part` in a chunk's full item list: whole batches of it, cut as a plain run cuts them."""
+        bs = self.s["batch_size"]
+        if part == CLEAN_PART:  # every batch holding a clean item, the one mixing both included
+            return slice(0, min(n_items, -(-n_clean // bs) * bs))
+        if part == PERTURBED_PART:  # every batch holding a perturbed item, the mixed one included
+            return slice((n_clean // bs) * bs if n_items > n_clean else n_items, n_items)
+        return slice(0, n_items)
+
+    def _item_list(self, n: int, test: np.ndarray, part: str) -> list[Item]:
         out = [(CLEAN, i, i) for i in range(n)]
         for cond in self.conditions:
             if cond != CLEAN:
-                out.extend((cond, int(i), j) for j, i in enumerate(chunk.test))
-        return out
+                out.extend((cond, int(i), j) for j, i in enumerate(test))
+        return out[self._span(n, len(out), part)]
+
+    def _conditions_of(self, n: int, test: np.ndarray, part: str) -> set[str]:
+        return {c for c, _, _ in self._item_list(n, test, part)}
+
+    def items(self, chunk: Chunk) -> list[Item]:
+        """(condition, local row, position in the host list) in a fixed order: the chunk's part of them."""
+        return self._item_list(chunk.stop - chunk.start, chunk.test, chunk.part)
 
     # -- compute ------------------------------------------------------------------------------
-    def run_chunk(
-        self, chunk: Chunk, done: int, total: int
-    ) -> tuple[list[tuple[str, int, int]], dict[Depth, np.ndarray], int]:
+    def run_chunk(self, chunk: Chunk, done: int, total: int) -> tuple[list[Item], dict[Depth, np.ndarray], int]:
         """Forward every item of the chunk; returns (items, {depth: [n_items, dim]}, done).
 
         A batch waits only for the pixels it needs, so the forwards of the clean rows start
@@ -167,7 +196,7 @@ class ChunkExtractor:
         bs = self.s["batch_size"]
         batches = [items[b : b + bs] for b in range(0, len(items), bs)]
 
-        def forward(batch: list[tuple[str, int, int]]) -> dict[Depth, torch.Tensor]:
+        def forward(batch: list[Item]) -> dict[Depth, torch.Tensor]:
             return self.tap(torch.cat([self._inputs(group, pixels, chunk) for group in groups(batch, pixels.images)]))
 
         outputs: list[dict[Depth, torch.Tensor]] = []
@@ -177,10 +206,12 @@ class ChunkExtractor:
             outputs.append(out)  # stays on the device: one synchronisation per chunk
             done += len(batch)
             self.progress(self.label, done, total)
+        if not outputs:  # the perturbed part of a chunk without test rows: nothing to forward
+            return items, {d: np.zeros((0, 0), np.float32) for d in self.tap.depths}, done
         feats = {d: torch.cat([o[d] for o in outputs]).cpu().numpy() for d in self.tap.depths}
         return items, feats, done
 
-    def _inputs(self, group: list[tuple[str, int, int]], pixels: Pixels, chunk: Chunk) -> torch.Tensor:
+    def _inputs(self, group: list[Item], pixels: Pixels, chunk: Chunk) -> torch.Tensor:
         cond = group[0][0]
         t = pixels.take(cond, group)
         if cond != CLEAN and not pixels.on_host(cond):
@@ -193,18 +224,20 @@ class ChunkExtractor:
         self,
         arrays: dict[str, zarr.Array[Any]],
         chunk: Chunk,
-        items: list[tuple[str, int, int]],
+        items: list[Item],
         feats: dict[Depth, np.ndarray],
     ) -> None:
         """Check, convert and write one chunk (runs on the writer thread, one chunk at a time)."""
         self.write_chunk(arrays, chunk, self._arrange(chunk, items, feats))
 
     def _arrange(
-        self, chunk: Chunk, items: list[tuple[str, int, int]], feats: dict[Depth, np.ndarray]
+        self, chunk: Chunk, items: list[Item], feats: dict[Depth, np.ndarray]
     ) -> dict[tuple[Depth, str], np.ndarray]:
-        """Per (depth, condition): the chunk's rows in the stored dtype (NaN where not computed)."""
+        """Per (depth, condition) the chunk's part writes: its rows in the stored dtype (NaN where not
+        computed). A part's batch that mixes both kinds leaves out the other part's rows."""
         n = chunk.stop - chunk.start
         conds = np.array([c for c, _, _ in items])
+        kept = [c for c in dict.fromkeys(conds.tolist()) if _writes(chunk.part, c)]
         rows = np.array([i for _, i, _ in items])
         out: dict[tuple[Depth, str], np.ndarray] = {}
         for depth in self.tap.depths:
@@ -212,7 +245,7 @@ class ChunkExtractor:
             bad = np.flatnonzero(~np.isfinite(f).all(axis=1))
             if bad.size:
                 self._fail(chunk, items[int(bad[0])], depth, "non-finite features")
-            for cond in dict.fromkeys(conds.tolist()):
+            for cond in kept:
                 sel = conds == cond
                 block = np.full((n, f.shape[1]), np.nan, dtype=np.float32)
                 block[rows[sel]] = f[sel]
@@ -232,17 +265,18 @@ class ChunkExtractor:
             f"the feature set {self.ref.path} stays incomplete"
         )
 
-    def run(self, arrays: dict[str, zarr.Array[Any]], pending: list[int], done: int, total: int) -> None:
-        """Three stages overlap: decoding (and CPU perturbations) of chunk k+1 on the thread pool,
-        the forwards of chunk k on this thread, checking + writing chunk k-1 on the writer thread."""
+    def run(self, arrays: dict[str, zarr.Array[Any]], pending: list[tuple[int, str]], done: int, total: int) -> None:
+        """Compute each pending (chunk, part). Three stages overlap: decoding (and CPU perturbations)
+        of chunk k+1 on the thread pool, the forwards of chunk k on this thread, checking + writing
+        chunk k-1 on the writer thread."""
         writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="crsbench-write")
         in_flight: Future[None] | None = None
         try:
-            ahead = self.prefetch(pending[0]) if pending else None
+            ahead = self.prefetch(*pending[0]) if pending else None
             for pos in range(len(pending)):
                 chunk = ahead
                 assert chunk is not None  # prefetched for every pending position
-                ahead = self.prefetch(pending[pos + 1]) if pos + 1 < len(pending) else None
+                ahead = self.prefetch(*pending[pos + 1]) if pos + 1 < len(pending) else None
                 items, feats, done = self.run_chunk(chunk, done, total)
                 if in_flight is not None:
                     in_flight.result()  # a failed write stops everything before the next one starts
@@ -263,9 +297,15 @@ class ChunkExtractor:
                     continue  # a chunk without test rows leaves perturbed arrays unwritten (NaN)
                 name = f"{depth_key(depth)}/{cond}"
                 arrays[name][chunk.start : chunk.stop] = block
+            if chunk.part == CLEAN_PART:  # a screening run: its own marker; digests come with the rest
+                name = CLEAN_PROGRESS_ARRAY
+                arrays[CLEAN_PROGRESS_ARRAY][chunk.index] = 1
+                return
             name = DIGEST_ARRAY
             if DIGEST_ARRAY in arrays:  # the content manifest, before the progress marker
-                arrays[DIGEST_ARRAY][chunk.index] = self._digests(arrays, chunk, blocks)
+                arrays[DIGEST_ARRAY][chunk.index] = self._digests(
+                    arrays, chunk, self._with_stored(arrays, chunk, blocks)
+                )
             name = PROGRESS_ARRAY
             arrays[PROGRESS_ARRAY][chunk.index] = 1
         except OSError as exc:  # a full disk or a file-size limit: zarr's error names no file
@@ -273,6 +313,17 @@ class ChunkExtractor:
                 raise
             where = f"{self.s['store_url']}/{self.ref.path}/{name} (row chunk {chunk.index})"
             raise OSError(exc.errno, os.strerror(exc.errno), where) from exc
+
+    def _with_stored(
+        self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[Depth, str], np.ndarray]
+    ) -> dict[tuple[Depth, str], np.ndarray]:
+        """`blocks`, and for the perturbed part the chunk's clean blocks as stored (read back)."""
+        if chunk.part != PERTURBED_PART:
+            return blocks
+        stored = {
+            (d, CLEAN): np.asarray(arrays[f"{depth_key(d)}/{CLEAN}"][chunk.start : chunk.stop]) for d in self.tap.depths
+        }
+        return {**stored, **blocks}
 
     def _digests(
         self, arrays: dict[str, zarr.Array[Any]], chunk: Chunk, blocks: dict[tuple[Depth, str], np.ndarray]
@@ -321,7 +372,7 @@ class Pixels:
     def _arrays(self, cond: str) -> list[np.ndarray]:
         return [f.result() for f in self._host[cond]] if self.on_host(cond) else self.images
 
-    def take(self, cond: str, group: list[tuple[str, int, int]]) -> torch.Tensor:
+    def take(self, cond: str, group: list[Item]) -> torch.Tensor:
         on_host = self.on_host(cond)
         if self.uniform:
             key = cond if on_host else CLEAN
@@ -341,9 +392,9 @@ def host_perturb(
     return fn(image_future.result(), level, key)
 
 
-def groups(batch: list[tuple[str, int, int]], images: list[np.ndarray]) -> Iterator[list[tuple[str, int, int]]]:
+def groups(batch: list[Item], images: list[np.ndarray]) -> Iterator[list[Item]]:
     """Consecutive items with the same condition and image shape (stackable together)."""
-    group: list[tuple[str, int, int]] = []
+    group: list[Item] = []
     for item in batch:
         if group and (item[0] != group[0][0] or images[item[1]].shape != images[group[0][1]].shape):
             yield group
@@ -351,3 +402,8 @@ def groups(batch: list[tuple[str, int, int]], images: list[np.ndarray]) -> Itera
         group.append(item)
     if group:
         yield group
+
+
+def _writes(part: str, condition: str) -> bool:
+    """Whether a run of `part` writes `condition`'s array."""
+    return part == ALL or (part == CLEAN_PART) == (condition == CLEAN)

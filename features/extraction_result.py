@@ -15,7 +15,7 @@ from typing import Any
 from crsbench.core import DEPTHS, CrsbenchError
 from crsbench.features.conditions import stored_conditions
 from crsbench.features.integrity import Damage
-from crsbench.features.store import depth_key
+from crsbench.features.store import SCREENED_ATTR, depth_key
 
 # The attributes without which a set's catalog row cannot be written.
 REQUIRED = ("image_digest", "dim", "n_images")
@@ -32,6 +32,7 @@ class StoredAttrs:
     conditions: tuple[str, ...]
     dtype: str
     complete: bool
+    screened: bool  # the clean condition of every row is written: screened (extract --screen) or complete
     pretrained: bool
     checkpoint: str | None
     weights_hash: str | None
@@ -62,6 +63,7 @@ class StoredAttrs:
             conditions=stored_conditions(attrs),
             dtype=attrs.get("dtype", "float16"),
             complete=bool(attrs.get("complete", False)),
+            screened=bool(attrs.get("complete", False) or attrs.get(SCREENED_ATTR, False)),
             pretrained=bool(attrs.get("pretrained", True)),
             checkpoint=attrs.get("checkpoint"),
             weights_hash=attrs.get("weights_hash"),

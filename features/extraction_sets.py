@@ -4,10 +4,16 @@ A set's group is created once with every attr but `complete`; its progress array
 marker per row chunk, written after that chunk's arrays. A partial set resumes only under the
 settings it was started with (`RESUME_KEYS`), and `complete` flips to true only after every
 expected chunk is checked present in every array.
+
+A screening run (`extract --screen`, METHODS.md §2.9) writes only the clean condition: its own
+marker array records each chunk's clean part, and the `screened` attr flips to true once every
+chunk's clean part is checked present. Completing such a set later drops both, so a complete set
+holds the same files whether or not it was screened first.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -19,10 +25,12 @@ from crsbench.features.cost import COST_ATTR, measure_compute, with_stored_bytes
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, DIGEST_NAMES, checksummed_compressors, publish_manifest
 from crsbench.features.registry import EncoderEntry
-from crsbench.features.store import FeatureSetRef, depth_key
+from crsbench.features.store import SCREENED_ATTR, FeatureSetRef, depth_key
 from crsbench.ingest.types import Dataset
 
 PROGRESS_ARRAY = "_chunks_done"  # one uint8 per row chunk, written after the chunk's arrays
+# Of a screened (or being screened) set only: one uint8 per row chunk, written after its clean arrays.
+CLEAN_PROGRESS_ARRAY = "_clean_done"
 DTYPES = {"float16": np.float16, "float32": np.float32}
 COMPUTE_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 # Settings that change the stored bytes: a partial set made with others cannot be resumed.
@@ -163,13 +171,61 @@ def finish_feature_set(
     n_chunks = marks.shape[0]
     with_test = sum(bool(test_mask[k * rows : (k + 1) * rows].any()) for k in range(n_chunks))
     for name, arr in arrays.items():
-        if name in (PROGRESS_ARRAY, DIGEST_ARRAY):
+        if name in (PROGRESS_ARRAY, DIGEST_ARRAY, CLEAN_PROGRESS_ARRAY):
             continue
         expected = n_chunks if name.endswith("/" + CLEAN) else with_test
         if arr.nchunks_initialized != expected:
             raise CrsbenchError(
                 f"feature array {ref.path}/{name} in {url} has {arr.nchunks_initialized} of {expected} chunks written"
             )
+    drop_screening(group)  # before the stored bytes are counted: a set screened first ends as any other
     publish_manifest(group)
     with_stored_bytes(group, int(group.attrs["n_images"]))  # type: ignore[arg-type]
     group.attrs["complete"] = True
+
+
+def set_done(attrs: Mapping[str, Any], screen: bool) -> bool:
+    """Whether a set with `attrs` needs nothing more: complete, or for a screening run screened."""
+    return bool(attrs.get("complete", False) or (screen and attrs.get(SCREENED_ATTR, False)))
+
+
+def clean_marks(group: zarr.Group) -> np.ndarray:
+    """Per row chunk, whether its clean part is written: by a screening run (CLEAN_PROGRESS_ARRAY)
+    or as part of the whole chunk (PROGRESS_ARRAY)."""
+    done = np.asarray(group_array(group, PROGRESS_ARRAY)[:]).astype(bool)
+    if CLEAN_PROGRESS_ARRAY in group:
+        done |= np.asarray(group_array(group, CLEAN_PROGRESS_ARRAY)[:]).astype(bool)
+    return done
+
+
+def clean_progress(group: zarr.Group) -> zarr.Array[Any]:
+    """The set's CLEAN_PROGRESS_ARRAY, created (all chunks pending) by the first screening run."""
+    if CLEAN_PROGRESS_ARRAY not in group:
+        n_chunks = int(group_array(group, PROGRESS_ARRAY).shape[0])
+        group.create_array(
+            CLEAN_PROGRESS_ARRAY, shape=(n_chunks,), chunks=(1,), dtype="uint8", fill_value=0, compressors=compressor()
+        )
+    return group_array(group, CLEAN_PROGRESS_ARRAY)
+
+
+def finish_screened_set(group: zarr.Group, arrays: dict[str, zarr.Array[Any]], ref: FeatureSetRef, url: str) -> None:
+    """Mark the set screened, but only if every chunk of every clean array is present."""
+    n_chunks = int(arrays[PROGRESS_ARRAY].shape[0])
+    marks = clean_marks(group)
+    if not marks.all():
+        missing = np.flatnonzero(~marks).tolist()[:10]
+        raise CrsbenchError(f"feature set {ref.path} in {url} is missing the clean part of row chunks {missing}")
+    for name, arr in arrays.items():
+        if name.endswith("/" + CLEAN) and arr.nchunks_initialized != n_chunks:
+            raise CrsbenchError(
+                f"feature array {ref.path}/{name} in {url} has {arr.nchunks_initialized} of {n_chunks} chunks written"
+            )
+    group.attrs[SCREENED_ATTR] = True
+
+
+def drop_screening(group: zarr.Group) -> None:
+    """Remove what only a screening run writes (its marker array, the `screened` attr)."""
+    if CLEAN_PROGRESS_ARRAY in group:
+        del group[CLEAN_PROGRESS_ARRAY]
+    if SCREENED_ATTR in group.attrs:
+        del group.attrs[SCREENED_ATTR]

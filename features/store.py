@@ -42,6 +42,9 @@ __all__ = [
 
 # The extra "depth" of the projected image embedding (see the module notes).
 PROJ = "proj"
+# A set whose clean condition is written for every row at every depth, its perturbed conditions
+# not yet (`extract --screen`, METHODS.md §2.9): never `complete`, so no probe reads it.
+SCREENED_ATTR = "screened"
 Depth = float | str  # one of DEPTHS, or PROJ
 
 
@@ -167,6 +170,14 @@ class FeatureStore:
         except CrsbenchError:
             return False
 
+    def is_screened(self, ref: FeatureSetRef) -> bool:
+        """Whether the clean condition of every row is written at every depth (screened or complete)."""
+        try:
+            attrs = self.attrs(ref)
+        except CrsbenchError:
+            return False
+        return bool(attrs.get("complete", False) or attrs.get(SCREENED_ATTR, False))
+
     def array(self, ref: FeatureSetRef, depth: Depth, condition: str) -> zarr.Array[Any]:
         """The zarr array of one depth and condition (for `dask.array.from_zarr`)."""
         import zarr
@@ -195,6 +206,18 @@ class FeatureStore:
                 parsed = EncoderKey.parse(key)
                 refs.append(FeatureSetRef(dataset, parsed.encoder_id, parsed.regime))
         return sorted(refs, key=lambda r: (r.dataset, r.key))
+
+    def probe_sets(self) -> list[FeatureSetRef]:
+        """The sets a probe grid may plan on: every set but screened-only ones (those hold the clean
+        condition alone; a partial set stays listed, so probing it says to finish it)."""
+        return [r for r in self.feature_sets() if not self._screened_only(r)]
+
+    def _screened_only(self, ref: FeatureSetRef) -> bool:
+        try:
+            attrs = self.attrs(ref)
+        except CrsbenchError:
+            return False
+        return bool(attrs.get(SCREENED_ATTR, False)) and not attrs.get("complete", False)
 
 
 def retire_dataset_features(store: FeatureStore, name: str, image_digest: str) -> str | None:

@@ -113,7 +113,7 @@ def plan_fits(
     fits: set[FitKey] = set()
     for dataset in names:
         if encoders is None:
-            refs = [r for r in store.feature_sets() if r.dataset == dataset]
+            refs = [r for r in store.probe_sets() if r.dataset == dataset]
         else:
             refs = []
             for enc in encoders:

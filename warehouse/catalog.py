@@ -3,6 +3,8 @@
 The Zarr store is the truth; these tables are its index for SQL. `record_feature_set`
 upserts one row from a feature set's attributes (typed: features.extraction_result), `sync_catalog` rescans a whole
 store (e.g. after extracting elsewhere), `upsert_encoder` inserts or updates the row of a registry entry.
+`screened_sets` lists the sets whose clean features exist for every row (what a pre-screen reads),
+`screen_hint` says which command makes them.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ _FEATURE_SET_COLUMNS = (
     "degenerate",
     "degenerate_confirmed_at",
     *COST_COLUMNS,
+    "screened",
 )
 
 
@@ -121,6 +124,7 @@ def _row(store_url: str, ref: FeatureSetRef, attrs: StoredAttrs) -> list[Any]:
         attrs.degenerate,
         _timestamp(attrs.degenerate_confirmed_at),
         *cost_row(attrs.cost),
+        attrs.screened,
     ]
 
 
@@ -256,3 +260,26 @@ def sync_catalog(wh: Warehouse, store: FeatureStore | str) -> int:
         except CrsbenchError:
             continue  # extracted with an entry this installation does not know; keep the rows
     return len(rows)
+
+
+def screened_sets(wh: Warehouse, dataset_id: str, regime: str = FROZEN) -> pd.DataFrame:
+    """The catalogued sets of `dataset_id` whose clean condition is written for every row at every
+    depth (screened by `extract --screen`, or complete): encoder_id, regime, store_url (as this copy
+    of the warehouse resolves it), depths (depth keys), complete. Only clean features may be read
+    from a set that is not complete; probes, CRS and the analyses read complete sets alone."""
+    frame = wh.sql(
+        "select encoder_id, regime, store_url, depths, complete from feature_sets "
+        "where dataset_id = ? and regime = ? and (screened or complete) order by encoder_id, store_url",
+        [dataset_id, regime],
+    )
+    frame["store_url"] = [resolve_url(wh, str(u)) for u in frame["store_url"]]
+    frame["depths"] = [[str(d) for d in ds] for ds in frame["depths"]]
+    return frame
+
+
+def screen_hint(encoder: str, dataset: str) -> str:
+    """One line saying which command makes the screening features `encoder` lacks on `dataset`."""
+    return (
+        f"no screening features for {encoder} on {dataset}: run "
+        f"'crsbench extract --screen --encoder {encoder} --dataset {dataset}'"
+    )

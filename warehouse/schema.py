@@ -34,7 +34,7 @@ from crsbench.warehouse.zeroshot import backfill_grid_sql
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 # Cost, measured once when a feature set is created (crsbench.features.cost); NULL when not measured.
 _NOT_MEASURED = f"NULL when not measured (a set extracted before cost was measured), never zero. {_M} §2.8."
@@ -302,6 +302,14 @@ TABLES: tuple[Schema, ...] = (
                 since=10,
             ),
             *_COST_COLUMNS,
+            Column(
+                "screened",
+                "BOOLEAN",
+                "True when the clean condition of every row is written at every depth: a screened set "
+                "(crsbench extract --screen; complete false, its perturbed conditions not yet) or a complete "
+                f"one. Only a pre-screen reads a set that is screened but not complete; probes never do. {_M} §2.9.",
+                since=18,
+            ),
         ),
     ),
     Schema(
@@ -409,6 +417,9 @@ def _migration(version: int) -> list[str]:
     if version == 5:
         # Datasets ingested before grids were declared get the protocol's grid.
         statements += fill_protocol_sql()
+    if version == 18:
+        # Sets catalogued before screening existed hold their clean features exactly when complete.
+        statements += ["update feature_sets set screened = coalesce(complete, false)"]
     if version == 15:
         # Zero-shot cells run before they were declared are declared with their latest prompt set.
         statements += backfill_grid_sql()

@@ -39,7 +39,8 @@ class ExtractConfig:
     files of user encoders (besides $CRSBENCH_ENCODERS and crsbench.toml beside the warehouse);
     `allow_code` lets entries of `encoder_files` and $CRSBENCH_ENCODERS name Python code (also
     CRSBENCH_ALLOW_CODE=1; never crsbench.toml's). `scheduler` (a dask.distributed address)
-    spreads each set's row chunks over the cluster's workers (features.extraction_cluster).
+    spreads each set's row chunks over the cluster's workers (features.extraction_cluster);
+    `options.screen` (the clean condition alone, METHODS.md §2.9) runs on this machine only.
     """
 
     options: ExtractOptions = dataclasses.field(default_factory=ExtractOptions)
@@ -102,6 +103,8 @@ def extract_all(
     """
     from crsbench.features.extraction_cluster import ClusterExtraction
 
+    if config.scheduler and config.options.screen:
+        raise CrsbenchError("--screen runs on this machine only: drop --scheduler (a later plain extract may use it)")
     use_encoder_files(config.encoder_files, db, config.allow_code)
     options = with_environment(config.options)
     entries, loaded = _entries_and_datasets(db, encoders, datasets, options)
@@ -161,7 +164,7 @@ def _extract_pair(
     else:
         result = extract(ds, entry, store_url, options, progress=progress)
     ref = FeatureSetRef(ds.name, entry.id)
-    status = "skipped (complete)" if result.skipped else "extracted"
+    status = extract_status(result)
     if result.chunks_here is not None:  # over a cluster: how many chunks this command computed
         status += f" ({result.chunks_here} of {result.n_chunks} chunks here)"
     if options.repair and not result.repaired:
@@ -175,6 +178,13 @@ def _extract_pair(
     return _row(
         entry.id, ds.name, status, round(result.seconds, 2), describe_loads(result.stored.weights_loaded), retired
     )
+
+
+def extract_status(result: ExtractionResult) -> str:
+    """The row's status: extracted, screened (the clean condition alone), or skipped and why."""
+    if result.skipped:
+        return "skipped (complete)" if result.stored.complete else "skipped (screened)"
+    return "extracted" if result.stored.complete else "screened"
 
 
 def check_one_model(

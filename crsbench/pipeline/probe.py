@@ -111,7 +111,7 @@ def _selected(declared: pd.DataFrame, config: ProbeConfig) -> list[tuple[str, fl
 
 def _refs(name: str, keys: Sequence[str] | None, store: FeatureStore) -> list[FeatureSetRef]:
     if keys is None:
-        return [r for r in store.feature_sets() if r.dataset == name]
+        return [r for r in store.probe_sets() if r.dataset == name]  # screened-only sets are no grid input
     return [FeatureSetRef(name, EncoderKey.parse(k).encoder_id, EncoderKey.parse(k).regime) for k in keys]
 
 

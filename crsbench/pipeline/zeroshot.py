@@ -58,7 +58,7 @@ def zeroshot_all(
     from crsbench.ingest.prompts import read_prompt_file
 
     store = FeatureStore(store_url)
-    present = {(r.dataset, r.encoder_id) for r in store.feature_sets() if r.regime == "frozen"}
+    present = {(r.dataset, r.encoder_id) for r in store.probe_sets() if r.regime == "frozen"}
     entries = [get_encoder(e) for e in encoders] if encoders else None
     for entry in entries or ():
         check_zero_shot_encoder(entry)

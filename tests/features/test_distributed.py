@@ -153,3 +153,19 @@ def test_a_killed_worker_loses_and_duplicates_nothing(cluster, s3, dataset, loca
     assert sorted(cx.computed) == list(range(N_CHUNKS))  # each chunk claimed and counted once
     assert_same_bytes(local_store, FeatureStore(url), ref)
     assert leftover_claims(url, ref) == []
+
+
+def test_the_cluster_completes_a_set_screened_here_to_the_local_bytes(cluster, s3, dataset, local_store):
+    # `--screen` runs on one machine (extract refuses it with --scheduler); a distributed plain run
+    # may complete such a set: its workers recompute the clean part to the same bytes, and the
+    # screening marker array and attribute are gone once the set is complete.
+    from crsbench.features.extraction import extract
+
+    url = f"{s3}/screened/features.zarr"
+    ref = FeatureSetRef(dataset.name, ENCODER)
+    screened = extract(dataset, get_encoder(ENCODER), url, OPTIONS, screen=True)
+    assert screened.stored.screened and not screened.stored.complete
+    with ClusterExtraction(cluster, OPTIONS) as cx:
+        done = cx.extract(dataset, get_encoder(ENCODER), url)
+    assert done.stored.complete and "screened" not in FeatureStore(url).attrs(ref)
+    assert_same_bytes(local_store, FeatureStore(url), ref)

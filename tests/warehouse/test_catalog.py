@@ -129,11 +129,28 @@ def test_a_schema_v16_warehouse_migrates_with_its_sets_not_measured(aptos, tmp_p
         catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), result.stored)
         for view in ("crs_cost", "encoder_cost"):
             wh.con.execute(f"drop view {view}")
-        for column in catalog.COST_COLUMNS:  # as a warehouse written before schema v17
+        for column in (*catalog.COST_COLUMNS, "screened"):  # as a warehouse written before schema v17
             wh.con.execute(f"alter table feature_sets drop column {column}")
         wh.con.execute("delete from schema_info where version >= 17")
     with Warehouse.open(db) as wh:
-        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION == 17
+        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION
         row = wh.sql("select * from encoder_cost")
         assert len(row) == 1 and row.loc[0, "n_sets"] == 1
         assert row.loc[0, ["params", "flops_per_image", "images_per_s", "stored_bytes_per_image"]].isna().all()
+
+
+def test_a_schema_v17_warehouse_migrates_with_complete_sets_screened(aptos, tmp_path):
+    url = str(tmp_path / "f.zarr")
+    result = extract(aptos, ENTRY, url, chunk_rows=16, conditions=("clean",))
+    db = tmp_path / "old.duckdb"
+    with Warehouse.open(db) as wh:
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", ENTRY.id), result.stored)
+        old = dataclasses.replace(result.stored, complete=False, screened=False)
+        catalog.record_feature_set(wh, url, FeatureSetRef("aptos", "tiny-convnext-b"), old)
+        wh.con.execute("alter table feature_sets drop column screened")  # as written before schema v18
+        wh.con.execute("delete from schema_info where version >= 18")
+    with Warehouse.open(db) as wh:
+        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION == 18
+        rows = catalog.feature_sets(wh).set_index("encoder_id")["screened"].to_dict()
+        assert rows == {ENTRY.id: True, "tiny-convnext-b": False}  # the clean part exists exactly when complete
+        assert catalog.screened_sets(wh, "aptos")["encoder_id"].tolist() == [ENTRY.id]

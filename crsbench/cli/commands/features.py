@@ -42,7 +42,7 @@ def render_extract(store_url: str, frame: pd.DataFrame) -> None:
         f"feature store {store_url}:\n"
         + "\n".join(
             f"  {r['encoder']} x {r['dataset']}: {r['status']}"
-            + (f" in {r['seconds']:.1f} s" if r["status"].startswith("extracted") else "")
+            + (f" in {r['seconds']:.1f} s" if r["status"].startswith(("extracted", "screened")) else "")
             + (f" (weights: {r['weights']})" if r.get("weights") and r["status"].startswith("extracted") else "")
             + (f"; {r['retired_fits']} probe fits of the old weights retired" if r.get("retired_fits") else "")
             for r in rows
@@ -107,6 +107,15 @@ AllowDownloadOption = Annotated[
         "(default: offline; also CRSBENCH_ALLOW_DOWNLOAD=1).",
     ),
 ]
+ScreenOption = Annotated[
+    bool,
+    typer.Option(
+        "--screen",
+        help="Write only the clean condition (every depth, every row) for a cheap first screen "
+        "('crsbench screen'); probes never read such a set, and a later plain extract completes "
+        "it reusing those features, byte for byte as one run would. Not with --scheduler.",
+    ),
+]
 SchedulerOption = Annotated[
     str | None,
     typer.Option(
@@ -137,6 +146,7 @@ def extract_command(
     trust_pickle: TrustPickleOption = False,
     allow_download: AllowDownloadOption = False,
     scheduler: SchedulerOption = None,
+    screen: ScreenOption = False,
 ) -> None:
     """Extract features for every depth and condition, once per encoder and dataset (resumable)."""
     bench = Bench(db, store)
@@ -152,6 +162,7 @@ def extract_command(
         threads=threads,
         trust_pickle=trust_pickle,
         repair=repair,
+        screen=screen,
     )
     config = ExtractConfig(options, tuple(encoders_file or ()), allow_code, scheduler)
     with progress() as bar:
@@ -238,7 +249,7 @@ def feature_sets_command(
         ),
     ] = None,
 ) -> None:
-    """List the feature-set catalog (dataset, encoder, regime, dims, complete, degenerate)."""
+    """List the feature-set catalog (dataset, encoder, regime, dims, complete, screened, degenerate)."""
     bench = Bench(db, store)
     if confirm is not None:
         reason = bench.confirm_feature_set(*confirm)
@@ -248,6 +259,7 @@ def feature_sets_command(
         )
         return
     frame = bench.feature_sets(sync=sync)
-    cols = ["dataset_id", "encoder_id", "regime", "dim", "dtype", "n_images", "complete", "pretrained", "store_url"]
+    cols = ["dataset_id", "encoder_id", "regime", "dim", "dtype", "n_images", "complete", "screened"]
+    cols += ["pretrained", "store_url"]
     cols += [c for c in ("degenerate", "degenerate_confirmed_at") if c in frame.columns]
     print_frame(frame[cols] if not frame.empty else frame, title="feature sets", key="feature_sets")
