@@ -28,7 +28,7 @@ class ScreenReport:
     def dropped(self) -> list[str]:
         """The encoders the overall pre-screen would drop at its keep-top-k."""
         overall = self.ranking[self.ranking["scope"] == "all"]
-        return overall.loc[~overall["kept"].astype(bool), "encoder_id"].tolist()
+        return [str(e) for e in overall.loc[~overall["kept"].astype(bool), "encoder_id"]]
 
     @property
     def best_estimator(self) -> pd.DataFrame:

@@ -64,6 +64,10 @@ def test_extract_screen_end_to_end(db: Path, capsys: pytest.CaptureFixture[str])
     with Warehouse.open(db, read_only=True) as wh:
         fitted = wh.sql("select distinct encoder_id from runs")["encoder_id"].tolist()
     assert fitted == ["tiny-convnext"]  # the screened set never enters the grid
+    rc, out = _json(["screen", "--db", str(db), "--replicates", "0"], capsys)
+    assert rc == 0  # the pre-screen reads the screened set's clean features beside the complete one's
+    assert {r["encoder_id"] for r in out["ranking"] if r["scope"] == "aptos"} == {"tiny-convnext", "tiny-resnet18"}
+    assert out["verdicts"] == []  # one encoder with a grid: nothing to compare a ranking with
     rc, out = _json(["extract", "-e", "tiny-resnet18", *base], capsys)
     assert rc == 0 and [r["status"] for r in out["feature_sets"]] == ["extracted"]
     rc, out = _json(["feature-sets", "--db", str(db)], capsys)

@@ -77,8 +77,8 @@ def feature_sources(wh: Warehouse, dataset_id: str, screened: bool = False) -> d
     with `screened`, also the sets whose clean condition alone is whole (`crsbench extract --screen`)."""
     frame = wh.sql(
         "select encoder_id, regime, store_url, depths, pretrained from feature_sets "
-        "where dataset_id = ? and (complete or ?) order by encoder_id, regime, store_url",
-        [dataset_id, False],
+        "where dataset_id = ? and (complete or (? and screened)) order by encoder_id, regime, store_url",
+        [dataset_id, screened],
     )
     out: dict[str, FeatureSource] = {}
     for r in frame.itertuples(index=False):

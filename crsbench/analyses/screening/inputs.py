@@ -18,6 +18,7 @@ from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.features.store import key_depth
 from crsbench.ingest.types import Task
 from crsbench.probes.reader import read_rows
+from crsbench.warehouse.catalog import screen_hint
 from crsbench.warehouse.connection import Warehouse
 
 
@@ -32,11 +33,6 @@ class TrainLabels:
     n_outputs: int
 
 
-def screen_command(encoder: str, dataset_id: str) -> str:
-    """The command that makes an encoder's screening features on a dataset."""
-    return f"crsbench extract --screen --encoder {EncoderKey.parse(encoder).encoder_id} --dataset {dataset_id}"
-
-
 def screen_sources(wh: Warehouse, dataset_id: str, encoders: Sequence[str] | None) -> list[FeatureSource]:
     """The named encoders' feature sets on the dataset whose clean features are whole (default every
     one); an encoder named without them is an error naming the command that makes them."""
@@ -47,10 +43,8 @@ def screen_sources(wh: Warehouse, dataset_id: str, encoders: Sequence[str] | Non
     missing = [e for e in names if e not in sources]
     if missing:
         have = ", ".join(sorted(sources)) or "none"
-        raise CrsbenchError(
-            f"encoder {missing[0]} has no screening features on dataset {dataset_id!r} (encoders with "
-            f"features there: {have}); run '{screen_command(missing[0], dataset_id)}'"
-        )
+        hint = screen_hint(EncoderKey.parse(missing[0]).encoder_id, dataset_id)
+        raise CrsbenchError(f"{hint} (encoders with screening features there: {have})")
     return [sources[n] for n in names]
 
 
