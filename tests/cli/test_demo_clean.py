@@ -90,3 +90,11 @@ def test_the_demo_report_shows_zero_shot_and_no_incomplete_cell(demo: Path) -> N
     assert "tiny-clip" in zero_shot[: zero_shot.find("</table>")]
     assert "Incomplete (left out of the CRS)" not in html
     assert html.count(ANCHOR_NOISE) <= 1
+
+
+def test_the_demo_report_answers_whether_the_pre_screen_can_be_trusted(demo: Path) -> None:
+    html = (demo / "report.html").read_text()
+    section = html[html.index('id="screen"') :]
+    section = section[: section.index("</section>")]
+    assert 'data-missing="false"' in section[:200]
+    assert "knn_loo ranks" in section and "against the full grid" in section

@@ -100,11 +100,14 @@ def _analyses_zero_shot_report(
     zero-shot of the `image_text` encoders between them."""
     from crsbench.cli.commands.analyses import analyze_and_render
     from crsbench.cli.commands.report import report_and_render
+    from crsbench.cli.commands.screen import render_screen
 
     if report_path is not None:
         steps.start("analyses (E1-E4, E6, subgroups, operating points, agreement, split shift, resplit, shortcuts)")
         for name in DEMO_ANALYSES:
             analyze_and_render(bench, name, dict(DEMO_PARAMS.get(name, {})))
+        steps.start("pre-screen from the cached features alone, and how far its ranking agrees with the grid's")
+        render_screen(bench.screen(), per_dataset=False)
     # After the analyses, so that they describe the panel's encoders only (the image-text encoder's
     # partial grid would add rows to most of them); before the report, which shows it.
     if image_text:

@@ -70,10 +70,12 @@ def _ranking_table(rows: pd.DataFrame, random_init: set[str]) -> pd.DataFrame:
     )
 
 
-def render_screen(report: ScreenReport) -> None:
-    """The ranked tables per dataset and overall, what would be dropped, the trust and its verdicts."""
+def render_screen(report: ScreenReport, per_dataset: bool = True) -> None:
+    """The ranked tables (per dataset unless not `per_dataset`) and overall, what would be dropped,
+    the trust and its verdicts."""
     ranking, random_init = report.ranking, set(report.random_init)
-    for scope, rows in ranking[ranking["scope"] != "all"].groupby("scope", sort=True):
+    shown = ranking[ranking["scope"] != "all"] if per_dataset else ranking.iloc[0:0]
+    for scope, rows in shown.groupby("scope", sort=True):
         by = rows["rank_by"].iloc[0]
         print_frame(_ranking_table(rows, random_init), title=f"pre-screen on {scope} (by {by}, at each best depth)")
     overall = ranking[ranking["scope"] == "all"]
