@@ -127,7 +127,7 @@ def main() -> int:
         f"{screen_cpu:8.1f} s CPU ({screen_cpu / n_enc:.1f} s per encoder)"
     )
     print(
-        f"logreg grid: {fits_per_encoder} fits per encoder, timed on {len(grid)} encoder(s) "
+        f"logreg grid: {fits_per_encoder} fits per encoder, timed on encoders {timed} "
         f"({sum(g[1] for g in grid):.1f} s CPU) and scaled x{n_enc / len(grid):g}: {grid_cpu:8.1f} s CPU"
     )
     print(f"ratio (grid CPU / pre-screen CPU): {grid_cpu / screen_cpu:.1f}x")
