@@ -10,7 +10,9 @@ Cost: an exact search of every row against every row is O(n^2 D) (~35 s at n = 2
 2 cores, more than the rest of the pre-screen). Above MAX_QUERIES rows the accuracy is therefore
 measured on MAX_QUERIES query rows drawn without replacement by position (numpy default_rng(0)),
 each still voted on by its nearest among all n - 1 other rows: an unbiased estimate of the full
-leave-one-out accuracy with standard error at most 0.5 / sqrt(4,096) = 0.008.
+leave-one-out accuracy with standard error at most 0.5 / sqrt(4,096) = 0.008. (The subset is by
+position, so above MAX_QUERIES rows reordering them draws other queries: the registry's
+`row_order_invariant` holds for the full leave-one-out only.)
 """
 
 from __future__ import annotations

@@ -101,3 +101,17 @@ def test_more_dimensions_than_rows_is_scored_with_the_documented_fallbacks():
     assert set(scores) == set(estimator_names())
     assert all(np.isfinite(v) for v in scores.values())
     assert scores["hscore"] == pytest.approx(2.0, abs=1e-9)  # saturated at K - 1 (METHODS.md §21.3)
+
+
+def test_memory_stays_far_below_an_n_by_n_matrix():
+    import tracemalloc
+
+    x, y = labelled(20_000, 16, 3, signal=0.5, seed=7)  # an N x N float64 matrix would be 3.2 GB
+    tracemalloc.start()
+    try:
+        scores = score_cell(x, y, Task.MULTICLASS, 3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert all(np.isfinite(v) for v in scores.values())
+    assert peak < 200e6, f"numpy peak {peak / 1e6:.0f} MB"
