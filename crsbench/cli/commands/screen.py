@@ -111,9 +111,12 @@ def render_screen(report: ScreenReport, per_dataset: bool = True) -> None:
         console.print("No full grid to compare with yet: run crsbench probe, then screen again to measure the trust.")
     best = report.best_estimator
     for r in best.itertuples(index=False):
-        console.print(
-            f"{r.dataset_id}: the estimator that agrees best with the grid here is {r.estimator} (tau {r.tau:.2f})."
-        )
+        if r.tau > 0:
+            console.print(
+                f"{r.dataset_id}: the estimator that agrees best with the grid here is {r.estimator} (tau {r.tau:.2f})."
+            )
+        else:
+            console.print(f"{r.dataset_id}: no estimator's ranking agrees with the grid's here (best tau {r.tau:.2f}).")
     for line in [*report.verdicts, *report.notes]:
         console.print(line)
     if random_init:
