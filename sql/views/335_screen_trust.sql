@@ -4,7 +4,8 @@
 -- means; panel NULL) as screen_replicates holds it: replicate 0 (every test image once, equal to
 -- metrics_seed's auroc_mean) for the point, replicates 1.. (one image-level draw each) for the 95 %
 -- intervals; the estimator's scores, computed on the train split, stay fixed. target 'crs': the
--- per-dataset CRS of each frozen panel (crs_cell, depth 1.0), point values only. Over the encoders with both a score and a grid value:
+-- per-dataset CRS of each frozen panel (crs_cell, depth 1.0; frozen-regime encoders, whose key is their
+-- id), point values only. Over the encoders with both a score and a grid value:
 -- * tau: Kendall tau-b, (C - D) / sqrt(pairs untied in score * pairs untied in grid), as scipy.stats.kendalltau;
 -- * weighted_tau: the same with each pair weighted 1/(r_a + 1) + 1/(r_b + 1), r the 0-based position in
 --   the grid's ranking (ties by encoder_id), so disagreements at the top count most: equal to
@@ -23,10 +24,9 @@ targets as (
     from screen_replicates
     where auroc is not null
     union all
-    select 'crs', panel, dataset_id, 1.0, 0,
-           case when regime = 'frozen' then encoder_id else encoder_id || '@' || regime end, crs
+    select 'crs', panel, dataset_id, 1.0, 0, encoder_id, crs
     from crs_cell
-    where crs is not null
+    where crs is not null and regime = 'frozen'  -- a frozen encoder's key is its id
 ),
 ranked as (
     select t.target, t.panel, e.dataset_id, e.estimator, e.depth, t.replicate, e.encoder_id, e.keep,
@@ -84,7 +84,7 @@ left join spread s on s.target = o.target and s.panel is not distinct from o.pan
      and s.estimator = o.estimator and s.depth = o.depth;
 
 comment on view screen_trust is 'One row per (dataset, estimator, depth, target, panel): how far the pre-screen''s ranking agrees with the full grid''s AUROC (target auroc, with image-bootstrap intervals) or a frozen panel''s per-dataset CRS (target crs, depth 1.0): Kendall tau, weighted tau, top-k recall and regret. docs/METHODS.md §21.5.';
-comment on column screen_trust.dataset_id is 'Dataset of the comparison. docs/METHODS.md §21.5.';
+comment on column screen_trust.dataset_id is 'Dataset whose train features the estimator scored and whose test split the grid was evaluated on. docs/METHODS.md §21.5.';
 comment on column screen_trust.estimator is 'Transferability estimator whose ranking is compared (screen_scores.estimator). docs/METHODS.md §21.2.';
 comment on column screen_trust.depth is 'Depth of both the estimator''s features and the grid''s probe (1.0 only for target crs). docs/METHODS.md §21.5.';
 comment on column screen_trust.target is 'The full grid''s answer compared with: auroc (logreg, all labels, clean test, seed mean) or crs (crs_cell). docs/METHODS.md §21.5.';

@@ -388,8 +388,8 @@ def test_agreement_on_one_dataset_keeps_the_others_rows_unless_replace_all(bench
 
 
 def test_the_shipped_view_files_are_the_ones_the_registry_generates():
-    """sql/views/270..275 are generated (scripts/analysis_sql.py) from the agreement registration: each
-    shipped file is the render, and no generated file is left behind that nothing declares."""
+    """sql/views/270..275 and 330..333 are generated (scripts/analysis_sql.py) from the agreement and screen
+    registrations: each shipped file is the render, and no generated file is left behind that nothing declares."""
     from crsbench.analyses.views import shipped_files
     from crsbench.warehouse.shipped_sql import sql_files
 
@@ -402,6 +402,10 @@ def test_the_shipped_view_files_are_the_ones_the_registry_generates():
         "views/273_encoder_agreement.sql",
         "views/274_neighbour_composition.sql",
         "views/275_classifier_transfer.sql",
+        "views/330_analysis_screen_screen_scores.sql",
+        "views/331_analysis_screen_screen_replicates.sql",
+        "views/332_screen_scores.sql",
+        "views/333_screen_replicates.sql",
     ]
     for name, text in generated.items():
         assert shipped[name] == text, f"sql/{name} is stale: run python scripts/analysis_sql.py"

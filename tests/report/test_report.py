@@ -187,6 +187,29 @@ def beyond_rows(wh: Warehouse) -> None:
                 )
 
 
+def screen_tables() -> AnalysisResult:
+    """Stored pre-screen tables: two estimators' scores per encoder and dataset at full depth, and the
+    grid's AUROC under a few image draws (replicate 0: every image once)."""
+    from crsbench.analyses.screening.screen import best_depths, ranked
+
+    rng = np.random.default_rng(5)
+    scores = pd.DataFrame(
+        [
+            {"dataset_id": d, "encoder_id": e, "depth": 1.0, "n_train": 40, "pretrained": e not in RANDOM_INIT,
+             "estimator": est, "score": float(rng.normal())}
+            for d in DATASETS for e in PROFILES for est in ("knn_loo", "logme")
+        ]
+    )  # fmt: skip
+    scores = ranked(scores, "knn_loo", 2)
+    replicates = pd.DataFrame(
+        [
+            {"dataset_id": d, "encoder_id": e, "depth": 1.0, "replicate": r, "auroc": float(rng.uniform(0.6, 0.9))}
+            for d in DATASETS for e in PROFILES for r in range(6)
+        ]
+    )  # fmt: skip
+    return AnalysisResult({"screen_scores": scores, "screen_replicates": replicates}, summary=best_depths(scores))
+
+
 def agreement_tables() -> AnalysisResult:
     """Stored tables of analysis agreement for the report: every pair of PROFILES on derm, and
     the transfer retention of alpha's and bravo's probes (the analysis itself is tested on real
@@ -302,6 +325,7 @@ def build_warehouse(
             run_analysis(wh, "e6", {"reference": "charlie"})
             beyond_rows(wh)
             store_result(wh, "agreement", agreement_tables(), {})
+            store_result(wh, "screen", screen_tables(), {})
             store_result(
                 wh,
                 "e2",
@@ -527,6 +551,7 @@ TODAYS_PAGE = [
     ("datasets", "Per-dataset results"),
     ("bootstrap", "Bootstrap: how sure is the ranking?"),
     ("cost", "Reliability vs cost"),
+    ("screen", "Can the pre-screen be trusted here?"),
     ("agreement", "Representation agreement: will the next encoder agree?"),
     ("recalibration", "Calibration before and after recalibration (E2)"),
     ("depth", "Representation depth (E3)"),
