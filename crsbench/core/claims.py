@@ -87,11 +87,13 @@ class FileClaims:
     def release(self, names: Iterable[str]) -> None:
         """Give back those of `names` this holder holds (others' claims are left alone)."""
         for name in list(names):
+            # Under the lock: the heartbeat's refresh of an object-store claim reads then rewrites
+            # it, and a removal between the two would leave a re-created claim behind.
             with self._lock:
                 if name not in self.held:
                     continue
                 self.held.discard(name)
-            self._remove(self._path(name))
+                self._remove(self._path(name))
 
     def close(self) -> None:
         """Stop refreshing and give back every claim still held (e.g. after an error)."""
@@ -174,13 +176,19 @@ class FileClaims:
         interval = max(0.05, self.lease_s / 4)
         while not self._stop.wait(interval):
             with self._lock:
-                held = [self._path(f) for f in self.held]
-            for path in [self.marker, *held]:
-                # A transient store error: the next beat retries within the lease.
-                with contextlib.suppress(OSError):
-                    self._touch(path)
+                held = list(self.held)
+            self._refresh(self.marker)
+            for name in held:
+                with self._lock:
+                    if name in self.held:  # not released since the list was taken
+                        self._refresh(self._path(name))
         probe = f"{self.folder}/.clock-{self.token.replace(':', '-')}"
         self._remove(probe)
+
+    def _refresh(self, path: str) -> None:
+        # A transient store error: the next beat retries within the lease.
+        with contextlib.suppress(OSError):
+            self._touch(path)
 
     def _touch(self, path: str) -> None:
         if isinstance(self.fs, LocalFileSystem):
