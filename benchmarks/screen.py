@@ -18,7 +18,9 @@ features are standardised as the probes standardise them (train mean and standar
   (fraction 1.0 fitted once: logreg is not seeded), one thread, CPU seconds per fit. Subsets are
   drawn by `numpy.random.default_rng(seed)` without replacement. Fitting every encoder's grid takes
   long, so it is timed on `--grid-encoders` evenly spaced encoders (the first, the last, ...) and
-  scaled linearly to all E (printed).
+  scaled linearly to all E (printed). Those encoders run in `--workers` processes with one thread
+  each, as the pre-screen's do, so both sides share the cores (and their caches and memory
+  bandwidth) in the same way.
 
 The ratio compares one-thread CPU seconds on both sides (the grid spreads its fits over the cores as
 the pre-screen spreads its encoders). The pre-screen's wall time includes starting the processes and
@@ -34,6 +36,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+import _canonical  # noqa: F401  (canonical numerics before numpy and torch load)
 import numpy as np
 import torch
 from scipy.stats import kendalltau
@@ -109,7 +112,8 @@ def main() -> int:
 
     # evenly spaced encoders: a fit's cost depends on its class signal, which grows with the encoder number
     timed = sorted({round(float(e)) for e in np.linspace(0, n_enc - 1, min(args.grid_encoders, n_enc))})
-    grid = [grid_fits(e, n, dim, k) for e in timed]
+    with ProcessPoolExecutor(args.workers) as pool:  # as the pre-screen ran: the same contention
+        grid = list(pool.map(grid_fits, timed, [n] * len(timed), [dim] * len(timed), [k] * len(timed)))
     fits_per_encoder = grid[0][0]
     grid_cpu = sum(g[1] for g in grid) * n_enc / len(grid)
 

@@ -49,9 +49,9 @@ class TrainIndex:
 
 def prepare(train: torch.Tensor) -> TrainIndex:
     x64 = train.to(torch.float64)
-    sq = (x64 * x64).sum(dim=1)
-    max_norm = float(sq.max().sqrt()) if sq.numel() else 0.0
-    return TrainIndex(x64, x64.to(torch.float32), sq.to(torch.float32), max_norm)
+    norms = torch.linalg.vector_norm(x64, dim=1)  # no (N, D) temporary; keys only need float32 |t|^2
+    max_norm = float(norms.max()) if norms.numel() else 0.0
+    return TrainIndex(x64, x64.to(torch.float32), norms.square().to(torch.float32), max_norm)
 
 
 def _gamma(n: int, u: float) -> float:

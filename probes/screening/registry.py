@@ -26,7 +26,7 @@ class Estimator:
     fn: EstimatorFn
     description: str  # the formula and its constants in one sentence (METHODS.md §21.2 says more)
     # False when reordering the rows may change the score beyond rounding (a fit from a seeded
-    # initialisation that depends on row order, as the Gaussian mixture's k-means start).
+    # initialisation that depends on row order, as the Gaussian mixture's k-means++ start).
     row_order_invariant: bool = True
 
 

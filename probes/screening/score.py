@@ -86,5 +86,5 @@ def score_cell(
     indices, or (n, L) 0/1 for a multilabel task (averaged over the labels with both outcomes)."""
     chosen = [get_estimator(name) for name in (estimator_names() if names is None else names)]
     x, problems = check_screen_inputs(x, y, task, n_outputs)
-    with shared_work():
+    with shared_work(labels=problems[0] if len(problems) == 1 else None):
         return {e.name: float(np.mean([e.fn(x, labels, k) for labels, k in problems])) for e in chosen}

@@ -5,8 +5,10 @@ and principal-component scores, computed once per feature matrix inside `shared_
 k-NN neighbour lists of a multilabel task's labels all reuse one Gram matrix and one neighbour
 search. Outside it every call computes afresh (an estimator called on its own is still correct).
 
-Memory stays O(D^2 + N D) for N > D: Grams are accumulated over row blocks, so no centred copy of
-the N x D features and no N x N matrix is formed. When D >= N the N x N Gram of the rows is the
+Memory stays O(K D^2 + N D) for N > D (K classes): Grams are accumulated over row blocks, so no
+centred copy of the N x D features and no N x N matrix is formed. With a single-label cell's labels
+the centred Gram is summed from the per-class Grams, which TransRate then takes over (one pass over
+the rows for both). When D >= N the N x N Gram of the rows is the
 smaller side and is used instead (the nonzero spectra of Z^T Z and Z Z^T coincide).
 """
 
@@ -25,16 +27,21 @@ BLOCK_ROWS = 8192  # rows per step of a blocked Gram: a (8192, D) float64 block,
 _EPS = float(np.finfo(np.float64).eps)
 
 _WORK: ContextVar[dict[tuple[str, int], tuple[Any, Any]] | None] = ContextVar("screen_shared_work", default=None)
+_LABELS: ContextVar[tuple[np.ndarray, int] | None] = ContextVar("screen_cell_labels", default=None)
 
 
 @contextmanager
-def shared_work() -> Iterator[None]:
-    """Within the block, `memo` keeps each label-free result per feature matrix (by identity)."""
-    token = _WORK.set({})
+def shared_work(labels: tuple[np.ndarray, int] | None = None) -> Iterator[None]:
+    """Within the block, `memo` keeps each label-free result per feature matrix (by identity).
+
+    `labels`, the (class indices, number of classes) of a single-label cell, let the centred Gram be
+    summed from the per-class Grams that TransRate needs: one pass over the rows instead of two."""
+    token, labels_token = _WORK.set({}), _LABELS.set(labels)
     try:
         yield
     finally:
         _WORK.reset(token)
+        _LABELS.reset(labels_token)
 
 
 def memo(x: np.ndarray, what: str, compute: Callable[[], T]) -> T:
@@ -47,6 +54,20 @@ def memo(x: np.ndarray, what: str, compute: Callable[[], T]) -> T:
         store[key] = (x, compute())
     result: T = store[key][1]
     return result
+
+
+def memoised(x: np.ndarray, what: str) -> Any:
+    """What `memo` keeps for (`what`, x), or None."""
+    store = _WORK.get()
+    kept = None if store is None else store.get((what, id(x)))
+    return None if kept is None else kept[1]
+
+
+def forget(x: np.ndarray, what: str) -> Any:
+    """Drop and return what `memo` keeps for (`what`, x), or None (large results used once)."""
+    store = _WORK.get()
+    kept = None if store is None else store.pop((what, id(x)), None)
+    return None if kept is None else kept[1]
 
 
 def row_blocks(n: int) -> Iterator[slice]:
@@ -96,11 +117,38 @@ def centred_gram(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     def compute() -> tuple[np.ndarray, np.ndarray]:
         mean = x.mean(axis=0)
         if x.shape[1] < x.shape[0]:
+            labels = _LABELS.get()
+            if labels is not None and len(labels[0]) == x.shape[0]:
+                per_class = memo(x, CLASS_GRAMS, lambda: _all_class_grams(x, mean, *labels))
+                return mean, np.sum(per_class, axis=0)
             return mean, gram(x, mean)
         z = x - mean
         return mean, z @ z.T
 
     return memo(x, "centred_gram", compute)
+
+
+CLASS_GRAMS = "class_grams"
+
+
+def _all_class_grams(x: np.ndarray, mean: np.ndarray, y: np.ndarray, n_classes: int) -> list[np.ndarray]:
+    return [gram(x, mean, np.flatnonzero(y == c)) for c in range(n_classes)]
+
+
+def class_grams(x: np.ndarray, y: np.ndarray, n_classes: int) -> list[np.ndarray]:
+    """(D, D) Grams of each class's rows centred on the mean of all rows (D < N). They sum to the
+    centred Gram: with that Gram known, the largest class's is the remainder (one pass fewer over
+    its rows). Those kept for the cell's labels (`shared_work(labels=...)`) are handed over once."""
+    labels = _LABELS.get()
+    if labels is not None and labels[0] is y and labels[1] == n_classes:
+        kept = forget(x, CLASS_GRAMS)
+        if kept is not None:
+            return list(kept)
+    mean, total = centred_gram(x)
+    largest = int(np.argmax(np.bincount(y, minlength=n_classes)))
+    grams = [np.zeros_like(total) if c == largest else gram(x, mean, np.flatnonzero(y == c)) for c in range(n_classes)]
+    grams[largest] = total - np.sum(grams, axis=0)
+    return grams
 
 
 def centred_spectrum(x: np.ndarray) -> Spectrum:
@@ -135,30 +183,48 @@ def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     return out
 
 
-def cross_products(x: np.ndarray, targets: np.ndarray, centre: np.ndarray | None = None) -> np.ndarray:
-    """(D, K) (x - centre)^T targets, accumulated in row blocks."""
+def cross_products(x: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """(D, K) x^T targets, accumulated in row blocks."""
     out = np.zeros((x.shape[1], targets.shape[1]))
     for part in row_blocks(x.shape[0]):
-        block = x[part] if centre is None else x[part] - centre
-        out += block.T @ targets[part]
+        out += x[part].T @ targets[part]
     return out
 
 
+def class_sums(x: np.ndarray, y: np.ndarray, n_classes: int) -> np.ndarray:
+    """(D, K) x^T one_hot(y), each class's sum of rows; within `shared_work()` once per (x, y), for
+    LogME and H-score (the centred version is this minus mean n_c^T, no second pass over the rows)."""
+    what = f"class_sums:{id(y)}:{n_classes}"
+    kept = memoised(x, what)
+    if kept is not None and kept[0] is y:  # y held with the sums: its id cannot have been reused
+        return np.asarray(kept[1])
+    forget(x, what)
+    labelled: tuple[np.ndarray, np.ndarray] = memo(x, what, lambda: (y, cross_products(x, one_hot(y, n_classes))))
+    return labelled[1]
+
+
 def principal_scores(x: np.ndarray, n_components: int) -> np.ndarray:
-    """(n, k) scores of the centred rows on the top k = min(n_components, rank) principal axes."""
+    """(n, k) scores of the centred rows on the top k = min(n_components, rank) principal axes;
+    within `shared_work()` the widest projection made so far serves narrower requests."""
     spec = centred_spectrum(x)
     k = max(1, min(n_components, int(np.count_nonzero(spec.values))))
     if spec.by_features:
-        return _project(x, spec, k)
+        widest = memoised(x, "principal_scores")
+        if widest is None or widest.shape[1] < k:
+            forget(x, "principal_scores")
+            widest = memo(x, "principal_scores", lambda: _project(x, spec, k))
+        return np.ascontiguousarray(widest[:, :k])
     scores: np.ndarray = spec.vectors[:, :k] * np.sqrt(spec.values[:k])  # Z = U S V^T: the scores Z V = U S
     return scores
 
 
 def _project(x: np.ndarray, spec: Spectrum, k: int) -> np.ndarray:
-    axes = spec.vectors[:, :k]
+    axes = np.ascontiguousarray(spec.vectors[:, :k])
+    shift = spec.mean @ axes  # (x - mean) A = x A - mean A: no centred copy of the rows
     out = np.empty((x.shape[0], k))
     for part in row_blocks(x.shape[0]):
-        out[part] = (x[part] - spec.mean) @ axes
+        np.matmul(x[part], axes, out=out[part])
+        out[part] -= shift
     return out
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from crsbench.probes.screening.registry import register_estimator
-from crsbench.probes.screening.shared import centred_spectrum, cross_products, one_hot, target_coordinates
+from crsbench.probes.screening.shared import centred_spectrum, class_sums, one_hot, target_coordinates
 
 
 @register_estimator(
@@ -31,6 +31,7 @@ from crsbench.probes.screening.shared import centred_spectrum, cross_products, o
 def hscore(x: np.ndarray, y: np.ndarray, n_classes: int) -> float:
     spec = centred_spectrum(x)
     targets = one_hot(y, n_classes)
-    cross = cross_products(x, targets, spec.mean) if spec.by_features else None
+    counts = targets.sum(axis=0)
+    cross = class_sums(x, y, n_classes) - np.outer(spec.mean, counts) if spec.by_features else None  # Z^T T
     coords = target_coordinates(spec.values, spec.vectors, spec.by_features, targets, cross)
-    return float(np.sum((coords**2).sum(axis=0) / targets.sum(axis=0)))
+    return float(np.sum((coords**2).sum(axis=0) / counts))

@@ -33,7 +33,7 @@ from crsbench.probes.screening.registry import register_estimator
 from crsbench.probes.screening.shared import (
     centred_gram,
     centred_spectrum,
-    cross_products,
+    class_sums,
     one_hot,
     symmetric_eigen,
     target_coordinates,
@@ -46,8 +46,9 @@ _TINY = float(np.finfo(np.float64).tiny)
 _EPS = float(np.finfo(np.float64).eps)
 
 
-def spectrum_and_coordinates(x: np.ndarray, targets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues of the uncentred Gram on the smaller side and the targets' coordinates U^T T."""
+def spectrum_and_coordinates(x: np.ndarray, targets: np.ndarray, cross: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues of the uncentred Gram on the smaller side and the targets' coordinates U^T T;
+    cross = x^T targets."""
     n, d = x.shape
     if d < n:
         spec = centred_spectrum(x)
@@ -57,7 +58,7 @@ def spectrum_and_coordinates(x: np.ndarray, targets: np.ndarray) -> tuple[np.nda
         else:  # F^T F = Z^T Z + n mu mu^T: the shared centred Gram, no second pass over the rows
             mean, centred = centred_gram(x)
             values, vectors = symmetric_eigen(centred + n * np.outer(mean, mean), n, d)
-        return values, target_coordinates(values, vectors, True, targets, cross_products(x, targets))
+        return values, target_coordinates(values, vectors, True, targets, cross)
     values, vectors = symmetric_eigen(x @ x.T, n, d)
     return values, target_coordinates(values, vectors, False, targets, None)
 
@@ -113,5 +114,5 @@ def max_evidence(s: np.ndarray, coords: np.ndarray, sq_norms: np.ndarray, n: int
 def logme(x: np.ndarray, y: np.ndarray, n_classes: int) -> float:
     n, d = x.shape
     targets = one_hot(y, n_classes)
-    s, coords = spectrum_and_coordinates(x, targets)
+    s, coords = spectrum_and_coordinates(x, targets, class_sums(x, y, n_classes))
     return float(np.mean(max_evidence(s, coords, targets.sum(axis=0), n, d)) / n)

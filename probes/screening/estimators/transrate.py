@@ -17,21 +17,30 @@ from __future__ import annotations
 import numpy as np
 
 from crsbench.probes.screening.registry import register_estimator
-from crsbench.probes.screening.shared import centred_spectrum, gram
+from crsbench.probes.screening.shared import centred_spectrum, class_grams, gram
 
 EPS_SQ_PER_DIM = 1e-4  # eps^2 / D
 
 
-def class_rate(x: np.ndarray, rows: np.ndarray, mean: np.ndarray, eps_sq: float) -> float:
-    """R(Z_c, eps) of the chosen rows, centred on the global mean."""
+def class_rate(x: np.ndarray, rows: np.ndarray, mean: np.ndarray, eps_sq: float, gram_c: np.ndarray | None) -> float:
+    """R(Z_c, eps) of the chosen rows, centred on the global mean; `gram_c` is their (D, D) Gram
+    when D < n (used when D < n_c: otherwise the n_c x n_c side is smaller)."""
     n_c, d = len(rows), x.shape[1]
     if d < n_c:
-        small = gram(x, mean, rows)
+        small = gram(x, mean, rows) if gram_c is None else gram_c
     else:
         z = x[rows] - mean
         small = z @ z.T
-    _, log_det = np.linalg.slogdet(np.eye(len(small)) + d / (n_c * eps_sq) * small)
-    return float(0.5 * log_det)
+    return 0.5 * log_det_spd(np.eye(len(small)) + d / (n_c * eps_sq) * small)
+
+
+def log_det_spd(a: np.ndarray) -> float:
+    """log det of a symmetric positive definite matrix, by Cholesky (half an LU's work); LU's slogdet
+    if rounding made the factorisation fail."""
+    try:
+        return float(2.0 * np.log(np.diagonal(np.linalg.cholesky(a))).sum())
+    except np.linalg.LinAlgError:
+        return float(np.linalg.slogdet(a)[1])
 
 
 @register_estimator(
@@ -44,8 +53,9 @@ def transrate(x: np.ndarray, y: np.ndarray, n_classes: int) -> float:
     spec = centred_spectrum(x)
     eps_sq = EPS_SQ_PER_DIM * d
     total = 0.5 * float(np.log1p(d / (n * eps_sq) * spec.values).sum())
+    grams: list[np.ndarray | None] = list(class_grams(x, y, n_classes)) if d < n else [None] * n_classes
     within = sum(
-        np.count_nonzero(y == c) / n * class_rate(x, np.flatnonzero(y == c), spec.mean, eps_sq)
+        np.count_nonzero(y == c) / n * class_rate(x, np.flatnonzero(y == c), spec.mean, eps_sq, grams[c])
         for c in range(n_classes)
     )
     return total - float(within)
