@@ -89,14 +89,16 @@ class Scores:
             known = bool(len(wh.sql("select 1 from panel_anchor_noise where panel = ? limit 1", [panel])))
             return known, anchor_noise_warnings(wh, panel)
 
-    def analyze(self, name: str, *, replace_all: bool = False, **params: Any) -> AnalysisResult:
+    def analyze(
+        self, name: str, *, replace_all: bool = False, progress: ProgressFn | None = None, **params: Any
+    ) -> AnalysisResult:
         """Run a registered analysis (params None mean its defaults) and store its tables. A run
         restricted to datasets (`dataset=`) replaces only their rows of the stored tables, unless
-        `replace_all` (every table replaced by this run's output)."""
+        `replace_all` (every table replaced by this run's output). Inner steps go to `progress`."""
         from crsbench.analyses import run_analysis
 
         with Warehouse.open(self.db) as wh:
-            return run_analysis(wh, name, params, replace_all=replace_all)
+            return run_analysis(wh, name, params, replace_all=replace_all, progress=progress)
 
     def screen(
         self,
@@ -106,12 +108,14 @@ class Scores:
         keep: int | None = None,
         replicates: int | None = None,
         seed: int | None = None,
+        progress: ProgressFn | None = None,
     ) -> ScreenReport:
         """The pre-screen (METHODS.md §21): every transferability estimator on each encoder's cached
         clean train features at every depth (complete or `extract --screen` sets), stored as
         analysis `screen` (a `dataset` run replaces only its rows); returned with its ranking per
         dataset and overall, its measured agreement with the full grid (view screen_trust) and
-        a verdict per dataset. None means the analysis's declared default."""
+        a verdict per dataset. None means the analysis's declared default; `progress` hears of each
+        cell scored."""
         from crsbench.analyses import run_analysis
         from crsbench.reads.screen import read_screen
 
@@ -124,7 +128,7 @@ class Scores:
             "seed": seed,
         }
         with Warehouse.open(self.db) as wh:
-            result = run_analysis(wh, "screen", {k: v for k, v in params.items() if v is not None})
+            result = run_analysis(wh, "screen", {k: v for k, v in params.items() if v is not None}, progress=progress)
             return read_screen(wh, result.notes)
 
     def successor(

@@ -17,6 +17,7 @@ import json
 import pkgutil
 import re
 from collections.abc import Callable, Mapping, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, get_origin
 
@@ -25,7 +26,7 @@ import pandas as pd
 from crsbench.analyses import merge
 from crsbench.analyses.columns import column_doc
 from crsbench.analyses.inputs import READS, current_digests, described_inputs
-from crsbench.core import CrsbenchError, Registry, __version__
+from crsbench.core import CrsbenchError, ProgressFn, Registry, __version__, no_progress
 from crsbench.core.schema import sql_identifier, sql_literal
 from crsbench.warehouse.connection import Warehouse
 
@@ -432,17 +433,35 @@ def _storable(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+_PROGRESS: ContextVar[ProgressFn] = ContextVar("analysis_progress", default=no_progress)
+
+
+def report_progress(description: str, done: int, total: int) -> None:
+    """How far the running analysis is, for its caller's progress bar (nothing without one)."""
+    _PROGRESS.get()(description, done, total)
+
+
 def run_analysis(
-    wh: Warehouse, name: str, params: Mapping[str, Any] | None = None, store: bool = True, replace_all: bool = False
+    wh: Warehouse,
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    store: bool = True,
+    replace_all: bool = False,
+    progress: ProgressFn | None = None,
 ) -> AnalysisResult:
     """Run a registered analysis with validated params and (by default) store its tables: a run
-    restricted to datasets replaces only their rows unless `replace_all` (`store_result`)."""
+    restricted to datasets replaces only their rows unless `replace_all` (`store_result`). An
+    analysis with inner steps reports them to `progress` (`report_progress`)."""
     spec = get_analysis(name)
     resolved = resolve_params(spec, params)
     # Taken before reading, so a run landing meanwhile makes the result stale rather than fresh.
     digests = current_digests(wh.con)
-    with merge.replacing_all(replace_all):
-        result = spec.fn(wh, resolved)
+    token = _PROGRESS.set(progress or no_progress)
+    try:
+        with merge.replacing_all(replace_all):
+            result = spec.fn(wh, resolved)
+    finally:
+        _PROGRESS.reset(token)
     check_outputs(spec, result)
     if store:
         store_result(

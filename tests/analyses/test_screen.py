@@ -128,3 +128,12 @@ def test_the_command_prints_rankings_drops_and_verdicts(bench_db):
     assert "the pre-screen would drop: sig-0." in out.output
     assert "derm: knn_loo ranks 4 encoders with Kendall tau" in out.output
     assert "random-init" in out.output
+
+
+def test_progress_hears_of_every_cell(bench_db):
+    db, *_ = bench_db
+    heard: list[tuple[str, int, int]] = []
+    # the fixture's own call again (deterministic): the stored tables other tests read stay as they were
+    Bench(db).screen(replicates=30, progress=lambda d, done, total: heard.append((d, done, total)))
+    cells = len(SIGNALS) * len(DEPTHS)
+    assert heard == [("pre-screen derm", k, cells) for k in range(cells + 1)]

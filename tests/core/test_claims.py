@@ -40,8 +40,9 @@ def test_a_claim_released_during_its_refresh_is_not_re_created(root: str, monkey
     def open_and_release_between_read_and_write(p: str, mode: str = "rb", **kw: Any) -> Any:
         if p.endswith("set-open") and mode == "wb" and not releaser:
             # The refresh has read the claim; the owner releases it now, before the write-back.
-            releaser.append(threading.Thread(target=claims.release, args=(["set-open"],)))
-            releaser[0].start()
+            thread = threading.Thread(target=claims.release, args=(["set-open"],))
+            thread.start()
+            releaser.append(thread)  # after start: the test joins it as soon as it is listed
             time.sleep(0.3)  # ample time for an unguarded release to remove the file
         return real_open(p, mode, **kw)
 

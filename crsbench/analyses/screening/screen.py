@@ -26,7 +26,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.agreement.inputs import FeatureSource, dataset_ids
-from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.registry import AnalysisResult, Param, register_analysis, report_progress
 from crsbench.analyses.screening import inputs, replicates
 from crsbench.analyses.screening.columns import DOCS, REPLICATE_COLUMNS, SCORE_COLUMNS, SUMMARY_COLUMNS
 from crsbench.core import CrsbenchError
@@ -92,13 +92,15 @@ def dataset_scores(wh: Warehouse, dataset_id: str, encoders: list[str] | None, n
     sources = inputs.screen_sources(wh, dataset_id, encoders)
     labels = inputs.train_labels(wh, dataset_id) if sources else None
     rows: list[dict[str, Any]] = []
-    for source in sources:
+    cells = [(source, depth_key) for source in sources for depth_key in source.depths]
+    report_progress(f"pre-screen {dataset_id}", 0, len(cells))
+    for done, (source, depth_key) in enumerate(cells, start=1):
         assert labels is not None
-        for depth_key in source.depths:
-            try:
-                rows.extend(cell_rows(source, labels, depth_key))
-            except CrsbenchError as exc:
-                notes.append(str(exc))
+        try:
+            rows.extend(cell_rows(source, labels, depth_key))
+        except CrsbenchError as exc:
+            notes.append(str(exc))
+        report_progress(f"pre-screen {dataset_id}", done, len(cells))
     return pd.DataFrame(
         rows, columns=["dataset_id", "encoder_id", "depth", "n_train", "pretrained", "estimator", "score"]
     )

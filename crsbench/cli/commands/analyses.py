@@ -123,9 +123,9 @@ def analyze_and_render(bench: Bench, name: str, params: dict[str, Any], *, repla
     """Run one analysis under a progress bar and print its summary, notes and stored tables."""
     spec = get_analysis(name)
     with progress() as bar:
-        # Analyses report no inner steps; the bar shows that one is running and for how long.
+        # Most analyses report no inner steps: the bar then shows that one is running and for how long.
         bar(f"analysis {name}", 0, 1)
-        result = bench.analyze(name, replace_all=replace_all, **params)
+        result = bench.analyze(name, replace_all=replace_all, progress=bar, **params)
         bar(f"analysis {name}", 1, 1)
     render_analysis(name, spec.description, result)
     return result

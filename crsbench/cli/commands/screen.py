@@ -10,7 +10,7 @@ import typer
 
 from crsbench.bench import Bench
 from crsbench.cli.app import DbOption, app
-from crsbench.cli.output import console, emit, print_frame
+from crsbench.cli.output import console, emit, print_frame, progress
 from crsbench.core import default_db_path
 from crsbench.reads.screen import VERDICT_DEPTH, ScreenReport
 
@@ -43,7 +43,8 @@ def screen_command(
     """Pre-screen: every transferability estimator (LogME, H-score, GBC, TransRate, N-LEEP, leave-one-out
     k-NN) on each encoder's cached clean train features, ranked per dataset and overall, with the
     measured agreement with the full grid wherever the grid has run."""
-    report = Bench(db).screen(encoder or (), dataset, rank_by, keep, replicates, seed)
+    with progress() as bar:
+        report = Bench(db).screen(encoder or (), dataset, rank_by, keep, replicates, seed, progress=bar)
     if console.json_mode:
         emit(
             {
