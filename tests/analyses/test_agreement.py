@@ -388,14 +388,17 @@ def test_agreement_on_one_dataset_keeps_the_others_rows_unless_replace_all(bench
 
 
 def test_the_shipped_view_files_are_the_ones_the_registry_generates():
-    """sql/views/270..275 and 330..333 are generated (scripts/analysis_sql.py) from the agreement and screen
-    registrations: each shipped file is the render, and no generated file is left behind that nothing declares."""
+    """sql/views/195..196, 270..275 and 330..333 are generated (scripts/analysis_sql.py) from the bootstrap,
+    agreement and screen registrations: each shipped file is the render, and no generated file is left behind
+    that nothing declares."""
     from crsbench.analyses.views import shipped_files
     from crsbench.warehouse.shipped_sql import sql_files
 
     generated = shipped_files()
     shipped = dict(sql_files())
     assert sorted(generated) == [
+        "views/195_analysis_bootstrap_dataset_crs_replicates.sql",
+        "views/196_dataset_crs_replicates.sql",
         "views/270_analysis_agreement_encoder_agreement.sql",
         "views/271_analysis_agreement_neighbour_composition.sql",
         "views/272_analysis_agreement_classifier_transfer.sql",

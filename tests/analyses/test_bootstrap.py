@@ -228,3 +228,23 @@ def test_cli_analyze_bootstrap_takes_replicates_and_seed(world, capsys):
         assert wh.sql("select max(replicate) as r from analysis_bootstrap_replicates")["r"].iloc[0] == 100
     assert main(["analyze", "e3", "--seed", "1", "--db", str(db)]) == 1
     assert "does not take seed" in capsys.readouterr().err
+
+
+def test_dataset_crs_replicates_start_from_crs_cell(world):
+    db, _ = world
+    with Warehouse.open(db) as wh:
+        result = run_analysis(wh, "bootstrap", {"replicates": 100, "seed": 3, "resample": "seeds"})
+        cells = wh.sql(
+            "select c.dataset_id, c.encoder_id, c.crs from crs_cell c join reference_panels m "
+            "on m.panel = c.panel and m.encoder_id = c.encoder_id where c.panel = 'p' and c.regime = 'frozen'"
+        )
+        stored = wh.sql("select * from dataset_crs_replicates")
+    reps = result.tables["dataset_crs_replicates"]
+    assert set(reps["panel"]) == {"p"} and sorted(reps["replicate"].unique()) == list(range(101))
+    point = reps[reps["replicate"] == 0].set_index(["dataset_id", "encoder_id"])["crs"]
+    want = cells.set_index(["dataset_id", "encoder_id"])["crs"]
+    assert sorted(point.index) == sorted(want.index)
+    assert point.loc[want.index].tolist() == pytest.approx(want.tolist(), abs=1e-12)
+    assert len(stored) == len(reps)  # the public view reads the stored part
+    moved = reps[reps["replicate"] > 0].groupby(["dataset_id", "encoder_id"])["crs"].std()
+    assert (moved > 0).any()  # the seeds' resampling moves per-dataset CRS

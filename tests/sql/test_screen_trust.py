@@ -5,6 +5,7 @@ panel, so every number the views derive is recomputed from its definition."""
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy import stats
 from support.runs_factory import DATASETS
@@ -99,3 +100,42 @@ def test_ranking_takes_each_encoder_at_its_best_depth_and_ranks_the_mean(warehou
         assert overall.loc[encoder, "mean_rank"] == pytest.approx(mean)
         assert overall.loc[encoder, "screen_rank"] == 1 + sum(m < mean for m in means.values())
         assert overall.loc[encoder, "n_datasets"] == len(DATASETS)
+
+
+def test_crs_intervals_come_from_the_panels_bootstrap_replicates(tmp_path):
+    path, scores, _ = screened_warehouse(tmp_path / "w.duckdb")
+    full, partial = DATASETS[0], DATASETS[1]
+    with crsbench.Warehouse.open(path) as wh:
+        cells = wh.sql("select dataset_id, encoder_id from crs_cell where panel = 'p' and crs is not null")
+    assert set(cells[cells.dataset_id == full].encoder_id) == set(ENCODERS)  # the point compares all six
+    outside = sorted(cells[cells.dataset_id == partial].encoder_id)[0]  # compared, but not bootstrapped
+    rng = np.random.default_rng(5)
+    rows = [
+        {"panel": "p", "dataset_id": d, "replicate": r, "encoder_id": e, "crs": float(rng.uniform())}
+        for d in (full, partial)
+        for r in range(1, REPLICATES + 1)
+        for e in ENCODERS
+        if not (d == partial and e == outside)
+    ]
+    replicates = pd.DataFrame(rows)
+    with crsbench.Warehouse.open(path) as wh:
+        wh.con.register("reps", replicates)
+        wh.con.execute("insert into analysis_bootstrap_dataset_crs_replicates by name select * from reps")
+        trust = wh.sql("select * from screen_trust where target = 'crs'")
+    for row in trust[trust.dataset_id == full].itertuples(index=False):
+        s = scores[(scores.dataset_id == full) & (scores.estimator == row.estimator) & (scores.depth == 1.0)]
+        s = s.sort_values("encoder_id")
+        taus, weighted = [], []
+        for _, g in replicates[replicates.dataset_id == full].groupby("replicate"):
+            y = g.sort_values("encoder_id").crs.to_numpy()
+            taus.append(stats.kendalltau(s.score.to_numpy(), y).statistic)
+            weighted.append(
+                stats.weightedtau(s.score.to_numpy(), y, rank=_grid_positions(y, s.encoder_id.to_numpy())).statistic
+            )
+        assert row.n_replicates == REPLICATES
+        assert row.tau_lo == pytest.approx(np.percentile(taus, 2.5), abs=1e-12)
+        assert row.tau_hi == pytest.approx(np.percentile(taus, 97.5), abs=1e-12)
+        assert row.weighted_tau_lo == pytest.approx(np.percentile(weighted, 2.5), abs=1e-12)
+        assert row.weighted_tau_hi == pytest.approx(np.percentile(weighted, 97.5), abs=1e-12)
+    uncovered = trust[trust.dataset_id == partial]
+    assert len(uncovered) and (uncovered.n_replicates == 0).all() and uncovered.tau_lo.isna().all()

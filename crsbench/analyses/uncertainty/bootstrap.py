@@ -24,6 +24,9 @@ Outputs: the table `bootstrap_intervals` (rows of this panel and resample replac
 * `pairs`: panel, encoder_a, encoder_b (a = the higher point CRS), diff, diff_median, diff_lo,
   diff_hi (95 % interval of crs_a - crs_b), p_a_better.
 * `replicates` (when keep_replicates): replicate, encoder_id, crs, auroc, rank.
+* `dataset_crs_replicates` (when keep_replicates): panel, dataset_id, replicate, encoder_id, crs:
+  each member's per-dataset CRS in every replicate (the pre-screen's CRS-target intervals, view
+  screen_trust; replicate 0 equals crs_cell while the panel's runs are those it was frozen on).
 The leading tier: encoders with P(top 3) >= tier_threshold (0.5), plus the encoder(s) with the
 highest P(rank 1) so the tier is never empty; `leading_tier()` reads it back.
 """
@@ -364,6 +367,10 @@ DOCS = {
     "replicates.auroc": f"The encoder's {_AUROC} in this replicate; [0, 1], higher is better.",
     "replicates.rank": "CRS rank within the replicate: 1 + the number of members with a strictly higher CRS "
     "(ties share the better rank); NULL when the encoder has no CRS.",
+    "dataset_crs_replicates.dataset_id": "Dataset of the per-dataset CRS (its own anchors, recomputed over the "
+    "members in each replicate).",
+    "dataset_crs_replicates.crs": "Per-dataset CRS of the encoder in this replicate; replicate 0 equals crs_cell "
+    "while the panel's runs are those it was frozen on; [0, 1], higher is better; NULL where the cell is incomplete.",
 }
 
 
@@ -380,13 +387,14 @@ DOCS = {
             "What is resampled: images+seeds (default), seeds (the paper's paired-seed bootstrap) or images.",
         ),
         "tier_threshold": Param(0.5, "P(top 3) from which an encoder is in the leading tier; [0, 1]."),
-        "keep_replicates": Param(True, "Store every replicate's scores (part replicates)."),
+        "keep_replicates": Param(True, "Store every replicate's scores (parts replicates and dataset_crs_replicates)."),
         "workers": Param(None, "Threads rescoring the resampled predictions (default: one per CPU).", int),
     },
     outputs={
         "encoders": ENCODER_COLUMNS,
         "pairs": PAIR_COLUMNS,
         "replicates": ("replicate", "encoder_id", "crs", "auroc", "rank"),
+        "dataset_crs_replicates": ("panel", "dataset_id", "replicate", "encoder_id", "crs"),
         "summary": (
             "encoder_id",
             "crs",
@@ -420,6 +428,7 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         reps = global_rows[["replicate", "encoder_id", "crs", "auroc"]].copy()
         reps["rank"] = reps.groupby("replicate")["crs"].rank(method="min", ascending=False)
         tables["replicates"] = reps.reset_index(drop=True)
+        tables["dataset_crs_replicates"] = dataset_crs_replicates(scores, panel)
     tier = encoders.loc[encoders["leading_tier"], "encoder_id"]
     tied = intervals[(intervals["metric"] == "crs_gap") & intervals["dataset_id"].isna() & (intervals["lo"] <= 0)][
         "encoder_id"
@@ -440,6 +449,20 @@ def run_bootstrap(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
         ["encoder_id", "crs", "crs_lo", "crs_hi", "auroc", "auroc_lo", "auroc_hi", "p_rank1", "leading_tier"]
     ]
     return AnalysisResult(tables=tables, summary=summary, notes=notes)
+
+
+def dataset_crs_replicates(scores: pd.DataFrame, panel: str) -> pd.DataFrame:
+    """(panel, dataset_id, replicate, encoder_id, crs) of every per-dataset scope of `scores`."""
+    per_dataset = scores[scores["scope"] != "global"]
+    return pd.DataFrame(
+        {
+            "panel": panel,
+            "dataset_id": per_dataset["scope"].astype(str).to_numpy(),
+            "replicate": per_dataset["replicate"].astype("int64").to_numpy(),
+            "encoder_id": per_dataset["encoder_id"].to_numpy(),
+            "crs": per_dataset["crs"].astype(float).to_numpy(),
+        }
+    ).sort_values(["dataset_id", "replicate", "encoder_id"], ignore_index=True)
 
 
 def na_notes(intervals: pd.DataFrame, resample: str) -> list[str]:
