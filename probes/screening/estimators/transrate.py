@@ -31,16 +31,8 @@ def class_rate(x: np.ndarray, rows: np.ndarray, mean: np.ndarray, eps_sq: float,
     else:
         z = x[rows] - mean
         small = z @ z.T
-    return 0.5 * log_det_spd(np.eye(len(small)) + d / (n_c * eps_sq) * small)
-
-
-def log_det_spd(a: np.ndarray) -> float:
-    """log det of a symmetric positive definite matrix, by Cholesky (half an LU's work); LU's slogdet
-    if rounding made the factorisation fail."""
-    try:
-        return float(2.0 * np.log(np.diagonal(np.linalg.cholesky(a))).sum())
-    except np.linalg.LinAlgError:
-        return float(np.linalg.slogdet(a)[1])
+    _, log_det = np.linalg.slogdet(np.eye(len(small)) + d / (n_c * eps_sq) * small)
+    return float(0.5 * log_det)
 
 
 @register_estimator(
