@@ -29,6 +29,7 @@ import time
 import warnings
 from pathlib import Path
 
+import _canonical  # noqa: F401  (canonical numerics before numpy and torch load)
 import _tests_support  # noqa: F401  (tests/ on sys.path, for support.synthetic)
 import numpy as np
 import pandas as pd

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import dask.base
 import torch
+from threadpoolctl import threadpool_limits
 
 from crsbench.core import CrsbenchError
 from crsbench.features.store import FeatureStore
@@ -46,13 +47,17 @@ class InProcessExecutor:
         previous = torch.get_num_threads()
         # One intra-op thread per fit whatever the worker count: a fit's reductions then run in
         # one order on every machine, so its bits do not depend on the cores (METHODS §4.3).
+        # The same for numpy's BLAS, which the solvers' skinny products run on (probes.blas):
+        # canonical numerics already pin it to one thread; native numerics would not.
         torch.set_num_threads(1)
+        blas = threadpool_limits(limits=1, user_api="blas")
         if self.workers == 1:
             try:
                 for job in jobs:
                     yield job, run_chunk(*job)
             finally:
                 torch.set_num_threads(previous)
+                blas.restore_original_limits()
             return
         pool = ThreadPoolExecutor(max_workers=self.workers)
         source = iter(jobs)
@@ -74,6 +79,7 @@ class InProcessExecutor:
             # A failed sink (or any error) stops the sweep: drop the chunks not yet started.
             pool.shutdown(wait=True, cancel_futures=True)
             torch.set_num_threads(previous)
+            blas.restore_original_limits()
 
 
 def _identity(value: object) -> object:

@@ -23,6 +23,8 @@ from collections.abc import Callable
 
 import torch
 
+from crsbench.probes.blas import matmul
+
 torch_dtype = torch.float64
 # Relative gradient tolerance. Why so tight: the solution moves by about tol / (smallest
 # curvature), and at 1e-6 that was enough for a probability to cross an ECE bin edge or an
@@ -55,7 +57,7 @@ def logreg_objective(
     n, d = x.shape
     b, _, k = w.shape
     feat = w[:, :-1, :]
-    logits = (x @ feat.permute(1, 0, 2).reshape(d, b * k)).reshape(n, b, k) + w[:, -1, :][None]
+    logits = matmul(x, feat.permute(1, 0, 2).reshape(d, b * k)).reshape(n, b, k) + w[:, -1, :][None]
     if softmax:
         logp = torch.log_softmax(logits, dim=2)
         loss = -(y * logp).sum(dim=(0, 2)) / n
@@ -65,7 +67,7 @@ def logreg_objective(
         loss = (torch.nn.functional.softplus(logits) - y * logits).sum(dim=(0, 2)) / n
         resid = torch.sigmoid(logits) - y
     grad = torch.empty_like(w)
-    grad[:, :-1, :] = (x.T @ resid.reshape(n, b * k)).reshape(d, b, k).permute(1, 0, 2) / n
+    grad[:, :-1, :] = matmul(x.T, resid.reshape(n, b * k)).reshape(d, b, k).permute(1, 0, 2) / n
     grad[:, -1, :] = resid.sum(dim=0) / n
     loss = loss + 0.5 * lam * (feat * feat).sum(dim=(1, 2))
     grad[:, :-1, :] += lam * feat
@@ -222,9 +224,10 @@ class _Preconditioner:
     def __call__(self, v: torch.Tensor) -> torch.Tensor:
         b, d1, k = v.shape
         flat = v.permute(1, 0, 2).reshape(d1, b * k)
-        out = (
-            (flat - self.x1.T @ (self.inner_inv @ (self.x1 @ flat))) / self.lam if self.low_rank else self.dense @ flat
-        )
+        if self.low_rank:
+            out = (flat - matmul(self.x1.T, matmul(self.inner_inv, matmul(self.x1, flat)))) / self.lam
+        else:
+            out = matmul(self.dense, flat)
         return out.reshape(d1, b, k).permute(1, 0, 2)
 
 

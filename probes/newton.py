@@ -31,6 +31,7 @@ import functools
 
 import torch
 
+from crsbench.probes.blas import matmul
 from crsbench.probes.lbfgs import TOL, LogRegSolution, fit_logreg, line_search, logreg_objective, torch_dtype
 
 NEWTON_TOL = 1e-12
@@ -119,7 +120,7 @@ def fit_newton(
         if bool(done.all()):
             it -= 1
             break
-        logits = (z @ theta[:, :-1, :].permute(1, 0, 2).reshape(r, b * k)).reshape(n, b, k) + theta[:, -1, :][None]
+        logits = matmul(z, theta[:, :-1, :].permute(1, 0, 2).reshape(r, b * k)).reshape(n, b, k) + theta[:, -1, :][None]
         p = torch.softmax(logits, dim=2) if softmax else torch.sigmoid(logits)
         factor = torch.linalg.cholesky(_hessian(z1, p, softmax, lam))
         direction = -torch.cholesky_solve(g.reshape(b, -1, 1), factor).reshape(b, r + 1, k)

@@ -5,8 +5,9 @@ torch's CPU kernels pick their code path from the CPU: ATen's vectorised ops (so
 log_softmax), oneDNN's convolutions and MKL's BLAS/LAPACK each run AVX-512 code where the CPU has
 it and AVX2 code elsewhere, and the two round differently. numpy's and scipy's OpenBLAS does the
 same (SkylakeX kernels against Haswell/Zen ones), and its result bits also depend on its thread
-count, so it is pinned to the Haswell kernels on one thread; it carries the zero-shot logits, the
-bootstrap's weighted ECE and the degenerate check's SVD, none of them heavy. numpy's own loops
+count, so it is pinned to the Haswell kernels on one thread; it carries the logistic-regression
+solvers' skinny products (probes.blas, §4.4), the zero-shot logits, the bootstrap's weighted ECE and
+the degenerate check's SVD. numpy's own loops
 (float32 power, exp, log) also dispatch to AVX-512 code, so its AVX-512 targets are switched off.
 Measured: the demo's float16 features differed by 1 ulp between an AVX-512 and an AVX2 machine,
 and MLP probes amplified that to 0.005 AUROC, moving the CRS in the fourth decimal. Capping every
