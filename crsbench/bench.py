@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 
+from crsbench.bench_results import Results
 from crsbench.bench_scores import Scores
 from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.features.extract_options import ExtractOptions
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "ExtractOptions", "IngestConfig", "Leaderboard", "ProbeConfig"]
 
 
-class Bench(Scores):
+class Bench(Scores, Results):
     """One warehouse (a DuckDB file and its Parquet parts) and its feature store."""
 
     def __init__(self, db: Path | str, store: str | None = None) -> None:

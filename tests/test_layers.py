@@ -32,9 +32,10 @@ FLOW: tuple[tuple[str, ...], ...] = (
     ("crsbench.warehouse",),
     ("crsbench.sql",),
     ("crsbench.analyses", "crsbench.pipeline"),
+    ("crsbench.exchange",),
     ("crsbench.reads",),
     ("crsbench.report",),
-    ("crsbench.bench", "crsbench.bench_scores", "crsbench"),
+    ("crsbench.bench", "crsbench.bench_scores", "crsbench.bench_results", "crsbench"),
     ("crsbench.cli",),
 )
 TOP = len(FLOW) - 1

@@ -159,6 +159,38 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_sma
     return Panel(name, PANEL_MODE, frozen_at, members, anchors)
 
 
+def adopt_panel(
+    wh: Warehouse, name: str, members: Sequence[str], anchors: pd.DataFrame, conditions: dict[str, list[str]]
+) -> Panel:
+    """Store a panel frozen elsewhere (a results board's, docs/METHODS.md §22.5): its members,
+    anchors (scope, axis, lo, hi) and condition sets as given, not recomputed here. The same
+    panel twice is a no-op; another panel under the name is refused."""
+    members = _clean_members(members)
+    if len(members) < 2:
+        raise CrsbenchError(f"panel {name!r} needs at least 2 members to be adopted, got {len(members)}")
+    if not len(anchors) or not (anchors["hi"] > anchors["lo"]).all():
+        raise CrsbenchError(f"panel {name!r}: its anchors are missing or degenerate (hi <= lo)")
+    existing = wh.con.execute("select 1 from panels where panel = ?", [name]).fetchone()
+    if existing is not None:
+        here = get_panel(wh, name)
+        if sorted(here.members) != sorted(members):
+            raise CrsbenchError(f"panel {name!r} exists here with other members: {', '.join(here.members)}")
+        return here
+    frozen_at = datetime.now(UTC).replace(tzinfo=None)
+    with wh.transaction() as con:
+        con.execute("insert into panels values (?, ?, ?, ?)", [name, PANEL_MODE, frozen_at, __version__])
+        con.executemany("insert into reference_panels values (?, ?)", [[name, m] for m in members])
+        con.executemany(
+            "insert into reference_anchors values (?, ?, ?, ?, ?, ?)",
+            [[name, r.scope, r.axis, float(r.lo), float(r.hi), frozen_at] for r in anchors.itertuples()],
+        )
+        con.executemany(
+            "insert into panel_conditions values (?, ?, ?)",
+            [[name, s, sorted(c)] for s, c in sorted(conditions.items())],
+        )
+    return get_panel(wh, name)
+
+
 def get_panel(wh: Warehouse, name: str) -> Panel:
     row = wh.con.execute("select mode, frozen_at from panels where panel = ?", [name]).fetchone()
     if row is None:

@@ -29,12 +29,13 @@ from crsbench.warehouse.schema_columns import IMAGE as _IMAGE
 from crsbench.warehouse.schema_columns import METHODS as _M
 from crsbench.warehouse.schema_columns import PANEL as _PANEL
 from crsbench.warehouse.schema_ledger import BATCHES, EXTRA_TABLES, PART
+from crsbench.warehouse.sites_schema import SITE_TABLES
 from crsbench.warehouse.zeroshot import backfill_grid_sql
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 # Cost, measured once when a feature set is created (crsbench.features.cost); NULL when not measured.
 _NOT_MEASURED = f"NULL when not measured (a set extracted before cost was measured), never zero. {_M} §2.8."
@@ -383,6 +384,7 @@ TABLES: tuple[Schema, ...] = (
     PANEL_CONDITIONS,
     ENCODER_PRETRAINING,  # since 16: pretraining overlap (METHODS.md §20)
     DATASET_OVERLAP,
+    *SITE_TABLES,  # since 19: results imported from other sites (METHODS.md §22)
 )
 
 # Created by the migration step itself (before any numbered migration), with all its columns.

@@ -288,6 +288,37 @@ def record_costs(wh: Warehouse) -> None:
             record_attrs(wh, "store.zarr", FeatureSetRef(dataset, encoder), attrs)
 
 
+def import_sites(wh: Warehouse, panel: str) -> None:
+    """Two imported sites (as `crsbench results import` stores them): this warehouse's own complete
+    cells at one, the same cells with AUROC nudged at the other, each with 4 replicates; then the
+    sites analysis over them."""
+    cells = wh.sql(
+        "select encoder_id, dataset_id, regime, discrimination, calibration, label_efficiency, robustness, aulc, "
+        "n_perturbed, n_shift, complete, pretrained from axes_cell where regime = 'frozen' and complete"
+    )
+    rng = np.random.default_rng(9)
+    for k, site in enumerate(("site-a", "site-b")):
+        digest = f"{k:064x}"
+        wh.con.execute(
+            "insert into site_bundles values (?, ?, ?, null, false, 'test', now()::timestamp, now()::timestamp, '{}')",
+            [digest, site, panel],
+        )
+        ours = cells.assign(discrimination=cells["discrimination"] + k * rng.normal(0, 0.02, len(cells)))
+        wh.con.register("_cells", ours.assign(bundle_digest=digest, site=site))
+        wh.con.execute("insert into site_cells by name select * from _cells")
+        reps = pd.concat(
+            [ours.assign(replicate=r, discrimination=ours["discrimination"] + rng.normal(0, 0.01, len(ours)) * (r > 0))
+             for r in range(4)]
+        )  # fmt: skip
+        wh.con.register("_reps", reps.assign(bundle_digest=digest, site=site)[
+            ["bundle_digest", "site", "replicate", "encoder_id", "dataset_id", "discrimination", "calibration",
+             "label_efficiency", "robustness"]])  # fmt: skip
+        wh.con.execute("insert into site_replicates by name select * from _reps")
+        wh.con.unregister("_cells")
+        wh.con.unregister("_reps")
+    run_analysis(wh, "sites", {"panel": panel})
+
+
 def build_warehouse(
     path: Path,
     panel: str | None = "main",
@@ -334,6 +365,7 @@ def build_warehouse(
             )
             if panel is not None and intervals:
                 store_bootstrap_intervals(wh, panel)
+                import_sites(wh, panel)
             if panel is not None:
                 store_result(
                     wh,
@@ -559,6 +591,7 @@ TODAYS_PAGE = [
     ("subgroups", "Subgroup performance (worst group and gap per metadata key)"),
     ("operating-points", "Operating points chosen on the calibration split"),
     ("zeroshot", "Zero-shot, prompting and probing (image-text and generative models)"),
+    ("sites", "Does the ranking hold at another site?"),
 ]
 _HEADED = re.compile(r'<section id="[^"]*" data-section="([^"]+)"[^>]*><h2>([^<]*)</h2>')
 

@@ -1,0 +1,1 @@
+"""Analyses over results imported from other sites (docs/METHODS.md §22)."""
