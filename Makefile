@@ -24,7 +24,7 @@ demo-check: $(STAMP)
 	$(VENV)/bin/python scripts/demo_digests.py demo-check --check
 	$(VENV)/bin/python scripts/docs_transcripts.py demo-check.log demo-check --check
 	$(VENV)/bin/python scripts/analyst_guide.py --db demo-check/crsbench.duckdb --check
-	CRSBENCH_DEMO_OUT=demo-check $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cli/test_demo_clean.py
+	CRSBENCH_DEMO_OUT=demo-check $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cli/test_demo_clean.py tests/exchange/test_demo_sites.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

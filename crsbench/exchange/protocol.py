@@ -11,7 +11,17 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from crsbench.core import CRS_DEPTH, CRS_WEIGHTS, FRACTION_SEEDS, LABEL_FRACTIONS, PRIMARY_PROBE, SPLITS
+from crsbench.core import (
+    CALIB,
+    CLEAN,
+    CRS_DEPTH,
+    CRS_WEIGHTS,
+    FRACTION_SEEDS,
+    LABEL_FRACTIONS,
+    PRIMARY_PROBE,
+    SHIFT,
+    SPLITS,
+)
 from crsbench.probes.lbfgs import TOL
 from crsbench.warehouse.connection import Warehouse
 
@@ -39,7 +49,7 @@ def condition_parameters(conditions: Sequence[str]) -> dict[str, dict[str, Any]]
 
     out: dict[str, dict[str, Any]] = {}
     for condition in sorted(set(conditions)):
-        if condition in ("clean", "shift"):
+        if condition in (CLEAN, CALIB, SHIFT):
             continue
         name, severity = parse_condition(condition) or ("", 0)
         out[condition] = {"perturbation": name, "severity": severity, "level": REGISTRY.get(name).levels[severity]}
