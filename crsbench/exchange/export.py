@@ -128,6 +128,8 @@ def export_bundle(
 ) -> ExportSummary:
     """Write the bundle of `panel_name`'s members at `site` to `out` (signed with `key` if given)."""
     site = site.strip()
+    if replicates < 0:
+        raise CrsbenchError(f"--replicates must be 0 or more, got {replicates}")
     if not site or any(c in site for c in "\n\r\t"):
         raise CrsbenchError(f"--site {site!r}: give the site a one-line name, e.g. 'hospital-a'")
     panel = get_panel(wh, panel_name)

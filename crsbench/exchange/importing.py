@@ -70,6 +70,21 @@ def _signature(bundle: Bundle, trusted_file: Path | None, allow_unsigned: bool) 
     return public.key_id, trusted
 
 
+def _check_manifest(bundle: Bundle) -> None:
+    """The manifest fields an import stores: a one-line site, an ISO export time, a panel with members."""
+    m = bundle.manifest
+    site = m.get("site")
+    if not isinstance(site, str) or not site.strip() or "\n" in site:
+        raise CrsbenchError(f"{bundle.path}: manifest.json names no site (site {site!r})")
+    try:
+        datetime.fromisoformat(str(m.get("exported_at")))
+    except ValueError as exc:
+        raise CrsbenchError(f"{bundle.path}: manifest.json exported_at {m.get('exported_at')!r} is not a time") from exc
+    panel = m.get("panel")
+    if not isinstance(panel, dict) or not isinstance(panel.get("members"), list) or not panel.get("name"):
+        raise CrsbenchError(f"{bundle.path}: manifest.json names no panel with members")
+
+
 def _check_parts(bundle: Bundle) -> None:
     for part, columns in REQUIRED.items():
         if part not in bundle.parts:
@@ -156,6 +171,7 @@ def plan_import(
     """Every check, and what the import would add; writes nothing."""
     bundle = read_bundle(path)
     signed_by, trusted = _signature(bundle, trusted_file, allow_unsigned)
+    _check_manifest(bundle)
     _check_parts(bundle)
     panel = _check_panel(wh, bundle)
     _check_protocol(wh, bundle, panel)

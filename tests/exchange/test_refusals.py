@@ -79,6 +79,13 @@ def test_a_bundle_from_a_newer_schema_is_refused(world, tmp_path):
     _refused(world, newer, "bundle schema 99 is newer than this crsbench reads", allow_unsigned=True)
 
 
+def test_a_manifest_without_a_site_is_refused(world, tmp_path):
+    nameless = repack(
+        world["root"] / "signed.zip", tmp_path / "nameless.zip", manifest_edit=lambda m: m.update(site=" ")
+    )
+    _refused(world, nameless, "manifest.json names no site", allow_unsigned=True)
+
+
 def test_a_bundle_whose_panel_is_unknown_here_is_refused(world, tmp_path):
     with Warehouse.open(world["site"]) as wh:
         freeze_panel(wh, "elsewhere", ["enc_a", "enc_b", "enc_c", "enc_d"])
