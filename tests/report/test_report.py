@@ -365,8 +365,8 @@ def build_warehouse(
             )
             if panel is not None and intervals:
                 store_bootstrap_intervals(wh, panel)
-                import_sites(wh, panel)
             if panel is not None:
+                import_sites(wh, panel)
                 store_result(
                     wh,
                     "bootstrap",
