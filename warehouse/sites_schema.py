@@ -6,6 +6,7 @@ encoders (axes_cell, crs_encoder, a panel's anchors) reads these tables."""
 
 from __future__ import annotations
 
+from crsbench.core import AXES
 from crsbench.core.schema import Column, Schema
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
@@ -17,7 +18,7 @@ _BUNDLE = Column("bundle_digest", "VARCHAR", f"SHA-256 of the bundle's manifest:
 _SITE = Column("site", "VARCHAR", f"The site that exported the bundle, as it named itself (--site). {_S}.")
 _AXES = tuple(
     Column(axis, "DOUBLE", f"The {axis.replace('_', ' ')} axis at the exporting site. docs/METHODS.md §6.")
-    for axis in ("discrimination", "calibration", "label_efficiency", "robustness")
+    for axis in AXES
 )
 
 SITE_BUNDLES = Schema(
