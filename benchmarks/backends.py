@@ -122,36 +122,16 @@ def grid_child(route: str, n: int, d: int) -> None:
     import operator
 
     import _canonical  # noqa: F401  (canonical numerics before numpy and torch load)
-    import _tests_support  # noqa: F401
-    from support.synthetic import make_dataset, write_features
+    from probe import grid_inputs
 
     import crsbench.probes.lbfgs as lbfgs
     import crsbench.probes.newton as newton
-    from crsbench.core import FRACTION_SEEDS, LABEL_FRACTIONS
-    from crsbench.features.store import FeatureStore
-    from crsbench.ingest.types import Task
-    from crsbench.probes.grid import GridContext, plan_fits, run_grid
+    from crsbench.probes.grid import GridContext, run_grid
 
     if route == "torch":
         lbfgs.matmul = newton.matmul = operator.matmul  # type: ignore[assignment]
     with tempfile.TemporaryDirectory() as tmp:
-        url = str(Path(tmp) / "bench.zarr")
-        datasets = {
-            "derm": make_dataset("derm", Task.MULTICLASS, n, 8, seed=1),
-            "cxr": make_dataset("cxr", Task.MULTILABEL, n, 14, seed=2),
-        }
-        for ds in datasets.values():
-            write_features(url, ds, "enc", d, depths=(1.0,), signal=0.35, chunk_rows=2048, latent=d, decay=1.0)
-        store = FeatureStore(url)
-        fits = plan_fits(
-            list(datasets),
-            ["enc"],
-            store,
-            probes=["logreg"],
-            depths=(1.0,),
-            fractions=LABEL_FRACTIONS,
-            seeds=FRACTION_SEEDS,
-        )
+        datasets, store, fits = grid_inputs(Path(tmp), n, d)
         records: list[object] = []
         start = time.perf_counter()
         run_grid(fits, GridContext(datasets, store, lambda runs, preds: records.append(runs)))

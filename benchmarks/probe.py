@@ -80,6 +80,23 @@ def sklearn_loop(
     return out
 
 
+def grid_inputs(folder: Path, n: int, dim: int) -> tuple[dict[str, Dataset], FeatureStore, list[FitKey]]:
+    """The benchmark's two datasets, their features in a store under `folder`, and the logreg grid's fits."""
+    url = str(folder / "bench.zarr")
+    datasets = {
+        "derm": make_dataset("derm", Task.MULTICLASS, n, 8, seed=1),
+        "cxr": make_dataset("cxr", Task.MULTILABEL, n, 14, seed=2),
+    }
+    for ds in datasets.values():
+        write_features(url, ds, "enc", dim, depths=(1.0,), signal=0.35, chunk_rows=2048, latent=dim, decay=1.0)
+    store = FeatureStore(url)
+    fits = plan_fits(
+        list(datasets), ["enc"], store, probes=["logreg"], depths=(1.0,), fractions=LABEL_FRACTIONS,
+        seeds=FRACTION_SEEDS,
+    )  # fmt: skip
+    return datasets, store, fits
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=4000, help="images per dataset")
@@ -91,25 +108,7 @@ def main() -> int:
     warnings.filterwarnings("ignore", category=UserWarning)
 
     with tempfile.TemporaryDirectory() as tmp:
-        url = str(Path(tmp) / "bench.zarr")
-        datasets = {
-            "derm": make_dataset("derm", Task.MULTICLASS, args.n, 8, seed=1),
-            "cxr": make_dataset("cxr", Task.MULTILABEL, args.n, 14, seed=2),
-        }
-        for ds in datasets.values():
-            write_features(
-                url, ds, "enc", args.dim, depths=(1.0,), signal=0.35, chunk_rows=2048, latent=args.dim, decay=1.0
-            )
-        store = FeatureStore(url)
-        fits = plan_fits(
-            list(datasets),
-            ["enc"],
-            store,
-            probes=["logreg"],
-            depths=(1.0,),
-            fractions=LABEL_FRACTIONS,
-            seeds=FRACTION_SEEDS,
-        )
+        datasets, store, fits = grid_inputs(Path(tmp), args.n, args.dim)
 
         frames: list[pd.DataFrame] = []
         start = time.perf_counter()

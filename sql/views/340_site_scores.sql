@@ -4,20 +4,12 @@
 -- for the panel (by export time) stands for it. Empty until `crsbench results import`.
 -- docs/METHODS.md §22.4.
 create or replace view site_scores as
-with latest as (
-    select bundle_digest, site, panel
-    from (
-        select *, row_number() over (partition by site, panel order by exported_at desc, bundle_digest) as k
-        from site_bundles
-    )
-    where k = 1
-),
-cells as (
+with cells as (
     select l.bundle_digest as grp, l.panel, l.site, c.encoder_id, c.dataset_id, c.regime,
            c.discrimination, c.calibration, c.label_efficiency, c.robustness, c.aulc, c.complete,
            c.pretrained
     from site_cells c
-    join latest l using (bundle_digest)
+    join site_bundles_latest l using (bundle_digest)
 )
 select panel, site, grp as bundle_digest, encoder_id, in_panel, n_datasets,
        discrimination as auroc, discrimination, calibration, label_efficiency, robustness, crs,

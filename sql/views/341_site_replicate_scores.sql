@@ -4,20 +4,12 @@
 -- Replicate 0 is every seed and image once. The sites analysis forms its rank-correlation
 -- intervals from these. docs/METHODS.md §22.4.
 create or replace view site_replicate_scores as
-with latest as (
-    select bundle_digest, site, panel
-    from (
-        select *, row_number() over (partition by site, panel order by exported_at desc, bundle_digest) as k
-        from site_bundles
-    )
-    where k = 1
-),
-cells as (
+with cells as (
     select l.bundle_digest || ':' || r.replicate::varchar as grp, l.panel, l.site, r.encoder_id,
            r.dataset_id, 'frozen' as regime, r.discrimination, r.calibration, r.label_efficiency,
            r.robustness, null::double as aulc, true as complete, null::boolean as pretrained
     from site_replicates r
-    join latest l using (bundle_digest)
+    join site_bundles_latest l using (bundle_digest)
 )
 select panel, site, split_part(grp, ':', 1) as bundle_digest, split_part(grp, ':', 2)::integer as replicate,
        encoder_id, discrimination as auroc, crs

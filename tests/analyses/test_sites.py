@@ -9,20 +9,39 @@ import pytest
 from scipy.stats import kendalltau
 
 from crsbench.analyses.registry import run_analysis
-from crsbench.analyses.sites.sites import kendall_tau_b, reversals
+from crsbench.analyses.sites.sites import replicate_taus, reversals
 from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_tau_b_equals_scipys_with_and_without_ties(seed):
+def test_replicate_taus_equal_scipys_with_and_without_ties(tmp_path, seed):
     rng = np.random.default_rng(seed)
-    x, y = rng.integers(0, 4 if seed % 2 else 100, 9).astype(float), rng.integers(0, 5, 9).astype(float)
-    assert kendall_tau_b(x, y) == pytest.approx(kendalltau(x, y).statistic, abs=1e-12)
+    encoders = [f"e{i}" for i in range(9)]
+    rows = [
+        {"site": site, "replicate": r, "encoder_id": e, "crs": float(rng.integers(0, 4 if seed % 2 else 100)),
+         "auroc": float(rng.integers(0, 5))}
+        for site in ("a", "b", "c") for r in range(3) for e in encoders
+    ]  # fmt: skip
+    table = pd.DataFrame(rows)
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        taus = replicate_taus(wh, table)
+    assert len(taus) == 2 * 3 * 3  # measures x site pairs x replicates
+    for t in taus.itertuples():
+        pick = table[table["replicate"] == t.replicate].pivot(index="encoder_id", columns="site", values=t.measure)
+        want = kendalltau(pick[t.site_a], pick[t.site_b]).statistic
+        assert (np.isnan(want) and np.isnan(t.tau)) or t.tau == pytest.approx(want, abs=1e-12)
+        assert t.n == 9
 
 
-def test_tau_is_nan_when_one_ranking_is_all_ties():
-    assert np.isnan(kendall_tau_b(np.ones(4), np.arange(4.0)))
+def test_tau_is_undefined_when_one_ranking_is_all_ties(tmp_path):
+    table = pd.DataFrame(
+        [{"site": s, "replicate": 0, "encoder_id": f"e{i}", "crs": 0.5 if s == "a" else float(i), "auroc": float(i)}
+         for s in ("a", "b") for i in range(4)]
+    )  # fmt: skip
+    with Warehouse.open(tmp_path / "w.duckdb") as wh:
+        taus = replicate_taus(wh, table).set_index("measure")
+    assert np.isnan(taus.loc["crs", "tau"]) and taus.loc["auroc", "tau"] == 1.0
 
 
 def test_reversals_are_the_pairs_ordered_both_ways():

@@ -2,7 +2,8 @@
 
 From the imported bundles (views site_scores and site_replicate_scores: every site scored against
 this warehouse's frozen anchors of one panel), for every pair of sites and each of two measures,
-CRS and AUROC: Kendall's tau-b between the two sites' rankings of the encoders both hold, its
+CRS and AUROC: Kendall's tau-b (macro fn_rank_agreement, the definition rank_agreement uses)
+between the two sites' rankings of the encoders both hold, its
 percentile interval over the sites' bootstrap replicates (replicate r of one site paired with
 replicate r of the other: independent draws), and the encoder pairs whose order reverses. The
 summary answers the CRS-Bench review's question on the user's own sites: which measure ranks
@@ -20,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.registry import AnalysisResult, panel_param, register_analysis
+from crsbench.analyses.validity.criterion import registered
 from crsbench.core import CrsbenchError
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import default_panel
@@ -53,16 +55,6 @@ DOCS = {
 }
 
 
-def kendall_tau_b(x: np.ndarray, y: np.ndarray) -> float:
-    """Kendall's tau-b over all pairs (ties in either variable counted as in tau-b); NaN when undefined."""
-    i, j = np.triu_indices(len(x), k=1)
-    dx, dy = np.sign(x[i] - x[j]), np.sign(y[i] - y[j])
-    untied_x, untied_y = np.count_nonzero(dx), np.count_nonzero(dy)
-    if untied_x == 0 or untied_y == 0:
-        return float("nan")
-    return float(np.sum(dx * dy) / np.sqrt(untied_x * untied_y))
-
-
 def reversals(a: pd.Series, b: pd.Series) -> list[str]:
     """Encoder pairs ordered strictly one way by `a` and strictly the other way by `b`."""
     out = []
@@ -81,37 +73,52 @@ def _percentiles(values: list[float]) -> tuple[float | None, float | None]:
     return float(lo), float(hi)
 
 
-def _pair_taus(table: pd.DataFrame, site_a: str, site_b: str, measure: str) -> tuple[pd.Series, int]:
-    """tau per replicate (index) between the two sites over their common encoders, and that count."""
-    wide = table.pivot_table(index=["replicate", "encoder_id"], columns="site", values=measure)[[site_a, site_b]]
-    wide = wide.dropna()
-    point = wide.loc[0] if 0 in wide.index.get_level_values(0) else wide.iloc[:0]
-    common = set(point.index)
-    taus = {}
-    for replicate, group in wide.groupby(level=0):
-        group = group.droplevel(0)
-        group = group.loc[sorted(common & set(group.index))]
-        if len(group) == len(common):
-            taus[int(replicate)] = kendall_tau_b(group[site_a].to_numpy(), group[site_b].to_numpy())
-    return pd.Series(taus, dtype=float), len(common)
+def _pair_scores(table: pd.DataFrame, measure: str, site_a: str, site_b: str) -> pd.DataFrame:
+    """(replicate, encoder_id, a, b): both sites' scores over the encoders both score at replicate 0,
+    in the replicates that hold every one of them."""
+    wide = table.pivot_table(index=["replicate", "encoder_id"], columns="site", values=measure)
+    wide = wide[[site_a, site_b]].dropna().set_axis(["a", "b"], axis=1).reset_index()
+    common = set(wide.loc[wide["replicate"] == 0, "encoder_id"])
+    wide = wide[wide["encoder_id"].isin(common)]
+    whole = wide.groupby("replicate")["encoder_id"].transform("size") == len(common)
+    return wide[whole]
 
 
-def _pairs(table: pd.DataFrame, panel: str) -> tuple[list[dict[str, Any]], dict[str, pd.DataFrame]]:
+def replicate_taus(wh: Warehouse, table: pd.DataFrame) -> pd.DataFrame:
+    """(measure, site_a, site_b, replicate, n, tau) for every pair of sites, measure and replicate:
+    Kendall's tau-b by fn_rank_agreement, the one definition (as scipy.stats.kendalltau), with site_a's
+    scores as one ranking and site_b's as the other."""
+    frames = []
+    for measure in MEASURES:
+        for site_a, site_b in combinations(sorted(table["site"].unique()), 2):
+            scores = _pair_scores(table, measure, site_a, site_b)
+            frames.append(scores.assign(measure=measure, site_a=site_a, site_b=site_b))
+    keyed = pd.concat(frames, ignore_index=True)
+    keys = ["measure", "site_a", "site_b", "replicate"]
+    keyed["grp"] = keyed.groupby(keys, sort=True).ngroup()
+    pairs = keyed[["grp", "encoder_id", "a", "b"]].rename(columns={"a": "crs", "b": "auroc"})
+    with registered(wh, {"scores": pairs}) as names:
+        taus = wh.sql(f"select grp, n, kendall_tau as tau from fn_rank_agreement('{names['scores']}')")
+    return keyed[[*keys, "grp"]].drop_duplicates().merge(taus, on="grp").drop(columns="grp")
+
+
+def _pairs(wh: Warehouse, table: pd.DataFrame, panel: str) -> tuple[list[dict[str, Any]], dict[str, pd.DataFrame]]:
     rows, by_measure = [], {}
+    taus = replicate_taus(wh, table)
+    point = table[table["replicate"] == 0]
     for measure in MEASURES:
         per_pair = {}
-        for site_a, site_b in combinations(sorted(table["site"].unique()), 2):
-            taus, n = _pair_taus(table, site_a, site_b, measure)
-            point = table[table["replicate"] == 0].pivot(index="encoder_id", columns="site", values=measure)
-            point = point[[site_a, site_b]].dropna()
-            flips = reversals(point[site_a], point[site_b])
-            lo, hi = _percentiles(list(taus.drop(0, errors="ignore")))
+        for (site_a, site_b), pair in taus[taus["measure"] == measure].groupby(["site_a", "site_b"], sort=True):
+            series = pair.set_index("replicate")["tau"].astype(float)
+            both = point.pivot(index="encoder_id", columns="site", values=measure)[[site_a, site_b]].dropna()
+            flips = reversals(both[site_a], both[site_b])
+            lo, hi = _percentiles(list(series.drop(0, errors="ignore")))
             rows.append(
-                {"panel": panel, "site_a": site_a, "site_b": site_b, "measure": measure, "n_encoders": n,
-                 "tau": taus.get(0, np.nan), "tau_lo": lo, "tau_hi": hi, "n_replicates": int((taus.index > 0).sum()),
-                 "n_reversals": len(flips), "reversals": "; ".join(flips)}
+                {"panel": panel, "site_a": site_a, "site_b": site_b, "measure": measure, "n_encoders": len(both),
+                 "tau": series.get(0, np.nan), "tau_lo": lo, "tau_hi": hi,
+                 "n_replicates": int((series.index > 0).sum()), "n_reversals": len(flips), "reversals": "; ".join(flips)}
             )  # fmt: skip
-            per_pair[(site_a, site_b)] = taus
+            per_pair[(site_a, site_b)] = series
         by_measure[measure] = pd.DataFrame(per_pair)
     return rows, by_measure
 
@@ -155,7 +162,7 @@ def sites(wh: Warehouse, params: Mapping[str, Any]) -> AnalysisResult:
             f"sites: {n_sites} site(s) imported for panel {panel!r}; import at least two bundles "
             "(crsbench results import FILE) to compare rankings across sites"
         )
-    rows, by_measure = _pairs(table, str(panel))
+    rows, by_measure = _pairs(wh, table, str(panel))
     pairs = pd.DataFrame(rows, columns=list(PAIR_COLUMNS)).astype({"n_encoders": "int64", "n_replicates": "int64"})
     summary = _summary(by_measure, str(panel))
     best = summary.loc[summary["more_consistent"], "measure"]
