@@ -23,6 +23,7 @@ import pandas as pd
 
 from crsbench.bench_results import Results
 from crsbench.bench_scores import Scores
+from crsbench.bench_team import Team
 from crsbench.core import CrsbenchError, ProgressFn
 from crsbench.features.extract_options import ExtractOptions
 from crsbench.ingest.types import Dataset
@@ -50,21 +51,34 @@ if TYPE_CHECKING:
 __all__ = ["AdaptConfig", "Bench", "ExtractConfig", "ExtractOptions", "IngestConfig", "Leaderboard", "ProbeConfig"]
 
 
-class Bench(Scores, Results):
+class Bench(Scores, Results, Team):
     """One warehouse (a DuckDB file and its Parquet parts) and its feature store."""
 
     def __init__(self, db: Path | str, store: str | None = None) -> None:
         self.db = Path(db)
-        self.store = check_store_url(store) or default_store(self.db)
+        self._store = check_store_url(store)
+
+    @property
+    def store(self) -> str:
+        """The feature store: as given, else the default for this warehouse (`default_store`), looked
+        up at first use (a team warehouse's asks its catalog)."""
+        if self._store is None:
+            self._store = default_store(self.db)
+        return self._store
+
+    @store.setter
+    def store(self, url: str) -> None:
+        self._store = check_store_url(url)
 
     def __repr__(self) -> str:
-        return f"Bench(db={str(self.db)!r}, store={self.store!r})"
+        return f"Bench(db={str(self.db)!r}, store={(self._store or 'default')!r})"
 
     # -- warehouse ----------------------------------------------------------------------------
 
-    def init(self) -> int:
-        """Create the warehouse with every table and view (idempotent); returns the schema version."""
-        with Warehouse.open(self.db) as wh:
+    def init(self, data_path: str | None = None) -> int:
+        """Create the warehouse with every table and view (idempotent); returns the schema version.
+        A team warehouse (`ducklake:...`) keeps its Parquet files under `data_path`, given at creation."""
+        with Warehouse.open(self.db, data_path=data_path) as wh:
             return wh.schema_version()
 
     def compact(self) -> int:

@@ -62,6 +62,7 @@ class Scores:
         exclude_overlap: bool = False,
         cost: bool = False,
         with_screen: bool = False,
+        as_published: bool = False,
     ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
@@ -74,10 +75,16 @@ class Scores:
         encoder_dataset_overlap); `exclude_overlap` ranks with those cells left out, at read time
         (partial-coverage rules; the panel's stored anchors and scores are unchanged). `cost` adds
         each encoder's measured cost (view encoder_cost; NaN where not measured); `with_screen` adds its
-        overall pre-screen rank (view screen_ranking; `screen`)."""
+        overall pre-screen rank (view screen_ranking; `screen`). `as_published` (team warehouse) reads
+        every input as of the snapshot the panel was frozen at (docs/METHODS.md §23)."""
         from crsbench.reads.leaderboard import read_leaderboard
+        from crsbench.warehouse.lake_snapshots import published_snapshot
 
-        with Warehouse.open(self.db, read_only=True, lean=True) as wh, wh.snapshot():
+        at = None
+        if as_published:
+            with Warehouse.open(self.db, read_only=True, lean=True) as wh:
+                panel, at = published_snapshot(wh, panel)
+        with Warehouse.open(self.db, read_only=True, lean=True, as_of=at) as wh, wh.snapshot():
             return read_leaderboard(wh, panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen)
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:

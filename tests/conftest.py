@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 # Piped output is as wide as COLUMNS says (140 when unset): the tests read whole tables, so they
@@ -18,6 +19,7 @@ from pathlib import Path
 os.environ["COLUMNS"] = "140"
 
 import pytest
+from support.postgres_support import PostgresServer, postgres_server
 
 from crsbench.ingest import Dataset, ingest, make_suite
 from crsbench.warehouse.connection import Warehouse
@@ -27,6 +29,13 @@ from crsbench.warehouse.parts import parts_dir_for
 SUITE_SCALE = 0.5
 SUITE_IMAGE_SIZE = 64
 SUITE_DATASETS: tuple[str, ...] = ("isic2019", "aptos2019", "chexpert", "mimic-cxr")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    """A PostgreSQL server of this test process's own (support/postgres_support.py), for the team warehouse."""
+    with postgres_server() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,13 @@ Schema versions and migrations live in `upgrade`, the shipped macros and views i
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
 import time
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from crsbench.core import CrsbenchError, default_db_path
-from crsbench.warehouse import parts, upgrade
+from crsbench.warehouse import lake, parts, upgrade
 from crsbench.warehouse import sandbox as _sandbox
 from crsbench.warehouse.compaction import compact
 from crsbench.warehouse.dictionary import apply_comments
@@ -39,6 +40,13 @@ from crsbench.warehouse.snapshot import LEAN_CONFIG, SCORE_INPUTS, snapshot_view
 if TYPE_CHECKING:
     from ibis.backends.duckdb import Backend as IbisBackend
     from ibis.expr.types import Table as IbisTable
+
+    from crsbench.warehouse.claims import FitClaims
+    from crsbench.warehouse.lake_claims import LakeClaims
+
+
+# A sweep's sink: (runs, predictions, coefficients) -> the batch id, the batch landed whole.
+RunSink = Callable[..., str]
 
 
 class MissingPartsWarning(UserWarning):
@@ -71,9 +79,18 @@ class Warehouse:
         lock_timeout_s: float = 30.0,
         sandbox: bool = False,
         lean: bool = False,
+        data_path: str | None = None,
+        as_of: int | None = None,
     ) -> None:
         self.path = Path(path) if path is not None else default_db_path()
-        self.parts_dir = parts_dir_for(self.path.absolute())
+        # A team warehouse (warehouse/lake.py) keeps no parts: its writers commit batches to DuckLake,
+        # so its parts folder is one that never exists (every parts read finds nothing there).
+        self.lake = lake.LakeLocator.parse(str(path)) if path is not None and lake.is_lake(path) else None
+        if self.lake is None and lake.is_lake(self.path):
+            self.lake = lake.LakeLocator.parse(str(self.path))
+        self.parts_dir = Path(os.devnull) / "parts" if self.lake else parts_dir_for(self.path.absolute())
+        self.data_path = data_path
+        self.as_of = as_of
         self.sandbox = sandbox
         self.lean = lean
         self._spill_dir: Path | None = None
@@ -81,7 +98,14 @@ class Warehouse:
         read_only = self.read_only
         self._closed = False
         self._reading_parts = False
-        if read_only and not self.path.exists():
+        if as_of is not None and self.lake is None:
+            raise CrsbenchError(
+                f"warehouse {self.path} is a lone DuckDB file, which keeps no snapshots: reading it as "
+                f"published needs the team warehouse (--db ducklake:postgres:...; docs/TEAM_WAREHOUSE.md)"
+            )
+        self.read_only = self.read_only or as_of is not None
+        read_only = self.read_only
+        if read_only and self.lake is None and not self.path.exists():
             raise CrsbenchError(
                 f"warehouse {self.path} does not exist; create it with "
                 f"'crsbench warehouse init --db {self.path}' or run 'crsbench demo'"
@@ -96,9 +120,9 @@ class Warehouse:
             if not read_only:
                 self.apply_views()
                 self._record_parts()
-            self.missing_parts = self._missing_parts()
+            self.missing_parts = [] if self.lake else self._missing_parts()
             if sandbox:
-                _sandbox.lock(self.con)
+                _sandbox.lock(self.con, lake.data_path_of(self.con) if self.lake else None)
         except BaseException:
             self.close()
             raise
@@ -115,9 +139,15 @@ class Warehouse:
     @classmethod
     @contextmanager
     def open(
-        cls, path: Path | str | None = None, read_only: bool = False, sandbox: bool = False, lean: bool = False
+        cls,
+        path: Path | str | None = None,
+        read_only: bool = False,
+        sandbox: bool = False,
+        lean: bool = False,
+        data_path: str | None = None,
+        as_of: int | None = None,
     ) -> Iterator[Warehouse]:
-        wh = cls(path, read_only=read_only, sandbox=sandbox, lean=lean)
+        wh = cls(path, read_only=read_only, sandbox=sandbox, lean=lean, data_path=data_path, as_of=as_of)
         try:
             yield wh
         finally:
@@ -125,6 +155,10 @@ class Warehouse:
 
     def _connect(self, lock_timeout_s: float) -> duckdb.DuckDBPyConnection:
         config: dict[str, str | bool | int | float | list[str]] = dict(LEAN_CONFIG) if self.lean else {}
+        if self.lake is not None:
+            return lake.connect(
+                self.lake, read_only=self.read_only, data_path=self.data_path, snapshot=self.as_of, config=config
+            )
         if not self.read_only:
             config["storage_compatibility_version"] = upgrade.STORAGE_COMPATIBILITY
         if not self.read_only:
@@ -175,6 +209,8 @@ class Warehouse:
     # -- parts ----------------------------------------------------------------------
 
     def _prepare_parts(self) -> None:
+        if self.lake is not None:
+            return
         for kind, schema in PART_SCHEMAS.items():
             folder = self.parts_dir / kind
             folder.mkdir(parents=True, exist_ok=True)
@@ -193,6 +229,8 @@ class Warehouse:
         file (read-only opens need it) and a copy never reads another copy's parts. With
         `sources`, exactly those files (compaction folds a fixed set).
         """
+        if self.lake is not None:
+            return  # the lake's persisted part views read no file (`_persisted_part_views`)
         for kind, schema in PART_SCHEMAS.items():
             folder = self.parts_dir / kind
             if sources is not None:
@@ -216,7 +254,7 @@ class Warehouse:
 
     def check_query(self, query: str) -> None:
         """Refuse a statement that is not a query (sandboxed opens: see `crsbench.warehouse.sandbox`)."""
-        _sandbox.check_query(self.con, query)
+        _sandbox.check_query(self.con, query, lake=self.lake is not None)
 
     def _persisted_part_views(self, expect_appends: bool = False) -> None:
         # Relative to the warehouse's directory, so a copy anywhere reads its own parts; a kind
@@ -236,7 +274,7 @@ class Warehouse:
     def repoint_part_views(self, expect_appends: bool = False) -> None:
         """Re-create only the persisted `<kind>_parts` views (every other view reads them by name):
         over the parts folder when parts are pending or `expect_appends`, else over no file."""
-        if not self.read_only:
+        if not self.read_only and self.lake is None:
             with self._search_path(), self.transaction():
                 self._persisted_part_views(expect_appends=expect_appends)
 
@@ -246,7 +284,7 @@ class Warehouse:
         # relative paths against file_search_path (else the working directory) when binding them.
         # Set only while creating them: a user's own relative paths keep meaning the working directory.
         folder = str(self.path.absolute().parent)
-        if "," not in folder:  # the setting is a comma-separated list
+        if "," not in folder and self.lake is None:  # the setting is a comma-separated list
             self.con.execute(f"set file_search_path = {parts.sql_literal(folder)}")
         try:
             yield
@@ -257,10 +295,15 @@ class Warehouse:
         """(Re)create the part-backed views (every time: they follow the parts present) and, when the
         digest the file recorded (`shipped_sql`) differs, every macro and view in `sql/`, in order."""
         with self._search_path(), self.transaction():
-            self._persisted_part_views()
+            # The lake's part views read no file and never change: re-creating them at every open
+            # would add a DuckLake snapshot per command and conflict between concurrent writers.
+            if self.lake is None:
+                self._persisted_part_views()
             pending = parts.pending_views_sql(PART_SCHEMAS)
             if applied_digest(self.con) == shipped_digest(self.con, pending):
                 return
+            if self.lake is not None:
+                self._persisted_part_views()
             for statement in pending:
                 self.con.execute(statement)
             apply_sql_files(self.con)
@@ -276,6 +319,8 @@ class Warehouse:
 
     def _record_parts(self) -> None:
         # Only parts crsbench wrote (each lands after its digest sidecar); foreign ones stay unrecorded.
+        if self.lake is not None:
+            return
         known = self.ledgered()
         new = [
             (kind, p.name, parts.recorded_digest(p))
@@ -298,9 +343,13 @@ class Warehouse:
         return [f"{kind}/{name}" for kind, name in pending if not (self.parts_dir / kind / name).exists()]
 
     @contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def transaction(self, message: str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One transaction; on a team warehouse, one DuckLake commit, which `message` describes in
+        `crsbench warehouse history`."""
         self.con.execute("begin transaction")
         try:
+            if message is not None and self.lake is not None:
+                self.con.execute(f"call {lake.LAKE_NAME}.set_commit_message('crsbench', ?)", [message])
             yield self.con
         except BaseException:
             self.con.execute("rollback")
@@ -345,6 +394,8 @@ class Warehouse:
         if "://" in text and not text.startswith("file://"):
             return text
         path = Path(text.removeprefix("file://")).absolute()
+        if self.lake is not None:  # a team warehouse has no directory: its paths are shared ones
+            return str(path)
         try:
             return path.relative_to(self.path.absolute().parent).as_posix()
         except ValueError:
@@ -352,7 +403,7 @@ class Warehouse:
 
     def resolve_path(self, stored: str) -> str:
         """A stored location for this copy of the warehouse (the inverse of `portable_path`)."""
-        if "://" in stored or Path(stored).is_absolute():
+        if "://" in stored or Path(stored).is_absolute() or self.lake is not None:
             return stored
         return str(self.path.absolute().parent / stored)
 
@@ -369,17 +420,38 @@ class Warehouse:
         Needs no DuckDB write lock: parts are written to a temporary name and renamed, the runs
         part last, so the batch appears whole or not at all.
         """
+        return self.run_sink()(runs, predictions, coefficients)
+
+    def run_sink(self) -> RunSink:
+        """Where a sweep's batches go, with no connection of this object's needed afterwards: Parquet parts
+        beside the file, or DuckLake commits to the team warehouse (`lake_writes.LakeSink`)."""
+        if self.lake is not None:
+            from crsbench.warehouse.lake_writes import LakeSink
+
+            return LakeSink(self.lake)
         if not (self.read_only or self._closed or self._reading_parts):
             self.expect_appends()
-        return append_run_parts(self.parts_dir, runs, predictions, coefficients)
+        return functools.partial(append_run_parts, self.parts_dir)
+
+    def fit_claims(self, compacted_done: Callable[[], set[str]] | None = None) -> FitClaims | LakeClaims:
+        """The claims that give each probe fit one writer: files in the parts folder, or rows in the team
+        warehouse's PostgreSQL catalog (`lake_claims`)."""
+        if self.lake is not None:
+            from crsbench.warehouse.lake_claims import LakeClaims
+
+            return LakeClaims(self.lake)
+        from crsbench.warehouse.claims import FitClaims
+
+        return FitClaims(self.parts_dir, compacted_done=compacted_done)
 
     def done_fit_ids(self) -> set[str]:
         rows = self.con.execute("select distinct fit_id from runs").fetchall()
         return {r[0] for r in rows}
 
     def compact_parts(self) -> int:
-        """Fold every run part (with predictions and provenance) into the file (warehouse.compaction); parts folded."""
-        return compact(self)
+        """Fold every run part (with predictions and provenance) into the file (warehouse.compaction); parts folded.
+        A team warehouse has no parts: its batches are committed whole."""
+        return 0 if self.lake is not None else compact(self)
 
 
 def check_writable(db: Path | str, command: str) -> None:
@@ -388,6 +460,8 @@ def check_writable(db: Path | str, command: str) -> None:
     `command` names what the user ran; `--no-compact` does not help: the parts are written beside the file
     and the file records them.
     """
+    if lake.is_lake(db):
+        return  # the data path is checked when the team warehouse is opened (lake.check_data_path)
     path = Path(db)
     folder = parts_dir_for(path.absolute())
     blocked = [

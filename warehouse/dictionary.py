@@ -19,6 +19,7 @@ import duckdb
 
 from crsbench.core import CrsbenchError
 from crsbench.core.schema import ObjectKind, Schema
+from crsbench.warehouse import lake
 from crsbench.warehouse.grid import IN_GRID, RUNS_GRID_DOC
 from crsbench.warehouse.parts import one_row
 from crsbench.warehouse.schema import PARTS, SCHEMA_INFO, TABLES
@@ -81,11 +82,15 @@ def comment_statements(con: duckdb.DuckDBPyConnection, only: Collection[str] | N
     ).fetchall():
         columns.setdefault(table, set()).add(column)
     catalog = one_row(con.execute("select current_database()").fetchone())[0]
+    # DuckLake stores no comment on a view's column (warehouse/lake.py): there, views keep their own.
+    views_columns = not lake.on_lake(con)
     return [
         statement
         for kind, schema in declared_objects()
         if schema.name in columns and (only is None or schema.name in only)
-        for statement in schema.comment_sql(kind, sorted(columns[schema.name]), catalog)
+        for statement in schema.comment_sql(
+            kind, sorted(columns[schema.name]) if kind == "table" or views_columns else [], catalog
+        )
     ]
 
 

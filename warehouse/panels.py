@@ -19,6 +19,7 @@ import pandas as pd
 from crsbench.core import AXES, MIN_PANEL_MEMBERS, NATIVE_SWITCH, CrsbenchError, __version__, small_panel_reason
 from crsbench.warehouse.conditions import member_condition_sets, record_panel_conditions
 from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.lake_snapshots import publication_message, record_publication
 from crsbench.warehouse.parts import one_row
 
 GLOBAL_SCOPE = "global"
@@ -146,7 +147,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_sma
     check_anchors(anchors, member_axes, name)
     frozen_at = datetime.now(UTC).replace(tzinfo=None)
     try:
-        with wh.transaction() as con:
+        with wh.transaction(message=publication_message(name, frozen_at)) as con:
             con.execute("insert into panels values (?, ?, ?, ?)", [name, PANEL_MODE, frozen_at, __version__])
             con.executemany("insert into reference_panels values (?, ?)", [[name, m] for m in members])
             con.executemany(
@@ -156,6 +157,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_sma
             record_panel_conditions(con, name, condition_sets)
     except duckdb.ConstraintException as exc:  # another process froze the same name meanwhile
         raise CrsbenchError(f"panel {name!r} is already frozen; frozen panels are immutable") from exc
+    record_publication(wh, name, frozen_at)
     return Panel(name, PANEL_MODE, frozen_at, members, anchors)
 
 

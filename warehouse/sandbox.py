@@ -103,7 +103,7 @@ def register_parts(con: duckdb.DuckDBPyConnection, kind: str, schema: pa.Schema,
     return f"select {', '.join(full.names)} from {name}"
 
 
-def lock(con: duckdb.DuckDBPyConnection) -> None:
+def lock(con: duckdb.DuckDBPyConnection, data_path: str | None = None) -> None:
     """From now on DuckDB opens no file (the attached warehouse stays readable through the handle it
     holds) and nothing can be turned back on.
 
@@ -111,13 +111,29 @@ def lock(con: duckdb.DuckDBPyConnection) -> None:
     disabling the local file system on top closes those too (and any function that forgets the first
     check), so a query that would spill to disk fails instead.
     """
+    if data_path is not None:  # a team warehouse (warehouse/lake.py): DuckLake reads its Parquet files there
+        con.execute("set allowed_directories = ?", [[data_path.rstrip("/") + "/"]])
     con.execute("set enable_external_access = false")
-    con.execute("set disabled_filesystems = 'LocalFileSystem'")
+    if data_path is None:
+        con.execute("set disabled_filesystems = 'LocalFileSystem'")
     con.execute("set lock_configuration = true")
 
 
-def check_query(con: duckdb.DuckDBPyConnection, query: str) -> None:
-    """Refuse, before anything runs, every statement of `query` that is not a query."""
+_CATALOG_FUNCTIONS = re.compile(
+    r"\b(postgres_\w+|ducklake_\w*(?:set|add|expire|cleanup|delete|flush|merge|rewrite|commit)\w*)\s*\(", re.IGNORECASE
+)
+
+
+def check_query(con: duckdb.DuckDBPyConnection, query: str, lake: bool = False) -> None:
+    """Refuse, before anything runs, every statement of `query` that is not a query; on a team warehouse
+    (`lake`) also every call of a function that reaches its PostgreSQL catalog directly or changes the
+    lake (`postgres_query`, `ducklake_expire_snapshots`, ...): the snapshot reads stay allowed."""
+    named = _CATALOG_FUNCTIONS.search(query) if lake else None
+    if named:
+        raise CrsbenchError(
+            f"query failed: {named.group(1)}() is refused on the team warehouse: the SQL reads the "
+            f"warehouse's tables and views only"
+        )
     try:
         statements = con.extract_statements(query)
     except duckdb.Error as exc:

@@ -22,6 +22,7 @@ from crsbench.core.schema import COEFFICIENTS, PREDICTIONS, Column, Schema
 from crsbench.probes.records import runs_schema
 from crsbench.warehouse.conditions import PANEL_CONDITIONS
 from crsbench.warehouse.grid import DATASET_GRID, fill_protocol_sql
+from crsbench.warehouse.lake_schema import PANEL_PUBLICATIONS
 from crsbench.warehouse.overlap_schema import DATASET_OVERLAP, ENCODER_PRETRAINING
 from crsbench.warehouse.schema_columns import DATASET as _DATASET
 from crsbench.warehouse.schema_columns import ENCODER as _ENCODER
@@ -35,7 +36,7 @@ from crsbench.warehouse.zeroshot import backfill_grid_sql
 if TYPE_CHECKING:
     import pyarrow as pa
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 # Cost, measured once when a feature set is created (crsbench.features.cost); NULL when not measured.
 _NOT_MEASURED = f"NULL when not measured (a set extracted before cost was measured), never zero. {_M} §2.8."
@@ -385,6 +386,7 @@ TABLES: tuple[Schema, ...] = (
     ENCODER_PRETRAINING,  # since 16: pretraining overlap (METHODS.md §20)
     DATASET_OVERLAP,
     *SITE_TABLES,  # since 19: results imported from other sites (METHODS.md §22)
+    PANEL_PUBLICATIONS,  # since 20: the snapshot a panel was published at (METHODS.md §23)
 )
 
 # Created by the migration step itself (before any numbered migration), with all its columns.

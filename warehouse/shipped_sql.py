@@ -9,7 +9,7 @@ from importlib import resources
 import duckdb
 
 from crsbench.core import crs_constants_sql
-from crsbench.warehouse import metrics_seed
+from crsbench.warehouse import lake, metrics_seed
 from crsbench.warehouse.dictionary import apply_comments, comment_statements
 from crsbench.warehouse.parts import sql_literal
 
@@ -61,9 +61,15 @@ def apply_sql_files(con: duckdb.DuckDBPyConnection) -> None:
     for name in _RETIRED_MACROS:
         con.execute(f"drop macro table if exists {name}")
         con.execute(f"drop macro if exists {name}")
+    lake_catalog = lake.on_lake(con)
     for name, text in sql_files():
         try:
-            con.execute(text)
+            if lake_catalog:  # a team warehouse's DuckLake takes every statement but view columns' comments
+                for statement in con.extract_statements(text):
+                    if lake.lake_stores(con, statement.query):
+                        con.execute(statement.query)
+            else:
+                con.execute(text)
         except duckdb.Error as exc:
             raise RuntimeError(f"sql/{name} failed: {exc}") from exc
     apply_comments(con)
@@ -119,8 +125,10 @@ def record_digest(con: duckdb.DuckDBPyConnection, statements: Sequence[str]) -> 
         f"create or replace view main.{DIGEST_VIEW} as select {sql_literal(shipped_digest(con, statements))} as digest"
     )
     con.execute(f"comment on view main.{DIGEST_VIEW} is {sql_literal(DIGEST_DOC)}")
-    con.execute(
+    column = (
         f"comment on column main.{DIGEST_VIEW}.digest is "
         "'SHA-256 (hex) of the shipped SQL and the catalog it was applied to; compared on every "
         "read-write open. docs/METHODS.md §4.2.'"
     )
+    if lake.lake_stores(con, column):
+        con.execute(column)

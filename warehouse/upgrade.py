@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import duckdb
 
 from crsbench.core import CrsbenchError, __version__
-from crsbench.warehouse import parts
+from crsbench.warehouse import lake, parts
 from crsbench.warehouse.schema import MIGRATIONS, PART_SCHEMAS, SCHEMA_INFO, SCHEMA_VERSION, duckdb_type
 
 if TYPE_CHECKING:
@@ -92,6 +92,8 @@ def check_version(wh: Warehouse) -> None:
 def migrate(wh: Warehouse) -> None:
     """Bring the file to this crsbench's schema (read-write opens only)."""
     current = schema_version(wh.con)
+    # DuckLake keeps no PRIMARY KEY (warehouse/lake.py): the team warehouse's tables are declared without.
+    ddl = lake.without_constraints if wh.lake is not None else str
     if current < SCHEMA_VERSION:
         with wh.transaction():
             wh.con.execute(SCHEMA_INFO.create_sql())
@@ -102,7 +104,7 @@ def migrate(wh: Warehouse) -> None:
                     wh.con.execute(statement)
             for version in range(current, SCHEMA_VERSION):
                 for statement in MIGRATIONS[version]:
-                    wh.con.execute(statement)
+                    wh.con.execute(ddl(statement))
                 wh.con.execute(
                     "insert into schema_info (version, applied_at, crsbench_version) values (?, current_timestamp, ?)",
                     [version + 1, __version__],

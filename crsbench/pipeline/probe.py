@@ -9,7 +9,6 @@ depth may pair off the grid, and those fits are extras (stored, never scored).
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -203,11 +202,9 @@ def probe_all(
 ) -> GridSummary:
     """Fit the grid and record every evaluation (idempotent: done fits are skipped)."""
     from crsbench.probes.grid import GridContext, run_grid
-    from crsbench.warehouse.claims import FitClaims
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.grid import grid_fits
     from crsbench.warehouse.integrity import recorded_manifests
-    from crsbench.warehouse.parts import append_run_parts
 
     def compacted_done() -> set[str]:
         with Warehouse.open(db, read_only=True) as reader:
@@ -223,12 +220,11 @@ def probe_all(
         grids = {name: grid_fits(wh.con, name) for name in names}
         done = wh.done_fit_ids()
         recorded = recorded_manifests(wh, store_url)  # every chunk read is checked against these too
-        wh.expect_appends()  # the persisted views read the parts folder the sweep writes to
-        sink = functools.partial(append_run_parts, wh.parts_dir)
-        # Claims let several sweeps share one warehouse, each fit computed once (warehouse/claims.py).
-        # Made while the file's write lock is held, so another command's closing compaction either
-        # sees this sweep and leaves the parts alone, or has finished before it starts.
-        claims = FitClaims(wh.parts_dir, compacted_done=compacted_done)
+        sink = wh.run_sink()  # the lone file: its persisted views now read the parts folder the sweep writes to
+        # Claims let several sweeps share one warehouse, each fit computed once (warehouse/claims.py,
+        # lake_claims.py). Made while the file's write lock is held, so another command's closing
+        # compaction either sees this sweep and leaves the parts alone, or has finished before it starts.
+        claims = wh.fit_claims(compacted_done)
     with claims:
         store = FeatureStore(store_url)
         store.recorded = recorded

@@ -29,8 +29,16 @@ def check_store_url(url: str | None) -> str | None:
 
 
 def default_store(db: Path) -> str:
-    """`$CRSBENCH_STORE`, else `<db>.features.zarr` beside the warehouse file."""
-    return check_store_url(os.environ.get(STORE_ENV)) or str(db.with_name(db.name + ".features.zarr"))
+    """`$CRSBENCH_STORE`, else `<db>.features.zarr` beside the warehouse file (a team warehouse's:
+    `features.zarr` under its data path)."""
+    chosen = check_store_url(os.environ.get(STORE_ENV))
+    if chosen:
+        return chosen
+    from crsbench.warehouse import lake
+
+    if lake.is_lake(db):
+        return lake.default_store(lake.LakeLocator.parse(str(db)))
+    return str(db.with_name(db.name + ".features.zarr"))
 
 
 def default_adapter_root(store_url: str) -> Path:

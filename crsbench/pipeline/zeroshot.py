@@ -12,7 +12,6 @@ completeness views account for them.
 from __future__ import annotations
 
 import dataclasses
-import functools
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -178,13 +177,11 @@ def _run_fits(
     """Run the zero-shot fits through the ordinary grid and record each fit's prompts and the cells run."""
     from crsbench.probes.grid import GridContext, run_grid
     from crsbench.probes.identity import identify
-    from crsbench.warehouse.parts import append_run_parts
     from crsbench.warehouse.zeroshot import declare_cells, record_prompts
 
     identified = identify(fits, chosen.loaded, chosen.shifts, store)
     with Warehouse.open(db) as wh:
-        wh.expect_appends()
-        sink = functools.partial(append_run_parts, wh.parts_dir)
+        sink = wh.run_sink()
         context = GridContext(chosen.loaded, store, sink, shift_targets=chosen.shifts, progress=progress)
         summary = run_grid(fits, context, chosen.done)
         record_prompts(wh.con, [{"fit_id": f.fit_id, **prompt_rows[(f.encoder_id, f.dataset_id)]} for f in identified])

@@ -150,7 +150,7 @@ def test_a_schema_v17_warehouse_migrates_with_complete_sets_screened(aptos, tmp_
         wh.con.execute("alter table feature_sets drop column screened")  # as written before schema v18
         wh.con.execute("delete from schema_info where version >= 18")
     with Warehouse.open(db) as wh:
-        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION == 19
+        assert wh.sql("select max(version) as v from schema_info")["v"][0] == SCHEMA_VERSION == 20
         rows = catalog.feature_sets(wh).set_index("encoder_id")["screened"].to_dict()
         assert rows == {ENTRY.id: True, "tiny-convnext-b": False}  # the clean part exists exactly when complete
         assert catalog.screened_sets(wh, "aptos")["encoder_id"].tolist() == [ENTRY.id]

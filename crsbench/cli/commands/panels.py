@@ -136,13 +136,23 @@ def leaderboard(
             help="Show each encoder's overall pre-screen rank beside its CRS rank (needs 'crsbench screen').",
         ),
     ] = False,
+    as_published: Annotated[
+        bool,
+        typer.Option(
+            "--as-published",
+            help="Team warehouse: read every input as of the snapshot the panel was frozen at "
+            "(the leaderboard exactly as published, whatever was added since).",
+        ),
+    ] = False,
     db: DbOption = default_db_path(),
 ) -> None:
     """Print the CRS leaderboard with 95 % intervals and ties next to the AUROC ranking, and the
     rank-agreement row; warn about noisy anchors, incomplete cells and partial coverage, and mark
     encoders pretrained on the evaluation data (†)."""
     render_leaderboard(
-        Bench(db).leaderboard(panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen)
+        Bench(db).leaderboard(
+            panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen, as_published=as_published
+        )
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -16,12 +17,61 @@ app.add_typer(warehouse_app, name="warehouse")
 
 
 @warehouse_app.command("init")
-def warehouse_init(db: DbOption = default_db_path()) -> None:
-    """Create an empty warehouse with every table and view (idempotent)."""
+def warehouse_init(
+    db: DbOption = default_db_path(),
+    data_path: Annotated[
+        str | None,
+        typer.Option(
+            "--data-path",
+            envvar="CRSBENCH_DATA_PATH",
+            help="Team warehouse (--db ducklake:...): where its Parquet files go, a shared folder or "
+            "s3://bucket/prefix; given once, at creation.",
+        ),
+    ] = None,
+) -> None:
+    """Create an empty warehouse with every table and view (idempotent): a lone DuckDB file, or a team
+    warehouse with --db ducklake:postgres:dbname=NAME host=HOST and --data-path."""
     from crsbench.bench import Bench
 
-    version = Bench(db).init()
+    version = Bench(db).init(data_path)
     emit({"db": str(db), "schema_version": version}, f"warehouse ready: {db} (schema v{version})")
+
+
+@warehouse_app.command("history")
+def warehouse_history(
+    limit: Annotated[int | None, typer.Option("--limit", min=1, help="Show only the newest N snapshots.")] = None,
+    db: DbOption = default_db_path(),
+) -> None:
+    """Team warehouse: list its snapshots, newest first, with who committed what and the tables it changed."""
+    from crsbench.bench import Bench
+    from crsbench.cli.output import print_frame
+
+    print_frame(Bench(db).history(limit), title="snapshots", key="snapshots")
+
+
+@warehouse_app.command("snapshot")
+def warehouse_snapshot(
+    out: Annotated[Path, typer.Option("--out", help="The lone DuckDB file to write (must not exist).")],
+    at: Annotated[int | None, typer.Option("--at", help="Snapshot id (default: the latest).")] = None,
+    db: DbOption = default_db_path(),
+) -> None:
+    """Team warehouse: copy it as of a snapshot into one DuckDB file that any DuckDB client opens."""
+    from crsbench.bench import Bench
+
+    copied = Bench(db).snapshot_to_file(out, at)
+    emit({"db": str(db), "out": str(out), "snapshot_id": copied}, f"snapshot {copied} of {db} written to {out}")
+
+
+@warehouse_app.command("attach-sql")
+def warehouse_attach_sql(db: DbOption = default_db_path()) -> None:
+    """Team warehouse: print the LOAD and ATTACH lines for your own DuckDB client (read-only)."""
+    from crsbench.bench import Bench
+
+    text = Bench(db).attach_sql()
+    if console.json_mode:
+        emit({"db": str(db), "sql": text})
+    else:  # verbatim: paste-able lines, never wrapped to the terminal's width
+        sys.stdout.write(text + "\n")
 
 
 @warehouse_app.command("compact")
