@@ -24,7 +24,10 @@ from crsbench.warehouse import lake
 if TYPE_CHECKING:
     from crsbench.warehouse.connection import Warehouse
 
-NEEDS_TEAM = "needs the team warehouse (--db ducklake:postgres:...; docs/TEAM_WAREHOUSE.md): a lone DuckDB file keeps no snapshots"
+NEEDS_TEAM = (
+    "needs the team warehouse (--db ducklake:postgres:...; docs/TEAM_WAREHOUSE.md): "
+    "a lone DuckDB file keeps no snapshots"
+)
 
 
 def publication_message(panel: str, frozen_at: datetime) -> str:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 import pytest
@@ -78,10 +78,8 @@ class PostgresServer:
         return f"dbname={name} host={self.socket} user={USER}"
 
     def close(self) -> None:
-        try:
+        with suppress(RuntimeError):
             self.stop()
-        except RuntimeError:
-            pass
         shutil.rmtree(self.root, ignore_errors=True)
 
 
