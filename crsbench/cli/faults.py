@@ -5,7 +5,8 @@ these are recognised, each by its errno or by the exact text DuckDB or Arrow giv
 * a full disk or quota (ENOSPC, EDQUOT) and a file-size limit (`ulimit -f`: EFBIG; Python ignores
   SIGXFSZ, so the write fails instead of killing the process);
 * a symlink loop (ELOOP);
-* a truncated or foreign Parquet file (no Parquet footer).
+* a truncated or foreign Parquet file (no Parquet footer);
+* the team warehouse's PostgreSQL catalog gone mid-command (its server stopped or unreachable).
 The message names the file and the fix. Every writer of crsbench is atomic (a part appears by a
 rename, a DuckDB transaction commits whole, a feature chunk's progress mark comes after it), so
 what failed left the previous state in place and a rerun resumes.
@@ -35,6 +36,13 @@ _PARQUET_TEXT = (
     "is not a parquet file",
     "Invalid Parquet file",
     "Could not open Parquet input source",
+)
+# A team warehouse's catalog server gone mid-command (warehouse/lake.py), as the postgres extension says it.
+_CATALOG_GONE = (
+    "Unable to connect to Postgres",
+    "server closed the connection unexpectedly",
+    "terminating connection due to administrator command",
+    "no connection to the server",
 )
 _QUOTED = re.compile(r"""["']([^"']+)["']""")
 
@@ -73,6 +81,12 @@ def user_fault(exc: BaseException) -> str | None:
     """One line naming the file and the fix when `exc` is a fault listed above, else None."""
     for link in _chain(exc):
         text = " ".join(str(link).split())
+        if type(link).__module__.startswith(("duckdb", "_duckdb")) and any(p in text for p in _CATALOG_GONE):
+            return (
+                "the team warehouse's PostgreSQL catalog went away during the command (server stopped or "
+                "unreachable); start the PostgreSQL server and rerun: every committed batch is kept and "
+                "the rerun resumes"
+            )
         code = (
             _errno_of(link)
             if isinstance(link, OSError) or type(link).__module__.startswith(("duckdb", "_duckdb"))

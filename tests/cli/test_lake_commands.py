@@ -1,0 +1,93 @@
+"""Every command works against the team warehouse unchanged: the same session (init, ingest, grid
+restrict, extract, probe, panel freeze, leaderboard, analyze, report, export, status) on a lone
+DuckDB file and on a DuckLake with a PostgreSQL catalog gives the same scores and the same files."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from support.one_model_support import cli
+from support.postgres_support import lake_db
+
+from crsbench.ingest import make_suite
+from crsbench.warehouse.connection import Warehouse
+
+ENCODERS = ("tiny-resnet18", "tiny-convnext")
+BOARD = "select * from crs_encoder order by all"
+
+
+def session(db: str, store: str, suite: Path, out: Path, init: list[str]) -> dict[str, str]:
+    """Run the session on `db`; returns what the commands printed (by step)."""
+    out.mkdir()
+    steps = {
+        "init": ["warehouse", "init", *init],
+        "ingest": ["ingest", "aptos2019", str(suite / "aptos2019"), "--name", "aptos"],
+        "restrict": [
+            "grid",
+            "restrict",
+            "-p",
+            "logreg",
+            "-p",
+            "knn",
+            "--depth",
+            "1.0",
+            "--fraction",
+            "1.0",
+            "--fraction",
+            "0.25",
+            "--seed",
+            "0",
+        ],  # fmt: skip
+        "extract": [
+            "extract",
+            "-d",
+            "aptos",
+            *[a for e in ENCODERS for a in ("-e", e)],
+            "--batch-size",
+            "16",
+            "--threads",
+            "1",
+        ],
+        "probe": ["probe"],
+        "freeze": ["panel", "freeze", "p", "--encoders", ",".join(ENCODERS), "--allow-small"],
+        "leaderboard": ["leaderboard"],
+        "analyze": ["--json", "analyze", "e3"],
+        "report": ["report", "--out", str(out / "report.html")],
+        "export": ["export", "crs_encoder", "--out", str(out / "board.csv")],
+        "status": ["--json", "status"],
+    }
+    printed = {}
+    for step, args in steps.items():
+        code, stdout, err = (
+            cli(*args, "--db", db, "--store", store) if step in ("extract", "probe") else cli(*args, "--db", db)
+        )
+        assert code == 0, f"{step} on {db}: {err[-3000:]}"
+        printed[step] = stdout
+    return printed
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("suite")
+    make_suite(root, scale=0.05, image_size=32)
+    return root
+
+
+@pytest.mark.slow
+def test_the_same_session_on_a_lone_file_and_on_the_team_warehouse(postgres, suite, tmp_path):
+    lone = tmp_path / "lone" / "bench.duckdb"
+    lone.parent.mkdir()
+    team = lake_db(postgres, "session")
+    on_lone = session(str(lone), str(tmp_path / "lone.zarr"), suite, tmp_path / "lone-out", [])
+    on_team = session(team, str(tmp_path / "team.zarr"), suite, tmp_path / "team-out",
+                      ["--data-path", str(tmp_path / "team-data")])  # fmt: skip
+    with Warehouse.open(lone, read_only=True) as a, Warehouse.open(team, read_only=True) as b:
+        lone_board, team_board = a.sql(BOARD), b.sql(BOARD)
+        assert a.sql("select * from analysis_e3_depths order by all").equals(b.sql("select * from analysis_e3_depths order by all"))
+    assert len(lone_board) == len(ENCODERS) and lone_board.equals(team_board)
+    assert on_lone["leaderboard"] == on_team["leaderboard"]
+    assert (tmp_path / "lone-out" / "board.csv").read_bytes() == (tmp_path / "team-out" / "board.csv").read_bytes()
+    assert (tmp_path / "team-out" / "report.html").stat().st_size > 10_000
+    assert json.loads(on_team["status"])["runs"] == json.loads(on_lone["status"])["runs"]

@@ -1,0 +1,187 @@
+"""Many writers on one team warehouse (a real PostgreSQL catalog, warehouse/lake_claims.py): three
+`crsbench probe` processes with overlapping encoder subsets compute every fit once and score exactly
+as the lone file does; kill -9 of a writer leaves no partial batch and a rerun completes the grid; a
+stopped server is one line and a restart resumes; the data path may be an S3 bucket."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from support.fault_support import CLI, PROBE_ARGS, env, one_line_user_error
+from support.one_model_support import cli
+from support.postgres_support import lake_db
+from support.synthetic import make_dataset, write_features
+
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.datasets import declare_shift, load_dataset, read_dataset
+from crsbench.warehouse.grid import restrict_grid
+
+ENCODERS = ("enc1", "enc2")
+PLANNED_FITS = 16 * len(ENCODERS)  # PROBE_ARGS's grid per encoder: 2 sources x 2 probes x 2 fractions x 2 seeds
+COMPARED = "run_id, fit_id, condition, auroc, ece, brier, nll, accuracy, n_train, n_test"
+BOARD = "select * from crs_encoder order by all"
+
+
+def build(db: str | Path, data_path: str | None = None) -> None:
+    """Three datasets (one shift pair) whose grid is PROBE_ARGS's, so the cells complete."""
+    with Warehouse.open(db, data_path=data_path) as wh:
+        for ds in (
+            make_dataset("derm", "multiclass", 120, 3, seed=1),
+            make_dataset("cxr", "multilabel", 120, 3, seed=2),
+            make_dataset("cxr2", "multilabel", 80, 3, seed=3),
+        ):
+            load_dataset(wh, ds)
+        declare_shift(wh, "cxr", "cxr2")
+        restrict_grid(wh.con, ["derm", "cxr", "cxr2"], probes=["logreg", "knn"], depths=[1.0],
+                      fractions=[1.0, 0.25], seeds=[0, 1])  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory) -> str:
+    """The features of the encoders, shared by every warehouse of this module (read only)."""
+    folder = tmp_path_factory.mktemp("lake-store")
+    db = folder / "layout.duckdb"
+    build(db)
+    with Warehouse.open(db, read_only=True) as wh:
+        stored = [read_dataset(wh, n) for n in ("derm", "cxr", "cxr2")]
+    url = str(folder / "features.zarr")
+    for encoder in ENCODERS:
+        for ds in stored:
+            write_features(url, ds, encoder, 8, depths=(1.0,), chunk_rows=64, seed=ENCODERS.index(encoder))
+    return url
+
+
+@pytest.fixture(scope="module")
+def lone(store, tmp_path_factory) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The same grid on a lone DuckDB file: its runs and, after freezing panel p, its crs_encoder."""
+    db = tmp_path_factory.mktemp("lone") / "lone.duckdb"
+    build(db)
+    _probe(str(db), store)
+    code, _, err = cli("panel", "freeze", "p", "--encoders", ",".join(ENCODERS), "--allow-small", "--db", str(db))
+    assert code == 0, err
+    with Warehouse.open(db, read_only=True) as wh:
+        return wh.sql(f"select {COMPARED} from runs order by run_id"), wh.sql(BOARD)
+
+
+def _start(db: str, store: str, encoders: tuple[str, ...] = ENCODERS) -> subprocess.Popen:
+    chosen = [a for e in encoders for a in ("--encoder", e)]
+    args = [*CLI, "--json", *PROBE_ARGS, *chosen, "--db", db, "--store", store]
+    return subprocess.Popen(args, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _probe(db: str, store: str) -> dict:
+    proc = _start(db, store)
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err[-3000:]
+    return json.loads(out)
+
+
+def _raw(db: str) -> pd.DataFrame:
+    """Every committed run row, duplicates included (the views would hide none: there are no parts)."""
+    with Warehouse.open(db, read_only=True) as wh:
+        return wh.sql("select * from runs_compacted")
+
+
+def _committed_parts(db: str) -> dict[str, set[str]]:
+    with Warehouse.open(db, read_only=True) as wh:
+        return {
+            kind: set(wh.sql(f"select distinct part from {kind}_compacted")["part"])
+            for kind in ("runs", "predictions", "batches")
+        }
+
+
+def test_three_writers_with_overlapping_encoders_compute_each_fit_once(postgres, store, lone, tmp_path):
+    db = lake_db(postgres, "three_writers")
+    build(db, str(tmp_path / "data"))
+    subsets = [("enc1",), ("enc2",), ("enc1", "enc2")]  # the third overlaps both others
+    procs = [_start(db, store, s) for s in subsets]
+    reports = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=600)
+        assert proc.returncode == 0, err[-3000:]
+        reports.append(json.loads(out))
+    raw = _raw(db)
+    assert len(raw) == raw["run_id"].nunique(), "a run was committed twice"
+    assert raw["fit_id"].nunique() == PLANNED_FITS
+    assert sum(r["fitted"] for r in reports) == PLANNED_FITS, reports
+    with Warehouse.open(db, read_only=True) as wh:
+        counted = wh.sql("select count(*) n, count(distinct run_id) d from runs")
+        claims = wh.sql(
+            "select * from postgres_query('__ducklake_metadata_lake', 'select count(*) from crsbench_fit_claims')"
+        )
+        assert counted["n"].item() == counted["d"].item() == len(raw)
+        assert wh.sql(f"select {COMPARED} from runs order by run_id").equals(lone[0])
+    assert claims.iloc[0, 0] == 0, "claims left behind"
+    code, _, err = cli("panel", "freeze", "p", "--encoders", ",".join(ENCODERS), "--allow-small", "--db", db)
+    assert code == 0, err
+    with Warehouse.open(db, read_only=True) as wh:
+        board = wh.sql(BOARD)
+    assert len(board) and board.equals(lone[1])
+
+
+def test_a_writer_killed_mid_sweep_leaves_no_partial_batch_and_a_rerun_completes(postgres, store, lone, tmp_path):
+    db = lake_db(postgres, "killed")
+    build(db, str(tmp_path / "data"))
+    proc = _start(db, store)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if len(_committed_parts(db)["runs"]) >= 3:  # a few batches in: kill it in the middle of the sweep
+            break
+    time.sleep(0.15)
+    proc.send_signal(signal.SIGKILL)
+    proc.communicate(timeout=60)
+    parts = _committed_parts(db)
+    assert 0 < len(parts["runs"]), "the kill came before any batch"
+    assert parts["runs"] == parts["batches"] == parts["predictions"], "a partial batch is visible"
+    raw = _raw(db)
+    assert raw["fit_id"].nunique() < PLANNED_FITS, "the kill came after the last batch"
+    report = _probe(db, store)  # the rerun takes the dead writer's claims over at once (same host)
+    assert report["skipped"] + report["fitted"] == PLANNED_FITS, report
+    raw = _raw(db)
+    assert len(raw) == raw["run_id"].nunique() and raw["fit_id"].nunique() == PLANNED_FITS
+    with Warehouse.open(db, read_only=True) as wh:
+        assert wh.sql(f"select {COMPARED} from runs order by run_id").equals(lone[0])
+
+
+def test_a_server_stopped_mid_sweep_is_one_line_and_a_restart_resumes(postgres, store, lone, tmp_path):
+    db = lake_db(postgres, "stopped_mid_sweep")
+    build(db, str(tmp_path / "data"))
+    proc = _start(db, store)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and len(_committed_parts(db)["runs"]) < 2:
+        time.sleep(0.2)
+    postgres.stop()
+    try:
+        _, err = proc.communicate(timeout=300)
+        one_line_user_error(proc.returncode, err, "PostgreSQL")
+        code, _, err = cli("probe", *PROBE_ARGS[1:], "--db", db, "--store", store)
+        one_line_user_error(code, err, "cannot reach", "start the PostgreSQL server")
+    finally:
+        postgres.start()
+    report = _probe(db, store)
+    assert report["skipped"] + report["fitted"] == PLANNED_FITS, report
+    with Warehouse.open(db, read_only=True) as wh:
+        assert wh.sql(f"select {COMPARED} from runs order by run_id").equals(lone[0])
+
+
+def test_the_data_path_on_an_s3_bucket(postgres, store, lone, tmp_path):
+    import s3fs
+    from support.scale_support import BUCKET, moto_server, s3_environment
+
+    with moto_server(tmp_path / "moto.log") as endpoint, s3_environment(endpoint):
+        db = lake_db(postgres, "on_s3")
+        build(db, f"s3://{BUCKET}/lake")
+        _probe(db, store)
+        files = s3fs.S3FileSystem().find(f"{BUCKET}/lake")
+        assert any(f.endswith(".parquet") for f in files), files
+        with Warehouse.open(db, read_only=True) as wh:
+            assert wh.sql(f"select {COMPARED} from runs order by run_id").equals(lone[0])
+        code, out, err = cli("sql", "select count(*) as n from runs", "--db", db)
+        assert code == 0 and str(len(lone[0])) in out, err
