@@ -34,7 +34,8 @@ lint: $(STAMP)
 
 test: lint
 	bash scripts/test-deps.sh
-	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --durations=25
+	bash scripts/ensure-postgres.sh
+	CRSBENCH_REQUIRE_POSTGRES=1 $(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --durations=25
 
 # The fault suite at length: many fuzz examples, several kill points per stage, a fresh seed.
 soak: $(STAMP)

@@ -39,7 +39,7 @@ def session(db: str, store: str, suite: Path, out: Path, init: list[str]) -> dic
             "0.25",
             "--seed",
             "0",
-        ],  # fmt: skip
+        ],
         "extract": [
             "extract",
             "-d",
@@ -85,7 +85,8 @@ def test_the_same_session_on_a_lone_file_and_on_the_team_warehouse(postgres, sui
                       ["--data-path", str(tmp_path / "team-data")])  # fmt: skip
     with Warehouse.open(lone, read_only=True) as a, Warehouse.open(team, read_only=True) as b:
         lone_board, team_board = a.sql(BOARD), b.sql(BOARD)
-        assert a.sql("select * from analysis_e3_depths order by all").equals(b.sql("select * from analysis_e3_depths order by all"))
+        depths = "select * from analysis_e3_depths order by all"
+        assert a.sql(depths).equals(b.sql(depths))
     assert len(lone_board) == len(ENCODERS) and lone_board.equals(team_board)
     assert on_lone["leaderboard"] == on_team["leaderboard"]
     assert (tmp_path / "lone-out" / "board.csv").read_bytes() == (tmp_path / "team-out" / "board.csv").read_bytes()

@@ -138,7 +138,7 @@ def test_a_writer_killed_mid_sweep_leaves_no_partial_batch_and_a_rerun_completes
     proc.send_signal(signal.SIGKILL)
     proc.communicate(timeout=60)
     parts = _committed_parts(db)
-    assert 0 < len(parts["runs"]), "the kill came before any batch"
+    assert len(parts["runs"]) > 0, "the kill came before any batch"
     assert parts["runs"] == parts["batches"] == parts["predictions"], "a partial batch is visible"
     raw = _raw(db)
     assert raw["fit_id"].nunique() < PLANNED_FITS, "the kill came after the last batch"
