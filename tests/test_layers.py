@@ -35,7 +35,7 @@ FLOW: tuple[tuple[str, ...], ...] = (
     ("crsbench.exchange",),
     ("crsbench.reads",),
     ("crsbench.report",),
-    ("crsbench.bench", "crsbench.bench_scores", "crsbench.bench_results", "crsbench"),
+    ("crsbench.bench", "crsbench.bench_scores", "crsbench.bench_results", "crsbench.bench_team", "crsbench"),
     ("crsbench.cli",),
 )
 TOP = len(FLOW) - 1

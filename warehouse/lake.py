@@ -185,20 +185,25 @@ def check_data_path(data_path: str, create: bool) -> None:
 
 
 def s3_secret_sql(environ: dict[str, str]) -> str:
-    """A temporary DuckDB secret from the standard AWS environment, as the feature store's s3fs reads it
-    (`AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_DEFAULT_REGION`,
-    `AWS_ENDPOINT_URL` for an S3-compatible server)."""
+    """A temporary DuckDB secret from the standard AWS environment, as the feature store's s3fs reads it:
+    `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_DEFAULT_REGION`, else the AWS
+    SDK's credential chain (`AWS_PROFILE`, ~/.aws, instance roles; the aws extension), and
+    `AWS_ENDPOINT_URL` for an S3-compatible server (MinIO, Ceph, moto)."""
     fields = {"type": "s3"}
     for key, env in (("key_id", "AWS_ACCESS_KEY_ID"), ("secret", "AWS_SECRET_ACCESS_KEY"),
                      ("session_token", "AWS_SESSION_TOKEN"), ("region", "AWS_DEFAULT_REGION")):  # fmt: skip
         if environ.get(env):
             fields[key] = environ[env]
+    if "key_id" not in fields:  # profiles, ~/.aws files, instance roles: the AWS SDK's chain, as s3fs reads them
+        fields["provider"] = "credential_chain"
+        if environ.get("AWS_PROFILE"):
+            fields["profile"] = environ["AWS_PROFILE"]
     endpoint = environ.get("AWS_ENDPOINT_URL_S3") or environ.get("AWS_ENDPOINT_URL")
     if endpoint:
         fields["endpoint"] = endpoint.split("://", 1)[-1].rstrip("/")
         fields["use_ssl"] = "true" if endpoint.startswith("https://") else "false"
         fields["url_style"] = "path"
-    body = ", ".join(f"{k} {v if k in ('type', 'use_ssl') else sql_literal(v)}" for k, v in fields.items())
+    body = ", ".join(f"{k} {v if k in ('type', 'use_ssl', 'provider') else sql_literal(v)}" for k, v in fields.items())
     return f"create or replace temporary secret crsbench_s3 ({body})"
 
 
@@ -240,7 +245,16 @@ def connect(
             check_data_path(where, create=recorded is None)
         if where is not None and "://" in where and not where.startswith("file://"):
             load_extensions(con, LakeLocator(LAKE_PREFIX + "x"), where)
-            con.execute(s3_secret_sql(dict(os.environ)))
+            secret = s3_secret_sql(dict(os.environ))
+            if "credential_chain" in secret:
+                con.execute(f"load {sql_literal(extension_path('aws'))}")
+            try:
+                con.execute(secret)
+            except duckdb.Error as exc:
+                raise CrsbenchError(
+                    f"no S3 credentials for the team warehouse's data path {where}: set AWS_ACCESS_KEY_ID and "
+                    f"AWS_SECRET_ACCESS_KEY, or AWS_PROFILE ({str(exc).strip().splitlines()[0]})"
+                ) from exc
         options = [f"data_path {sql_literal(given)}"] if recorded is None and given else []
         options += ["read_only"] if read_only or snapshot is not None else []
         options += [f"snapshot_version {int(snapshot)}"] if snapshot is not None else []
@@ -315,7 +329,9 @@ _MACRO_COMMENT = re.compile(rf"{_LEADING}comment\s+on\s+(macro|function)\b", re.
 def lake_stores(con: duckdb.DuckDBPyConnection, statement: str) -> bool:
     """Whether DuckLake can store `statement`: every statement crsbench ships but the comments on a
     view's column or on a macro (there, views and tables keep theirs; the rest is documented in the
-    data dictionary, docs/DATA_DICTIONARY.md, and `crsbench describe`)."""
+    data dictionary, docs/DATA_DICTIONARY.md, and `crsbench describe`). On a lone file: every statement."""
+    if not on_lake(con):
+        return True
     if _MACRO_COMMENT.match(statement):
         return False
     match = _VIEW_COLUMN_COMMENT.match(statement)

@@ -80,8 +80,11 @@ def test_the_same_session_on_a_lone_file_and_on_the_team_warehouse(postgres, sui
     lone = tmp_path / "lone" / "bench.duckdb"
     lone.parent.mkdir()
     team = lake_db(postgres, "session")
-    on_lone = session(str(lone), str(tmp_path / "lone.zarr"), suite, tmp_path / "lone-out", [])
-    on_team = session(team, str(tmp_path / "team.zarr"), suite, tmp_path / "team-out",
+    # One feature store: the team warehouse's extract finds the lone session's features and catalogs
+    # them (the extraction itself is the lone file's; what differs is the catalog it writes to).
+    store = str(tmp_path / "features.zarr")
+    on_lone = session(str(lone), store, suite, tmp_path / "lone-out", [])
+    on_team = session(team, store, suite, tmp_path / "team-out",
                       ["--data-path", str(tmp_path / "team-data")])  # fmt: skip
     with Warehouse.open(lone, read_only=True) as a, Warehouse.open(team, read_only=True) as b:
         lone_board, team_board = a.sql(BOARD), b.sql(BOARD)

@@ -1,7 +1,8 @@
 """Many writers on one team warehouse (a real PostgreSQL catalog, warehouse/lake_claims.py): three
 `crsbench probe` processes with overlapping encoder subsets compute every fit once and score exactly
 as the lone file does; kill -9 of a writer leaves no partial batch and a rerun completes the grid; a
-stopped server is one line and a restart resumes; the data path may be an S3 bucket."""
+stopped server is one line and a restart resumes. The writers' test runs with the data path on a local
+folder and on the moto S3 server."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -69,9 +72,9 @@ def lone(store, tmp_path_factory) -> tuple[pd.DataFrame, pd.DataFrame]:
         return wh.sql(f"select {COMPARED} from runs order by run_id"), wh.sql(BOARD)
 
 
-def _start(db: str, store: str, encoders: tuple[str, ...] = ENCODERS) -> subprocess.Popen:
+def _start(db: str, store: str, encoders: tuple[str, ...] = ENCODERS, batch: int = 1) -> subprocess.Popen:
     chosen = [a for e in encoders for a in ("--encoder", e)]
-    args = [*CLI, "--json", *PROBE_ARGS, *chosen, "--db", db, "--store", store]
+    args = [*CLI, "--json", *PROBE_ARGS, "--batch-size", str(batch), *chosen, "--db", db, "--store", store]
     return subprocess.Popen(args, env=env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -96,9 +99,32 @@ def _committed_parts(db: str) -> dict[str, set[str]]:
         }
 
 
-def test_three_writers_with_overlapping_encoders_compute_each_fit_once(postgres, store, lone, tmp_path):
-    db = lake_db(postgres, "three_writers")
-    build(db, str(tmp_path / "data"))
+@contextmanager
+def data_path(kind: str, tmp_path: Path) -> Iterator[str]:
+    """A team warehouse's data path: a local folder, or a bucket on the moto S3 server (the store tests')
+    with the standard AWS environment set for this process and the CLI processes it starts."""
+    if kind == "local":
+        yield str(tmp_path / "data")
+        return
+    from support.scale_support import BUCKET, moto_server, s3_environment
+
+    with moto_server(tmp_path / "moto.log") as endpoint, s3_environment(endpoint):
+        yield f"s3://{BUCKET}/lake"
+
+
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_three_writers_with_overlapping_encoders_compute_each_fit_once(postgres, store, lone, tmp_path, kind):
+    with data_path(kind, tmp_path) as where:
+        three_writers(lake_db(postgres, f"three_writers_{kind}"), where, store, lone)
+        if kind == "s3":
+            import s3fs
+
+            files = s3fs.S3FileSystem().find(where.removeprefix("s3://"))
+            assert any(f.endswith(".parquet") for f in files), files
+
+
+def three_writers(db: str, where: str, store: str, lone: tuple[pd.DataFrame, pd.DataFrame]) -> None:
+    build(db, where)
     subsets = [("enc1",), ("enc2",), ("enc1", "enc2")]  # the third overlaps both others
     procs = [_start(db, store, s) for s in subsets]
     reports = []
@@ -169,19 +195,3 @@ def test_a_server_stopped_mid_sweep_is_one_line_and_a_restart_resumes(postgres, 
     assert report["skipped"] + report["fitted"] == PLANNED_FITS, report
     with Warehouse.open(db, read_only=True) as wh:
         assert wh.sql(f"select {COMPARED} from runs order by run_id").equals(lone[0])
-
-
-def test_the_data_path_on_an_s3_bucket(postgres, store, lone, tmp_path):
-    import s3fs
-    from support.scale_support import BUCKET, moto_server, s3_environment
-
-    with moto_server(tmp_path / "moto.log") as endpoint, s3_environment(endpoint):
-        db = lake_db(postgres, "on_s3")
-        build(db, f"s3://{BUCKET}/lake")
-        _probe(db, store)
-        files = s3fs.S3FileSystem().find(f"{BUCKET}/lake")
-        assert any(f.endswith(".parquet") for f in files), files
-        with Warehouse.open(db, read_only=True) as wh:
-            assert wh.sql(f"select {COMPARED} from runs order by run_id").equals(lone[0])
-        code, out, err = cli("sql", "select count(*) as n from runs", "--db", db)
-        assert code == 0 and str(len(lone[0])) in out, err

@@ -53,6 +53,14 @@ def test_init_creates_the_schema_and_reopening_adds_no_snapshot(postgres, tmp_pa
     with Warehouse.open(db, read_only=True) as wh:  # every shipped view binds and reads
         assert wh.sql("select count(*) n from crs_encoder")["n"].item() == 0
         assert "ducklake" in wh.sql("select type from duckdb_databases() where database_name = 'lake'")["type"].item()
+        # the data dictionary travels with it: every table, view and table column carries its comment
+        bare = wh.sql(
+            "select table_name as name from duckdb_tables() where database_name = 'lake' and comment is null "
+            "union all select view_name from duckdb_views() where database_name = 'lake' and comment is null "
+            "union all select c.table_name || '.' || c.column_name from duckdb_columns() c join duckdb_tables() t "
+            "using (database_name, schema_name, table_name) where c.database_name = 'lake' and c.comment is null"
+        )
+        assert bare.empty, bare
 
 
 def test_the_sandbox_reads_the_lake_and_nothing_else(postgres, tmp_path):

@@ -1,0 +1,104 @@
+"""The team warehouse against the lone file, on the same data, in one run (issue 47):
+
+1. `select * from crs_encoder` on the paper-sized run table of `crs_query.py` (15 encoders x 3 datasets
+   x 3,515 seed rows = 158,175 runs, 225 batches, panel `paper` frozen): the lone file after
+   `crsbench warehouse compact`, and a DuckLake with a PostgreSQL catalog (a server of its own, started
+   here from the distribution's package on a private socket) holding the same batches, each committed
+   as the probe grid commits it. Median of --repeat runs after one warm-up; the rows must be identical.
+2. Probe-grid write throughput: the same 225 batches appended as a sweep appends them (`run_sink()`:
+   Parquet parts beside the lone file; one DuckLake commit per batch on the team warehouse), run rows
+   per second of wall time, without the compaction the lone file needs afterwards.
+
+    .venv/bin/python benchmarks/lake.py [--repeat 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import _tests_support  # noqa: F401  (tests/ on sys.path: support.postgres_support)
+import numpy as np
+import pandas as pd
+from crs_query import DATASETS, ENCODERS, SEEDS, cell_configs, cell_frame
+from support.postgres_support import postgres_server
+
+from crsbench.warehouse.connection import Warehouse
+from crsbench.warehouse.panels import freeze_panel
+
+QUERY = "select * from crs_encoder"
+
+
+def batches() -> list[pd.DataFrame]:
+    """The paper-sized run table, one frame per (encoder, dataset, seed) batch, as crs_query builds it."""
+    rng = np.random.default_rng(0)
+    out = []
+    for encoder in ENCODERS:
+        for dataset, target in DATASETS.items():
+            configs = cell_configs(target, False)
+            out += [cell_frame(encoder, dataset, seed, configs, rng) for seed in SEEDS]
+    return out
+
+
+def write(db: str, frames: list[pd.DataFrame], data_path: str | None = None) -> float:
+    """Append every batch through the warehouse's sweep sink; returns the wall seconds."""
+    with Warehouse.open(db, data_path=data_path) as wh:
+        sink = wh.run_sink()
+    start = time.perf_counter()
+    for frame in frames:
+        sink(frame)
+    return time.perf_counter() - start
+
+
+def time_query(db: str, repeat: int) -> tuple[float, pd.DataFrame]:
+    with Warehouse.open(db, read_only=True) as wh:
+        result = wh.con.execute(QUERY).df()  # warm-up
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            wh.con.execute(QUERY).fetchall()
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000, result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="crs-lake-bench-"))
+    frames = batches()
+    rows = sum(len(f) for f in frames)
+    lone = str(folder / "lone.duckdb")
+    with postgres_server() as server:
+        team = "ducklake:postgres:" + server.createdb("bench")
+        lone_s = write(lone, frames)
+        team_s = write(team, frames, str(folder / "team-data"))
+        print(f"write {rows:,} run rows in {len(frames)} batches: lone file (Parquet parts) {lone_s:.1f} s = "
+              f"{rows / lone_s:,.0f} rows/s; team warehouse (DuckLake commits) {team_s:.1f} s = "
+              f"{rows / team_s:,.0f} rows/s; ratio {team_s / lone_s:.2f}x")  # fmt: skip
+        with Warehouse.open(lone) as wh:
+            wh.compact_parts()
+            freeze_panel(wh, "paper", ENCODERS)
+        with Warehouse.open(team) as wh:
+            freeze_panel(wh, "paper", ENCODERS)
+        lone_ms, lone_rows = time_query(lone, args.repeat)
+        team_ms, team_rows = time_query(team, args.repeat)
+    key = ["panel", "encoder_id", "regime"]
+    same = (
+        lone_rows.drop(columns=[]).sort_values(key).reset_index(drop=True)
+        .equals(team_rows.sort_values(key).reset_index(drop=True))
+    )  # fmt: skip
+    print(f"{QUERY!r}: lone file (compacted) median {lone_ms:.1f} ms; team warehouse median {team_ms:.1f} ms; "
+          f"ratio {team_ms / lone_ms:.2f}x over {args.repeat} runs; rows identical: {same}")  # fmt: skip
+    print(f"targets: query within 3x: {'met' if team_ms <= 3 * lone_ms else 'NOT met'}; "
+          f"write throughput within 1.5x: {'met' if team_s <= 1.5 * lone_s else 'NOT met'}")  # fmt: skip
+    print("command: .venv/bin/python benchmarks/lake.py")
+    return 0 if same else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
