@@ -11,7 +11,7 @@ import dataclasses
 from pathlib import Path
 
 from crsbench.core import CrsbenchError
-from crsbench.warehouse import parts
+from crsbench.warehouse import lake, parts
 from crsbench.warehouse.claims import live_sweeps
 from crsbench.warehouse.compaction import compact, refuse_foreign
 from crsbench.warehouse.connection import Warehouse, WarehouseBusy
@@ -34,6 +34,8 @@ def fold_at_rest(db: Path, lock_timeout_s: float = 5.0) -> Folded:
     holds the file (an analyst's open connection, another command) past `lock_timeout_s`, the parts
     stay pending and `reason` says why and what folds them later.
     """
+    if lake.is_lake(db):
+        return _merge_lake(db)
     folder = parts.parts_dir_for(Path(db).absolute()) / "runs"
     pending = len(parts.data_parts(folder))
     if not pending:
@@ -56,6 +58,21 @@ def fold_at_rest(db: Path, lock_timeout_s: float = 5.0) -> Folded:
         return Folded(folded, len(parts.data_parts(folder)))
     finally:
         wh.close()
+
+
+def _merge_lake(db: Path) -> Folded:
+    # The team warehouse's batches are committed whole; what a finished sweep leaves is one small file
+    # per batch, merged here (`lake_writes.merge_files`). Best effort: a concurrent merge or sweep that
+    # conflicts leaves them for the next one.
+    import duckdb
+
+    try:
+        with Warehouse.open(db) as wh:
+            return Folded(wh.compact_parts())
+    except duckdb.Error as exc:  # every batch is committed already: merging is only for speed
+        return Folded(
+            0, 0, f"the batch files stay unmerged until 'crsbench warehouse compact' ({str(exc).splitlines()[0]})"
+        )
 
 
 def refuse_foreign_before_open(db: Path) -> None:

@@ -450,8 +450,13 @@ class Warehouse:
 
     def compact_parts(self) -> int:
         """Fold every run part (with predictions and provenance) into the file (warehouse.compaction); parts folded.
-        A team warehouse has no parts: its batches are committed whole."""
-        return 0 if self.lake is not None else compact(self)
+        A team warehouse has no parts (its batches are committed whole): there it merges the small Parquet
+        files of its batches (`lake_writes.merge_files`); files merged."""
+        if self.lake is not None:
+            from crsbench.warehouse.lake_writes import merge_files
+
+            return merge_files(self.con)
+        return compact(self)
 
 
 def check_writable(db: Path | str, command: str) -> None:

@@ -73,3 +73,14 @@ def commit_batch(con: duckdb.DuckDBPyConnection, batch: str, tables: dict[str, p
         con.execute("rollback")
         raise
     con.execute("commit")
+
+
+def merge_files(con: duckdb.DuckDBPyConnection) -> int:
+    """Move the rows DuckLake keeps inline in the catalog (small inserts: a panel, an anchor set, a batch's
+    provenance row) into Parquet files, then merge each table's small files (one per committed batch)
+    into larger ones: a query then reads a few local files instead of hundreds, and no row through
+    PostgreSQL. Earlier snapshots keep the files and rows they name, so `leaderboard --as-published` and
+    `warehouse snapshot --at` read as before. Returns how many files were merged."""
+    con.execute(f"call ducklake_flush_inlined_data('{lake.LAKE_NAME}')")
+    rows = con.execute(f"call ducklake_merge_adjacent_files('{lake.LAKE_NAME}')").fetchall()
+    return int(sum(int(r[2]) for r in rows if len(r) > 2 and r[2] is not None))

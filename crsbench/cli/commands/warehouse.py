@@ -80,7 +80,14 @@ def warehouse_compact(db: DbOption = default_db_path()) -> None:
     from crsbench.bench import Bench
 
     merged = Bench(db).compact()
-    emit({"db": str(db), "parts_merged": merged}, f"compacted {merged} run parts into the file: {db}")
+    from crsbench.warehouse.lake import is_lake
+
+    said = (
+        f"merged {merged} small batch files of {db}"
+        if is_lake(str(db))
+        else f"compacted {merged} run parts into the file: {db}"
+    )
+    emit({"db": str(db), "parts_merged": merged}, said)
 
 
 @app.command("sql")
