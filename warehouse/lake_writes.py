@@ -81,6 +81,23 @@ def merge_files(con: duckdb.DuckDBPyConnection) -> int:
     into larger ones: a query then reads a few local files instead of hundreds, and no row through
     PostgreSQL. Earlier snapshots keep the files and rows they name, so `leaderboard --as-published` and
     `warehouse snapshot --at` read as before. Returns how many files were merged."""
-    con.execute(f"call ducklake_flush_inlined_data('{lake.LAKE_NAME}')")
-    rows = con.execute(f"call ducklake_merge_adjacent_files('{lake.LAKE_NAME}')").fetchall()
+    # Two commits: DuckLake commits either changes (the flush) or a compaction (the merge), not both.
+    _with_message(
+        con, "warehouse compact: inline rows to files", f"call ducklake_flush_inlined_data('{lake.LAKE_NAME}')"
+    )
+    rows = _with_message(
+        con, "warehouse compact: batch files merged", f"call ducklake_merge_adjacent_files('{lake.LAKE_NAME}')"
+    )
     return int(sum(int(r[2]) for r in rows if len(r) > 2 and r[2] is not None))
+
+
+def _with_message(con: duckdb.DuckDBPyConnection, message: str, statement: str) -> list[tuple[object, ...]]:
+    con.execute("begin transaction")
+    try:
+        con.execute(f"call {lake.LAKE_NAME}.set_commit_message('crsbench', ?)", [message])
+        rows = con.execute(statement).fetchall()
+    except BaseException:
+        con.execute("rollback")
+        raise
+    con.execute("commit")
+    return rows
