@@ -88,7 +88,7 @@ def merge_files(con: duckdb.DuckDBPyConnection) -> int:
     rows = _with_message(
         con, "warehouse compact: batch files merged", f"call ducklake_merge_adjacent_files('{lake.LAKE_NAME}')"
     )
-    return int(sum(int(r[2]) for r in rows if len(r) > 2 and r[2] is not None))
+    return sum(int(str(r[2])) for r in rows if len(r) > 2 and r[2] is not None)
 
 
 def _with_message(con: duckdb.DuckDBPyConnection, message: str, statement: str) -> list[tuple[object, ...]]:
