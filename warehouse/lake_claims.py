@@ -24,7 +24,8 @@ import re
 import socket
 import threading
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import duckdb
 
@@ -167,3 +168,29 @@ class LakeClaims:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def name_claim(name: str) -> str:
+    """The claim name of a panel name (any text) in `crsbench_fit_claims`: a digest, so it is a plain identifier."""
+    import hashlib
+
+    return "panel-" + hashlib.sha256(name.encode()).hexdigest()[:40]
+
+
+@contextmanager
+def holding_panel_name(locator: lake.LakeLocator, panel: str) -> Iterator[None]:
+    """Hold the catalog's claim on panel name `panel` for the length of a freeze, so two freezes of one
+    name on two machines cannot both commit (DuckLake has no unique constraint). The freeze looks for
+    the panel once more after taking the claim; the claim is released after its commit."""
+    from crsbench.core import CrsbenchError
+
+    claims = LakeClaims(locator)
+    try:
+        if not claims.acquire([name_claim(panel)]):
+            raise CrsbenchError(
+                f"panel {panel!r} is being frozen by another command right now; frozen panels are immutable: "
+                f"wait for it and see 'crsbench panel list', or freeze under a new name"
+            )
+        yield
+    finally:
+        claims.close()

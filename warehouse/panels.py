@@ -9,7 +9,8 @@ Cohort mode (anchors and panel = everyone present now) is the `crs_cohort_*` vie
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -126,12 +127,7 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_sma
             f"panel {name!r} has {len(members)} members, fewer than {MIN_PANEL_MEMBERS}: "
             f"{small_panel_reason(len(members))}; add members, or pass --allow-small to freeze it anyway"
         )
-    existing = wh.con.execute("select frozen_at from panels where panel = ?", [name]).fetchone()
-    if existing is not None:
-        raise CrsbenchError(
-            f"panel {name!r} was frozen at {existing[0]} and frozen panels are immutable; "
-            "freeze the new membership under a new name"
-        )
+    _refuse_frozen(wh, name)
     _refuse_flagged(wh, name, members)
     _refuse_mixed_numerics(wh, name, members)
     with wh.snapshot(("axes_cell",)):  # its reads below evaluate the cells once
@@ -146,6 +142,43 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_sma
         )
     check_anchors(anchors, member_axes, name)
     frozen_at = datetime.now(UTC).replace(tzinfo=None)
+    with _name_held(wh, name):
+        _store_panel(wh, name, members, anchors, condition_sets, frozen_at)
+    record_publication(wh, name, frozen_at)
+    return Panel(name, PANEL_MODE, frozen_at, members, anchors)
+
+
+def _refuse_frozen(wh: Warehouse, name: str) -> None:
+    existing = wh.con.execute("select frozen_at from panels where panel = ?", [name]).fetchone()
+    if existing is not None:
+        raise CrsbenchError(
+            f"panel {name!r} was frozen at {existing[0]} and frozen panels are immutable; "
+            "freeze the new membership under a new name"
+        )
+
+
+@contextmanager
+def _name_held(wh: Warehouse, name: str) -> Iterator[None]:
+    # The lone file's primary key refuses a second freeze of one name; a team warehouse has none, so the
+    # name is claimed in its catalog (lake_claims.holding_panel_name) and looked up once more under it.
+    if wh.lake is None:
+        yield
+        return
+    from crsbench.warehouse.lake_claims import holding_panel_name
+
+    with holding_panel_name(wh.lake, name):
+        _refuse_frozen(wh, name)
+        yield
+
+
+def _store_panel(
+    wh: Warehouse,
+    name: str,
+    members: Sequence[str],
+    anchors: pd.DataFrame,
+    condition_sets: pd.DataFrame,
+    frozen_at: datetime,
+) -> None:
     try:
         with wh.transaction(message=publication_message(name, frozen_at)) as con:
             con.execute("insert into panels values (?, ?, ?, ?)", [name, PANEL_MODE, frozen_at, __version__])
@@ -157,8 +190,6 @@ def freeze_panel(wh: Warehouse, name: str, encoders: Sequence[str], *, allow_sma
             record_panel_conditions(con, name, condition_sets)
     except duckdb.ConstraintException as exc:  # another process froze the same name meanwhile
         raise CrsbenchError(f"panel {name!r} is already frozen; frozen panels are immutable") from exc
-    record_publication(wh, name, frozen_at)
-    return Panel(name, PANEL_MODE, frozen_at, members, anchors)
 
 
 def adopt_panel(

@@ -10,6 +10,7 @@ import json
 import duckdb
 import pandas as pd
 import pytest
+from support.fault_support import one_line_user_error
 from support.one_model_support import cli
 from support.postgres_support import lake_db
 from support.runs_factory import encoder_runs, frame
@@ -96,3 +97,26 @@ def test_snapshot_copies_a_lone_file_a_plain_duckdb_reads_the_same(published, tm
         assert con.execute(BOARD).df().equals(live)
     code, _, err = cli("warehouse", "snapshot", "--out", str(latest), "--db", db)
     assert code == 1 and "exists" in err
+
+
+def test_a_panel_name_being_frozen_elsewhere_is_refused_then_frozen_once(published):
+    """Two freezes of one name cannot both commit: the name is claimed in the catalog (DuckLake itself
+    has no unique constraint). Last in this module: it freezes a second panel."""
+    from crsbench.warehouse.lake import LakeLocator
+    from crsbench.warehouse.lake_claims import LakeClaims, name_claim
+
+    db, *_ = published
+    freeze = ("panel", "freeze", "q", "--encoders", "e1,e2,e3,e4", "--db", db)
+    elsewhere = LakeClaims(LakeLocator.parse(db))  # another command, mid-freeze
+    try:
+        assert elsewhere.acquire([name_claim("q")]) == {name_claim("q")}
+        code, _, err = cli(*freeze)
+        one_line_user_error(code, err, "'q' is being frozen by another command")
+    finally:
+        elsewhere.close()
+    code, _, err = cli(*freeze)
+    assert code == 0, err
+    code, _, err = cli(*freeze)
+    one_line_user_error(code, err, "'q' was frozen at", "immutable")
+    with Warehouse.open(db, read_only=True) as wh:
+        assert wh.sql("select count(*) n from panels where panel = 'q'")["n"].item() == 1
