@@ -15,6 +15,13 @@ class Team:
 
     db: Path
 
+    @property
+    def team(self) -> bool:
+        """Whether the warehouse is a team warehouse (`--db ducklake:...`) rather than a lone DuckDB file."""
+        from crsbench.warehouse.lake import is_lake
+
+        return is_lake(self.db)
+
     def history(self, limit: int | None = None) -> pd.DataFrame:
         """The team warehouse's snapshots, newest first, with what each changed."""
         from crsbench.warehouse.lake_snapshots import history

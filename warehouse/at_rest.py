@@ -62,17 +62,20 @@ def fold_at_rest(db: Path, lock_timeout_s: float = 5.0) -> Folded:
 
 def _merge_lake(db: Path) -> Folded:
     # The team warehouse's batches are committed whole; what a finished sweep leaves is one small file
-    # per batch, merged here (`lake_writes.merge_files`). Best effort: a concurrent merge or sweep that
-    # conflicts leaves them for the next one.
+    # per batch, merged here (`lake_writes.merge_files`) once no other sweep writes. Best effort: while
+    # one does, or a concurrent merge conflicts, the files wait for the next merge (queries read them).
     import duckdb
 
     try:
         with Warehouse.open(db) as wh:
             return Folded(wh.compact_parts())
-    except duckdb.Error as exc:  # every batch is committed already: merging is only for speed
-        return Folded(
-            0, 0, f"the batch files stay unmerged until 'crsbench warehouse compact' ({str(exc).splitlines()[0]})"
-        )
+    except CrsbenchError as exc:
+        return Folded(0, 0, str(exc))
+    except duckdb.FatalException:
+        raise
+    except duckdb.Error as exc:  # a conflict with another commit: the files stay as they are
+        reason = str(exc).splitlines()[0]
+        return Folded(0, 0, f"the batch files stay unmerged until 'crsbench warehouse compact' ({reason})")
 
 
 def refuse_foreign_before_open(db: Path) -> None:

@@ -453,9 +453,21 @@ class Warehouse:
         A team warehouse has no parts (its batches are committed whole): there it merges the small Parquet
         files of its batches (`lake_writes.merge_files`); files merged."""
         if self.lake is not None:
+            from crsbench.warehouse.lake_claims import MERGE_CLAIM, LakeClaims, live_sweeps
             from crsbench.warehouse.lake_writes import merge_files
 
-            return merge_files(self.con)
+            # DuckLake's merge is a compaction commit: never beside another command's batch commits or
+            # merge (two sweeps ending together), so it waits for the sweeps and takes a claim of its own.
+            sweeps = live_sweeps(self.lake)
+            if sweeps:
+                raise CrsbenchError(
+                    f"{sweeps} other command(s) still write to {self.lake.shown()}; "
+                    f"'crsbench warehouse compact' merges the batch files once they end"
+                )
+            with LakeClaims(self.lake) as claims:
+                if not claims.acquire([MERGE_CLAIM]):
+                    raise CrsbenchError(f"another command is merging the batch files of {self.lake.shown()}")
+                return merge_files(self.con)
         return compact(self)
 
 

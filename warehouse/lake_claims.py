@@ -20,9 +20,11 @@ they are spelled into the statements that `postgres_execute` sends, which binds 
 from __future__ import annotations
 
 import os
+import random
 import re
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -34,7 +36,11 @@ from crsbench.warehouse import lake
 
 CLAIMS_TABLE = "crsbench_fit_claims"
 PG = "crsbench_claims_pg"
+SWEEP_PREFIX = "sweep-"
+MERGE_CLAIM = "warehouse-merge"  # `Warehouse.compact_parts` on a team warehouse: one merge at a time
 _SAFE = re.compile(r"[0-9A-Za-z_.:-]+")
+# PostgreSQL's answers to two transactions on one row at once: retried (`LakeClaims._execute`).
+_RETRIED = ("could not serialize access", "deadlock detected")
 
 _CREATE = f"""create table if not exists {CLAIMS_TABLE} (
     fit_id text primary key,
@@ -71,6 +77,11 @@ class LakeClaims:
         try:
             self._lake.execute(f"attach {lake.sql_literal(locator.postgres)} as {PG} (type postgres)")
             self._execute(_CREATE)
+            # The holder's marker, for as long as it runs (refreshed with its claims): `live_sweeps`.
+            self._execute(
+                f"insert into {CLAIMS_TABLE} (fit_id, holder, host, pid) values "
+                f"('{SWEEP_PREFIX}{uuid.uuid4().hex}', '{self.token}', '{self.host}', {os.getpid()})"
+            )
         except duckdb.Error as exc:
             self._lake.close()
             raise lake.unreachable(locator, exc) from exc
@@ -80,7 +91,19 @@ class LakeClaims:
         self._beat.start()
 
     def _execute(self, statement: str, con: duckdb.DuckDBPyConnection | None = None) -> None:
-        (con or self._lake).execute(f"call postgres_execute('{PG}', {lake.sql_literal(statement)})")
+        # The postgres extension runs each statement in a REPEATABLE READ transaction, so two sweeps
+        # touching one claim row at once (a takeover against a heartbeat) fail one of them with a
+        # serialization error; each statement is its own transaction and idempotent, so it is retried.
+        delay = 0.02
+        for attempt in range(30):
+            try:
+                (con or self._lake).execute(f"call postgres_execute('{PG}', {lake.sql_literal(statement)})")
+                return
+            except duckdb.Error as exc:
+                if attempt == 29 or not any(p in str(exc) for p in _RETRIED):
+                    raise
+            time.sleep(delay * (1 + random.random()))
+            delay = min(delay * 2, 0.5)
 
     def _query(self, statement: str) -> list[tuple[object, ...]]:
         return self._lake.execute(f"select * from postgres_query('{PG}', {lake.sql_literal(statement)})").fetchall()
@@ -142,10 +165,11 @@ class LakeClaims:
                 self._execute(f"delete from {CLAIMS_TABLE} where holder = '{_checked([str(holder)])[0]}'")
 
     def _heartbeat(self) -> None:
-        beat = self._lake.cursor()  # its own cursor: the sweep's thread keeps the main one
+        beat = self._lake.cursor()  # its own cursor, used under the lock: one catalog statement at a time
         try:
             while not self._stop.wait(self.lease_s / 4):
-                self._execute(f"update {CLAIMS_TABLE} set heartbeat = now() where holder = '{self.token}'", beat)
+                with self._lock:
+                    self._execute(f"update {CLAIMS_TABLE} set heartbeat = now() where holder = '{self.token}'", beat)
         except duckdb.Error:
             return  # the catalog went away: the sweep's next claim or commit reports it
         finally:
@@ -194,3 +218,26 @@ def holding_panel_name(locator: lake.LakeLocator, panel: str) -> Iterator[None]:
         yield
     finally:
         claims.close()
+
+
+def live_sweeps(locator: lake.LakeLocator, lease_s: float = DEFAULT_LEASE_S) -> int:
+    """How many sweeps hold claims on the team warehouse now: their markers refreshed within the lease
+    (a dead process on this host counts until the next sweep clears it, or its lease runs out)."""
+    if locator.postgres is None:
+        return 0
+    con = lake.connect(locator, read_only=True)
+    try:
+        con.execute(f"attach {lake.sql_literal(locator.postgres)} as {PG} (type postgres, read_only)")
+        tables = con.execute(
+            "select count(*) from duckdb_tables() where database_name = ? and table_name = ?", [PG, CLAIMS_TABLE]
+        ).fetchone()
+        if not tables or not tables[0]:
+            return 0
+        rows = con.execute(
+            f"select host, pid from {PG}.public.{CLAIMS_TABLE} where fit_id like '{SWEEP_PREFIX}%' "
+            f"and heartbeat > now() - interval '{float(lease_s)} seconds'"
+        ).fetchall()
+    finally:
+        con.close()
+    here = socket.gethostname()
+    return sum(1 for host, pid in rows if host != here or pid_alive(int(str(pid))))

@@ -34,7 +34,7 @@ def render_probe(bench: Bench, summary: GridSummary) -> None:
         f"probe grid: {summary.fitted} fits run ({summary.runs} run records in {summary.batches} "
         f"batches), {summary.skipped} of {summary.planned} already done"
         + (f", {summary.by_others} fitted meanwhile by another sweep" if summary.by_others else "")
-        + (f"; {summary.compacted} {folded_what(bench.db)}" if summary.compacted else "")
+        + (f"; {summary.compacted} {folded_what(bench)}" if summary.compacted else "")
         + (
             f"; {summary.pending_parts} run parts left pending ({summary.pending_reason})"
             if summary.pending_parts
@@ -127,8 +127,6 @@ def probe_command(
     render_probe(bench, summary)
 
 
-def folded_what(db: object) -> str:
+def folded_what(bench: Bench) -> str:
     """What the closing compaction did, in the warehouse's own terms."""
-    from crsbench.warehouse.lake import is_lake
-
-    return "small batch files merged" if is_lake(str(db)) else f"run parts folded into {db}"
+    return "small batch files merged" if bench.team else f"run parts folded into {bench.db}"

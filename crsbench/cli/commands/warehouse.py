@@ -76,15 +76,15 @@ def warehouse_attach_sql(db: DbOption = default_db_path()) -> None:
 
 @warehouse_app.command("compact")
 def warehouse_compact(db: DbOption = default_db_path()) -> None:
-    """Fold the Parquet parts a sweep wrote into the file: one file any DuckDB client opens, faster queries."""
+    """Fold the Parquet parts a sweep wrote into the file: one file any DuckDB client opens, faster queries
+    (a team warehouse: its inlined rows flushed and its batch files merged)."""
     from crsbench.bench import Bench
 
-    merged = Bench(db).compact()
-    from crsbench.warehouse.lake import is_lake
-
+    bench = Bench(db)
+    merged = bench.compact()
     said = (
         f"merged {merged} small batch files of {db}"
-        if is_lake(str(db))
+        if bench.team
         else f"compacted {merged} run parts into the file: {db}"
     )
     emit({"db": str(db), "parts_merged": merged}, said)
