@@ -22,7 +22,6 @@
 from __future__ import annotations
 
 import argparse
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,7 +31,7 @@ from pathlib import Path
 import _tests_support  # noqa: F401  (tests/ on sys.path: support.postgres_support)
 import numpy as np
 import pandas as pd
-from crs_query import DATASETS, ENCODERS, SEEDS, cell_configs, cell_frame
+from crs_query import DATASETS, ENCODERS, SEEDS, cell_configs, cell_frame, time_query
 from support.postgres_support import postgres_server
 
 from crsbench.warehouse.connection import Warehouse
@@ -60,17 +59,6 @@ def write(db: str, frames: list[pd.DataFrame], data_path: str | None = None) -> 
     for frame in frames:
         sink(frame)
     return time.perf_counter() - start
-
-
-def time_query(db: str, repeat: int) -> tuple[float, pd.DataFrame]:
-    with Warehouse.open(db, read_only=True) as wh:
-        result = wh.con.execute(QUERY).df()  # warm-up
-        times = []
-        for _ in range(repeat):
-            start = time.perf_counter()
-            wh.con.execute(QUERY).fetchall()
-            times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000, result
 
 
 def probe_grid(db: str, store: str, images: int, encoders: int, data_path: str | None = None) -> tuple[float, int]:
@@ -123,8 +111,8 @@ def main(argv: list[str] | None = None) -> int:
         with Warehouse.open(team) as wh:
             wh.compact_parts()
             freeze_panel(wh, "paper", ENCODERS)
-        lone_ms, lone_rows = time_query(lone, args.repeat)
-        team_ms, team_rows = time_query(team, args.repeat)
+        lone_ms, lone_rows = time_query(Path(lone), QUERY, args.repeat)
+        team_ms, team_rows = time_query(Path(team), QUERY, args.repeat)
         store = str(folder / "grid.zarr")
         grid_lone = probe_grid(str(folder / "grid.duckdb"), store, args.grid_images, args.grid_encoders)
         grid_team = probe_grid("ducklake:postgres:" + server.createdb("grid"), store, args.grid_images,

@@ -219,7 +219,11 @@ def connect(
     read-only) and made the default database. A new warehouse takes `data_path` (else
     `$CRSBENCH_DATA_PATH`); an existing one keeps the data path its catalog records."""
     check_duckdb_version()
-    con = duckdb.connect(":memory:", config=dict(config or {}))
+    # The instance is in memory and holds no data of its own: the warehouse is the catalog's committed
+    # transactions. The postgres extension raises an internal error when the server goes away mid-query,
+    # which would mark the instance invalid; a later rollback or close then throws inside a destructor
+    # and aborts the process instead of giving the one-line error. Nothing is lost by keeping it valid.
+    con = duckdb.connect(":memory:", config={"disable_database_invalidation": True, **(config or {})})
     try:
         load_extensions(con, locator, None)
         recorded = catalog_state(con, locator) if locator.postgres is not None else None

@@ -44,6 +44,9 @@ _CATALOG_GONE = (
     "terminating connection due to administrator command",
     "no connection to the server",
 )
+# When the connection is already dead, libpq's message is empty: the extension's "Failed to execute query
+# "ROLLBACK": " (or "Failed to prepare COPY "...": ") then ends at the colon.
+_CATALOG_STATEMENT_FAILED = ('Failed to execute query "', 'Failed to prepare COPY "')
 _QUOTED = re.compile(r"""["']([^"']+)["']""")
 
 
@@ -77,11 +80,17 @@ def _errno_of(exc: BaseException) -> int | None:
     return None
 
 
+def _catalog_gone(text: str) -> bool:
+    if any(p in text for p in _CATALOG_GONE):
+        return True
+    return text.endswith('":') and any(p in text for p in _CATALOG_STATEMENT_FAILED)
+
+
 def user_fault(exc: BaseException) -> str | None:
     """One line naming the file and the fix when `exc` is a fault listed above, else None."""
     for link in _chain(exc):
         text = " ".join(str(link).split())
-        if type(link).__module__.startswith(("duckdb", "_duckdb")) and any(p in text for p in _CATALOG_GONE):
+        if type(link).__module__.startswith(("duckdb", "_duckdb")) and _catalog_gone(text):
             return (
                 "the team warehouse's PostgreSQL catalog went away during the command (server stopped or "
                 "unreachable); start the PostgreSQL server and rerun: every committed batch is kept and "

@@ -6,12 +6,12 @@ import json
 
 import pytest
 import torch
-from support.synthetic import make_dataset, write_features
+from support.fault_support import load_synthetic_datasets
+from support.synthetic import write_features
 
 from crsbench.cli import main
 from crsbench.cli.output import console
 from crsbench.warehouse.connection import Warehouse
-from crsbench.warehouse.datasets import declare_shift, load_dataset, read_dataset
 
 torch.set_num_threads(1)
 
@@ -20,14 +20,7 @@ torch.set_num_threads(1)
 def warehouse(tmp_path):
     db = tmp_path / "bench.duckdb"
     with Warehouse.open(db) as wh:
-        for ds in (
-            make_dataset("derm", "multiclass", 120, 3, seed=1),
-            make_dataset("cxr", "multilabel", 120, 3, seed=2),
-            make_dataset("cxr2", "multilabel", 80, 3, seed=3),
-        ):
-            load_dataset(wh, ds)
-        declare_shift(wh, "cxr", "cxr2")
-        stored = {n: read_dataset(wh, n) for n in ("derm", "cxr", "cxr2")}
+        stored = load_synthetic_datasets(wh)
     store = str(tmp_path / "bench.duckdb.features.zarr")  # the default store beside the DB
     for ds in stored.values():
         write_features(store, ds, "enc", 8, depths=(1.0,), chunk_rows=64)

@@ -204,3 +204,29 @@ def test_the_translator_knows_duckdb_and_arrow_texts_and_nothing_else(tmp_path):
     assert user_fault(RuntimeError("disk on fire")) is None
     assert user_fault(OSError(errno.EACCES, "Permission denied", "/x")) is None  # not one of ours to name
     assert user_fault(ValueError("No space left on device")) is None  # the text alone, from no OS call
+
+
+def test_a_catalog_gone_mid_statement_is_named_by_each_text_the_postgres_extension_gives_it():
+    """The texts seen when the team warehouse's PostgreSQL stopped under a writer (tests/fault/test_lake_faults.py):
+    libpq's message is empty once the connection is dead, so the statement's text ends at the colon."""
+    gone = (
+        duckdb.IOException("IO Error: Unable to connect to Postgres at dbname=x host=/tmp/s: connection refused"),
+        duckdb.Error('Failed to execute query "ROLLBACK": '),
+        duckdb.TransactionException('TransactionContext Error: Failed to commit: Failed to execute query "ROLLBACK": '),
+        duckdb.InvalidInputException(
+            "Invalid Input Error: Attempting to fetch from an unsuccessful query result\nError: Invalid Error: "
+            'Failed to prepare COPY "COPY (SELECT "table_id" FROM "public"."ducklake_schema_versions") TO STDOUT '
+            '(FORMAT "binary");": '
+        ),
+    )
+    for exc in gone:
+        assert "PostgreSQL catalog went away" in (user_fault(exc) or ""), exc
+    inside = duckdb.Error('Failed to execute query "ROLLBACK": ')
+    inside.__context__ = duckdb.InternalException("INTERNAL Error: Attempted to access index 0 within vector of size 0")
+    assert "PostgreSQL catalog went away" in (user_fault(inside) or "")
+    # The server's own message after the colon is a real error of the statement, not a lost server.
+    assert user_fault(duckdb.Error('Failed to execute query "SELECT 1": ERROR: permission denied for table t')) is None
+    assert (
+        user_fault(duckdb.InternalException("INTERNAL Error: Attempted to access index 0 within vector of size 0"))
+        is None
+    )

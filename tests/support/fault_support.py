@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 from support.synthetic import make_dataset, write_features
 
+from crsbench.ingest import Dataset
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import declare_shift, load_dataset, read_dataset
 from crsbench.warehouse.parts import parts_dir_for
@@ -40,18 +41,23 @@ PROBE_ARGS = [
 PLANNED_FITS = 16
 
 
+def load_synthetic_datasets(wh: Warehouse) -> dict[str, Dataset]:
+    """Load derm (multiclass), cxr and its shift target cxr2 (multilabel) into `wh`; returns them as stored."""
+    for ds in (
+        make_dataset("derm", "multiclass", 120, 3, seed=1),
+        make_dataset("cxr", "multilabel", 120, 3, seed=2),
+        make_dataset("cxr2", "multilabel", 80, 3, seed=3),
+    ):
+        load_dataset(wh, ds)
+    declare_shift(wh, "cxr", "cxr2")
+    return {n: read_dataset(wh, n) for n in ("derm", "cxr", "cxr2")}
+
+
 def synthetic_warehouse(folder: Path) -> Path:
     """Two sources (one with a shift target), features of one encoder at full depth."""
     db = folder / "bench.duckdb"
     with Warehouse.open(db) as wh:
-        for ds in (
-            make_dataset("derm", "multiclass", 120, 3, seed=1),
-            make_dataset("cxr", "multilabel", 120, 3, seed=2),
-            make_dataset("cxr2", "multilabel", 80, 3, seed=3),
-        ):
-            load_dataset(wh, ds)
-        declare_shift(wh, "cxr", "cxr2")
-        stored = {n: read_dataset(wh, n) for n in ("derm", "cxr", "cxr2")}
+        stored = load_synthetic_datasets(wh)
     for ds in stored.values():
         write_features(str(db) + ".features.zarr", ds, "enc", 8, depths=(1.0,), chunk_rows=64)
     return db

@@ -20,13 +20,22 @@ from crsbench.warehouse.connection import Warehouse
 BOARD = "select * from crs_encoder order by panel, encoder_id, regime"
 
 
-@pytest.fixture(scope="module")
-def published(postgres, tmp_path_factory):
+@pytest.fixture(scope="module", params=["local", "s3"])
+def published(request, postgres, tmp_path_factory):
     """A team warehouse with e1-e4 probed and panel p frozen, the leaderboard printed then, and e5
-    added afterwards."""
+    added afterwards; its data path on a local folder, then on the moto S3 server."""
     folder = tmp_path_factory.mktemp("published")
-    db = lake_db(postgres, "published")
-    with Warehouse.open(db, data_path=str(folder / "data")) as wh:
+    if request.param == "local":
+        yield build_published(lake_db(postgres, "published_local"), folder, str(folder / "data"))
+        return
+    from support.scale_support import BUCKET, moto_server, s3_environment
+
+    with moto_server(folder / "moto.log") as endpoint, s3_environment(endpoint):
+        yield build_published(lake_db(postgres, "published_s3"), folder, f"s3://{BUCKET}/lake")
+
+
+def build_published(db: str, folder, data_path: str):
+    with Warehouse.open(db, data_path=data_path) as wh:
         wh.append_runs(frame([r for e in ("e1", "e2", "e3", "e4") for r in encoder_runs(e)]))
     code, _, err = cli("panel", "freeze", "p", "--encoders", "e1,e2,e3,e4", "--db", db)
     assert code == 0, err
