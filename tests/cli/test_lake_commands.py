@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from support.one_model_support import cli
-from support.postgres_support import lake_db
+from support.postgres_support import lake_data_path, lake_db
 
 from crsbench.ingest import make_suite
 from crsbench.warehouse.connection import Warehouse
@@ -75,23 +75,30 @@ def suite(tmp_path_factory) -> Path:
     return root
 
 
-@pytest.mark.slow
-def test_the_same_session_on_a_lone_file_and_on_the_team_warehouse(postgres, suite, tmp_path):
-    lone = tmp_path / "lone" / "bench.duckdb"
-    lone.parent.mkdir()
-    team = lake_db(postgres, "session")
+@pytest.fixture(scope="module")
+def lone(suite, tmp_path_factory) -> tuple[Path, str, Path, dict[str, str]]:
+    """The session on a lone DuckDB file: its file, the feature store it filled, its outputs and printouts."""
+    folder = tmp_path_factory.mktemp("lone")
     # One feature store: the team warehouse's extract finds the lone session's features and catalogs
     # them (the extraction itself is the lone file's; what differs is the catalog it writes to).
-    store = str(tmp_path / "features.zarr")
-    on_lone = session(str(lone), store, suite, tmp_path / "lone-out", [])
-    on_team = session(team, store, suite, tmp_path / "team-out",
-                      ["--data-path", str(tmp_path / "team-data")])  # fmt: skip
-    with Warehouse.open(lone, read_only=True) as a, Warehouse.open(team, read_only=True) as b:
-        lone_board, team_board = a.sql(BOARD), b.sql(BOARD)
-        depths = "select * from analysis_e3_depths order by all"
-        assert a.sql(depths).equals(b.sql(depths))
+    store = str(folder / "features.zarr")
+    printed = session(str(folder / "bench.duckdb"), store, suite, folder / "out", [])
+    return folder / "bench.duckdb", store, folder / "out", printed
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["local", "s3"])
+def test_the_same_session_on_a_lone_file_and_on_the_team_warehouse(postgres, suite, lone, tmp_path, kind):
+    lone_db, store, lone_out, on_lone = lone
+    team = lake_db(postgres, f"session_{kind}")
+    with lake_data_path(kind, tmp_path) as where:
+        on_team = session(team, store, suite, tmp_path / "team-out", ["--data-path", where])
+        with Warehouse.open(lone_db, read_only=True) as a, Warehouse.open(team, read_only=True) as b:
+            lone_board, team_board = a.sql(BOARD), b.sql(BOARD)
+            depths = "select * from analysis_e3_depths order by all"
+            assert a.sql(depths).equals(b.sql(depths))
     assert len(lone_board) == len(ENCODERS) and lone_board.equals(team_board)
     assert on_lone["leaderboard"] == on_team["leaderboard"]
-    assert (tmp_path / "lone-out" / "board.csv").read_bytes() == (tmp_path / "team-out" / "board.csv").read_bytes()
+    assert (lone_out / "board.csv").read_bytes() == (tmp_path / "team-out" / "board.csv").read_bytes()
     assert (tmp_path / "team-out" / "report.html").stat().st_size > 10_000
     assert json.loads(on_team["status"])["runs"] == json.loads(on_lone["status"])["runs"]

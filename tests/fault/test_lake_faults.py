@@ -10,15 +10,13 @@ import json
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from support.fault_support import CLI, PROBE_ARGS, env, load_synthetic_datasets, one_line_user_error
 from support.one_model_support import cli
-from support.postgres_support import lake_db
+from support.postgres_support import lake_data_path, lake_db
 from support.synthetic import write_features
 
 from crsbench.warehouse.connection import Warehouse
@@ -93,22 +91,9 @@ def _committed_parts(db: str) -> dict[str, set[str]]:
         }
 
 
-@contextmanager
-def data_path(kind: str, tmp_path: Path) -> Iterator[str]:
-    """A team warehouse's data path: a local folder, or a bucket on the moto S3 server (the store tests')
-    with the standard AWS environment set for this process and the CLI processes it starts."""
-    if kind == "local":
-        yield str(tmp_path / "data")
-        return
-    from support.scale_support import BUCKET, moto_server, s3_environment
-
-    with moto_server(tmp_path / "moto.log") as endpoint, s3_environment(endpoint):
-        yield f"s3://{BUCKET}/lake"
-
-
 @pytest.mark.parametrize("kind", ["local", "s3"])
 def test_three_writers_with_overlapping_encoders_compute_each_fit_once(postgres, store, lone, tmp_path, kind):
-    with data_path(kind, tmp_path) as where:
+    with lake_data_path(kind, tmp_path) as where:
         three_writers(lake_db(postgres, f"three_writers_{kind}"), where, store, lone)
         if kind == "s3":
             import s3fs
@@ -147,7 +132,7 @@ def three_writers(db: str, where: str, store: str, lone: tuple[pd.DataFrame, pd.
 
 @pytest.mark.parametrize("kind", ["local", "s3"])
 def test_a_writer_killed_mid_sweep_leaves_no_partial_batch_and_a_rerun_completes(postgres, store, lone, tmp_path, kind):
-    with data_path(kind, tmp_path) as where:
+    with lake_data_path(kind, tmp_path) as where:
         killed(lake_db(postgres, f"killed_{kind}"), where, store, lone)
 
 
@@ -177,7 +162,7 @@ def killed(db: str, where: str, store: str, lone: tuple[pd.DataFrame, pd.DataFra
 
 @pytest.mark.parametrize("kind", ["local", "s3"])
 def test_a_server_stopped_mid_sweep_is_one_line_and_a_restart_resumes(postgres, store, lone, tmp_path, kind):
-    with data_path(kind, tmp_path) as where:
+    with lake_data_path(kind, tmp_path) as where:
         stopped(postgres, lake_db(postgres, f"stopped_{kind}"), where, store, lone)
 
 
@@ -212,7 +197,7 @@ def test_a_server_stopped_under_a_writer_again_and_again_is_always_one_line(post
     import sys
 
     loop = Path(__file__).parents[1] / "support" / "lake_writer_loop.py"
-    with data_path("s3", tmp_path) as where:
+    with lake_data_path("s3", tmp_path) as where:
         db = lake_db(postgres, "stopped_again")
         with Warehouse.open(db, data_path=where) as wh:
             wh.con.execute("create table stress_compacted (x double, part varchar)")

@@ -95,3 +95,16 @@ def postgres_server() -> Iterator[PostgresServer]:
 def lake_db(server: PostgresServer, name: str) -> str:
     """A new, empty database on `server` as a team-warehouse locator."""
     return "ducklake:postgres:" + server.createdb(name)
+
+
+@contextmanager
+def lake_data_path(kind: str, folder: Path) -> Iterator[str]:
+    """A team warehouse's data path: a local folder ("local"), or a bucket on the moto S3 server the store
+    tests use ("s3"), with the standard AWS environment set for this process and the CLI processes it starts."""
+    if kind == "local":
+        yield str(folder / "data")
+        return
+    from support.scale_support import BUCKET, moto_server, s3_environment
+
+    with moto_server(folder / "moto.log") as endpoint, s3_environment(endpoint):
+        yield f"s3://{BUCKET}/lake"

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from support.fault_support import one_line_user_error
 from support.one_model_support import cli
-from support.postgres_support import lake_db
+from support.postgres_support import lake_data_path, lake_db
 from support.runs_factory import encoder_runs, frame
 
 from crsbench.warehouse.connection import Warehouse
@@ -25,13 +25,8 @@ def published(request, postgres, tmp_path_factory):
     """A team warehouse with e1-e4 probed and panel p frozen, the leaderboard printed then, and e5
     added afterwards; its data path on a local folder, then on the moto S3 server."""
     folder = tmp_path_factory.mktemp("published")
-    if request.param == "local":
-        yield build_published(lake_db(postgres, "published_local"), folder, str(folder / "data"))
-        return
-    from support.scale_support import BUCKET, moto_server, s3_environment
-
-    with moto_server(folder / "moto.log") as endpoint, s3_environment(endpoint):
-        yield build_published(lake_db(postgres, "published_s3"), folder, f"s3://{BUCKET}/lake")
+    with lake_data_path(request.param, folder) as where:
+        yield build_published(lake_db(postgres, f"published_{request.param}"), folder, where)
 
 
 def build_published(db: str, folder, data_path: str):
