@@ -111,6 +111,7 @@ class Warehouse:
                 f"'crsbench warehouse init --db {self.path}' or run 'crsbench demo'"
             )
         self.con = self._connect(lock_timeout_s)
+        self.con.execute(lake.QUIET)
         try:
             upgrade.check_version(self)
             if not read_only:
@@ -166,7 +167,7 @@ class Warehouse:
         target = self._connect_path()
         if self.sandbox:
             self._spill_dir = Path(tempfile.mkdtemp(prefix="crsbench-sql-"))
-            return _sandbox.connect(self.path, lock_timeout_s, self._spill_dir, LEAN_CONFIG if self.lean else {})
+            return _sandbox.connect(self.path, lock_timeout_s, self._spill_dir, config)
         deadline = time.monotonic() + lock_timeout_s
         delay = 0.05
         while True:

@@ -40,6 +40,16 @@ EXTENSION_DUCKDB = "1.5.5"
 OWN_CATALOG_PREFIXES = ("ducklake_", "crsbench_")
 
 
+# The instance is in memory and holds no data of its own: the warehouse is the catalog's committed
+# transactions. The postgres extension raises an internal error when the server goes away mid-query,
+# which would mark the instance invalid; a later rollback or close then throws inside a destructor and
+# aborts the process instead of giving the one-line error. Nothing is lost by keeping it valid.
+INSTANCE_CONFIG: dict[str, bool] = {"disable_database_invalidation": True}
+# DuckDB prints its own progress bar to stdout once a query runs past 2 s: it would break a command's
+# --json output. A session setting, so every connection crsbench opens runs this first.
+QUIET = "set enable_progress_bar = false"
+
+
 def is_lake(db: Path | str) -> bool:
     """Whether `db` names a team warehouse (`ducklake:...`) rather than a lone DuckDB file."""
     return str(db).startswith(LAKE_PREFIX)
@@ -219,12 +229,9 @@ def connect(
     read-only) and made the default database. A new warehouse takes `data_path` (else
     `$CRSBENCH_DATA_PATH`); an existing one keeps the data path its catalog records."""
     check_duckdb_version()
-    # The instance is in memory and holds no data of its own: the warehouse is the catalog's committed
-    # transactions. The postgres extension raises an internal error when the server goes away mid-query,
-    # which would mark the instance invalid; a later rollback or close then throws inside a destructor
-    # and aborts the process instead of giving the one-line error. Nothing is lost by keeping it valid.
-    con = duckdb.connect(":memory:", config={"disable_database_invalidation": True, **(config or {})})
+    con = duckdb.connect(":memory:", config={**INSTANCE_CONFIG, **(config or {})})
     try:
+        con.execute(QUIET)
         load_extensions(con, locator, None)
         recorded = catalog_state(con, locator) if locator.postgres is not None else None
         given = data_path or os.environ.get(DATA_PATH_ENV) or None
@@ -296,7 +303,7 @@ def recorded_data_path(locator: LakeLocator) -> str | None:
     if locator.postgres is None:
         return None
     check_duckdb_version()
-    con = duckdb.connect(":memory:")
+    con = duckdb.connect(":memory:", config=dict(INSTANCE_CONFIG))
     try:
         load_extensions(con, locator, None)
         return catalog_state(con, locator)

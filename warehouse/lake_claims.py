@@ -166,6 +166,7 @@ class LakeClaims:
 
     def _heartbeat(self) -> None:
         beat = self._lake.cursor()  # its own cursor, used under the lock: one catalog statement at a time
+        beat.execute(lake.QUIET)
         try:
             while not self._stop.wait(self.lease_s / 4):
                 with self._lock:

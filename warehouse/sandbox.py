@@ -43,7 +43,10 @@ def quote_identifier(name: str) -> str:
 
 
 def connect(
-    path: Path, lock_timeout_s: float, spill_dir: Path, config: Mapping[str, str | int] | None = None
+    path: Path,
+    lock_timeout_s: float,
+    spill_dir: Path,
+    config: Mapping[str, str | bool | int | float | list[str]] | None = None,
 ) -> duckdb.DuckDBPyConnection:
     """A private instance with `path` attached read-only and made the default database (and the
     DuckDB `config` given, e.g. a lean connection's thread count).
