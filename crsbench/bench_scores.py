@@ -63,6 +63,7 @@ class Scores:
         cost: bool = False,
         with_screen: bool = False,
         as_published: bool = False,
+        with_retrieval: bool = False,
     ) -> Leaderboard:
         """The CRS leaderboard beside the AUROC ranking (latest panel by default, else cohort mode),
         with the 95 % intervals and tiers of a stored bootstrap (`resample`, default images+seeds
@@ -75,7 +76,8 @@ class Scores:
         encoder_dataset_overlap); `exclude_overlap` ranks with those cells left out, at read time
         (partial-coverage rules; the panel's stored anchors and scores are unchanged). `cost` adds
         each encoder's measured cost (view encoder_cost; NaN where not measured); `with_screen` adds its
-        overall pre-screen rank (view screen_ranking; `screen`). `as_published` (team warehouse) reads
+        overall pre-screen rank (view screen_ranking; `screen`); `with_retrieval` its mean clean mAP@R
+        and rank from analysis retrieval (`retrieval`). `as_published` (team warehouse) reads
         every input as of the snapshot the panel was frozen at (docs/METHODS.md §23)."""
         from crsbench.reads.leaderboard import read_leaderboard
         from crsbench.warehouse.lake_snapshots import published_snapshot
@@ -85,7 +87,9 @@ class Scores:
             with Warehouse.open(self.db, read_only=True, lean=True) as wh:
                 panel, at = published_snapshot(wh, panel)
         with Warehouse.open(self.db, read_only=True, lean=True, as_of=at) as wh, wh.snapshot():
-            return read_leaderboard(wh, panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen)
+            return read_leaderboard(
+                wh, panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen, with_retrieval
+            )
 
     def anchor_noise(self, panel: str) -> tuple[bool, list[str]]:
         """(whether any bootstrap informs the panel's anchor noise, one warning per bootstrap naming

@@ -46,6 +46,7 @@ class Leaderboard:
     exclude_overlap: bool = False  # ranked with the overlapping cells left out
     cost: bool = False  # the board carries the cost columns (crsbench.reads.cost)
     screen: list[str] | None = None  # with --with-screen: the board carries screen_rank; these lines explain it
+    retrieval: list[str] | None = None  # with --with-retrieval: retrieval_map_at_r and retrieval_rank, explained
 
     @property
     def verdict(self) -> str:
@@ -69,11 +70,13 @@ def read_leaderboard(
     exclude_overlap: bool = False,
     cost: bool = False,
     with_screen: bool = False,
+    with_retrieval: bool = False,
 ) -> Leaderboard:
     """The leaderboard of `Bench.leaderboard` (run inside a score snapshot). With `exclude_overlap`
     the stored bootstrap intervals (computed with every cell) are not shown; with `cost` the board
     carries each encoder's measured cost (crsbench.reads.cost); with `with_screen` its overall
-    pre-screen rank (crsbench.reads.screen)."""
+    pre-screen rank (crsbench.reads.screen); with `with_retrieval` its retrieval mAP@R and rank
+    (crsbench.reads.retrieval)."""
     from crsbench.analyses.subgroups.subgroups import with_worst_group
     from crsbench.warehouse.conditions import condition_warnings
     from crsbench.warehouse.panels import leaderboard
@@ -89,6 +92,11 @@ def read_leaderboard(
         from crsbench.reads.screen import with_screen_rank
 
         board, screen = with_screen_rank(wh, board)
+    retrieval = None
+    if with_retrieval:
+        from crsbench.reads.retrieval import with_retrieval as add_retrieval
+
+        board, retrieval = add_retrieval(wh, board)
     boot = None if exclude_overlap else bootstrap_resample(wh, used, resample)
     return Leaderboard(
         used,
@@ -107,6 +115,7 @@ def read_leaderboard(
         exclude_overlap,
         cost,
         screen,
+        retrieval,
     )
 
 

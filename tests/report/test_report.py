@@ -210,6 +210,25 @@ def screen_tables() -> AnalysisResult:
     return AnalysisResult({"screen_scores": scores, "screen_replicates": replicates}, summary=best_depths(scores))
 
 
+def retrieval_tables() -> AnalysisResult:
+    """Stored retrieval scores for the report: mAP@R and precision@5 per encoder and dataset at full depth,
+    clean and under two corruptions (the analysis itself is tested on feature sets in
+    tests/analyses/test_retrieval.py)."""
+    from crsbench.analyses.retrieval.retrieval import summary
+
+    rng = np.random.default_rng(8)
+    rows = [
+        {"dataset_id": d, "encoder_id": e, "depth": 1.0, "condition": c, "relevance": rel,
+         "primary_relevance": rel in ("same_label", "any_shared"), "metric": m, "value": float(rng.uniform(0.3, 0.9)),
+         "ci_low": None, "ci_high": None, "n_queries": 30, "n_gallery": 40, "pretrained": e not in RANDOM_INIT}
+        for d, (task, _) in DATASETS.items()
+        for rel in (("same_label",) if task == "multiclass" else ("any_shared", "jaccard"))
+        for e in PROFILES for c in ("clean", "gaussian_blur-s1", "jpeg-s2") for m in ("map@r", "precision@5")
+    ]  # fmt: skip
+    scores = pd.DataFrame(rows)
+    return AnalysisResult({"retrieval_scores": scores}, summary=summary(scores))
+
+
 def agreement_tables() -> AnalysisResult:
     """Stored tables of analysis agreement for the report: every pair of PROFILES on derm, and
     the transfer retention of alpha's and bravo's probes (the analysis itself is tested on real
@@ -357,6 +376,7 @@ def build_warehouse(
             beyond_rows(wh)
             store_result(wh, "agreement", agreement_tables(), {})
             store_result(wh, "screen", screen_tables(), {})
+            store_result(wh, "retrieval", retrieval_tables(), {})
             store_result(
                 wh,
                 "e2",
@@ -591,6 +611,7 @@ TODAYS_PAGE = [
     ("subgroups", "Subgroup performance (worst group and gap per metadata key)"),
     ("operating-points", "Operating points chosen on the calibration split"),
     ("zeroshot", "Zero-shot, prompting and probing (image-text and generative models)"),
+    ("retrieval", "Similar-case retrieval: does the encoder find comparable past cases?"),
     ("sites", "Does the ranking hold at another site?"),
 ]
 _HEADED = re.compile(r'<section id="[^"]*" data-section="([^"]+)"[^>]*><h2>([^<]*)</h2>')

@@ -136,6 +136,13 @@ def leaderboard(
             help="Show each encoder's overall pre-screen rank beside its CRS rank (needs 'crsbench screen').",
         ),
     ] = False,
+    with_retrieval: Annotated[
+        bool,
+        typer.Option(
+            "--with-retrieval",
+            help="Show each encoder's mean clean retrieval mAP@R and its rank (needs 'crsbench analyze retrieval').",
+        ),
+    ] = False,
     as_published: Annotated[
         bool,
         typer.Option(
@@ -151,7 +158,15 @@ def leaderboard(
     encoders pretrained on the evaluation data (†)."""
     render_leaderboard(
         Bench(db).leaderboard(
-            panel, resample, allow_partial, subgroup, exclude_overlap, cost, with_screen, as_published=as_published
+            panel,
+            resample,
+            allow_partial,
+            subgroup,
+            exclude_overlap,
+            cost,
+            with_screen,
+            as_published=as_published,
+            with_retrieval=with_retrieval,
         )
     )
 
@@ -179,6 +194,7 @@ def render_leaderboard(result: Leaderboard) -> None:
                 "overlap": result.overlap,
                 "exclude_overlap": result.exclude_overlap,
                 "screen": result.screen,
+                "retrieval": result.retrieval,
             }
         )
         return
@@ -203,6 +219,7 @@ def _leaderboard_notes(result: Leaderboard) -> list[str]:
         *result.flagged,
         *result.overlap,
         *(result.screen or []),
+        *(result.retrieval or []),
     ]
     unbooted = board["crs_lo"].isna() & board["crs_note"].isna()
     if boot is not None and unbooted.any() and not result.stale:
@@ -252,6 +269,9 @@ def _print_board(result: Leaderboard) -> None:
     )
     if result.screen is not None:
         short.insert(short.columns.get_loc("auroc_rank") + 1, "screen_rank", board["screen_rank"])
+    if result.retrieval is not None:
+        short.insert(short.columns.get_loc("auroc_rank") + 1, "retrieval_rank", board["retrieval_rank"])
+        short.insert(short.columns.get_loc("retrieval_rank"), "map@r", board["retrieval_map_at_r"])
     for column in (c for c in board.columns if str(c).startswith("worst_auroc_")):
         short.insert(
             short.columns.get_loc("crs 95% CI") + 1, f"worst {column[len('worst_auroc_') :]} auroc", board[column]

@@ -1,0 +1,1 @@
+"""Similar-case retrieval from the stored embeddings (METHODS.md §24)."""

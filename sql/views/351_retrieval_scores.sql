@@ -1,0 +1,36 @@
+-- View retrieval_scores: One row per (dataset, encoder, depth, query condition, relevance, metric):
+-- similar-case retrieval of the test images (queries) among the clean train images (gallery) by the
+-- encoder's stored embeddings, with its image-bootstrap interval. The stored output of `crsbench
+-- analyze retrieval` (empty until it runs). docs/METHODS.md §24. Generated from analysis retrieval's
+-- registration and crsbench/analyses/views.py by `python scripts/analysis_sql.py`; do not edit by
+-- hand.
+create or replace view retrieval_scores as
+select cast("dataset_id" as VARCHAR) as "dataset_id",
+       cast("encoder_id" as VARCHAR) as "encoder_id",
+       cast("depth" as DOUBLE) as "depth",
+       cast("condition" as VARCHAR) as "condition",
+       cast("relevance" as VARCHAR) as "relevance",
+       cast("primary_relevance" as BOOLEAN) as "primary_relevance",
+       cast("metric" as VARCHAR) as "metric",
+       cast("value" as DOUBLE) as "value",
+       cast("ci_low" as DOUBLE) as "ci_low",
+       cast("ci_high" as DOUBLE) as "ci_high",
+       cast("n_queries" as BIGINT) as "n_queries",
+       cast("n_gallery" as BIGINT) as "n_gallery",
+       cast("pretrained" as BOOLEAN) as "pretrained"
+from analysis_retrieval_retrieval_scores;
+
+comment on view retrieval_scores is 'One row per (dataset, encoder, depth, query condition, relevance, metric): similar-case retrieval of the test images (queries) among the clean train images (gallery) by the encoder''s stored embeddings, with its image-bootstrap interval. The stored output of `crsbench analyze retrieval` (empty until it runs). docs/METHODS.md §24.';
+comment on column retrieval_scores."dataset_id" is 'Dataset id (the name given at ingest); for probe results, the dataset the probe was trained on. docs/METHODS.md §24.';
+comment on column retrieval_scores."encoder_id" is 'Encoder key: the encoder id, or id@regime for an adapted variant. docs/METHODS.md §24.';
+comment on column retrieval_scores."depth" is 'Relative depth of the features: 0.25, 0.5, 0.75 or 1.0. docs/METHODS.md §24.';
+comment on column retrieval_scores."condition" is 'The queries'' condition: clean, or a perturbation-severity (a corrupted query against the clean gallery). docs/METHODS.md §24.';
+comment on column retrieval_scores."relevance" is 'What counts as a relevant gallery case (probes.retrieval.relevance registry): same_label (multiclass, ordinal), within_one (ordinal), any_shared or jaccard (multilabel). docs/METHODS.md §24.';
+comment on column retrieval_scores."primary_relevance" is 'True for the task''s first relevance (same_label, or any_shared for multilabel): the one the summary, the report''s verdict and leaderboard --with-retrieval read. docs/METHODS.md §24.';
+comment on column retrieval_scores."metric" is 'precision@k, recall@k (at least one relevant case among the first k; binary relevance only) or map@r (mAP@R; for jaccard divided by the ideal order''s), k from --cutoff. docs/METHODS.md §24.';
+comment on column retrieval_scores."value" is 'The metric''s mean over the test queries that have at least one relevant gallery case. docs/METHODS.md §24.';
+comment on column retrieval_scores."ci_low" is '2.5th percentile of the metric over the image-bootstrap replicates of the test queries (stratified by class, grouped by patient); NULL when the split cannot be resampled or --replicates 0. docs/METHODS.md §24.';
+comment on column retrieval_scores."ci_high" is '97.5th percentile of the same replicates. docs/METHODS.md §24.';
+comment on column retrieval_scores."n_queries" is 'Test images scored as queries: those with at least one relevant gallery case; count. docs/METHODS.md §24.';
+comment on column retrieval_scores."n_gallery" is 'Train images in the gallery (clean condition); count. docs/METHODS.md §24.';
+comment on column retrieval_scores."pretrained" is 'False marks features of a random-initialised stand-in, never a pretrained model''s. docs/METHODS.md §24.';
