@@ -17,14 +17,16 @@ demo: $(STAMP)
 
 # A fresh demo against the repository: its stage digests (tests/data/golden_digests.json) and the
 # digits README, USER_GUIDE and ANALYST_GUIDE print (docs/METHODS.md §4.3), and status, leaderboard
-# and report right after it clean (tests/cli/test_demo_clean.py). CI runs it after the tests.
+# and report right after it clean (tests/cli/test_demo_clean.py), and retrieval on it against a brute force
+# (tests/analyses/test_retrieval_demo.py). CI runs it after the tests.
 demo-check: $(STAMP)
 	rm -rf demo-check demo-check.log
 	COLUMNS=140 $(VENV)/bin/crsbench demo --out demo-check > demo-check.log
 	$(VENV)/bin/python scripts/demo_digests.py demo-check --check
 	$(VENV)/bin/python scripts/docs_transcripts.py demo-check.log demo-check --check
 	$(VENV)/bin/python scripts/analyst_guide.py --db demo-check/crsbench.duckdb --check
-	CRSBENCH_DEMO_OUT=demo-check $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cli/test_demo_clean.py tests/exchange/test_demo_sites.py
+	CRSBENCH_DEMO_OUT=demo-check $(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/cli/test_demo_clean.py tests/exchange/test_demo_sites.py \
+		tests/analyses/test_retrieval_demo.py
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
