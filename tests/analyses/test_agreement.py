@@ -388,9 +388,9 @@ def test_agreement_on_one_dataset_keeps_the_others_rows_unless_replace_all(bench
 
 
 def test_the_shipped_view_files_are_the_ones_the_registry_generates():
-    """sql/views/195..196, 270..275 and 330..333 are generated (scripts/analysis_sql.py) from the bootstrap,
-    agreement and screen registrations: each shipped file is the render, and no generated file is left behind
-    that nothing declares."""
+    """sql/views/195..196, 270..275, 330..333 and 350..351 are generated (scripts/analysis_sql.py) from the
+    bootstrap, agreement, screen and retrieval registrations: each shipped file is the render, and no
+    generated file is left behind that nothing declares."""
     from crsbench.analyses.views import shipped_files
     from crsbench.warehouse.shipped_sql import sql_files
 
@@ -409,6 +409,8 @@ def test_the_shipped_view_files_are_the_ones_the_registry_generates():
         "views/331_analysis_screen_screen_replicates.sql",
         "views/332_screen_scores.sql",
         "views/333_screen_replicates.sql",
+        "views/350_analysis_retrieval_retrieval_scores.sql",
+        "views/351_retrieval_scores.sql",
     ]
     for name, text in generated.items():
         assert shipped[name] == text, f"sql/{name} is stale: run python scripts/analysis_sql.py"

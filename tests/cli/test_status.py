@@ -41,7 +41,7 @@ def test_status_json_counts_what_was_put_in(warehouse: Path, capsys):
         "feature_sets_incomplete": 1,
         "runs": len(runs),
         "panels": 1,
-        "analyses": 7,  # e2, e3, e6, agreement, screen, bootstrap and sites in build_warehouse
+        "analyses": 8,  # e2, e3, e6, agreement, screen, retrieval, bootstrap and sites in build_warehouse
     }
     per_encoder = {e["encoder_id"]: e for e in doc["encoders"]}
     assert per_encoder["alpha"]["feature_sets_complete"] == 1
@@ -51,7 +51,9 @@ def test_status_json_counts_what_was_put_in(warehouse: Path, capsys):
     assert {e: row["runs"] for e, row in per_encoder.items()} == expected_runs
     assert doc["runs"] == [{"regime": "frozen", "probe": "logreg", "fits": runs["fit_id"].nunique(), "runs": len(runs)}]
     assert [p["panel"] for p in doc["panels"]] == ["main"] and doc["panels"][0]["n_members"] == 4
-    assert {a["analysis"] for a in doc["analyses"]} == {"agreement", "bootstrap", "e2", "e3", "e6", "screen", "sites"}
+    assert {a["analysis"] for a in doc["analyses"]} == {
+        "agreement", "bootstrap", "e2", "e3", "e6", "retrieval", "screen", "sites"
+    }  # fmt: skip
 
 
 def test_status_human_and_quiet(warehouse: Path, capsys):
