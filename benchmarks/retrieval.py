@@ -33,12 +33,12 @@ KS = (1, 5, 10)
 
 def features(n: int, dim: int, labels: np.ndarray, k: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    mix = rng.normal(size=(LATENT, dim)) / np.sqrt(LATENT)
+    mix = np.random.default_rng(98).normal(size=(LATENT, dim)) / np.sqrt(LATENT)  # one embedding space
     centres = np.random.default_rng(99).normal(size=(k, LATENT))
     out = np.empty((n, dim))
     for start in range(0, n, 10_000):  # in blocks: no (n, LATENT) and (n, dim) temporaries beside the result
         y = labels[start : start + 10_000]
-        factors = rng.normal(size=(len(y), LATENT)) / np.sqrt(np.arange(LATENT) + 1.0) + 1.0 * centres[y]
+        factors = rng.normal(size=(len(y), LATENT)) / np.sqrt(np.arange(LATENT) + 1.0) + 0.3 * centres[y]
         out[start : start + len(y)] = factors @ mix + 0.5 * rng.normal(size=(len(y), dim))
     return out
 

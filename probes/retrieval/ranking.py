@@ -29,10 +29,14 @@ def ordered_places(distances: torch.Tensor, depth: int) -> torch.Tensor:
     depth = min(depth, n)
     if depth >= n // 2:
         return torch.sort(distances, dim=1, stable=True).indices[:, :depth]
-    _, picked = torch.topk(distances, depth, dim=1, largest=False, sorted=False)
-    picked = torch.sort(picked, dim=1).values  # index order, then a stable sort by distance keeps it for ties
-    order = torch.sort(torch.gather(distances, 1, picked), dim=1, stable=True).indices
-    return torch.gather(picked, 1, order)
+    values, picked = torch.topk(distances, depth, dim=1, largest=False, sorted=True)
+    tied = (values[:, 1:] == values[:, :-1]).any(dim=1)  # topk orders equal distances arbitrarily
+    if bool(tied.any()):
+        rows = torch.nonzero(tied).flatten()
+        chosen = torch.sort(picked[rows], dim=1).values  # index order, kept for ties by the stable sort
+        order = torch.sort(torch.gather(distances[rows], 1, chosen), dim=1, stable=True).indices
+        picked[rows] = torch.gather(chosen, 1, order)
+    return picked
 
 
 def query_blocks(

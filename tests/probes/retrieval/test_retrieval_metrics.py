@@ -87,3 +87,17 @@ def test_blocks_do_not_change_the_answer(monkeypatch):
     for name, metrics in whole.items():
         for metric, values in metrics.items():
             np.testing.assert_array_equal(blocked[name][metric], values)
+
+
+def test_equal_distances_are_ordered_by_gallery_index():
+    import torch
+
+    from crsbench.probes.retrieval.ranking import ordered_places
+
+    rng = np.random.default_rng(2)
+    # per row, 30 near cases at distances 0, 1 or 2 (many exact ties) among 70 far ones at 10..13
+    rows = [rng.permutation(np.concatenate([rng.integers(0, 3, 30), rng.integers(10, 14, 70)])) for _ in range(20)]
+    distances = np.array(rows, dtype=np.float64)
+    stable = np.argsort(distances, axis=1, kind="stable")
+    for depth in (30, 60):  # the top-30 selection (no tie across its edge), and the full sort path
+        np.testing.assert_array_equal(ordered_places(torch.from_numpy(distances), depth).numpy(), stable[:, :depth])
