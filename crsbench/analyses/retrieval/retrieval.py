@@ -24,7 +24,7 @@ from crsbench.analyses.uncertainty.resample import draw_images, eval_images
 from crsbench.core import CLEAN, CrsbenchError, EncoderKey
 from crsbench.features.store import key_depth
 from crsbench.probes.retrieval.relevance import Relevance, relevances_for
-from crsbench.probes.retrieval.score import query_metrics
+from crsbench.probes.retrieval.score import check_ks, query_metrics
 from crsbench.warehouse.connection import Warehouse
 
 PARAMS: dict[str, Param] = {
@@ -128,14 +128,16 @@ def dataset_rows(wh: Warehouse, dataset_id: str, encoders: list[str] | None, ks:
     if not chosen:
         return []
     splits = inputs.retrieval_splits(wh, dataset_id)
+    try:  # a cut-off the gallery cannot reach is the request's fault, not one encoder's: refuse it at once
+        check_ks(ks, len(splits.gallery_rows))
+    except CrsbenchError as exc:
+        raise CrsbenchError(f"dataset {dataset_id}: {exc}") from exc
     weights = query_weights(wh, dataset_id, int(params["replicates"]), int(params["seed"]), notes)
     rows: list[dict[str, Any]] = []
     for done, source in enumerate(chosen, start=1):
         try:
             rows.extend(source_rows(source, splits, ks, weights))
         except CrsbenchError as exc:
-            if "larger than the gallery" in str(exc):
-                raise CrsbenchError(f"dataset {dataset_id}: {exc}") from exc
             notes.append(f"{dataset_id}, encoder {source.key}: {exc}; nothing is written for it")
         report_progress(f"retrieval {dataset_id}", done, len(chosen))
     return rows
