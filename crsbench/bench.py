@@ -347,17 +347,30 @@ class Bench(Scores, Results, Team):
         depths: Sequence[float] = (),
         fractions: Sequence[float] = (),
         seeds: Sequence[int] = (),
+        suites: Sequence[str] = (),
     ) -> Extension:
         """Widen the declared grid of `datasets` (default: every dataset probes are fitted on) for
         every encoder: each axis named takes the values given, the others every declared value.
-        Existing cells are incomplete until `probe` fills the new fits."""
+        Existing cells are incomplete until `probe` fills the new fits. Each corruption suite named
+        (`features.suites`) adds its conditions to the full-label fits of datasets of its domain."""
         from crsbench.probes.registry import probe_names
         from crsbench.warehouse.grid import extend_grid
 
         change = functools.partial(
-            extend_grid, probes=probes, depths=depths, fractions=fractions, seeds=seeds, known_probes=probe_names()
+            extend_grid,
+            probes=probes,
+            depths=depths,
+            fractions=fractions,
+            seeds=seeds,
+            suites=suites,
+            named=bool(datasets),
+            known_probes=probe_names(),
         )
-        return self._change_grid(datasets, change)
+        if not suites:
+            return self._change_grid(datasets, change)
+        from crsbench.pipeline.suites import check_suites_on_images
+
+        return self._change_grid(datasets, change, before=functools.partial(check_suites_on_images, suites=suites))
 
     def restrict_grid(self, config: ProbeConfig, datasets: Sequence[str] = ()) -> dict[str, int]:
         """Narrow the declared grid of `datasets` (default: every dataset probes are fitted on) to
@@ -370,16 +383,23 @@ class Bench(Scores, Results, Team):
         )
         return self._change_grid(datasets, change)
 
-    def _change_grid(self, datasets: Sequence[str], change: Callable[[Any, list[str]], T]) -> T:
-        """Apply `change(con, dataset names)` to the declared grids in one transaction. The default
-        is every dataset `probe` fits on: one ingested --unlabeled has no grid and is left out (named,
-        it is refused as `probe` refuses it)."""
+    def _change_grid(
+        self,
+        datasets: Sequence[str],
+        change: Callable[[Any, list[str]], T],
+        before: Callable[[Warehouse, list[str]], None] | None = None,
+    ) -> T:
+        """Apply `change(con, dataset names)` to the declared grids in one transaction, after
+        `before(warehouse, names)` (a check). The default is every dataset `probe` fits on: one ingested
+        --unlabeled has no grid and is left out (named, it is refused as `probe` refuses it)."""
         from crsbench.pipeline.probe import choose_datasets, labelled_only
         from crsbench.warehouse.datasets import list_datasets, shift_pairs
 
         with Warehouse.open(self.db) as wh:
             names = choose_datasets(list_datasets(wh), datasets, shift_pairs(wh))
             names = labelled_only(wh, names, requested=bool(datasets))
+            if before is not None:
+                before(wh, names)
             with wh.transaction() as con:
                 return change(con, names)
 

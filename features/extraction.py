@@ -38,7 +38,7 @@ import zarr
 
 from crsbench.core import FROZEN, CrsbenchError, ProgressFn, __version__, no_progress
 from crsbench.core.provenance import collect, to_json
-from crsbench.features.conditions import check_conditions, registered_conditions
+from crsbench.features.conditions import check_conditions, registered_conditions, stored_conditions
 from crsbench.features.degenerate import assess
 from crsbench.features.extract_options import ExtractOptions
 from crsbench.features.extraction_chunks import ALL, CLEAN_PART, PERTURBED_PART, ChunkExtractor
@@ -151,6 +151,8 @@ def extract(
     conditions = registered_conditions() if conditions is None else check_conditions(conditions)
     dev = resolve_device(opts.device)
     ref = FeatureSetRef(dataset.name, entry.id, regime)
+    if not opts.force and not opts.repair and lacks_conditions(store, ref, conditions):
+        opts = dataclasses.replace(opts, force=True)  # e.g. a suite the grid gained: the whole set again
     plan = plan_repair(store, ref, dataset) if opts.repair else None
     if plan is not None:
         if not plan.chunks:
@@ -187,6 +189,14 @@ def extract(
         group.attrs["provenance"] = to_json(collect(device=str(dev), threads=threads))
     stored = StoredAttrs.from_attrs(dict(group.attrs), f"feature set {ref.path} in {store.url}")
     return done_result(stored, time.perf_counter() - started, plan)
+
+
+def lacks_conditions(store: FeatureStore, ref: FeatureSetRef, conditions: Sequence[str]) -> bool:
+    """Whether the set is complete but without some of `conditions` (extracted before its dataset's
+    grid declared them): it is extracted again whole, the same bytes for what it held."""
+    if not store.is_complete(ref):
+        return False
+    return not set(conditions) <= set(stored_conditions(store.attrs(ref)))
 
 
 def check_request(dataset: Dataset, entry: EncoderEntry, opts: ExtractOptions) -> None:

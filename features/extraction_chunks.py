@@ -18,7 +18,7 @@ import dataclasses
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
@@ -33,7 +33,7 @@ from crsbench.features.extraction_sets import CLEAN_PROGRESS_ARRAY, COMPUTE_DTYP
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY, block_digest
 from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
-from crsbench.features.perturbations import parse_condition, perturb_batch, seed_key
+from crsbench.features.perturbations import parse_condition, perturb, perturb_batch
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import Depth, FeatureSetRef, depth_key
 from crsbench.features.transforms import decode_image, model_input
@@ -120,13 +120,7 @@ class ChunkExtractor:
         host: dict[str, list[Future[np.ndarray]]] = {}
         for cond in [c for c in self.host_conditions if c in needed]:
             name, sev = parse_condition(cond)  # type: ignore[misc]
-            ref = PERTURBATION_REGISTRY.get(name)
-            host[cond] = [
-                self.pool.submit(
-                    host_perturb, ref.reference, images[i], ref.levels[sev], seed_key(self.ids[start + i], name, sev)
-                )
-                for i in test
-            ]
+            host[cond] = [self.pool.submit(host_perturb, images[i], self.ids[start + i], name, sev) for i in test]
         return Chunk(k, start, stop, test, images, host, part)
 
     def _prefetch_in_processes(self, k: int, part: str) -> Chunk:
@@ -386,10 +380,8 @@ class Pixels:
         return torch.from_numpy(np.stack([arrays[j if on_host else i] for _, i, j in group])).to(self.device)
 
 
-def host_perturb(
-    fn: Callable[[np.ndarray, float, bytes], np.ndarray], image_future: Future[np.ndarray], level: float, key: bytes
-) -> np.ndarray:
-    return fn(image_future.result(), level, key)
+def host_perturb(image_future: Future[np.ndarray], image_id: str, perturbation: str, severity: int) -> np.ndarray:
+    return perturb(image_future.result(), image_id, perturbation, severity)
 
 
 def groups(batch: list[Item], images: list[np.ndarray]) -> Iterator[list[Item]]:

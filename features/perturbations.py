@@ -62,7 +62,11 @@ def _entry(name: str, cls: type, levels: dict[int, float], on_cpu: bool = False)
 
 # The built-in entries below are registered as this module loads; their names and severities are core's
 # PERTURBATIONS x SEVERITIES (the protocol). Plugins add theirs; `features.conditions` derives the conditions.
-REGISTRY: Registry[Perturbation] = Registry("perturbation", make=_entry, entry_point_group=PERTURBATION_PLUGINS)
+# `features.suites` is loaded with it: a corruption suite's perturbations ('<suite>.<name>') are
+# registered on demand, the first time one is named in a process (its resolver).
+REGISTRY: Registry[Perturbation] = Registry(
+    "perturbation", make=_entry, builtins=("crsbench.features.suites",), entry_point_group=PERTURBATION_PLUGINS
+)
 
 
 def register_perturbation(name: str, levels: dict[int, float], on_cpu: bool = False) -> Callable[[type], type]:
@@ -98,8 +102,19 @@ def perturb(image: np.ndarray, image_id: str, perturbation: str, severity: int) 
         raise CrsbenchError(f"perturb expects a non-empty uint8 HxW or HxWxC image, got {image.dtype} {image.shape}")
     entry, level = _lookup(perturbation, severity)
     hwc = image[:, :, None] if image.ndim == 2 else image
-    out = entry.reference(np.ascontiguousarray(hwc), level, seed_key(image_id, perturbation, severity))
+    try:
+        out = entry.reference(np.ascontiguousarray(hwc), level, seed_key(image_id, perturbation, severity))
+    except Exception as exc:  # a plugin's or a suite's own error: named with the image, in one line
+        raise CrsbenchError(failure(perturbation, severity, image_id, exc)) from None
     return out[:, :, 0] if image.ndim == 2 else out
+
+
+def failure(perturbation: str, severity: int, image_id: str, exc: BaseException) -> str:
+    """One line: which perturbation failed on which image, and its error."""
+    said = str(exc).splitlines()[0] if str(exc) else ""
+    return (
+        f"perturbation {perturbation} (severity {severity}) failed on image {image_id!r}: {type(exc).__name__}: {said}"
+    )
 
 
 def perturb_batch(
@@ -117,18 +132,27 @@ def perturb_batch(
             f"got {images.dtype} {tuple(images.shape)} and {len(image_ids)} ids"
         )
     entry, level = _lookup(perturbation, severity)
-    keys = [seed_key(i, perturbation, severity) for i in image_ids]
     if backend == "auto":
         backend = "numpy" if images.device.type == "cpu" else "torch"
-    if backend == "numpy":
+    if backend == "numpy":  # the reference per image (`perturb` keys each image itself)
         arrays = images.cpu().numpy()
-        out = list(_CODEC_POOL.map(lambda a_k: entry.reference(a_k[0], level, a_k[1]), zip(arrays, keys, strict=True)))
+        out = list(
+            _CODEC_POOL.map(
+                lambda a_i: perturb(a_i[0], a_i[1], perturbation, severity), zip(arrays, image_ids, strict=True)
+            )
+        )
         return torch.from_numpy(np.stack(out)).to(images.device)
     if backend != "torch":
         raise CrsbenchError(f"unknown perturbation backend {backend!r}")
-    if entry.on_cpu:
-        return entry.batched(images.cpu(), level, keys).to(images.device)
-    return entry.batched(images, level, keys)
+    keys = [seed_key(i, perturbation, severity) for i in image_ids]
+    try:
+        if entry.on_cpu:
+            return entry.batched(images.cpu(), level, keys).to(images.device)
+        return entry.batched(images, level, keys)
+    except CrsbenchError:
+        raise
+    except Exception:  # find the image it failed on: the reference path names it
+        return perturb_batch(images, image_ids, perturbation, severity, backend="numpy")
 
 
 # The kernels below run one code path on numpy arrays (the reference) and on torch tensors (the

@@ -40,7 +40,7 @@ from crsbench.core import (
     ProgressFn,
     __version__,
 )
-from crsbench.features.conditions import stored_conditions
+from crsbench.features.conditions import conditions_of, stored_conditions
 from crsbench.features.store import Depth, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
@@ -220,11 +220,11 @@ def _chunks(
 ) -> Iterator[tuple[FeatureSetRef, Depth, list[FitKey]]]:
     """Each (feature set, stored depth read, probe) group's fits in chunks (see `probes.chunking`);
     `eval_rows(ref)` is (train rows, eval rows) of the feature set's dataset."""
-    groups: dict[tuple[FeatureSetRef, Depth, str], list[FitKey]] = defaultdict(list)
+    groups: dict[tuple[FeatureSetRef, Depth, str, str], list[FitKey]] = defaultdict(list)
     for fit in fits:
-        groups[(fit.feature_set, depth_of(fit), fit.probe)].append(fit)
-    for (ref, depth, probe), members in sorted(
-        groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, depth_key(kv[0][1]), kv[0][2])
+        groups[(fit.feature_set, depth_of(fit), fit.probe, fit.suite)].append(fit)
+    for (ref, depth, probe, _), members in sorted(
+        groups.items(), key=lambda kv: (kv[0][0].path, kv[0][0].regime, depth_key(kv[0][1]), kv[0][2], kv[0][3])
     ):
         # Largest fraction first, seeds together: a chunk then holds the fraction-1.0 fits
         # that an unseeded probe shares across seeds.
@@ -332,7 +332,9 @@ def _sweep(
                     continue
             attrs = ctx.store.attrs(ref)
             pretrained = bool(attrs.get("pretrained", True))
-            chunk = Chunk(ref, depth, tuple(members), pretrained, __version__, stored_conditions(attrs))
+            suite = members[0].suite
+            conditions = conditions_of(stored_conditions(attrs), suite)
+            chunk = Chunk(ref, depth, tuple(members), pretrained, __version__, conditions, suite)
             yield chunk, ctx.store, ctx.datasets[ref.dataset], ctx.targets_of(ref.dataset), stats[(ref, depth)]
 
     ctx.report("probe fits", 0, len(todo))

@@ -60,6 +60,8 @@ class FitKey:
     `data_digest` identifies the data (the dataset's `data_digest`, with those of its shift
     targets) and `weights_hash` the encoder weights its features came from; `run_grid`
     fills both in, so replacing a dataset or re-extracting other weights changes every fit id.
+    A suite's fit is its own fit (own id, own runs): the protocol fit's runs, done before the grid
+    gained the suite, stay as they are.
     """
 
     encoder_id: str
@@ -71,6 +73,9 @@ class FitKey:
     regime: str = FROZEN
     data_digest: str = ""
     weights_hash: str = ""
+    # A corruption suite's fit (`features.suites`): the same probe, trained as its protocol fit is,
+    # evaluated on the suite's conditions only. Empty for the protocol's fit, whose id it leaves as is.
+    suite: str = ""
 
     @property
     def fit_id(self) -> str:
@@ -85,6 +90,7 @@ class FitKey:
             self.regime,
             self.data_digest,
             self.weights_hash,
+            *((self.suite,) if self.suite else ()),
         )
 
     @property

@@ -36,7 +36,10 @@ class Chunk:
     fits: tuple[FitKey, ...]
     pretrained: bool
     code_version: str
-    conditions: tuple[str, ...] = CONDITIONS  # the test conditions its feature set holds
+    conditions: tuple[str, ...] = (
+        CONDITIONS  # the test conditions its fits evaluate (features.conditions.conditions_of)
+    )
+    suite: str = ""  # a corruption suite's fits: its conditions alone, no calib split, no shift target
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,13 +52,19 @@ class EvalSet:
 
 
 def eval_sets(
-    source: Dataset, ref: FeatureSetRef, targets: list[Dataset], conditions: Sequence[str] = CONDITIONS
+    source: Dataset,
+    ref: FeatureSetRef,
+    targets: list[Dataset],
+    conditions: Sequence[str] = CONDITIONS,
+    suite: bool = False,
 ) -> list[EvalSet]:
     """The test split under each condition of the feature set (clean + the 15 perturbed ones of the
     protocol, or those `features.conditions.stored_conditions` reads), the clean calib split, each
-    shift target."""
+    shift target; for a corruption suite's fits (`suite`) the conditions alone."""
     test = source.split_rows("test")
     sets = [EvalSet(source.name, c, ref, c, test) for c in conditions]
+    if suite:
+        return sets
     calib = source.split_rows("calib")
     if len(calib):
         sets.append(EvalSet(source.name, CALIB, ref, CLEAN, calib))
@@ -192,7 +201,7 @@ def evaluate_chunk(
     run_rows: list[dict[str, Any]] = []
     pred_parts: list[tuple[str, str, str, str, np.ndarray, np.ndarray, np.ndarray]] = []
     datasets = {source.name: source, **{t.name: t for t in targets}}
-    for batch in _batches(eval_sets(source, chunk.ref, targets, chunk.conditions)):
+    for batch in _batches(eval_sets(source, chunk.ref, targets, chunk.conditions, bool(chunk.suite))):
         data = datasets[batch[0].eval_dataset_id]
         rows = batch[0].rows
         probs_by_fit = _predict_batch(store, chunk.depth, batch, stats, fitted)

@@ -13,6 +13,7 @@ def _registries() -> dict[str, Registry]:
     from crsbench.analyses.registry import ANALYSES
     from crsbench.features.perturbations import REGISTRY as PERTURBATION_REGISTRY
     from crsbench.features.registry import ENCODERS
+    from crsbench.features.suites import SUITES
     from crsbench.ingest.registry import ADAPTERS
     from crsbench.probes.metrics import METRICS
     from crsbench.probes.registry import PROBES
@@ -24,12 +25,13 @@ def _registries() -> dict[str, Registry]:
         "perturbation": PERTURBATION_REGISTRY,
         "metric": METRICS,
         "analysis": ANALYSES,
+        "corruption suite": SUITES,
     }
 
 
 def test_each_registry_is_a_core_registry_with_its_builtins():
     regs = _registries()
-    assert len(regs) == 6  # encoders, adapters, probes, perturbations, metrics, analyses
+    assert len(regs) == 7  # encoders, adapters, probes, perturbations, metrics, analyses, corruption suites
     for kind, reg in regs.items():
         assert isinstance(reg, Registry), kind
         assert reg.kind == kind
@@ -38,6 +40,7 @@ def test_each_registry_is_a_core_registry_with_its_builtins():
     assert {"isic2019", "aptos2019", "chexpert", "mimic-cxr", "medmnist", "manifest", "folder"} <= set(regs["adapter"])
     assert {"logreg", "mlp", "knn", "zeroshot"} <= set(regs["probe"])  # every module of probes/kinds registered
     assert {"e1", "e2", "e3", "e4", "e5", "e6"} <= set(regs["analysis"])
+    assert {"medmnistc-derm", "medmnistc-eye", "medmnistc-rad", "medmnistc-path"} <= set(regs["corruption suite"])
     # the protocol's five come first, in their order; a new built-in perturbation is one entry more
     assert tuple(regs["perturbation"].names())[: len(PERTURBATIONS)] == PERTURBATIONS
     # metrics list in registration order: the run record's metric columns

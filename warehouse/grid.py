@@ -21,9 +21,10 @@ from typing import Any
 import duckdb
 import pandas as pd
 
-from crsbench.core import CALIB, CONDITIONS, DEPTHS, PROTOCOL_PROBE_DEPTHS, SHIFT, CrsbenchError
+from crsbench.core import CALIB, CONDITIONS, DEPTHS, PROTOCOL_PROBE_DEPTHS, SHIFT, SUITE_SEPARATOR, CrsbenchError
 from crsbench.core.schema import Column, Schema, sql_literal
 from crsbench.features.conditions import registered_conditions
+from crsbench.warehouse.grid_suites import SuiteAdded, check_each_declared, declare_suites, suites_of_domain
 
 _M = "docs/METHODS.md §3"
 _DATASET = Column("dataset_id", "VARCHAR", f"Dataset the probes are fitted on (datasets.dataset_id). {_M}.")
@@ -52,10 +53,15 @@ DATASET_GRID = Schema(
             "condition",
             "VARCHAR",
             "Test condition the fit is evaluated on: clean, <perturbation>-s<severity 1..3>, calib (the "
-            f"clean calibration split) or shift (the clean test split of each declared shift target). {_M}.",
+            "clean calibration split), shift (the clean test split of each declared shift target) or a "
+            f"corruption suite's <suite>.<corruption>-s<severity> (full-label fits only). {_M}; §25.",
         ),
         Column(
-            "origin", "VARCHAR", f"'protocol' (declared at ingest or by migration) or 'extend' (added later). {_M}."
+            "origin",
+            "VARCHAR",
+            "'protocol' (declared at ingest or by migration), 'extend' (added later) or 'suite <name> (<source>; "
+            "severities s1=<package severity>, ...)' for a corruption suite's conditions, recording how the grid's "
+            f"severities map onto the package's. {_M}; §25.",
         ),
         Column("declared_at", "TIMESTAMP", f"When this key entered the grid. {_M}."),
     ),
@@ -120,8 +126,9 @@ def grid_fits(con: duckdb.DuckDBPyConnection, dataset_id: str) -> pd.DataFrame:
 
 
 def grid_summary(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
-    """One row per dataset: its declared probes x depths, fractions, seeds, conditions and fit count,
-    and the image-text encoders with a declared zero-shot cell there (`zeroshot_grid`, §3.5)."""
+    """One row per dataset: its declared probes x depths, fractions, seeds, conditions (a corruption
+    suite's apart, by suite name: `grid_suites`) and fit count, and the image-text encoders with a
+    declared zero-shot cell there (`zeroshot_grid`, §3.5)."""
     return con.execute(
         """with zs as (
                select dataset_id, list(encoder_id order by encoder_id) as zeroshot_encoders
@@ -134,9 +141,12 @@ def grid_summary(con: duckdb.DuckDBPyConnection) -> pd.DataFrame:
                           as probe_depths,
                       list(distinct label_fraction order by label_fraction) as fractions,
                       list(distinct seed order by seed) as seeds,
-                      list(distinct condition order by condition) as conditions,
+                      list(distinct condition order by condition) filter (where not contains(condition, '.'))
+                          as conditions,
+                      coalesce(list(distinct split_part(condition, '.', 1) order by split_part(condition, '.', 1))
+                                   filter (where contains(condition, '.')), []::varchar[]) as suites,
                       count(distinct (probe, depth, label_fraction, seed)) as n_fits,
-                      count(*) filter (where origin = 'extend') > 0 as extended
+                      count(*) filter (where origin <> 'protocol') > 0 as extended
                from dataset_grid group by dataset_id
            ) g
            left join zs using (dataset_id)
@@ -166,6 +176,7 @@ class Extension:
 
     added: dict[str, int]
     encoders: dict[str, list[str]]
+    suites: dict[str, list[SuiteAdded]] = dataclasses.field(default_factory=dict)  # per dataset (grid_suites)
 
     @property
     def n_added(self) -> int:
@@ -219,19 +230,29 @@ def extend_grid(
     depths: Sequence[float] = (),
     fractions: Sequence[float] = (),
     seeds: Sequence[int] = (),
+    suites: Sequence[str] = (),
+    named: bool = True,
     known_probes: Sequence[str],
 ) -> Extension:
     """Widen each dataset's grid: every axis named takes the values given, the others every value the
-    grid has; the product's fits not yet declared are added (for every encoder). Nothing else changes."""
-    if not (probes or depths or fractions or seeds):
-        raise CrsbenchError("grid extend: name at least one of --probe, --depth, --fraction or --seed to add")
+    grid has; the product's fits not yet declared are added (for every encoder). Each suite named
+    adds its conditions to the full-label fits (`grid_suites.declare_suites`): of every dataset named,
+    or, with none `named`, of each dataset of the suite's domain. Nothing else changes."""
+    if not (probes or depths or fractions or seeds or suites):
+        raise CrsbenchError("grid extend: name at least one of --probe, --depth, --fraction, --seed or --suite to add")
     added: dict[str, int] = {}
     encoders: dict[str, list[str]] = {}
+    by_suite: dict[str, list[SuiteAdded]] = {}
     for dataset_id in datasets:
         declared = grid_fits(con, dataset_id)
         if declared.empty:
             raise CrsbenchError(f"grid extend: dataset {dataset_id!r} has no declared grid; ingest it first")
         _check_supported(con, dataset_id, probes, depths, fractions, seeds, known_probes)
+        chosen = suites if named else suites_of_domain(con, dataset_id, suites)
+        if not (probes or depths or fractions or seeds):
+            by_suite[dataset_id] = declare_suites(con, dataset_id, chosen)
+            added[dataset_id], encoders[dataset_id] = 0, []
+            continue
         have = {(p, round(d, 9), round(f, 9), int(s)) for p, d, f, s in declared.itertuples(index=False, name=None)}
         new = [
             (dataset_id, p, float(d), float(f), int(s))
@@ -248,7 +269,11 @@ def extend_grid(
                     "select distinct condition from dataset_grid where dataset_id = ? order by 1", [dataset_id]
                 ).fetchall()
             ]
-            con.executemany(_INSERT, [(*fit, c, "extend") for fit in new for c in conditions])
+            # A suite's conditions are declared for full-label fits only (grid_suites).
+            con.executemany(
+                _INSERT,
+                [(*fit, c, "extend") for fit in new for c in conditions if SUITE_SEPARATOR not in c or fit[3] == 1.0],
+            )
         added[dataset_id] = len(new)
         encoders[dataset_id] = (
             [
@@ -260,7 +285,10 @@ def extend_grid(
             if new
             else []
         )
-    return Extension(added, encoders)
+        if chosen:
+            by_suite[dataset_id] = declare_suites(con, dataset_id, chosen)
+    check_each_declared(con, suites, by_suite)
+    return Extension(added, encoders, by_suite)
 
 
 def restrict_grid(

@@ -43,6 +43,9 @@ PERTURBED_CONDITIONS: Final[tuple[str, ...]] = tuple(f"{p}-s{s}" for p in PERTUR
 CONDITIONS: Final[tuple[str, ...]] = (CLEAN, *PERTURBED_CONDITIONS)
 # The run-record condition of a model evaluated on the paired external dataset (E7).
 SHIFT: Final = "shift"
+# A corruption suite's conditions are '<suite>.<corruption>-s<severity>' (METHODS §25): the dot keeps
+# them out of the paper's robustness axis, whose perturbed conditions are '[a-z0-9_]+-s[0-9]+'.
+SUITE_SEPARATOR: Final = "."
 
 # Below this many members the min-max anchors are set by so few encoders that the CRS says little
 # (with 2, every member scores 0 or 1 on every axis); freezing one needs allow_small (METHODS §8.1).
@@ -73,6 +76,7 @@ PROTOCOL_PROBE_DEPTHS: Final[tuple[tuple[str, float], ...]] = (
 CALIB: Final = "calib"
 # The entry-point group of perturbation plugins (features.perturbations.REGISTRY loads it).
 PERTURBATION_PLUGINS: Final = "crsbench.perturbations"
+SUITE_PLUGINS: Final = "crsbench.suites"
 
 # The dataset splits, the nested label fractions of the train split and their seeds (METHODS §1).
 SPLITS: Final[tuple[str, ...]] = ("train", "calib", "test")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import difflib
 import importlib
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
@@ -45,6 +46,18 @@ class Registry(Generic[T]):
         self._group = entry_point_group
         self._entries: dict[str, T] = {}
         self._loaded = False
+        self._in_load = False
+        self._loading = threading.RLock()
+        self._resolver: Callable[[str], None] | None = None
+
+    def set_resolver(self, resolver: Callable[[str], None]) -> None:
+        """Offer each name not registered to `resolver` first, which may register it (entries made
+        on demand: a corruption suite registers its perturbations the first time one is named)."""
+        self._resolver = resolver
+
+    def _resolve(self, name: str) -> None:
+        if name not in self._entries and self._resolver is not None:
+            self._resolver(name)
 
     def add(self, name: str, entry: T) -> T:
         """Store one entry under `name`."""
@@ -69,6 +82,7 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T:
         """The entry called `name`; an unknown name is a CrsbenchError naming the close matches."""
         self.load()
+        self._resolve(name)
         try:
             return self._entries[name]
         except KeyError:
@@ -91,6 +105,8 @@ class Registry(Generic[T]):
 
     def __contains__(self, name: object) -> bool:
         self.load()
+        if isinstance(name, str):
+            self._resolve(name)
         return name in self._entries
 
     def __iter__(self) -> Iterator[str]:
@@ -101,10 +117,21 @@ class Registry(Generic[T]):
         return len(self._entries)
 
     def load(self) -> None:
-        """Import the built-in modules and the plugins of the entry-point group, once."""
+        """Import the built-in modules and the plugins of the entry-point group, once. Another
+        thread asking meanwhile waits until they are all in (it would otherwise see a part)."""
         if self._loaded:
             return
-        self._loaded = True  # set first: the modules imported below register into self
+        with self._loading:
+            if self._loaded or self._in_load:
+                return  # loaded meanwhile, or a module being imported below looks itself up
+            self._in_load = True
+            try:
+                self._import_entries()
+            finally:
+                self._in_load = False
+                self._loaded = True  # a failing plugin is not imported again on every lookup
+
+    def _import_entries(self) -> None:
         for module in self._builtins:
             importlib.import_module(module)
         if self._group:

@@ -21,6 +21,7 @@ from crsbench.core import (
     PRIMARY_PROBE,
     SHIFT,
     SPLITS,
+    CrsbenchError,
 )
 from crsbench.probes.lbfgs import TOL
 from crsbench.warehouse.connection import Warehouse
@@ -101,7 +102,12 @@ def _condition_differences(theirs: dict[str, Any]) -> list[str]:
     out = []
     for condition, spec in sorted(theirs.get("conditions", {}).items()):
         name, severity = spec.get("perturbation"), spec.get("severity")
-        if name not in REGISTRY or severity not in REGISTRY.get(name).levels:
+        try:
+            known = name in REGISTRY  # a corruption suite's name loads the suite (features.suites)
+        except CrsbenchError as exc:  # e.g. its package is not installed here
+            out.append(f"conditions differ: {condition} cannot be read here ({exc})")
+            continue
+        if not known or severity not in REGISTRY.get(name).levels:
             out.append(f"conditions differ: {condition} is not a registered condition here")
             continue
         here = REGISTRY.get(name).levels[severity]

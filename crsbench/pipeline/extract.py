@@ -107,7 +107,12 @@ def extract_all(
         raise CrsbenchError("--screen runs on this machine only: drop --scheduler (a later plain extract may use it)")
     use_encoder_files(config.encoder_files, db, config.allow_code)
     options = with_environment(config.options)
-    entries, loaded = _entries_and_datasets(db, encoders, datasets, options)
+    entries, loaded, suites = _entries_and_datasets(db, encoders, datasets, options)
+    if cluster_suites := [name for name, conditions in suites.items() if conditions] if config.scheduler else []:
+        raise CrsbenchError(
+            f"the corruption suite conditions declared on {', '.join(cluster_suites)} extract on this machine only: "
+            "drop --scheduler for them"
+        )
     rows = []
     cluster = ClusterExtraction(config.scheduler, options) if config.scheduler else None
     try:
@@ -118,7 +123,8 @@ def extract_all(
                 if entry.chest_only and ds.domain != "rad" and ALL_DATASETS in datasets:
                     rows.append(_row(entry.id, ds.name, "not applicable"))
                 else:
-                    rows.append(_extract_pair(db, store_url, entry, ds, options, cluster, progress))
+                    conditions = grid_conditions(suites[ds.name])
+                    rows.append(_extract_pair(db, store_url, entry, ds, options, cluster, progress, conditions))
     finally:
         if cluster is not None:
             cluster.close()
@@ -127,20 +133,34 @@ def extract_all(
 
 def _entries_and_datasets(
     db: Path, encoders: Sequence[str], datasets: Sequence[str], options: ExtractOptions
-) -> tuple[list[EncoderEntry], list[Dataset]]:
-    """The encoder entries and the loaded datasets named ('all-tiny' and 'all' expanded)."""
+) -> tuple[list[EncoderEntry], list[Dataset], dict[str, list[str]]]:
+    """The encoder entries and the loaded datasets named ('all-tiny' and 'all' expanded), and the
+    corruption suite conditions each dataset's grid declares."""
     from crsbench.features.lookup import get_encoder, tiny_encoder_ids
     from crsbench.features.weights import download_policy
     from crsbench.warehouse.datasets import list_datasets, read_dataset
+    from crsbench.warehouse.grid_suites import declared_suite_conditions
 
     with Warehouse.open(db, read_only=True) as wh:  # no write lock held during the long part
         names = expand(datasets, list_datasets(wh), ALL_DATASETS)
         loaded = [read_dataset(wh, name) for name in names]
+        suites = {name: declared_suite_conditions(wh.con, name) for name in names}
     with download_policy(options.allow_download):  # `open_clip:hf-hub:` ids read the hub cache
         entries = [get_encoder(e) for e in expand(encoders, tiny_encoder_ids(), ALL_TINY)]
     if options.weights is not None and len(entries) != 1:
         raise CrsbenchError("--weights applies to exactly one --encoder")
-    return entries, loaded
+    return entries, loaded, suites
+
+
+def grid_conditions(suite_conditions: Sequence[str]) -> list[str] | None:
+    """What a set of the dataset is extracted under: the registered conditions (None: the default),
+    and the corruption suite conditions its grid declares. A complete set lacking some of them is
+    extracted again, the same bytes for what it held (features.extraction)."""
+    if not suite_conditions:
+        return None
+    from crsbench.features.conditions import registered_conditions
+
+    return [*registered_conditions(), *suite_conditions]
 
 
 def _extract_pair(
@@ -151,6 +171,7 @@ def _extract_pair(
     options: ExtractOptions,
     cluster: ClusterExtraction | None,
     progress: ProgressFn | None,
+    conditions: list[str] | None = None,
 ) -> dict[str, object]:
     """Extract one (encoder, dataset) set, here or over the cluster, and catalogue it: its row."""
     from crsbench.features.extraction import extract
@@ -162,7 +183,7 @@ def _extract_pair(
     if cluster is not None:
         result = cluster.extract(ds, entry, store_url, progress)
     else:
-        result = extract(ds, entry, store_url, options, progress=progress)
+        result = extract(ds, entry, store_url, options, progress=progress, conditions=conditions)
     ref = FeatureSetRef(ds.name, entry.id)
     status = extract_status(result)
     if result.chunks_here is not None:  # over a cluster: how many chunks this command computed

@@ -121,10 +121,13 @@ def plan(
     named_datasets: bool,
     config: ProbeConfig,
     grids: dict[str, pd.DataFrame],
+    suites: dict[str, pd.DataFrame] | None = None,
 ) -> list[FitKey]:
     """Every fit to run. Encoders and datasets both named: every pair (a missing feature set is
     an error); encoders alone: the datasets each was extracted on; neither: every feature set.
-    `grids` holds each dataset's declared fits (probe, depth, label_fraction, seed)."""
+    `grids` holds each dataset's declared fits (probe, depth, label_fraction, seed); `suites` the
+    fits a corruption suite's conditions are declared for (`grid_suites.grid_suite_fits`), each a
+    fit of its own (`suite_fits`)."""
     from crsbench.probes.grid import plan_fits
     from crsbench.probes.registry import get_probe
 
@@ -161,11 +164,10 @@ def plan(
                 (str(p), float(d), float(f), int(s))
                 for p, d, f, s in declared[["probe", "depth", "label_fraction", "seed"]].itertuples(index=False)
             ]
-        fits += [
-            FitKey(ref.encoder_id, name, d, p, fr, s, ref.regime)
-            for ref in _refs(name, keys, store)
-            for p, d, fr, s in wanted
-        ]
+        refs = _refs(name, keys, store)
+        fits += [FitKey(ref.encoder_id, name, d, p, fr, s, ref.regime) for ref in refs for p, d, fr, s in wanted]
+        if suites is not None and name in suites:
+            fits += suite_fits(suites[name], refs, store, set(wanted))
     for enc in encoders:
         if not any(f.feature_set.key == enc for f in fits):
             raise CrsbenchError(
@@ -175,6 +177,30 @@ def plan(
     if not fits:
         raise CrsbenchError(f"no feature sets for {', '.join(datasets)} in {store.url}; run 'crsbench extract' first")
     return sorted(set(fits))
+
+
+def suite_fits(
+    declared: pd.DataFrame,
+    refs: Sequence[FeatureSetRef],
+    store: FeatureStore,
+    wanted: set[tuple[str, float, float, int]],
+) -> list[FitKey]:
+    """A corruption suite's fits among those wanted: one per declared (probe, depth, fraction, seed,
+    suite), for each feature set that holds the suite's conditions (a set extracted before the grid
+    gained them has none yet: 'crsbench extract' adds them, and `grid_missing` lists what is owed)."""
+    from crsbench.features.conditions import conditions_of, stored_conditions
+
+    fits = []
+    for ref in refs:
+        if not store.is_complete(ref):
+            continue  # a missing set is named where the protocol's fits read it
+        held = {suite for suite in set(declared["suite"]) if conditions_of(stored_conditions(store.attrs(ref)), suite)}
+        fits += [
+            FitKey(ref.encoder_id, ref.dataset, float(d), str(p), float(f), int(s), ref.regime, suite=str(suite))
+            for p, d, f, s, suite in declared.itertuples(index=False, name=None)
+            if suite in held and (str(p), float(d), float(f), int(s)) in wanted
+        ]
+    return fits
 
 
 def extra_fits(fits: Sequence[FitKey], grids: dict[str, pd.DataFrame]) -> int:
@@ -204,6 +230,7 @@ def probe_all(
     from crsbench.probes.grid import GridContext, run_grid
     from crsbench.warehouse.datasets import list_datasets, read_dataset, shift_pairs, shift_targets
     from crsbench.warehouse.grid import grid_fits
+    from crsbench.warehouse.grid_suites import grid_suite_fits
     from crsbench.warehouse.integrity import recorded_manifests
 
     def compacted_done() -> set[str]:
@@ -218,6 +245,7 @@ def probe_all(
         needed = dict.fromkeys(names + [t for ts in shifts.values() for t in ts])
         loaded: dict[str, Dataset] = {name: read_dataset(wh, name) for name in needed}
         grids = {name: grid_fits(wh.con, name) for name in names}
+        suites = {name: grid_suite_fits(wh.con, name) for name in names}
         done = wh.done_fit_ids()
         recorded = recorded_manifests(wh, store_url)  # every chunk read is checked against these too
         sink = wh.run_sink()  # the lone file: its persisted views now read the parts folder the sweep writes to
@@ -228,7 +256,7 @@ def probe_all(
     with claims:
         store = FeatureStore(store_url)
         store.recorded = recorded
-        fits = plan(names, encoders, store, bool(datasets), config, grids)
+        fits = plan(names, encoders, store, bool(datasets), config, grids, suites)
         extra = extra_fits(fits, grids)
         grid = GridContext(
             loaded,

@@ -79,7 +79,8 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
     counts as its seed missing; a fit lacking some is named with its conditions. Encoders outside
     every panel are left to `outside_lines`; a line names PARTS_SHOWN gaps, then how many more."""
     gaps = wh.sql(
-        "select * from grid_missing where (? is null or regime = ?) and not list_contains(?, encoder_id)",
+        "select * from grid_missing where (? is null or regime = ?) and not list_contains(?, encoder_id) "
+        "and not contains(condition, '.')",  # a corruption suite's runs never keep a cell out of the CRS
         [regime, regime, sorted(outside_panels(wh))],
     )
     if gaps.empty:
@@ -126,3 +127,18 @@ def missing_lines(wh: Warehouse, regime: str | None = "frozen", limit: int = 20)
     if len(lines) > limit:
         lines = [*lines[:limit], f"... and {len(lines) - limit} more incomplete cells (see the grid_missing view)"]
     return lines
+
+
+def suite_lines(wh: Warehouse) -> list[str]:
+    """One line per cell still owed runs of a corruption suite its grid declares (METHODS.md §25), e.g.
+    'isic2019 x tiny-vit: suite medmnistc-derm lacks 42 runs'. The cell's CRS does not wait for them;
+    view suite_robustness leaves the cell unranked until they are in."""
+    owed = wh.sql(
+        "select dataset_id, encoder_id, regime, split_part(condition, '.', 1) as suite, count(*) as n "
+        "from grid_missing where contains(condition, '.') group by all order by all"
+    )
+    return [
+        f"{r.dataset_id} x {r.encoder_id}{'' if r.regime == 'frozen' else f' ({r.regime})'}: "
+        f"suite {r.suite} lacks {int(r.n)} runs"
+        for r in owed.itertuples()
+    ]

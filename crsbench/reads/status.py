@@ -7,7 +7,7 @@ import dataclasses
 
 import pandas as pd
 
-from crsbench.reads.gaps import missing_lines, outside_lines
+from crsbench.reads.gaps import missing_lines, outside_lines, suite_lines
 from crsbench.reads.leaderboard import flagged_lines
 from crsbench.reads.panel import relations
 from crsbench.warehouse.connection import Warehouse
@@ -24,6 +24,7 @@ class WarehouseStatus:
     analyses: pd.DataFrame  # analysis, tables, created_at
     incomplete_cells: list[str] = dataclasses.field(default_factory=list)  # what each lacks
     outside: list[str] = dataclasses.field(default_factory=list)  # encoders outside every panel, probed in part
+    suites_owed: list[str] = dataclasses.field(default_factory=list)  # cells owed a corruption suite's runs
     pending_parts: int = 0  # run parts not yet folded into the file (a plain client elsewhere cannot read them)
     sweeps_running: int = 0  # probe sweeps still writing parts
     stale: list[str] = dataclasses.field(default_factory=list)  # stored bootstraps/analyses whose runs changed
@@ -52,6 +53,7 @@ def read_status(wh: Warehouse) -> WarehouseStatus:
     state = warehouse_status(wh)
     state.incomplete_cells = missing_lines(wh, regime=None)
     state.outside = outside_lines(wh, regime=None)
+    state.suites_owed = suite_lines(wh)
     return state
 
 

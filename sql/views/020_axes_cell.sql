@@ -5,6 +5,8 @@
 -- `complete` says all four are observed AND the cell holds every run of its grid
 -- (cell_completeness: every fraction x seed x condition x probe), and only complete cells reach
 -- axes_encoder and CRS (nothing is imputed, no mean is taken over a partial seed set).
+-- A corruption suite's conditions ('<suite>.<corruption>-s<k>', §25) are the suite's view's alone
+-- (suite_robustness): a run of theirs still owed never makes the paper's cell incomplete.
 -- A cell here has runs of its grid, so it is complete exactly when grid_missing has no row for it
 -- (cell_completeness.complete), which is asked of grid_missing directly: the declared grid is then
 -- joined once for the seed means and once for the gaps, not a third time for the counts.
@@ -20,7 +22,7 @@ select a.encoder_id, a.dataset_id, a.regime, a.discrimination, a.calibration,
            and not exists (
                select 1 from grid_missing g
                where g.encoder_id = a.encoder_id and g.dataset_id = a.dataset_id
-                 and g.regime = a.regime
+                 and g.regime = a.regime and not contains(g.condition, '.')
            ) as complete,
        a.pretrained
 from fn_axes_cell('seed_means') a;
@@ -36,5 +38,5 @@ comment on column axes_cell.robustness is 'Robustness axis R = 1 - (0.5 mean + 0
 comment on column axes_cell.aulc is 'Area under the clean label-efficiency curve (AUROC against log10 fraction, trapezoids, divided by the log10 span): a mean AUROC in [0, 1], higher is better; reported, not a CRS axis. docs/METHODS.md §6.';
 comment on column axes_cell.n_perturbed is 'Number of perturbed conditions observed at full label fraction behind robustness (15 in the protocol; one per registered perturbation x severity in the dataset''s grid, view cell_conditions); count. docs/METHODS.md §6.';
 comment on column axes_cell.n_shift is 'Number of shift targets observed behind robustness (1 for CheXpert -> MIMIC-CXR, else 0); count. docs/METHODS.md §6.';
-comment on column axes_cell.complete is 'True when all four axes are observed and the cell holds every run of its grid (cell_completeness); only complete cells reach axes_encoder and CRS (nothing is imputed). docs/METHODS.md §6.';
+comment on column axes_cell.complete is 'True when all four axes are observed and the cell holds every run of its grid (cell_completeness) other than a corruption suite''s (§25); only complete cells reach axes_encoder and CRS (nothing is imputed). docs/METHODS.md §6.';
 comment on column axes_cell.pretrained is 'True when every run behind the row used pretrained weights; false marks tiny random-initialised stand-ins. docs/METHODS.md §2.';

@@ -117,6 +117,34 @@ def test_registry_loads_builtins_and_entry_point_plugins_once(monkeypatch, capsy
     ]
 
 
+def test_a_thread_looking_up_while_another_loads_sees_every_entry_and_a_resolver_adds_on_demand(monkeypatch):
+    import threading
+    import time
+
+    reg: Registry[str] = Registry("gadget", entry_point_group="crsbench.gadgets")
+    started = threading.Event()
+
+    class SlowPoint:
+        name, value = "slow", "gadgets:register"
+
+        def load(self) -> None:  # a plugin whose import takes a while, registering as it goes
+            started.set()
+            time.sleep(0.3)
+            reg.add("late", "registered last")
+
+    monkeypatch.setattr(registry_module, "entry_points", lambda group: [SlowPoint()])
+    seen: list[str] = []
+    loader = threading.Thread(target=reg.load)
+    loader.start()
+    started.wait(5)
+    seen.append(reg.get("late"))  # without waiting for the load, this would be an unknown name
+    loader.join()
+    assert seen == ["registered last"]
+    reg.set_resolver(lambda name: reg.add(name, f"made for {name}") if name.startswith("made.") else None)
+    assert "made.x" in reg and reg.get("made.y") == "made for made.y"
+    assert "other" not in reg and reg.names() == ["late", "made.x", "made.y"]
+
+
 # -- SQL reads the constants -------------------------------------------------------------------
 
 

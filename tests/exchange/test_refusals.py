@@ -72,6 +72,31 @@ def test_another_protocol_is_refused_naming_the_condition(world, tmp_path, monke
     _refused(world, other, rf"conditions differ: jpeg-s3 jpeg level {here // 2} vs {here} here", allow_unsigned=True)
 
 
+def test_a_corruption_suite_this_site_cannot_load_is_refused_naming_it(world, tmp_path):
+    # the other site ran a corruption suite (features.suites) whose package is not installed here
+    from crsbench.features.suites import SUITES, Suite
+
+    def not_installed(name: str):
+        raise CrsbenchError("the far suites need the farpkg package: pip install farpkg")
+
+    SUITES.add("far-derm", Suite("far-derm", "derm", "robustness (far, derm)", "pip install farpkg", not_installed))
+    try:
+        spec = {"perturbation": "far-derm.smudge", "severity": 1, "level": 1.0}
+        suited = repack(
+            world["root"] / "signed.zip",
+            tmp_path / "suited.zip",
+            manifest_edit=lambda m: m["protocol"]["conditions"].update({"far-derm.smudge-s1": spec}),
+        )
+        _refused(
+            world,
+            suited,
+            r"conditions differ: far-derm\.smudge-s1 cannot be read here \(the far suites need the farpkg package",
+            allow_unsigned=True,
+        )
+    finally:
+        SUITES.remove("far-derm")
+
+
 def test_a_bundle_from_a_newer_schema_is_refused(world, tmp_path):
     newer = repack(
         world["root"] / "signed.zip", tmp_path / "newer.zip", manifest_edit=lambda m: m.update(bundle_schema=99)

@@ -21,7 +21,7 @@ import pytest
 from support.runs_factory import schema_row
 
 from crsbench.analyses.registry import AnalysisResult, run_analysis, store_result
-from crsbench.core import DEPTHS, LABEL_FRACTIONS, PERTURBED_CONDITIONS, CrsbenchError
+from crsbench.core import DEPTHS, LABEL_FRACTIONS, PERTURBED_CONDITIONS, SEVERITIES, CrsbenchError
 from crsbench.features.store import FeatureSetRef
 from crsbench.report import SECTION_IDS, build_report
 from crsbench.warehouse.catalog import record_attrs
@@ -100,6 +100,10 @@ def _run_rows() -> pd.DataFrame:
                     add(1.0, 1.0, condition, full - fragility * severity, calibration_error=fit_ece + 0.02)
                 if dataset in SHIFT:
                     add(1.0, 1.0, "shift", full - 3 * fragility, eval_dataset=SHIFT[dataset])
+                if dataset == "derm":  # a corruption suite's conditions (section suites; never in the CRS)
+                    for corruption in ("speckle_noise", "characters"):
+                        for severity in SEVERITIES:
+                            add(1.0, 1.0, f"medmnistc-derm.{corruption}-s{severity}", full - 2 * fragility * severity)
     return pd.DataFrame(rows)
 
 
@@ -612,6 +616,7 @@ TODAYS_PAGE = [
     ("operating-points", "Operating points chosen on the calibration split"),
     ("zeroshot", "Zero-shot, prompting and probing (image-text and generative models)"),
     ("retrieval", "Similar-case retrieval: does the encoder find comparable past cases?"),
+    ("suites", "Modality-specific corruptions (MedMNIST-C)"),
     ("sites", "Does the ranking hold at another site?"),
 ]
 _HEADED = re.compile(r'<section id="[^"]*" data-section="([^"]+)"[^>]*><h2>([^<]*)</h2>')

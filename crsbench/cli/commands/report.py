@@ -66,6 +66,7 @@ def report_and_render(bench: Bench, out: Path, panel: str | None, figures: Path 
 STATUS_LINES = (
     ("incomplete_cells", "incomplete cells (left out of the CRS until 'crsbench probe' fills them):"),
     ("outside", "encoders outside every panel, probed in part (no panel needs their missing runs):"),
+    ("suites_owed", "corruption suite runs owed ('crsbench extract' then 'crsbench probe'; the CRS does not wait):"),
     ("flagged", "degenerate feature sets (their encoders get no rank until confirmed):"),
     ("shortcuts", "shortcut warnings (labels predictable without looking at the anatomy):"),
     ("stale", "stale stored results (computed from runs or images that have changed since):"),
@@ -85,6 +86,7 @@ def _status_payload(db: Path, state: WarehouseStatus) -> dict[str, Any]:
         "analyses": state.analyses,
         "incomplete_cells": state.incomplete_cells,
         "outside_panels": state.outside,
+        "suites_owed": state.suites_owed,
         "pending_parts": state.pending_parts,
         "sweeps_running": state.sweeps_running,
         "stale": state.stale,
