@@ -37,7 +37,7 @@ lint: $(STAMP)
 test: lint
 	bash scripts/test-deps.sh
 	bash scripts/ensure-postgres.sh
-	CRSBENCH_REQUIRE_POSTGRES=1 $(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --durations=25
+	CRSBENCH_REQUIRE_POSTGRES=1 $(VENV)/bin/python -m pytest -q -n 2 --dist loadfile --no-loadscope-reorder --durations=25
 
 # The fault suite at length: many fuzz examples, several kill points per stage, a fresh seed.
 soak: $(STAMP)

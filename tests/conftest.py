@@ -76,6 +76,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """`soak` tests repeat a fault the default suite already covers, at more length (a second
     kill path, a third concurrent process): `make soak` (CRSBENCH_SOAK=1) runs them. `demo` tests
     read a finished fresh demo: `make demo-check` runs one and them (CRSBENCH_DEMO_OUT)."""
+    _slow_files_first(items)
     if not os.environ.get("CRSBENCH_DEMO_OUT"):
         for item in items:
             if item.get_closest_marker("demo") is not None:
@@ -86,3 +87,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "soak" in item.keywords:
             item.add_marker(skip)
+
+
+def _slow_files_first(items: list[pytest.Item]) -> None:
+    """Files holding a `slow` test run first. `make test` hands whole files to two workers in this
+    order (`--dist loadfile --no-loadscope-reorder`), so the run does not end with one worker alone on
+    a long file while the other idles. The sort is stable: every worker collects the same order."""
+    slow_files = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow_files)

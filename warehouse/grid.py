@@ -325,11 +325,19 @@ def restrict_grid(
         )
         if declared.empty or not keep.any():
             raise CrsbenchError(f"grid restrict: nothing of the declared grid of {dataset_id!r} would remain")
-        for row in declared[~keep].itertuples(index=False):
-            con.execute(
-                "delete from dataset_grid where dataset_id = ? and probe = ? and depth = ? and label_fraction = ? "
-                "and seed = ?",
-                [dataset_id, row.probe, row.depth, row.label_fraction, int(row.seed)],
-            )
+        gone = declared[~keep]
+        # One statement per dataset: on the team warehouse each statement is a catalog commit.
+        con.execute(
+            "delete from dataset_grid g using (select unnest($1::varchar[]) probe, unnest($2::double[]) depth, "
+            "unnest($3::double[]) label_fraction, unnest($4::integer[]) seed) r where g.dataset_id = $5 "
+            "and g.probe = r.probe and g.depth = r.depth and g.label_fraction = r.label_fraction and g.seed = r.seed",
+            [
+                gone["probe"].tolist(),
+                gone["depth"].astype(float).tolist(),
+                gone["label_fraction"].astype(float).tolist(),
+                gone["seed"].astype(int).tolist(),
+                dataset_id,
+            ],
+        )
         removed[dataset_id] = int((~keep).sum())
     return removed

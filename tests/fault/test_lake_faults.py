@@ -23,6 +23,8 @@ from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import read_dataset
 from crsbench.warehouse.grid import restrict_grid
 
+pytestmark = pytest.mark.slow
+
 ENCODERS = ("enc1", "enc2")
 PLANNED_FITS = 16 * len(ENCODERS)  # PROBE_ARGS's grid per encoder: 2 sources x 2 probes x 2 fractions x 2 seeds
 COMPARED = "run_id, fit_id, condition, auroc, ece, brier, nll, accuracy, n_train, n_test"

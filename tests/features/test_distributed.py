@@ -25,7 +25,7 @@ from crsbench.features.extraction_dist import check_worker, models_built, probe_
 from crsbench.features.lookup import get_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
 
 
 def test_stored_bytes_equal_a_local_run_and_each_worker_builds_once(cluster, s3, dataset, local_store):

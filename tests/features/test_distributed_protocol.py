@@ -33,7 +33,7 @@ from crsbench.features.lookup import get_encoder
 from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.ingest import Dataset
 
-pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"), pytest.mark.slow]
 
 EIGHT = dataclasses.replace(OPTIONS, chunk_rows=8)  # ten chunks: room for two clients to split them
 

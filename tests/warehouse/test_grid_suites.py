@@ -26,6 +26,8 @@ from crsbench.features.store import FeatureSetRef, FeatureStore
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import read_dataset
 
+pytestmark = pytest.mark.slow
+
 torch.set_num_threads(1)
 
 ENCODERS = ("tiny-resnet18", "tiny-vit")
