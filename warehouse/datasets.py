@@ -21,6 +21,7 @@ from crsbench.core import CrsbenchError, InputError, ProgressFn, no_progress
 from crsbench.ingest.types import IMAGE_COLUMNS, Dataset, Task
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.grid import GridKey, declare_grid
+from crsbench.warehouse.grid_suites import declare_suites
 from crsbench.warehouse.parts import one_row
 from crsbench.warehouse.retire import Impact, retire_for_new_shift, retire_for_replacement
 from crsbench.warehouse.retire import replacement_impact as _impact
@@ -73,10 +74,11 @@ def load_dataset(
     shift_targets: Sequence[str] = (),
     shift_sources: Sequence[str] = (),
     grid: Sequence[GridKey] | None = None,
+    suites: Sequence[str] = (),
 ) -> None:
     """Store `ds` (and optional shift pairs with it) in one transaction, with its declared
     evaluation grid (`grid`: (probe, depth, fraction, seed, condition) keys, default the
-    protocol's; a replaced dataset keeps its grid).
+    protocol's; a replaced dataset keeps its grid) and the corruption `suites` on its full-label fits.
 
     An existing dataset of the same name is an error unless `replace`; replacing
     keeps shift pairs whose label names still match and drops the others, and retires
@@ -91,6 +93,8 @@ def load_dataset(
         _store_dataset_row(con, wh, ds)
         _store_images_and_labels(con, ds)
         declare_grid(con, ds.name, grid)
+        if suites:
+            declare_suites(con, ds.name, suites)
         _store_metadata(con, ds)
         _store_errors(con, ds)
         if replace:

@@ -36,6 +36,7 @@ class IngestConfig:
     yes: bool = False  # replacing with other data: retire stale runs and feature sets without asking
     unlabeled: bool = False  # no labels (folder, or a manifest of paths): extraction and agreement only
     source: str | None = None  # what the data is (ingest.known_datasets name); None: the adapter's
+    suites: tuple[str, ...] = ()  # corruption suites declared on the new grid's full-label fits (features.suites)
 
 
 def ingest_dataset(
@@ -68,6 +69,7 @@ def ingest_dataset(
     if config.source is not None:
         extra["source"] = config.source
     ds = ingest(adapter, path, name, skip_bad=config.skip_bad, progress=progress, **config.options, **extra)
+    check_suites(ds, config)
     if config.replace and db.exists():
         with Warehouse.open(db, read_only=True) as wh:
             impact = replacement_impact(wh, ds)
@@ -80,10 +82,25 @@ def ingest_dataset(
             replace=config.replace,
             shift_targets=list(config.shift_targets),
             shift_sources=list(config.shift_sources),
+            suites=config.suites,
         )
     if config.replace:
         retire_dataset_features(FeatureStore(store or default_store(db)), ds.name, ds.image_digest())
     return ds
+
+
+def check_suites(ds: Dataset, config: IngestConfig) -> None:
+    """Refuse, before anything is written, a suite the dataset cannot take: no labels (so no grid), a
+    suite of another domain (listing the suites), or one whose corruptions fail on its test images."""
+    if not config.suites:
+        return
+    from crsbench.features.suites import check_on_images, check_suite_for
+
+    if config.unlabeled:
+        raise CrsbenchError(f"--suite needs labels: {ds.name!r} is ingested --unlabeled, so it has no grid")
+    for suite in config.suites:
+        check_suite_for(suite, ds.name, ds.domain)
+        check_on_images(ds, suite)
 
 
 def ingest_suite(

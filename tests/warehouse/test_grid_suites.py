@@ -213,3 +213,27 @@ def test_a_suite_failing_on_the_test_images_is_refused_before_anything_is_declar
     test_chunks = {i // 16 for i in np.flatnonzero((dataset.images["split"] == "test").to_numpy())}
     assert not group.attrs.get("complete") and not done[sorted(test_chunks)].any()
     assert group["d100"][f"{SUITE}.characters-s1"].nchunks_initialized == 0
+
+
+def test_a_suite_named_at_ingest_declares_what_grid_extend_declares_or_nothing_at_all(story, capsys):
+    source = str(story["root"] / "suite-112" / "isic2019")
+    at_ingest, extended = story["root"] / "at-ingest.duckdb", story["root"] / "extended.duckdb"
+    out = _cli(capsys, "ingest", "isic2019", source, "--name", "isic", "--suite", SUITE, "--db", str(at_ingest))
+    assert out["suites"] == [SUITE]
+    _cli(capsys, "ingest", "isic2019", source, "--name", "isic", "--db", str(extended))
+    _cli(capsys, "grid", "extend", "--suite", SUITE, "--db", str(extended))
+    grid = "select * exclude (declared_at) from dataset_grid order by all"
+    assert _sql(at_ingest, grid).equals(_sql(extended, grid))
+    suite_rows = _sql(at_ingest, "select * from dataset_grid where contains(condition, '.')")
+    full_label_fits = _sql(at_ingest, "select distinct probe, depth, seed from dataset_grid where label_fraction = 1")
+    assert len(suite_rows) == 42 * len(full_label_fits) and set(suite_rows["label_fraction"]) == {1.0}
+    assert suite_rows["origin"].str.startswith(f"suite {SUITE} (medmnistc").all()
+    # Refused before anything is written: another domain's suite, and a suite failing on the images.
+    refused = story["root"] / "refused.duckdb"
+    err = _cli(capsys, "ingest", "isic2019", source, "--name", "isic", "--suite", "medmnistc-eye",
+               "--db", str(refused), code=1)  # fmt: skip
+    assert "suite 'medmnistc-eye' is for domain 'eye'" in err and len(err.strip().splitlines()) == 1
+    small = str(Bench(refused).make_suite(story["root"] / "suite-48-at-ingest", scale=0.2, image_size=48)["isic2019"])
+    err = _cli(capsys, "ingest", "isic2019", small, "--name", "small", "--suite", SUITE, "--db", str(refused), code=1)
+    assert "medmnistc-derm.characters fails" in err and len(err.strip().splitlines()) == 1
+    assert not refused.exists()  # nothing written: not even an empty warehouse

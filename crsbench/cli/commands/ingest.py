@@ -122,6 +122,14 @@ def ingest_command(
     option: OptionOption = None,
     unlabeled: UnlabeledOption = False,
     source: SourceOption = None,
+    suite: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--suite",
+            help="Corruption suite to declare on the new grid's full-label fits, e.g. medmnistc-derm (as "
+            "'crsbench grid extend --suite' does; the dataset's domain must be the suite's). Repeatable.",
+        ),
+    ] = None,
 ) -> None:
     """Ingest a dataset into the warehouse: images (id, path, SHA-256, group), labels, splits, label fractions.
 
@@ -136,6 +144,7 @@ def ingest_command(
         yes=yes,
         unlabeled=unlabeled,
         source=source,
+        suites=tuple(suite or ()),
     )
     # Asked only on a terminal; elsewhere retiring needs --yes (the error says so).
     confirm = (lambda text: typer.confirm(f"{text}. Continue?", err=True)) if sys.stdin.isatty() else None
@@ -153,6 +162,8 @@ def ingest_command(
         human += f"; shift {ds.name} -> {target}"
     for source in shift_source or []:
         human += f"; shift {source} -> {ds.name}"
+    for name in suite or []:
+        human += f"; suite {name} declared on the full-label fits ('crsbench grid show' lists its conditions)"
     emit(
         {
             "dataset": ds.name,
@@ -164,6 +175,7 @@ def ingest_command(
             "skipped": len(ds.errors),
             "db": str(db),
             "warnings": ds.warnings,
+            "suites": list(suite or []),
         },
         "\n".join([human, *(f"warning: {escape(w)}" for w in ds.warnings)]),
     )
