@@ -12,7 +12,7 @@ import html
 import json
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -77,6 +77,11 @@ table.card li.not-run { list-style: none; margin: 4px 0 4px -18px; padding: 4px 
 
 def esc(value: object) -> str:
     return html.escape(str(value), quote=True)
+
+
+def bullet_list(lines: Iterable[str]) -> str:
+    """Plain-language lines (verdicts) as an escaped HTML list."""
+    return "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
 
 
 def badge_random() -> str:

@@ -204,6 +204,11 @@ def label_efficiency(data: ReportData, sink: FigureSink) -> str | Missing:
     return "".join(out)
 
 
+def nullable_table(frame: pd.DataFrame, data: ReportData | None = None) -> str:
+    """`generic_table` of a frame whose missing values (NaN, NA) show as a dash."""
+    return generic_table(frame.astype(object).where(frame.notna(), None), data)
+
+
 def generic_table(frame: pd.DataFrame, data: ReportData | None = None, max_rows: int = 200) -> str:
     """Any analysis table as HTML; encoders get their random-init badge."""
     frame = frame.head(max_rows)

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from crsbench.reads.report_data import ReportData
 from crsbench.reads.retrieval import retrieval_summary, retrieval_verdicts
-from crsbench.report.html import FigureSink, esc
+from crsbench.report.html import FigureSink, bullet_list
 from crsbench.report.sections import FILL, Missing, section
-from crsbench.report.sections_curves import generic_table
+from crsbench.report.sections_curves import nullable_table
 
 FILL["retrieval"] = "crsbench analyze retrieval"
 
@@ -30,8 +30,8 @@ def retrieval(data: ReportData, sink: FigureSink) -> str | Missing:
         "encoder's stored embeddings. mAP@R rewards ranking every relevant case (same label; for multilabel "
         "data, a shared finding) before the rest; corrupted queries are the stored perturbed test images "
         "against the same clean gallery.</p>",
-        "<ul>" + "".join(f"<li>{esc(v)}</li>" for v in retrieval_verdicts(summary)) + "</ul>",
-        generic_table(summary[SUMMARY_COLUMNS].astype(object).where(summary[SUMMARY_COLUMNS].notna(), None), data),
+        bullet_list(retrieval_verdicts(summary)),
+        nullable_table(summary[SUMMARY_COLUMNS], data),
     ]
     scores = data.wh.sql(
         "select s.dataset_id, s.encoder_id, s.relevance, s.metric, s.value, s.ci_low, s.ci_high, s.n_queries "
@@ -41,5 +41,5 @@ def retrieval(data: ReportData, sink: FigureSink) -> str | Missing:
     )
     if len(scores):
         out.append("<p>Every metric of the clean queries at that depth, with 95 % image-bootstrap intervals:</p>")
-        out.append(generic_table(scores.astype(object).where(scores.notna(), None), data))
+        out.append(nullable_table(scores, data))
     return "".join(out)

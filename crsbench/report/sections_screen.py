@@ -12,7 +12,7 @@ import pandas as pd
 
 from crsbench.reads.report_data import ReportData
 from crsbench.reads.screen import VERDICT_DEPTH, read_screen
-from crsbench.report.html import FigureSink, esc
+from crsbench.report.html import FigureSink, bullet_list, esc
 from crsbench.report.sections import FILL, Missing, section
 from crsbench.report.sections_curves import generic_table
 
@@ -36,7 +36,7 @@ def screen(data: ReportData, sink: FigureSink) -> str | Missing:
         "agreement with this warehouse's full grid is measured here, where both exist.</p>"
     ]
     verdicts = report.verdicts or ["No full grid to compare with yet: run crsbench probe, then crsbench screen."]
-    out.append("<ul>" + "".join(f"<li>{esc(v)}</li>" for v in verdicts) + "</ul>")
+    out.append(bullet_list(verdicts))
     trust = report.trust[report.trust["depth"] == VERDICT_DEPTH]
     if len(trust):
         out.append(

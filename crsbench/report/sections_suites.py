@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from crsbench.reads.report_data import ReportData
 from crsbench.reads.suites import COLUMNS, suite_robustness, suite_verdicts
-from crsbench.report.html import FigureSink, esc
+from crsbench.report.html import FigureSink, bullet_list, esc
 from crsbench.report.sections import FILL, Missing, section
-from crsbench.report.sections_curves import generic_table
+from crsbench.report.sections_curves import nullable_table
 
 FILL["suites"] = "crsbench grid extend --suite medmnistc-<domain>, then crsbench extract and crsbench probe"
 
@@ -25,10 +25,10 @@ def suites(data: ReportData, sink: FigureSink) -> str | Missing:
         "<p>Each suite applies the corruptions MedMNIST-C defines for the dataset's modality, at three "
         "severities. Its robustness is the paper's formula (1 - (0.5 mean + 0.5 max) of the AUROC drops) over "
         "the suite's conditions alone; the CRS and the paper's robustness axis never read them.</p>",
-        "<ul>" + "".join(f"<li>{esc(v)}</li>" for v in suite_verdicts(frame)) + "</ul>",
+        bullet_list(suite_verdicts(frame)),
     ]
     shown = [c for c in COLUMNS if c != "suite"]
     for title, rows in frame.groupby("title", sort=True):
         out.append(f"<h3>{esc(title)}</h3>")
-        out.append(generic_table(rows[shown].astype(object).where(rows[shown].notna(), None), data))
+        out.append(nullable_table(rows[shown], data))
     return "".join(out)

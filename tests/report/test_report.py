@@ -24,6 +24,8 @@ from crsbench.analyses.registry import AnalysisResult, run_analysis, store_resul
 from crsbench.core import DEPTHS, LABEL_FRACTIONS, PERTURBED_CONDITIONS, SEVERITIES, CrsbenchError
 from crsbench.features.store import FeatureSetRef
 from crsbench.report import SECTION_IDS, build_report
+from crsbench.report.html import bullet_list
+from crsbench.report.sections_curves import nullable_table
 from crsbench.warehouse.catalog import record_attrs
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.panels import freeze_panel
@@ -681,3 +683,12 @@ def test_the_cost_section_draws_the_pareto_front_and_names_the_unmeasured(full_r
     on_front = {re.sub(r"<.*", "", r[0]): r[5] for r in rows if r}
     assert {e for e, on in on_front.items() if on == "yes"} == front
     assert on_front["delta"] == "not measured"
+
+
+def test_verdict_lists_are_escaped_and_missing_values_show_as_a_dash():
+    assert bullet_list(["a < b", "c & d"]) == "<ul><li>a &lt; b</li><li>c &amp; d</li></ul>"
+    assert bullet_list([]) == "<ul></ul>"
+    frame = pd.DataFrame({"suite": ["x<y", None], "value": [0.5, np.nan], "n": pd.array([3, None], dtype="Int64")})
+    table = nullable_table(frame)
+    assert "x&lt;y" in table and "0.5" in table and "3" in table
+    assert table.count("&ndash;") == 3  # the None, the NaN and the NA
