@@ -74,3 +74,12 @@ def test_unlabelled_input_mistakes_are_one_clear_line(folder, tmp_path):
         with pytest.raises(CrsbenchError, match=message) as info:
             call()
         assert "\n" not in str(info.value)
+
+
+def test_a_corruption_suite_at_ingest_needs_labels(folder, tmp_path, capsys):
+    db = tmp_path / "w.duckdb"
+    args = ["ingest", "folder", str(folder), "--name", "unl", "--unlabeled", "--suite", "medmnistc-derm"]
+    assert main([*args, "--db", str(db)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "--suite needs labels: 'unl' is ingested --unlabeled" in err
+    assert not db.exists()  # refused before anything was written
