@@ -3,7 +3,8 @@ and the report. Bench inherits it; every method opens the warehouse for its own 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -110,6 +111,21 @@ class Scores:
 
         with Warehouse.open(self.db) as wh:
             return run_analysis(wh, name, params, replace_all=replace_all, progress=progress)
+
+    def analyze_many(
+        self,
+        requests: Sequence[tuple[str, Mapping[str, Any]]],
+        *,
+        workers: int | None = None,
+        progress: ProgressFn | None = None,
+    ) -> list[AnalysisResult]:
+        """Run several registered analyses, each (name, params) as `analyze(name, **params)` would, and
+        store their tables in the order given. They are computed at once in up to `workers` processes
+        (default: one per core), each reading the warehouse read-only; the stored tables are those of
+        the same analyses run one after the other. `progress` counts the analyses computed."""
+        from crsbench.analyses.processes import run_many
+
+        return run_many(self.db, requests, workers or os.cpu_count() or 1, progress)
 
     def screen(
         self,

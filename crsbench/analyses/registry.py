@@ -26,6 +26,7 @@ import pandas as pd
 from crsbench.analyses import merge
 from crsbench.analyses.columns import column_doc
 from crsbench.analyses.inputs import READS, current_digests, described_inputs
+from crsbench.analyses.side_tables import Replacement, write_deferred
 from crsbench.core import CrsbenchError, ProgressFn, Registry, __version__, no_progress
 from crsbench.core.schema import sql_identifier, sql_literal
 from crsbench.warehouse.connection import Warehouse
@@ -192,10 +193,11 @@ def _spec(
 
 # Every module of this package and its family sub-packages registers its analyses on import; discovering them (the
 # builtins) means adding an analysis never touches a shared list.
+ANALYSIS_PLUGINS = "crsbench.analyses"  # the entry-point group of installed analysis plugins
 ANALYSES: Registry[AnalysisSpec] = Registry(
     "analysis",
     make=_spec,
-    entry_point_group="crsbench.analyses",
+    entry_point_group=ANALYSIS_PLUGINS,
     builtins=tuple(
         m.name for m in pkgutil.walk_packages([str(Path(__file__).parent)], "crsbench.analyses.") if not m.ispkg
     ),
@@ -441,6 +443,58 @@ def report_progress(description: str, done: int, total: int) -> None:
     _PROGRESS.get()(description, done, total)
 
 
+@dataclasses.dataclass(frozen=True)
+class ComputedAnalysis:
+    """One analysis's result before it is stored (`store_computed`): its resolved params and the
+    encoder_run_digest snapshot taken before it read anything."""
+
+    name: str
+    result: AnalysisResult
+    params: dict[str, Any]
+    digests: dict[str, str]
+    # Side tables recorded instead of written (`side_tables.deferring_writes`), for the caller to write.
+    side_tables: tuple[Replacement, ...] = ()
+
+
+def compute_analysis(
+    wh: Warehouse,
+    name: str,
+    params: Mapping[str, Any] | None = None,
+    replace_all: bool = False,
+    progress: ProgressFn | None = None,
+) -> ComputedAnalysis:
+    """A registered analysis with validated params, computed from `wh` (which may be read-only) and
+    checked against its declared outputs; nothing is written."""
+    spec = get_analysis(name)
+    resolved = resolve_params(spec, params)
+    # Taken before reading, so a run landing meanwhile makes the result stale rather than fresh.
+    digests = dict(current_digests(wh.con))
+    token = _PROGRESS.set(progress or no_progress)
+    try:
+        with merge.replacing_all(replace_all):
+            result = spec.fn(wh, resolved)
+    finally:
+        _PROGRESS.reset(token)
+    check_outputs(spec, result)
+    return ComputedAnalysis(name, result, dict(resolved), digests)
+
+
+def store_computed(wh: Warehouse, computed: ComputedAnalysis, replace_all: bool = False) -> list[str]:
+    """Store a computed analysis's side tables it deferred, then its tables (`store_result`),
+    described by the inputs it read."""
+    spec = get_analysis(computed.name)
+    write_deferred(wh, list(computed.side_tables))
+    return store_result(
+        wh,
+        computed.name,
+        computed.result,
+        computed.params,
+        input_digest(computed.digests, computed.result, spec.reads),
+        replace_all=replace_all,
+        digests=computed.digests,
+    )
+
+
 def run_analysis(
     wh: Warehouse,
     name: str,
@@ -452,28 +506,10 @@ def run_analysis(
     """Run a registered analysis with validated params and (by default) store its tables: a run
     restricted to datasets replaces only their rows unless `replace_all` (`store_result`). An
     analysis with inner steps reports them to `progress` (`report_progress`)."""
-    spec = get_analysis(name)
-    resolved = resolve_params(spec, params)
-    # Taken before reading, so a run landing meanwhile makes the result stale rather than fresh.
-    digests = current_digests(wh.con)
-    token = _PROGRESS.set(progress or no_progress)
-    try:
-        with merge.replacing_all(replace_all):
-            result = spec.fn(wh, resolved)
-    finally:
-        _PROGRESS.reset(token)
-    check_outputs(spec, result)
+    computed = compute_analysis(wh, name, params, replace_all, progress)
     if store:
-        store_result(
-            wh,
-            name,
-            result,
-            resolved,
-            input_digest(digests, result, spec.reads),
-            replace_all=replace_all,
-            digests=digests,
-        )
-    return result
+        store_computed(wh, computed, replace_all=replace_all)
+    return computed.result
 
 
 def input_digest(

@@ -10,9 +10,8 @@ import re
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
-from support.analyses_support import add_encoder, add_labels, append, prediction_rows, run_row
+from support.analyses_support import add_encoder, add_predicted_derm_fit
 from support.criterion_support import build, scenario_runs
 
 from crsbench.analyses import analyses, run_analysis
@@ -91,17 +90,7 @@ def stored(tmp_path_factory):
             add_encoder(wh, encoder_id, ("general", "broad_medical", "specialty")[i % 3], ("derm", "none")[i % 2])
         wh.con.execute("update datasets set domain = 'derm' where dataset_id = 'derm'")
         wh.con.execute("insert into shift_pairs values ('cxr', 'mimic', current_timestamp)")
-        runs, preds = [], []
-        for condition in ("calib", "clean"):
-            ids = [f"x-{condition}-{i}" for i in range(60)]
-            y = np.arange(60) % 8
-            p = np.full((60, 8), 0.02)
-            p[np.arange(60), np.where(rng.random(60) < 0.7, y, (y + 1) % 8)] = 0.86
-            add_labels(wh, "derm", ids, y, 8)
-            run = run_row("zz", "derm", condition=condition, fit_id="zz-fit", auroc=0.8, ece=0.1)
-            runs.append(run)
-            preds.append(prediction_rows(run, ids, p))
-        append(wh, runs, pd.concat(preds, ignore_index=True))
+        add_predicted_derm_fit(wh, rng)
         written, refused = {}, {}
         for name, spec in analyses().items():
             try:

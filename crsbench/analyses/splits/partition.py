@@ -24,6 +24,7 @@ from crsbench.analyses.agreement import inputs
 from crsbench.analyses.common import label_matrix
 from crsbench.analyses.merge import rows_scope
 from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.side_tables import replace_rows
 from crsbench.analyses.splits.partition_cv import (
     check_folds,
     clustered_delong,
@@ -31,7 +32,7 @@ from crsbench.analyses.splits.partition_cv import (
     one_thread,
     out_of_fold_scores,
 )
-from crsbench.analyses.subgroups.subgroups import listed, replace_rows
+from crsbench.analyses.subgroups.subgroups import listed
 from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.datasets import shift_targets

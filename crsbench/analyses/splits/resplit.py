@@ -32,9 +32,9 @@ from crsbench.analyses.agreement import inputs
 from crsbench.analyses.common import dataset_task, label_matrix
 from crsbench.analyses.merge import rows_scope
 from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.side_tables import replace_rows
 from crsbench.analyses.splits.partition import DEPTH, POOL, frozen_sources, listed_encoders
 from crsbench.analyses.splits.partition_cv import one_thread, standardise
-from crsbench.analyses.subgroups.subgroups import replace_rows
 from crsbench.analyses.validity.criterion import score_groups
 from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
 from crsbench.ingest.splits import check_group_safe, stratified_group_split

@@ -29,8 +29,9 @@ import pandas as pd
 
 from crsbench.analyses.common import label_targets, load_predictions
 from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.side_tables import replace_rows
 from crsbench.analyses.subgroups import operating_subgroups as og
-from crsbench.analyses.subgroups.subgroups import RUN_COLUMNS, check_keys, listed, replace_rows
+from crsbench.analyses.subgroups.subgroups import RUN_COLUMNS, check_keys, listed
 from crsbench.analyses.subgroups.thresholds import (
     RATES,
     best_balanced_accuracy,

@@ -20,8 +20,8 @@ import numpy as np
 import pandas as pd
 
 from crsbench.analyses.common import load_predictions
-from crsbench.analyses.merge import dataset_column
 from crsbench.analyses.registry import AnalysisResult, Param, register_analysis
+from crsbench.analyses.side_tables import replace_rows
 from crsbench.analyses.subgroups.metrics import METRICS, Gap, GroupScore, gaps, score_groups
 from crsbench.analyses.uncertainty.resample import EvalImages, draw_images, eval_images
 from crsbench.core import FROZEN, PRIMARY_PROBE, CrsbenchError
@@ -226,26 +226,6 @@ def _draw(test: EvalImages, replicates: int, rng: np.random.Generator) -> np.nda
         return draw_images(test, replicates, rng)
     except CrsbenchError as exc:
         raise CrsbenchError(f"{str(exc).split(' (use')[0]} (use --set replicates=0 for point estimates)") from None
-
-
-def replace_rows(wh: Warehouse, frames: Mapping[str, pd.DataFrame], datasets: list[str] | None = None) -> None:
-    """Replace every row of each table with its frame (same columns, in order), in one transaction;
-    with `datasets` (a run restricted to them), only those datasets' rows (METHODS.md §11)."""
-    with wh.transaction() as con:
-        for table, frame in frames.items():
-            columns = [str(c) for c in frame.columns]
-            names = ", ".join(f'"{c}"' for c in columns)
-            view = f"_new_{table}"
-            column = dataset_column(columns)
-            if datasets is not None and column is not None:
-                con.execute(f'delete from "{table}" where list_contains(?, "{column}")', [datasets])
-            else:
-                con.execute(f'delete from "{table}"')
-            con.register(view, frame)
-            try:
-                con.execute(f'insert into "{table}" ({names}) select {names} from "{view}"')
-            finally:
-                con.unregister(view)
 
 
 def _metric_row(base: dict[str, Any], key: str, s: GroupScore) -> dict[str, Any]:

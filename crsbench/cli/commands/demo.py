@@ -93,19 +93,28 @@ def _freeze_demo_panel(bench: Bench, encoders: list[str]) -> None:
         console.print(f"  warning: {small_panel_reason(len(encoders))}")
 
 
+def _analyses(bench: Bench) -> None:
+    """The demo's analyses, computed at once on every core, then printed in order."""
+    from crsbench.analyses.registry import get_analysis
+    from crsbench.cli.commands.analyses import render_analysis
+
+    with progress() as bar:
+        results = bench.analyze_many([(name, DEMO_PARAMS.get(name, {})) for name in DEMO_ANALYSES], progress=bar)
+    for name, result in zip(DEMO_ANALYSES, results, strict=True):
+        render_analysis(name, get_analysis(name).description, result)
+
+
 def _analyses_zero_shot_report(
     bench: Bench, steps: _Steps, image_text: list[str], datasets: list[str], report_path: Path | None
 ) -> None:
     """The demo's last steps: the analyses and the report (unless `report_path` is None), with
     zero-shot of the `image_text` encoders between them."""
-    from crsbench.cli.commands.analyses import analyze_and_render
     from crsbench.cli.commands.report import report_and_render
     from crsbench.cli.commands.screen import render_screen
 
     if report_path is not None:
         steps.start("analyses (E1-E4, E6, subgroups, operating points, agreement, split shift, resplit, shortcuts)")
-        for name in DEMO_ANALYSES:
-            analyze_and_render(bench, name, dict(DEMO_PARAMS.get(name, {})))
+        _analyses(bench)
         steps.start("pre-screen from the cached features alone, and how far its ranking agrees with the grid's")
         render_screen(bench.screen(), per_dataset=False)
     # After the analyses, so that they describe the panel's encoders only (the image-text encoder's
