@@ -162,11 +162,10 @@ def run_many(
     results = []
     with Warehouse.open(db) as wh:
         for done, ((name, params), one) in enumerate(zip(requests, computed, strict=True), start=1):
-            here = one is None
-            one = compute_analysis(wh, name, params) if one is None else one
+            one = compute_analysis(wh, name, params) if one is None else one  # here: not sent, or it writes
             store_computed(wh, one)
             results.append(one.result)
-            if here and not parallel:
+            if not parallel:  # the children counted theirs as they finished
                 report(LABEL, done, len(requests))
     return results
 
