@@ -7,7 +7,9 @@ Every call the logistic-regression grid spends its time in (docs/METHODS.md §4.
 grid runs each fit), timed as the median of `--repeats` calls after a warm-up, in a child process
 per configuration, because the libraries read their modes when they load:
 
-* `torch, MKL AVX2 branch`: canonical numerics (MKL_CBWR=AVX2), what crsbench runs by default;
+* `torch, MKL AVX2 branch`: MKL_CBWR=AVX2, the branch crsbench's canonical numerics first chose
+  (Intel's only: other vendors' CPUs take MKL's own path under it, METHODS §4.3);
+* `torch, MKL COMPATIBLE branch`: canonical numerics now (what MKL still computes in crsbench);
 * `torch, MKL own path`: CRSBENCH_NATIVE_NUMERICS=1 and no MKL_CBWR, MKL's own choice for this CPU
   (the generic path MKL is known to take on some non-Intel CPUs shows up here);
 * `numpy, OpenBLAS Haswell`: the same call in numpy/scipy on OpenBLAS's Haswell kernels (canonical
@@ -18,7 +20,7 @@ Also the float32 version of the calls where float32 would do (the k-NN candidate
 the L-BFGS preconditioner's Gram). Prints one table, ms per call, and the CPU and libraries.
 
 Then the whole logistic-regression grid of `benchmarks/probe.py` (50 fits), timed with the solvers'
-skinny products on OpenBLAS (`crsbench.probes.blas.matmul`, what crsbench runs) and on torch's
+skinny products on OpenBLAS (`crsbench.core.products.matmul`, what crsbench runs) and on torch's
 `@` (MKL, as before), alternated `--grid-repeats` times in child processes of the same run.
 """
 
@@ -36,7 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 CONFIGS = {
-    "torch, MKL AVX2 branch": {},
+    "torch, MKL AVX2 branch": {"CRSBENCH_NATIVE_NUMERICS": "1", "MKL_CBWR": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
+    "torch, MKL COMPATIBLE branch": {},
     "torch, MKL own path": {"CRSBENCH_NATIVE_NUMERICS": "1", "MKL_CBWR": None, "MKL_ENABLE_INSTRUCTIONS": None},
     "numpy, OpenBLAS Haswell": {},
     "numpy, OpenBLAS own": {"CRSBENCH_NATIVE_NUMERICS": "1", "OPENBLAS_CORETYPE": None, "OPENBLAS_NUM_THREADS": "1"},

@@ -22,6 +22,7 @@ import dataclasses
 import json
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -30,7 +31,7 @@ import torch
 from torch import nn
 
 # regime_name is re-exported: the `lora-s<seed>` naming lives in crsbench.core.
-from crsbench.core import CrsbenchError, EncoderKey, ProgressFn, no_progress
+from crsbench.core import CrsbenchError, EncoderKey, ProgressFn, no_progress, portable_products
 from crsbench.core import lora_regime as regime_name
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import build_model, state_dict_hash
@@ -188,16 +189,18 @@ def adapt(
         loss_fn: nn.Module = nn.BCEWithLogitsLoss() if dataset.task is Task.MULTILABEL else nn.CrossEntropyLoss()
         label = f"LoRA {entry.id} on {dataset.name} (seed {seed})"
         started = time.perf_counter()
-        losses, steps = _train(
-            _Training(peft_model, head, tap, loss_fn, optimiser, dev),
-            dataset,
-            entry,
-            train,
-            settings,
-            seed,
-            label,
-            progress,
-        )
+        # The steps' products, backward included, on OpenBLAS on the CPU (crsbench.core.portable_products).
+        with portable_products() if dev.type == "cpu" else nullcontext():
+            losses, steps = _train(
+                _Training(peft_model, head, tap, loss_fn, optimiser, dev),
+                dataset,
+                entry,
+                train,
+                settings,
+                seed,
+                label,
+                progress,
+            )
         peft_model.eval()
         return AdaptResult(peft_model, head.eval(), losses, steps, time.perf_counter() - started, base_hash)
     finally:

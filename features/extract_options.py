@@ -22,7 +22,7 @@ class ExtractOptions:
     Zarr chunk (the resume and distribution unit); `weights` a local file or model folder for one
     encoder; `force` redoes a complete set; `repair` re-extracts only its damaged chunks;
     `allow_download` lets hub ids fetch missing weights; `trust_pickle` loads checkpoints holding
-    pickled objects; `threads` (CPU) one-thread forwards at once (None: half the cores);
+    pickled objects; `threads` (CPU) one-thread forwards at once (None: torch's thread count, one per core);
     `workers` decode threads; `perturb_backend` auto, numpy or torch; `pixel_processes` decodes
     and perturbs in worker processes when several forwards run at once; `screen` writes only
     the clean condition and leaves the set screened, for a later plain run to complete by reusing

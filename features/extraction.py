@@ -135,8 +135,9 @@ def extract(
     fields of it) say how. `model` overrides building the entry (e.g. a LoRA-adapted encoder
     with its `regime`; it is moved to the device and compute dtype in place). A complete feature
     set is skipped (`skipped=True`) unless `force`. On the CPU, `threads`
-    one-thread forwards run at once (default: half the cores, so decoding and perturbing never
-    oversubscribe them); with more than one, images are decoded and perturbed in worker
+    one-thread forwards run at once (default: torch's thread count, one per core: the forward is
+    most of the work, and the demo's extraction on 2 cores takes 52 s this way against 71 s with
+    one stream beside the pixel workers, docs/BENCHMARKS.md); with more than one, images are decoded and perturbed in worker
     processes (`pixel_processes=False`: in threads of this process). Stored bytes depend on
     neither. The model is built (weights resolved offline unless `allow_download`) before the
     store is touched, so a bad checkpoint writes nothing. `repair` re-extracts only the damaged
@@ -371,7 +372,7 @@ def _run_chunks(
     progress(ex.label, done, total)
     previous_threads = torch.get_num_threads()
     if dev.type == "cpu":
-        ex.use_streams(opts.threads or min(previous_threads, max(1, (os.cpu_count() or 2) // 2)), opts.pixel_processes)
+        ex.use_streams(opts.threads or previous_threads, opts.pixel_processes)
         torch.set_num_threads(1)  # each stream's forward on one thread (see ChunkExtractor.run_chunk)
     try:
         ex.run(arrays, pending, done, total)

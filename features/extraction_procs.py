@@ -6,27 +6,28 @@ many small calls. In worker processes it takes none of the forwards' lock; each 
 decodes one image and perturbs it for every requested condition, with the same reference
 functions (`perturb`), so the bytes are those of the in-process path.
 
-The pool is spawned (never forked: the parent holds torch and OpenMP thread state) once
-per process and size, and reused by later extractions; workers run torch on one thread.
+The pool's workers are fresh interpreters (`crsbench.core.ChildPool`), never forks (the parent
+holds torch and OpenMP thread state) nor spawned re-imports of the caller's script (an unguarded
+script would run again in each); one pool per process and size, reused by later extractions;
+workers run torch on one thread.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from crsbench.core import CrsbenchError
+from crsbench.core import ChildPool, ChildStopped, CrsbenchError
 
-_POOL: ProcessPoolExecutor | None = None
+_POOL: ChildPool | None = None
 _POOL_SIZE = 0
 
 
-def _init_worker() -> None:
+def init_worker() -> None:
+    """Each worker's torch on one thread (the forward streams hold the cores)."""
     import torch
 
     torch.set_num_threads(1)
@@ -44,17 +45,13 @@ def decode_and_perturb(
     return image, [perturb(image, image_id, name, severity) for name, severity in conditions]
 
 
-def pixel_pool(workers: int) -> ProcessPoolExecutor:
+def pixel_pool(workers: int) -> ChildPool:
     """The shared worker pool with `workers` processes (a broken or other-sized one is replaced)."""
     global _POOL, _POOL_SIZE
-    # `_broken` is how concurrent.futures marks a pool whose worker died; submitting to it raises.
-    broken = _POOL is not None and getattr(_POOL, "_broken", False)
-    if _POOL is None or broken or workers != _POOL_SIZE:
+    if _POOL is None or _POOL.broken or workers != _POOL_SIZE:
         if _POOL is not None:
-            _POOL.shutdown(wait=False, cancel_futures=True)
-        _POOL = ProcessPoolExecutor(
-            max_workers=workers, mp_context=multiprocessing.get_context("spawn"), initializer=_init_worker
-        )
+            _POOL.shutdown(cancel_futures=True)
+        _POOL = ChildPool(workers, initializer=init_worker)
         _POOL_SIZE = workers
     return _POOL
 
@@ -68,7 +65,7 @@ class Part:
     def result(self) -> Any:
         try:
             image, perturbed = self.future.result()
-        except BrokenProcessPool as exc:
+        except ChildStopped as exc:
             raise CrsbenchError(
                 "a pixel worker process died (out of memory or killed); the feature set stays incomplete "
                 "and a rerun resumes it"

@@ -25,11 +25,12 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
+from contextlib import nullcontext
 
 import torch
 from torch import nn
 
-from crsbench.core import DEPTHS, CrsbenchError
+from crsbench.core import DEPTHS, CrsbenchError, portable_products
 from crsbench.features.loaders import submodule
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.store import PROJ, Depth
@@ -133,8 +134,14 @@ class DepthTap:
         return self.forward_depths(x)
 
     def forward_depths(self, x: torch.Tensor) -> dict[Depth, torch.Tensor]:
-        """As calling the tap, with autograd left on (LoRA training, `crsbench.features.adapt`)."""
+        """As calling the tap, with autograd left on (LoRA training, `crsbench.features.adapt`).
+        On the CPU the model's products run on OpenBLAS (`crsbench.core.portable_products`): the
+        same feature bits on Intel and AMD CPUs alike."""
         self._captured.clear()
+        with portable_products() if x.device.type == "cpu" else nullcontext():
+            return self._depths(x)
+
+    def _depths(self, x: torch.Tensor) -> dict[Depth, torch.Tensor]:
         out = self.model(x)
         feats: dict[Depth, torch.Tensor] = {}
         for depth in DEPTHS:

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from crsbench.core import CrsbenchError
+from crsbench.core import CrsbenchError, portable_products
 from crsbench.features.registry import TEXT_TOWERS, EncoderEntry
 
 __all__ = ["TEXT_TOWERS", "TextTower", "has_text_tower", "load_text_tower", "text_tower_status"]
@@ -141,7 +141,7 @@ def _hf_dual(entry: EncoderEntry, weights: Path | None) -> TextTower:
         tokens = tokenizer(list(texts), padding=padding, truncation=True, return_tensors="pt")
         if kind == "siglip":  # SigLIP's text tower attends to its padding, as trained (no mask)
             tokens = {"input_ids": tokens["input_ids"]}
-        with torch.no_grad():
+        with torch.no_grad(), portable_products():
             out = model.get_text_features(**tokens)
         out = out if isinstance(out, torch.Tensor) else out.pooler_output
         return np.asarray(out.double().numpy())
@@ -219,7 +219,7 @@ def _open_clip(entry: EncoderEntry, weights: Path | None) -> TextTower:
         load_checkpoint(model, weight_file, KeyConversion(), entry.id)
 
     def encode(texts: Sequence[str]) -> np.ndarray:
-        with torch.no_grad():
+        with torch.no_grad(), portable_products():
             return np.asarray(model.encode_text(tokenizer(list(texts))).double().numpy())
 
     bias = getattr(model, "logit_bias", None)
@@ -297,7 +297,7 @@ def _cxr_bert(entry: EncoderEntry, weights: Path | None) -> TextTower:
 
     def encode(texts: Sequence[str]) -> np.ndarray:
         tokens = tokenizer(list(texts), padding="longest", return_tensors="pt")
-        with torch.no_grad():
+        with torch.no_grad(), portable_products():
             out = model(tokens["input_ids"], tokens["attention_mask"])
         return np.asarray(out.double().numpy())
 

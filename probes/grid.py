@@ -44,7 +44,7 @@ from crsbench.features.conditions import conditions_of, stored_conditions
 from crsbench.features.store import Depth, FeatureSetRef, FeatureStore, depth_key
 from crsbench.ingest.types import Dataset, Task
 from crsbench.probes.chunking import DEFAULT_BATCH_SIZE, chunk_slices
-from crsbench.probes.executors import DistributedExecutor, InProcessExecutor, Job
+from crsbench.probes.executors import DistributedExecutor, InProcessExecutor, Job, local_executor
 from crsbench.probes.identity import identify, read_depth
 from crsbench.probes.reader import ReadCheck, TrainStats, check_and_standardise, check_feature_set
 from crsbench.probes.records import FitKey
@@ -245,7 +245,9 @@ class GridContext:
     `batch_size` bounds a chunk (`probes.chunking`); with `claims` a fit is computed only once it
     is claimed (see the module notes), another sweep's fits looked at every `poll_s` seconds;
     `keep_coefficients`: each batch also passes the full-label logreg fits' coefficients
-    (`probes.tasks.coefficient_frame`) as a third argument, to land with its runs.
+    (`probes.tasks.coefficient_frame`) as a third argument, to land with its runs; `processes`:
+    without a scheduler, chunks run in child processes (True), on threads here (False), or by
+    their number (None, `probes.executors.local_executor`).
     """
 
     datasets: Mapping[str, Dataset]
@@ -258,6 +260,7 @@ class GridContext:
     claims: Claims | None = None
     poll_s: float = 0.5
     keep_coefficients: bool = False
+    processes: bool | None = None
 
     def targets_of(self, dataset_id: str) -> list[Dataset]:
         return _targets_of(dataset_id, self.shift_targets, self.datasets)
@@ -285,7 +288,11 @@ def run_grid(fits: Iterable[FitKey], ctx: GridContext, done: Collection[str] = f
     if not todo:
         return summary
     _check_training_subsets(todo, ctx.datasets)
-    executor = DistributedExecutor(ctx.scheduler) if ctx.scheduler else InProcessExecutor()
+    executor = (
+        DistributedExecutor(ctx.scheduler)
+        if ctx.scheduler
+        else local_executor(len(todo), ctx.batch_size, ctx.processes)
+    )
     try:
         _sweep(todo, ctx, executor, summary)
     finally:

@@ -28,6 +28,8 @@ import dataclasses
 
 import torch
 
+from crsbench.core.products import addmm
+
 MARGIN = 27  # extra float32 candidates per query (k + MARGIN in all)
 BLOCK_BYTES = 1 << 28  # float32 key matrix per query block: 256 MiB
 RERANK_BLOCK = 64  # queries re-ranked together: (64, k + MARGIN, D) float64
@@ -115,7 +117,7 @@ def neighbours(
         if exact_only:
             redo.extend(range(start, start + qb.shape[0]))
             continue
-        keys = torch.addmm(index.sq32, qb.to(torch.float32), index.x32.T, alpha=-2.0)
+        keys = addmm(index.sq32, qb.to(torch.float32), index.x32.T, alpha=-2.0)
         cand_keys, cand = torch.topk(keys, n_cand, dim=1, largest=False, sorted=False)
         del keys
         bound_key = cand_keys.max(dim=1).values.to(torch.float64)

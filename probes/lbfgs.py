@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 
-from crsbench.probes.blas import matmul
+from crsbench.core.products import addmm, cholesky, cholesky_inverse, matmul
 
 torch_dtype = torch.float64
 # Relative gradient tolerance. Why so tight: the solution moves by about tol / (smallest
@@ -81,7 +81,7 @@ def _hessian_bound_gram(x: torch.Tensor, block_rows: int = 2048) -> torch.Tensor
     for start in range(0, n, block_rows):
         xb = x[start : start + block_rows].to(torch.float32)
         xb1 = torch.cat([xb, torch.ones(xb.shape[0], 1, dtype=torch.float32)], dim=1)
-        gram += (xb1.T @ xb1).to(torch_dtype)
+        gram += matmul(xb1.T, xb1).to(torch_dtype)
     return gram
 
 
@@ -206,14 +206,14 @@ class _Preconditioner:
         self.low_rank = 2 * n < d + 1
         if self.low_rank:
             self.x1 = torch.cat([x, torch.ones(n, 1, dtype=torch_dtype)], dim=1)
-            inner = self.x1 @ self.x1.T + torch.eye(n, dtype=torch_dtype) * (4.0 * n * lam)
-            self.inner_inv = torch.cholesky_inverse(torch.linalg.cholesky(inner))
+            inner = matmul(self.x1, self.x1.T) + torch.eye(n, dtype=torch_dtype) * (4.0 * n * lam)
+            self.inner_inv = cholesky_inverse(cholesky(inner))
             self.lam = lam
         else:
             penalty = torch.full((d + 1,), lam, dtype=torch_dtype)
             penalty[-1] = 1e-12  # the intercept is unpenalised; keep the bound positive definite
             bound = _hessian_bound_gram(x) * (0.25 / n) + torch.diag(penalty)
-            self.dense = torch.cholesky_inverse(torch.linalg.cholesky(bound))
+            self.dense = cholesky_inverse(cholesky(bound))
 
     def matrix(self) -> torch.Tensor:
         """B^-1 as a (D+1, D+1) matrix (tests compare the two forms)."""
@@ -302,7 +302,7 @@ def _two_loop(
 def predict_proba(coef: torch.Tensor, intercept: torch.Tensor, x: torch.Tensor, softmax: bool) -> torch.Tensor:
     """Probabilities (n, K) for softmax problems, (n, L) for the per-label problems."""
     weights, bias = output_weights(coef, intercept, softmax)
-    logits = torch.addmm(bias, x.to(torch_dtype), weights)
+    logits = addmm(bias, x.to(torch_dtype), weights)
     return torch.softmax(logits, dim=1) if softmax else torch.sigmoid(logits)
 
 

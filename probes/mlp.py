@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-from torch.nn import functional
+
+from crsbench.core.products import addmm, matmul
 
 _MEAN = 1  # at::Reduction::Mean
 _NO_IGNORE = -100  # CrossEntropyLoss's default ignore_index
@@ -49,14 +50,14 @@ class AdamW:
 
 def forward(params: list[torch.Tensor], x: torch.Tensor) -> torch.Tensor:
     w1, b1, w2, b2 = params
-    return functional.linear(torch.relu(functional.linear(x, w1, b1)), w2, b2)
+    return addmm(b2, torch.relu(addmm(b1, x, w1.t())), w2.t())
 
 
 def gradients(params: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, multilabel: bool) -> list[torch.Tensor]:
     """d loss / d (w1, b1, w2, b2) for one minibatch, by autograd's own backward kernels."""
     w1, b1, w2, b2 = params
-    hidden = torch.relu(functional.linear(x, w1, b1))
-    logits = functional.linear(hidden, w2, b2)
+    hidden = torch.relu(addmm(b1, x, w1.t()))  # the products on OpenBLAS: crsbench.core.products
+    logits = addmm(b2, hidden, w2.t())
     if multilabel:
         # autograd's formula (FunctionsManual.cpp): (sigmoid(x) - y) * grad / numel, grad = 1
         d_logits = (logits.sigmoid() - y).div_(logits.numel())
@@ -66,9 +67,9 @@ def gradients(params: list[torch.Tensor], x: torch.Tensor, y: torch.Tensor, mult
         _, total_weight = torch.ops.aten.nll_loss_forward(logp, y, None, _MEAN, _NO_IGNORE)
         d_logp = torch.ops.aten.nll_loss_backward(one, logp, y, None, _MEAN, _NO_IGNORE, total_weight)
         d_logits = torch._log_softmax_backward_data(d_logp, logp, 1, logits.dtype)
-    d_w2 = d_logits.t().mm(hidden)
+    d_w2 = matmul(d_logits.t(), hidden)
     d_b2 = d_logits.sum(0)
-    d_hidden = torch.ops.aten.threshold_backward(d_logits.mm(w2), hidden, 0)
-    d_w1 = d_hidden.t().mm(x)
+    d_hidden = torch.ops.aten.threshold_backward(matmul(d_logits, w2), hidden, 0)
+    d_w1 = matmul(d_hidden.t(), x)
     d_b1 = d_hidden.sum(0)
     return [d_w1, d_b1, d_w2, d_b2]

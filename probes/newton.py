@@ -31,7 +31,7 @@ import functools
 
 import torch
 
-from crsbench.probes.blas import matmul
+from crsbench.core.products import cholesky, cholesky_solve, matmul, svd
 from crsbench.probes.lbfgs import TOL, LogRegSolution, fit_logreg, line_search, logreg_objective, torch_dtype
 
 NEWTON_TOL = 1e-12
@@ -64,7 +64,7 @@ def solve_logreg(x: torch.Tensor, y: torch.Tensor, softmax: bool, *, tol: float 
 
 def _row_space(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Z = U S (n, r) and V (D, r) with X = Z Vᵀ; directions below 1e-13 of the largest dropped."""
-    u, s, vh = torch.linalg.svd(x, full_matrices=False)
+    u, s, vh = svd(x)
     keep = s > s[0] * 1e-13 if len(s) else s > 0
     return u[:, keep] * s[keep], vh[keep].T
 
@@ -76,15 +76,15 @@ def _hessian(z1: torch.Tensor, p: torch.Tensor, softmax: bool, lam: float) -> to
         probs = p[:, 0, :]
         k = probs.shape[1]
         mixed = (z1[:, :, None] * probs[:, None, :]).reshape(n, r1 * k)
-        h = -(mixed.T @ mixed)  # sum_i (z_i z_iᵀ) ⊗ (p_i p_iᵀ)
+        h = -matmul(mixed.T, mixed)  # sum_i (z_i z_iᵀ) ⊗ (p_i p_iᵀ)
         h4 = h.view(r1, k, r1, k)
         for c in range(k):  # + sum_i (z_i z_iᵀ) ⊗ diag(p_i)
-            h4[:, c, :, c] += (z1.T * probs[:, c]) @ z1
+            h4[:, c, :, c] += matmul(z1.T * probs[:, c], z1)
         h = h[None]
     else:
         k = 1
         weights = (p * (1.0 - p))[:, :, 0]  # (n, B)
-        h = (z1.T[None] * weights.T[:, None, :]) @ z1
+        h = matmul(z1.T[None] * weights.T[:, None, :], z1)
     h = h / n
     m = r1 * k
     features = torch.arange(m - k)
@@ -122,12 +122,12 @@ def fit_newton(
             break
         logits = matmul(z, theta[:, :-1, :].permute(1, 0, 2).reshape(r, b * k)).reshape(n, b, k) + theta[:, -1, :][None]
         p = torch.softmax(logits, dim=2) if softmax else torch.sigmoid(logits)
-        factor = torch.linalg.cholesky(_hessian(z1, p, softmax, lam))
-        direction = -torch.cholesky_solve(g.reshape(b, -1, 1), factor).reshape(b, r + 1, k)
+        factor = cholesky(_hessian(z1, p, softmax, lam))
+        direction = -cholesky_solve(g.reshape(b, -1, 1).contiguous(), factor).reshape(b, r + 1, k)
         direction[done] = 0.0
         theta, f, g, accepted = _line_search(z, y3, softmax, lam, theta, f, g, direction, done)
         done = done | ~accepted | (g.flatten(1).norm(dim=1) <= NEWTON_TOL * scale)
-    coef = torch.einsum("dr,brk->bdk", v, theta[:, :-1, :])
+    coef = matmul(v, theta[:, :-1, :])  # (D, r) @ (B, r, K): (B, D, K)
     intercept = theta[:, -1, :]
     w = torch.cat([coef, intercept[:, None, :]], dim=1)
     _, g_full = logreg_objective(x1, w, y3, softmax, lam)

@@ -1,6 +1,6 @@
 """Several analyses at once: each computed in a child process, then all stored here in the order asked.
 
-A child (`python -m crsbench.analyses.processes`) opens the warehouse read-only (many processes may
+A child interpreter (`crsbench.core.Child`) opens the warehouse read-only (many processes may
 read a DuckDB file that none writes) and computes one analysis as `compute_analysis` does, its side
 tables recorded rather than written (`side_tables.deferring_writes`). The caller holds no
 connection meanwhile. Then, in the order asked, it writes each analysis's side tables and stores its
@@ -10,7 +10,7 @@ store. An analysis that writes in some other way fails on its read-only connecti
 computed here, in its place in the order. Each child runs under the canonical numerics its import of
 crsbench sets, whose results depend on neither the process nor its thread count (METHODS.md §4.3).
 
-Children are fresh interpreters started on this module, never forks or re-imports of the caller's
+Children are fresh interpreters (`crsbench.core.Child`), never forks or re-imports of the caller's
 main script, so a script calling this needs no `if __name__ == "__main__"` guard and none of its
 code runs twice. Request and answer travel as pickles over the child's stdin and stdout, between
 this process and the child it started; nothing is read from a file. Only an analysis a fresh
@@ -22,15 +22,9 @@ whole request run here, one analysis after the other.
 from __future__ import annotations
 
 import dataclasses
-import os
-import pickle
-import subprocess
-import sys
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import suppress
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
@@ -46,7 +40,7 @@ from crsbench.analyses.registry import (
     store_computed,
 )
 from crsbench.analyses.side_tables import deferring_writes
-from crsbench.core import CrsbenchError, ProgressFn, no_progress
+from crsbench.core import Child, ChildStopped, CrsbenchError, ProgressFn, no_progress
 from crsbench.warehouse.connection import Warehouse
 
 LABEL = "analyses"
@@ -63,47 +57,18 @@ def findable_in_a_fresh_process(name: str) -> bool:
     )
 
 
-class Child:
-    """A child interpreter computing analyses one request at a time (`_serve`): one import of
-    crsbench and its libraries for all the analyses it computes."""
-
-    def __init__(self) -> None:
-        self.err = tempfile.TemporaryFile()  # noqa: SIM115  (a file, not a pipe: a chatty child never blocks)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "crsbench.analyses.processes"],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.err,
-            env=os.environ.copy(),
-        )
-
-    def compute(self, db: Path | str, name: str, params: Mapping[str, Any]) -> ComputedAnalysis | None:
-        """One analysis computed on the warehouse read-only; None when it writes other than through
-        `replace_rows` (the caller then computes it)."""
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        try:
-            pickle.dump((str(db), name, dict(params)), self.proc.stdin)
-            self.proc.stdin.flush()
-            status, payload = pickle.load(self.proc.stdout)  # our own child's answer, over its pipe
-        except (OSError, EOFError, pickle.UnpicklingError):
-            raise RuntimeError(f"analysis {name}: its worker process stopped: {self.last_error()}") from None
-        if status == "error":
-            kind, message = payload
-            raise CrsbenchError(message) if kind == "user" else RuntimeError(f"analysis {name}: {message}")
-        computed: ComputedAnalysis | None = payload if status == "ok" else None
-        return computed
-
-    def last_error(self) -> str:
-        self.close()
-        self.err.seek(0)
-        lines = self.err.read().decode(errors="replace").strip().splitlines()
-        return lines[-1] if lines else f"exit status {self.proc.returncode}"
-
-    def close(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.closed:
-            with suppress(OSError):
-                self.proc.stdin.close()
-        self.proc.wait()
+def compute_in_child(child: Child, db: Path | str, name: str, params: Mapping[str, Any]) -> ComputedAnalysis | None:
+    """One analysis computed by `child` on the warehouse read-only; None when it writes other than
+    through `replace_rows` (the caller then computes it)."""
+    try:
+        status, payload = child.call(compute_read_only, str(db), name, dict(params))
+    except ChildStopped as exc:
+        raise RuntimeError(f"analysis {name}: {exc}") from None
+    if status == "error":
+        kind, message = payload
+        raise CrsbenchError(message) if kind == "user" else RuntimeError(f"analysis {name}: {message}")
+    computed: ComputedAnalysis | None = payload if status == "ok" else None
+    return computed
 
 
 def compute_in_children(
@@ -122,7 +87,7 @@ def compute_in_children(
             while (index := _next(queue, lock)) is not None:
                 name, params = requests[index]
                 try:
-                    out[index] = child.compute(db, name, params)
+                    out[index] = compute_in_child(child, db, name, params)
                 except Exception as exc:  # kept for its place in the order
                     failed[index] = exc
                 with lock:
@@ -170,20 +135,9 @@ def run_many(
     return results
 
 
-def _serve() -> None:
-    """The child's loop: a request from stdin, its answer to stdout, until stdin closes."""
-    requests, answers = sys.stdin.buffer, sys.stdout.buffer
-    sys.stdout = sys.stderr  # whatever an analysis prints stays out of the answers
-    while True:
-        try:
-            db, name, params = pickle.load(requests)  # the parent's request, over our stdin
-        except EOFError:
-            return
-        pickle.dump(_answer(db, name, params), answers)
-        answers.flush()
-
-
-def _answer(db: str, name: str, params: dict[str, Any]) -> tuple[str, Any]:
+def compute_read_only(db: str, name: str, params: dict[str, Any]) -> tuple[str, Any]:
+    """In the child: ("ok", the computed analysis with its side tables recorded), ("writes", None)
+    when it writes another way, or ("error", (kind, message))."""
     try:
         with Warehouse.open(db, read_only=True) as wh, deferring_writes() as recorded:
             computed = compute_analysis(wh, name, params)
@@ -195,7 +149,3 @@ def _answer(db: str, name: str, params: dict[str, Any]) -> tuple[str, Any]:
         return ("writes", None) if writes else ("error", ("internal", f"{type(exc).__name__}: {exc}"))
     except Exception as exc:  # reported to the parent, which raises it
         return ("error", ("internal", f"{type(exc).__name__}: {exc}"))
-
-
-if __name__ == "__main__":
-    _serve()

@@ -8,6 +8,7 @@ The canonical numerics modes are set first, before anything below (or any stage)
 torch: `crsbench.core.numerics`.
 """
 
+from crsbench.core.children import Child, ChildPool, ChildStopped
 from crsbench.core.constants import (
     AXES,
     AXIS_WEIGHTS,
@@ -40,7 +41,7 @@ from crsbench.core.constants import (
 )
 from crsbench.core.errors import EXIT_BUG, EXIT_OK, EXIT_USER, CrsbenchError, InputError, ScreenInputError
 from crsbench.core.keys import SEPARATOR, EncoderKey
-from crsbench.core.numerics import NATIVE_SWITCH, apply_canonical_modes, numerics_modes
+from crsbench.core.numerics import NATIVE_SWITCH, apply_canonical_modes, numerics_modes, portable_products
 from crsbench.core.progress import ProgressFn, no_progress
 from crsbench.core.registry import Registry
 from crsbench.core.sql import crs_constants_sql
@@ -81,6 +82,9 @@ __all__ = [
     "SUITE_PLUGINS",
     "SUITE_SEPARATOR",
     "TERM_WEIGHTS",
+    "Child",
+    "ChildPool",
+    "ChildStopped",
     "CrsbenchError",
     "EncoderKey",
     "InputError",
@@ -96,5 +100,6 @@ __all__ = [
     "lora_regime",
     "no_progress",
     "numerics_modes",
+    "portable_products",
     "small_panel_reason",
 ]

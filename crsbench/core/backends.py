@@ -1,7 +1,8 @@
 """Which BLAS/LAPACK libraries and code paths this process computes with, in one line a user can
 read: why a machine is slow, or why its numbers could differ (docs/METHODS.md §4.3).
 
-torch's CPU wheels run dense algebra on MKL (its branch set by MKL_CBWR), convolutions on oneDNN
+torch's CPU wheels run dense algebra on MKL (its branch set by MKL_CBWR; crsbench moves the
+products and factorisations to OpenBLAS, crsbench.core.products), convolutions on oneDNN
 (capped by ONEDNN_MAX_CPU_ISA) and elementwise kernels on ATen's dispatch (ATEN_CPU_CAPABILITY);
 numpy and scipy run theirs on OpenBLAS, whose kernels follow the CPU (OPENBLAS_CORETYPE). Under
 canonical numerics the line is the same on every AVX2 CPU; `cpu_model` names the machine.
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import os
 from typing import Any
+
+from crsbench.core.numerics import native_requested
 
 
 def _openblas(info: list[dict[str, Any]]) -> str:
@@ -30,6 +33,8 @@ def describe_backends() -> dict[str, str]:
 
     branch = os.environ.get("MKL_CBWR", "")
     mkl = f"MKL, {branch} branch" if branch else "MKL, its own path for this CPU"
+    if not native_requested():  # crsbench.core.products: the hot products leave MKL
+        mkl = f"products and factorisations on OpenBLAS, the rest on {mkl}"
     return {
         "torch BLAS/LAPACK": mkl if torch.backends.mkl.is_available() else "not MKL",  # type: ignore[no-untyped-call]
         "torch convolutions": f"oneDNN, ISA cap {os.environ.get('ONEDNN_MAX_CPU_ISA', '') or 'none'}"
@@ -41,7 +46,7 @@ def describe_backends() -> dict[str, str]:
 
 
 def backends_line() -> str:
-    """One line: 'torch BLAS/LAPACK: MKL, AVX2 branch; ...'."""
+    """One line: 'torch BLAS/LAPACK: products and factorisations on OpenBLAS, ...; ...'."""
     return "; ".join(f"{name}: {what}" for name, what in describe_backends().items())
 
 

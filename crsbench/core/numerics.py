@@ -6,12 +6,14 @@ log_softmax), oneDNN's convolutions and MKL's BLAS/LAPACK each run AVX-512 code 
 it and AVX2 code elsewhere, and the two round differently. numpy's and scipy's OpenBLAS does the
 same (SkylakeX kernels against Haswell/Zen ones), and its result bits also depend on its thread
 count, so it is pinned to the Haswell kernels on one thread; it carries the logistic-regression
-solvers' skinny products (probes.blas, §4.4), the zero-shot logits, the bootstrap's weighted ECE and
+solvers' products and factorisations (crsbench.core.products, §4.4), the zero-shot logits, the bootstrap's weighted ECE and
 the degenerate check's SVD. numpy's own loops
 (float32 power, exp, log) also dispatch to AVX-512 code, so its AVX-512 targets are switched off.
 Measured: the demo's float16 features differed by 1 ulp between an AVX-512 and an AVX2 machine,
 and MLP probes amplified that to 0.005 AUROC, moving the CRS in the fourth decimal. Capping every
-library at AVX2 gives the AVX2 machine's bits on both (the digests then match to the bit).
+library at AVX2 gives the AVX2 machine's bits on both (the digests then match to the bit). MKL is
+the exception: its AVX2 branch is Intel's only, so MKL runs its COMPATIBLE branch and the products
+that matter run on OpenBLAS inside `portable_products()` (crsbench.core.products).
 
 The modes are environment variables the libraries read when they load, so this module sets them
 when `crsbench.core` is first imported (every crsbench entry point imports it before numpy or
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import AbstractContextManager, nullcontext
 
 NATIVE_SWITCH = "CRSBENCH_NATIVE_NUMERICS"
 
@@ -36,7 +39,11 @@ NATIVE_SWITCH = "CRSBENCH_NATIVE_NUMERICS"
 CANONICAL_MODES: dict[str, str] = {
     "ATEN_CPU_CAPABILITY": "avx2",  # torch's ATen kernels (softmax, sigmoid, reductions)
     "ONEDNN_MAX_CPU_ISA": "AVX2",  # oneDNN convolutions and matmuls in extraction
-    "MKL_CBWR": "AVX2",  # MKL's conditional numerical reproducibility branch (BLAS, LAPACK)
+    # MKL's reproducible branches other than COMPATIBLE (SSE2) hold on Intel CPUs only: elsewhere MKL
+    # takes its own path (measured: a ViT's features differed between an AMD EPYC and an Intel Xeon
+    # under MKL_CBWR=AVX2). So MKL gets the one branch every x86-64 CPU runs alike, and the hot
+    # products leave MKL for OpenBLAS (`portable_products`); what MKL still computes is small.
+    "MKL_CBWR": "COMPATIBLE",
     "MKL_ENABLE_INSTRUCTIONS": "AVX2",
     # numpy's own SIMD loops (exp, log, power, ...) run AVX-512 code where the CPU has it; capped
     # at X86_V3 (AVX2) by switching off numpy 2's AVX-512 dispatch targets (absent ones are ignored).
@@ -92,3 +99,16 @@ def canonical() -> bool:
     if any(modes[name] != value for name, value in CANONICAL_MODES.items()):
         return False
     return modes.get("aten_capability", "avx2") == "avx2"
+
+
+def portable_products() -> AbstractContextManager[object]:
+    """A context in which torch's matrix products, attention, SVD and Cholesky run on numpy's
+    OpenBLAS instead of MKL (crsbench.core.products), in this thread; under native numerics, nothing.
+
+    Extraction's forwards, the probe grid's fits and adaptation's steps run inside it, so their bits
+    are the same on Intel and AMD CPUs alike."""
+    if native_requested():
+        return nullcontext()
+    from crsbench.core.products import PortableProducts  # loads torch: only when asked
+
+    return PortableProducts()

@@ -40,6 +40,8 @@ class ProbeConfig:
     the number of fits per atomic batch of run records. With
     `compact` (the default) the parts are folded into the file when the sweep ends, unless another
     sweep still writes (then they stay pending: `crsbench warehouse compact` folds them later).
+    `processes`: without a scheduler, fit in child processes (True), on threads (False), or chosen
+    by the grid's size (None: children from a few chunks per core on, probes.executors).
     """
 
     probes: tuple[str, ...] = ()
@@ -49,6 +51,7 @@ class ProbeConfig:
     scheduler: str | None = None
     batch_size: int = DEFAULT_BATCH_SIZE
     compact: bool = True
+    processes: bool | None = None
 
 
 def choose_datasets(all_names: Sequence[str], requested: Sequence[str], pairs: Sequence[tuple[str, str]]) -> list[str]:
@@ -268,6 +271,7 @@ def probe_all(
             progress=progress,
             claims=claims,
             keep_coefficients=True,
+            processes=config.processes,
         )
         summary = run_grid(fits, grid, done)
     return dataclasses.replace(summary, extra=extra)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from crsbench.core.products import addmm
 from crsbench.ingest.types import Task
 from crsbench.probes import knn as knn_search
 from crsbench.probes import mlp as mlp_train
@@ -25,7 +26,7 @@ class LinearPredictor:
         self.weights, self.bias, self.softmax = weights, bias, softmax
 
     def __call__(self, x_eval: np.ndarray) -> np.ndarray:
-        logits = torch.addmm(self.bias, torch.as_tensor(x_eval, dtype=torch.float64), self.weights)
+        logits = addmm(self.bias, torch.as_tensor(x_eval, dtype=torch.float64), self.weights)
         return (torch.softmax(logits, dim=1) if self.softmax else torch.sigmoid(logits)).numpy()
 
 

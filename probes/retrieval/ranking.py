@@ -14,13 +14,15 @@ from collections.abc import Iterator
 import numpy as np
 import torch
 
+from crsbench.core.products import addmm
+
 QUERY_BLOCK_BYTES = 1 << 27  # float64 distances (and as many gains) per block of queries: 128 MiB
 
 
 def squared_distances(queries: torch.Tensor, gallery: torch.Tensor, gallery_sq: torch.Tensor) -> torch.Tensor:
     """(q, n) |q|^2 + |g|^2 - 2 q.g in float64."""
     q_sq = (queries * queries).sum(dim=1, keepdim=True)
-    return torch.addmm(gallery_sq[None, :] + q_sq, queries, gallery.T, alpha=-2.0)
+    return addmm(gallery_sq[None, :] + q_sq, queries, gallery.T, alpha=-2.0)  # on OpenBLAS: the same bits on every CPU
 
 
 def ordered_places(distances: torch.Tensor, depth: int) -> torch.Tensor:

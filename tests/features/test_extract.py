@@ -347,25 +347,24 @@ def test_mixed_sizes_and_greyscale_images(tmp_path):
 
 
 def test_a_dead_pixel_worker_is_named_and_a_broken_pool_replaced(aptos, extracted, tmp_path):
-    import time
     from concurrent.futures import Future
-    from concurrent.futures.process import BrokenProcessPool
 
+    from crsbench.core import ChildStopped
     from crsbench.features import extraction_procs
 
     dead: Future = Future()
-    dead.set_exception(BrokenProcessPool("gone"))
+    dead.set_exception(ChildStopped("gone"))
     with pytest.raises(CrsbenchError, match="pixel worker process died"):
         extraction_procs.Part(dead, None).result()
 
     pool = extraction_procs.pixel_pool(2)
     assert pool.submit(int, "7").result() == 7
-    for process in list(pool._processes.values()):  # type: ignore[attr-defined]
-        process.kill()
-    deadline = time.monotonic() + 30
-    while not pool._broken and time.monotonic() < deadline:  # type: ignore[attr-defined]
-        time.sleep(0.05)
-    assert pool._broken  # type: ignore[attr-defined]
+    for child in pool.children:
+        child.proc.kill()
+        child.proc.wait()
+    with pytest.raises(ChildStopped):
+        pool.submit(int, "8").result()
+    assert pool.broken
     other = str(tmp_path / "after.zarr")
     extract(aptos, ENTRY, other, chunk_rows=CHUNK, batch_size=24, threads=2)  # a fresh pool does the work
     assert extraction_procs.pixel_pool(2) is not pool

@@ -1,5 +1,6 @@
 """The written-out MLP training loop gives bit-for-bit the weights of the module version
-(nn.Linear + autograd + torch.optim.AdamW), so the probe's run records did not move."""
+(nn.Linear + autograd + torch.optim.AdamW, its products on OpenBLAS as the loop's are: inside
+`portable_products`), so the probe's run records are those of the textbook training."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from crsbench.core import portable_products
 from crsbench.ingest.types import Task
 from crsbench.probes.kinds.estimators import MLP_BATCH, MLP_HIDDEN, MLP_LR, MLP_WEIGHT_DECAY, mlp
 
@@ -45,7 +47,9 @@ def test_written_out_loop_matches_autograd_and_adamw_bit_for_bit(task, n, d, mon
     x = rng.normal(size=(n, d))
     y = rng.integers(0, 2, size=(n, 4)) if task is Task.MULTILABEL else rng.integers(0, 4, size=n)
     ours = mlp(x, y, task, 4, seed=5)(x)
-    reference = module_mlp(x, y, task, 4, seed=5, steps=30)
+    with portable_products():
+        reference = module_mlp(x, y, task, 4, seed=5, steps=30)
     assert ours.shape == reference.shape
     np.testing.assert_array_equal(ours, reference)
-    assert not np.allclose(ours, module_mlp(x, y, task, 4, seed=6, steps=30))  # the seed matters
+    with portable_products():
+        assert not np.allclose(ours, module_mlp(x, y, task, 4, seed=6, steps=30))  # the seed matters

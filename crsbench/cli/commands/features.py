@@ -88,7 +88,7 @@ ThreadsOption = Annotated[
         "--threads",
         min=1,
         help="CPU: forwards run at once, one torch thread each, with decoding and perturbing in "
-        "worker processes when above 1 (default: half the cores). Stored bytes do not depend on it.",
+        "worker processes when above 1 (default: one per core, as torch counts them). Stored bytes do not depend on it.",
     ),
 ]
 TrustPickleOption = Annotated[
