@@ -22,7 +22,6 @@ import dataclasses
 import json
 import time
 from collections.abc import Sequence
-from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -190,7 +189,7 @@ def adapt(
         label = f"LoRA {entry.id} on {dataset.name} (seed {seed})"
         started = time.perf_counter()
         # The steps' products, backward included, on OpenBLAS on the CPU (crsbench.core.portable_products).
-        with portable_products() if dev.type == "cpu" else nullcontext():
+        with portable_products(dev):
             losses, steps = _train(
                 _Training(peft_model, head, tap, loss_fn, optimiser, dev),
                 dataset,

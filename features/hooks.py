@@ -25,7 +25,6 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable
-from contextlib import nullcontext
 
 import torch
 from torch import nn
@@ -138,7 +137,7 @@ class DepthTap:
         On the CPU the model's products run on OpenBLAS (`crsbench.core.portable_products`): the
         same feature bits on Intel and AMD CPUs alike."""
         self._captured.clear()
-        with portable_products() if x.device.type == "cpu" else nullcontext():
+        with portable_products(x.device):
             return self._depths(x)
 
     def _depths(self, x: torch.Tensor) -> dict[Depth, torch.Tensor]:

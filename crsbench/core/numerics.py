@@ -101,13 +101,14 @@ def canonical() -> bool:
     return modes.get("aten_capability", "avx2") == "avx2"
 
 
-def portable_products() -> AbstractContextManager[object]:
+def portable_products(device: object = "cpu") -> AbstractContextManager[object]:
     """A context in which torch's matrix products, attention, SVD and Cholesky run on numpy's
     OpenBLAS instead of MKL (crsbench.core.products), in this thread; under native numerics, nothing.
 
-    Extraction's forwards, the probe grid's fits and adaptation's steps run inside it, so their bits
-    are the same on Intel and AMD CPUs alike."""
-    if native_requested():
+    Encoder forwards, text towers and adaptation's steps run inside it, so their bits are the same on
+    Intel and AMD CPUs alike. `device` (a torch device or its name): where the work runs; on any
+    other than the CPU, nothing."""
+    if native_requested() or str(getattr(device, "type", device)) != "cpu":
         return nullcontext()
     from crsbench.core.products import PortableProducts  # loads torch: only when asked
 

@@ -47,7 +47,7 @@ def _array(t: torch.Tensor) -> np.ndarray:
 
 
 def _tensor(a: np.ndarray, dtype: torch.dtype) -> torch.Tensor:
-    return torch.from_numpy(np.ascontiguousarray(a, dtype=torch.empty(0, dtype=dtype).numpy().dtype))
+    return torch.from_numpy(np.ascontiguousarray(a)).to(dtype)  # no copy when numpy kept the dtype
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -166,8 +166,9 @@ def _attention(
     if attn_mask is not None:
         mask = _array(attn_mask)
         scores = np.where(mask, scores, -np.inf) if mask.dtype == bool else scores + mask
-    lse = torch.logsumexp(torch.from_numpy(np.ascontiguousarray(scores)), dim=-1)
-    weights = torch.exp(torch.from_numpy(np.ascontiguousarray(scores)) - lse.unsqueeze(-1)).numpy()
+    logits = torch.from_numpy(np.ascontiguousarray(scores))
+    lse = torch.logsumexp(logits, dim=-1)
+    weights = torch.exp(logits - lse.unsqueeze(-1)).numpy()
     return _tensor(np.matmul(weights, va), q.dtype), lse
 
 

@@ -122,7 +122,10 @@ def test_gradients_flow_through_the_mode():
     torch.testing.assert_close(inside, grad())
 
 
-def test_native_numerics_leave_torch_alone(monkeypatch):
+def test_native_numerics_and_other_devices_leave_torch_alone(monkeypatch):
+    assert not isinstance(portable_products(torch.device("cpu")), nullcontext)
+    assert isinstance(portable_products(torch.device("meta")), nullcontext)
+    assert isinstance(portable_products("cuda"), nullcontext)
     monkeypatch.setenv(NATIVE_SWITCH, "1")
     assert isinstance(portable_products(), nullcontext)
 
