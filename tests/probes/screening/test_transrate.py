@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from crsbench.probes.screening.estimators.transrate import EPS_SQ_PER_DIM, transrate
+from crsbench.probes.screening.estimators.transrate import EPS_SQ_PER_DIM, log_det_spd, transrate
 from tests.probes.screening.support import labelled
 
 
@@ -32,3 +32,16 @@ def test_the_constant_is_the_published_coefficient():
     z = x - x.mean(axis=0)
     published = 0.5 * np.linalg.slogdet(np.eye(7) + z.T @ z / (100 * 1e-4))[1]
     assert rate(z, EPS_SQ_PER_DIM * 7) == pytest.approx(published, rel=1e-12)
+
+
+def test_the_cholesky_log_determinant_equals_the_lu_one_and_a_hand_case():
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(40, 12))
+    a = np.eye(12) + 0.7 * z.T @ z
+    assert log_det_spd(a.copy()) == pytest.approx(np.linalg.slogdet(a)[1], rel=1e-12)
+    assert log_det_spd(np.diag([2.0, 3.0, 5.0])) == pytest.approx(np.log(30.0), rel=1e-15)
+
+
+def test_a_matrix_that_is_not_positive_definite_is_refused():
+    with pytest.raises(np.linalg.LinAlgError, match="dpotrf info 2"):
+        log_det_spd(np.array([[1.0, 2.0], [2.0, 1.0]]))
