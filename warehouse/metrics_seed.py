@@ -18,15 +18,18 @@ MARKER = "-- @metric_aggregates"
 
 
 def aggregates_sql() -> str:
-    """The select-list lines of every registered metric: mean (exact), sample sd and count over
-    the seeds with a finite value."""
+    """The select-list lines of every registered metric: mean (exact), sample sd (in sorted order)
+    and count over the seeds with a finite value."""
     lines = []
     for name in METRICS.names():
         col = sql_identifier(name)
         finite = f"case when isfinite({col}) then {col} end"
         lines += [
             f"    fn_exact_mean({col}) as {sql_identifier(name + '_mean')},",
-            f"    stddev_samp({finite}) as {sql_identifier(name + '_sd')},",
+            # the sd of the sorted values: stddev_samp() runs a Welford update in the order threads
+            # feed rows, so its last bits could differ between two runs of one query
+            f"    list_stddev_samp(list({col} order by {col}) filter (where isfinite({col}))) "
+            f"as {sql_identifier(name + '_sd')},",
             f"    count({finite}) as {sql_identifier(name + '_n')},",
         ]
     return "\n".join(lines)
@@ -40,7 +43,8 @@ def comments_sql() -> str:
             "mean": f"Mean over seeds (fn_exact_mean, finite values; docs/METHODS.md §5) of runs.{name}: "
             f"{metric.column.doc}",
             "sd": f"Sample standard deviation over seeds of the finite runs.{name} values (NULL with one seed); "
-            f"same unit as {name}_mean; not bit-for-bit reproducible, feeds no score. docs/METHODS.md §5.",
+            f"same unit as {name}_mean; computed over the values in sorted order, so bit-for-bit independent of "
+            f"row order; feeds no score. docs/METHODS.md §5.",
             "n": f"Number of seeds with a finite runs.{name} value behind {name}_mean; count. docs/METHODS.md §5.",
         }
         statements += [

@@ -1,5 +1,5 @@
 -- Scalar macro fn_exact_mean(x) returns the mean of the finite values of x in a group, as
--- DECIMAL(38, 18); docs/METHODS.md §5 (Seed means).
+-- DOUBLE, summed as DECIMAL(38, 18); docs/METHODS.md §5 (Seed means).
 -- Every crsbench view averages metric values with it (over seeds, label fractions, conditions,
 -- datasets). Values are summed as DECIMAL(38, 18), which is exact, so the result does not depend
 -- on the order parallel threads add rows in. A plain avg() over doubles does (measured: 5
@@ -9,4 +9,4 @@
 -- query: fn_exact_mean(auroc).
 create or replace macro fn_exact_mean(x) as avg(case when isfinite(x) then x::decimal(38, 18) end);
 
-comment on macro fn_exact_mean is 'Aggregate: exact mean of the finite values of x (NaN/inf count as missing), summed as DECIMAL(38,18) so the result is bit-for-bit independent of row order; returns DECIMAL(38,18). docs/METHODS.md §5.';
+comment on macro fn_exact_mean is 'Aggregate: exact mean of the finite values of x (NaN/inf count as missing), summed as DECIMAL(38,18) so the result is bit-for-bit independent of row order; returns DOUBLE. docs/METHODS.md §5.';

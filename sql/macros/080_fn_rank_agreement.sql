@@ -28,7 +28,7 @@ ranked as (
 ),
 per_group as (
     select grp, count(*) as n,
-           corr(crs_rank, auroc_rank) as spearman_rho,
+           fn_rank_correlation(crs_rank, auroc_rank) as spearman_rho,
            avg(abs(crs_rank - auroc_rank)) as mean_abs_displacement,
            count(*) filter (where crs_pos <= 3 and auroc_pos <= 3)::double / least(3, count(*))
                as top3_overlap,

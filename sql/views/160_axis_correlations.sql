@@ -43,7 +43,7 @@ ranked as (
                as rank_b
     from pairs
 )
-select regime, level, axis_a, axis_b, corr(rank_a, rank_b) as spearman_rho, count(*) as n
+select regime, level, axis_a, axis_b, fn_rank_correlation(rank_a, rank_b) as spearman_rho, count(*) as n
 from ranked
 group by regime, level, axis_a, axis_b, pos_a, pos_b
 order by regime, level, pos_a, pos_b;

@@ -69,7 +69,7 @@ pairs as (
 taus as (
     select target, panel, dataset_id, estimator, depth, replicate,
            sum(s) / nullif(sqrt(sum(dx) * sum(dy)), 0) as tau,
-           sum(w * s) / nullif(sqrt(sum(w * dx) * sum(w * dy)), 0) as weighted_tau
+           fn_exact_sum(w * s) / nullif(sqrt(fn_exact_sum(w * dx) * fn_exact_sum(w * dy)), 0) as weighted_tau
     from pairs
     group by all
 ),

@@ -90,10 +90,8 @@ def test_stored_tables_equal_the_same_analyses_run_one_after_the_other(scenario,
     seen = json.loads(_fresh(at_once, AT_ONCE).splitlines()[-1])
     a, b = _tables(one_by_one), _tables(at_once)
     assert sorted(a) == sorted(b) and len(a["bootstrap_intervals"]) and len(a["analysis_e2_fits"])
-    # Equal up to the last bits of a float: bootstrap_intervals' DuckDB aggregates move by an ulp between two
-    # runs of the same analyses one after the other (measured), so exact equality holds for neither order.
-    for name in a:
-        pd.testing.assert_frame_equal(a[name], b[name], check_exact=False, rtol=1e-12, atol=1e-15, obj=name)
+    for name in a:  # bit for bit (bootstrap's spearman_rho too, since fn_rank_correlation replaced corr())
+        pd.testing.assert_frame_equal(a[name], b[name], check_exact=True, obj=name)
     assert seen[0] == [0, len(REQUESTS)] and seen[-1] == [len(REQUESTS), len(REQUESTS)]
 
 

@@ -62,7 +62,6 @@ def _runs_grid(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def _seed_view(con: duckdb.DuckDBPyConnection) -> None:
-    con.execute("set threads = 1")  # stddev_samp is exact only in one thread schedule
     shipped = dict(sql_files())
     con.execute(shipped["macros/010_fn_exact_mean.sql"])
     _runs_grid(con)
@@ -168,3 +167,15 @@ def test_a_registered_metric_reaches_the_seed_means(tmp_path):
     assert "runs.n_scored values" in columns["n_scored_sd"]["comment"]
     assert "finite runs.n_scored value behind n_scored_mean" in columns["n_scored_n"]["comment"]
     assert "n_scored" not in runs_schema().names  # registered in the subprocess only
+
+
+def test_the_seed_aggregates_do_not_depend_on_the_row_order():
+    con = duckdb.connect()
+    _seed_view(con)
+    con.execute("set threads = 4")
+    first = con.execute("select * from metrics_seed order by all").df()
+    con.execute("select setseed(0.25)")
+    for _ in range(6):
+        con.execute("create or replace temp table shuffled as select * from runs_grid order by random()")
+        con.execute("create or replace table runs_grid as select * from shuffled")
+        assert con.execute("select * from metrics_seed order by all").df().equals(first)

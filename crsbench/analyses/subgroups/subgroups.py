@@ -284,7 +284,7 @@ def worst_group_auroc(wh: Warehouse, key: str) -> pd.DataFrame:
     """(encoder_id, worst_auroc): per encoder, the mean over the datasets carrying `key` of the
     seed-mean worst-group AUROC on the clean test split, from the stored `subgroups` analysis."""
     frame = wh.sql(
-        "select encoder_id, dataset_id, avg(worst) as worst from subgroup_gaps "
+        "select encoder_id, dataset_id, fn_exact_mean(worst) as worst from subgroup_gaps "
         "where key = ? and metric = 'auroc' and condition = 'clean' and worst is not null "
         "group by encoder_id, dataset_id",
         [key],
