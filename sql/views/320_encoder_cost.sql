@@ -17,7 +17,7 @@ select
     median(images_per_s) as images_per_s,
     max(peak_memory_bytes) as peak_memory_bytes,
     any_value(peak_memory_note) as peak_memory_note,
-    avg(stored_bytes_per_image) as stored_bytes_per_image,
+    fn_exact_mean(stored_bytes_per_image) as stored_bytes_per_image,
     any_value(widths) as widths,
     count(*) as n_sets
 from feature_sets

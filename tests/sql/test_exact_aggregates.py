@@ -5,6 +5,7 @@ scipy.stats.spearmanr, a hand-worked case)."""
 from __future__ import annotations
 
 import math
+import re
 
 import duckdb
 import numpy as np
@@ -82,3 +83,21 @@ def test_rank_correlation_hand_worked_and_constant_rankings(con):
     assert got == (0.5,)
     tied = con.execute("select fn_rank_correlation(x, y) from (values (1.5, 1), (1.5, 2)) v(x, y)").fetchone()
     assert tied == (None,)
+
+
+ORDER_DEPENDENT = re.compile(
+    r"(?<!\w)(corr|covar_pop|covar_samp|stddev|stddev_samp|stddev_pop|var_samp|var_pop|variance|regr_\w+"
+    r"|kurtosis|skewness|fsum|kahan_sum)\s*\(",
+    re.IGNORECASE,
+)
+
+
+def _code(text: str) -> str:
+    """SQL without its comments and string literals (they may name the functions)."""
+    return re.sub(r"--[^\n]*|'(?:[^']|'')*'", " ", text)
+
+
+def test_no_shipped_sql_uses_an_order_dependent_floating_aggregate():
+    found = {name: ORDER_DEPENDENT.findall(_code(text)) for name, text in sql_files()}
+    assert {name: hits for name, hits in found.items() if hits} == {}
+    assert ORDER_DEPENDENT.findall(_code("select corr(x, y), list_stddev_samp(l) -- stddev(x)\n")) == ["corr"]
