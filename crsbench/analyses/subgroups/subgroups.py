@@ -286,7 +286,7 @@ def worst_group_auroc(wh: Warehouse, key: str) -> pd.DataFrame:
     frame = wh.sql(
         "select encoder_id, dataset_id, fn_exact_mean(worst) as worst from subgroup_gaps "
         "where key = ? and metric = 'auroc' and condition = 'clean' and worst is not null "
-        "group by encoder_id, dataset_id",
+        "group by encoder_id, dataset_id order by encoder_id, dataset_id",  # the mean below sums in this order
         [key],
     )
     if frame.empty:
