@@ -104,7 +104,7 @@ def _select(wh: Warehouse, params: Mapping[str, Any]) -> tuple[pd.DataFrame, pd.
 def _check_calib_splits(wh: Warehouse, datasets: list[str]) -> None:
     counts = wh.sql(
         "select d.dataset_id, count(i.image_id) filter (where i.split = 'calib') as n from datasets d "
-        "left join images i on i.dataset_id = d.dataset_id where list_contains(?, d.dataset_id) group by all",
+        "left join images i on i.dataset_id = d.dataset_id where list_contains(?, d.dataset_id) group by all order by 1",
         [datasets],
     )
     for row in counts.itertuples():
