@@ -91,16 +91,26 @@ class InProcessExecutor:
 
 
 # A child interpreter costs about a second of CPU to import torch and the probes: worth it from a
-# few chunks per core on (the demo's grid runs ~50 chunks on 2 cores).
+# few chunks per core on (the demo's grid runs ~90 chunks on 2 cores), and only when the chunks hold
+# enough work. The work is counted in image-fits (each fit's dataset size, summed): 32 fits on
+# datasets of ~110 images (3,500 image-fits, the fault tests' grid at one fit per chunk) took 14.1 s of
+# CPU in children against 8.7 s on threads (`tests/probes/test_executors.py` names the measurement);
+# the demo's grid is ~440,000 image-fits.
 MIN_CHUNKS_PER_CHILD = 4
+MIN_IMAGE_FITS_PER_CHILD = 10_000
 
 
-def local_executor(n_fits: int, batch_size: int, processes: bool | None = None) -> InProcessExecutor:
-    """The executor of an in-process grid of `n_fits` fits: chunks in child processes (`processes`,
-    by default when there are 2+ cores and at least MIN_CHUNKS_PER_CHILD chunks each), else threads."""
+def local_executor(n_fits: int, batch_size: int, image_fits: int, processes: bool | None = None) -> InProcessExecutor:
+    """The executor of an in-process grid of `n_fits` fits over `image_fits` image-fits (the fits'
+    dataset sizes, summed): chunks in child processes (`processes`, by default when there are 2+
+    cores, at least MIN_CHUNKS_PER_CHILD chunks and MIN_IMAGE_FITS_PER_CHILD image-fits each), else threads."""
     workers = os.cpu_count() or 1
     if processes is None:
-        processes = workers >= 2 and n_fits >= MIN_CHUNKS_PER_CHILD * workers * max(1, batch_size)
+        processes = (
+            workers >= 2
+            and n_fits >= MIN_CHUNKS_PER_CHILD * workers * max(1, batch_size)
+            and image_fits >= MIN_IMAGE_FITS_PER_CHILD * workers
+        )
     return ProcessExecutor(workers) if processes else InProcessExecutor(workers)
 
 

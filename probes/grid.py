@@ -134,6 +134,11 @@ def plan_fits(
 # -- input checks ------------------------------------------------------------------------------
 
 
+def _image_fits(fits: list[FitKey], datasets: Mapping[str, Dataset]) -> int:
+    """The grid's work as `local_executor` weighs it: each fit's dataset size, summed."""
+    return sum(datasets[f.dataset_id].n_images for f in fits)
+
+
 def _check_training_subsets(fits: list[FitKey], datasets: Mapping[str, Dataset]) -> None:
     trained = [f for f in fits if not get_probe(f.probe).zero_shot]  # zero-shot reads no training rows
     for dataset_id, fraction, seed in sorted({(f.dataset_id, f.label_fraction, f.seed) for f in trained}):
@@ -291,7 +296,7 @@ def run_grid(fits: Iterable[FitKey], ctx: GridContext, done: Collection[str] = f
     executor = (
         DistributedExecutor(ctx.scheduler)
         if ctx.scheduler
-        else local_executor(len(todo), ctx.batch_size, ctx.processes)
+        else local_executor(len(todo), ctx.batch_size, _image_fits(todo, ctx.datasets), ctx.processes)
     )
     try:
         _sweep(todo, ctx, executor, summary)

@@ -71,15 +71,34 @@ def test_child_processes_store_the_bits_threads_store(tmp_path):
     pd.testing.assert_frame_equal(children[1], threads[1], check_exact=True)
 
 
-def test_the_local_executor_uses_children_from_a_few_chunks_per_core(monkeypatch):
+def test_the_local_executor_uses_children_from_a_few_chunks_and_image_fits_per_core(monkeypatch):
     monkeypatch.setattr(executors.os, "cpu_count", lambda: 2)
     per_two = executors.MIN_CHUNKS_PER_CHILD * 2 * 25
-    assert type(executors.local_executor(per_two - 1, 25)) is executors.InProcessExecutor
-    assert type(executors.local_executor(per_two, 25)) is executors.ProcessExecutor
-    assert type(executors.local_executor(per_two, 25, processes=False)) is executors.InProcessExecutor
-    assert type(executors.local_executor(1, 25, processes=True)) is executors.ProcessExecutor
+    work = executors.MIN_IMAGE_FITS_PER_CHILD * 2
+    assert type(executors.local_executor(per_two - 1, 25, work)) is executors.InProcessExecutor
+    assert type(executors.local_executor(per_two, 25, work)) is executors.ProcessExecutor
+    # As many chunks on small datasets: children would cost more than they save (benchmarks/small_grid.py).
+    assert type(executors.local_executor(per_two, 25, work - 1)) is executors.InProcessExecutor
+    assert type(executors.local_executor(per_two, 25, work, processes=False)) is executors.InProcessExecutor
+    assert type(executors.local_executor(1, 25, 1, processes=True)) is executors.ProcessExecutor
     monkeypatch.setattr(executors.os, "cpu_count", lambda: 1)
-    assert type(executors.local_executor(10 * per_two, 25)) is executors.InProcessExecutor
+    assert type(executors.local_executor(10 * per_two, 25, 10 * work)) is executors.InProcessExecutor
+
+
+def test_the_grid_weighs_its_work_as_each_fits_dataset_size_summed(tmp_path, monkeypatch):
+    from crsbench.probes import grid
+
+    seen = []
+    real = grid.local_executor
+
+    def spy(n_fits, batch_size, image_fits, processes=None):
+        seen.append((n_fits, image_fits))
+        return real(n_fits, batch_size, image_fits, processes)
+
+    monkeypatch.setattr(grid, "local_executor", spy)
+    _grid(tmp_path, processes=None)
+    # By hand: one 120-image dataset, 3 probes x 2 fractions x 2 seeds at one depth = 12 fits.
+    assert seen == [(12, 12 * 120)]
 
 
 def test_a_metric_registered_here_alone_runs_the_sweep_here(tmp_path):

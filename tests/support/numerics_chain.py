@@ -1,5 +1,6 @@
 """The chain a CPU changes, run in this process: suite bytes -> images -> features -> runs, and a
-JSON line of their digests on stdout (argv[1]: a new folder to work in).
+JSON line of their digests on stdout (argv[1]: a new folder to work in; argv[2] "features": stop
+after extraction, so the digests end at the features).
 
 Started by tests/core/test_numerics.py in a fresh subprocess per emulated CPU, since numpy, torch,
 oneDNN and MKL read their modes once, at load. Small on purpose: two datasets of the generated
@@ -25,7 +26,7 @@ def _run(*args: str) -> None:
         raise SystemExit(f"crsbench {' '.join(args)} failed")
 
 
-def chain(work: Path) -> dict[str, str]:
+def chain(work: Path, through_features: bool = False) -> dict[str, str]:
     from crsbench.ingest.suite import make_suite
     from crsbench.pipeline.digests import chain_digests
     from crsbench.warehouse.connection import Warehouse
@@ -36,11 +37,13 @@ def chain(work: Path) -> dict[str, str]:
         _run("ingest", adapter, str(paths[adapter]), "--name", name, "--db", db)
     for encoder in ENCODERS:
         _run("extract", "-e", encoder, "-d", "all", "--db", db)
+    probes = () if through_features else PROBES
     grid = [a for p in PROBES for a in ("--probe", p)] + ["--depth", "1.0", "--fraction", "0.25", "--fraction", "1.0"]
-    _run("probe", *grid, "--seed", "0", "--seed", "1", "-d", "isic2019", "--db", db)
+    if probes:
+        _run("probe", *grid, "--seed", "0", "--seed", "1", "-d", "isic2019", "--db", db)
     with Warehouse.open(Path(db), read_only=True) as wh:
-        return chain_digests(wh, db + ".features.zarr", [n for _, n in DATASETS], ENCODERS, PROBES)
+        return chain_digests(wh, db + ".features.zarr", [n for _, n in DATASETS], ENCODERS, probes)
 
 
 if __name__ == "__main__":
-    print(json.dumps(chain(Path(sys.argv[1])), sort_keys=True))
+    print(json.dumps(chain(Path(sys.argv[1]), sys.argv[2:] == ["features"]), sort_keys=True))
