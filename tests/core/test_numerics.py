@@ -171,3 +171,29 @@ def test_emulated_cpus_give_the_golden_digests(tmp_path):
     up_to_features = {k: v for k, v in golden.items() if not k.startswith(("runs/", "table/"))}
     differs = first_difference(digests[control], up_to_features)
     assert differs is not None and differs.startswith("features"), differs
+
+
+def _crsbench_before_numpy(*options: str, folder: Path) -> bool:
+    """Whether a plain pytest run (no xdist, the repository's settings) of a one-test file outside
+    tests/ had imported crsbench before numpy when the test ran (sys.modules keeps import order)."""
+    probe = folder / "test_order.py"
+    probe.write_text(
+        "import sys\n\n\ndef test_order():\n    names = list(sys.modules)\n"
+        "    print('ORDER', 'crsbench' in names and names.index('crsbench') < names.index('numpy'))\n"
+    )
+    repo = TESTS.parent
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-c", str(repo / "pyproject.toml"),
+         "--rootdir", str(repo), *options, str(probe)],
+        cwd=folder, env=_clean_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    return "ORDER True" in proc.stdout
+
+
+def test_a_plain_pytest_run_sets_the_modes_before_a_plugin_loads_numpy(tmp_path):
+    # `pytest tests/x.py` without xdist: zarr's pytest plugin imports numpy at start-up, before any
+    # conftest; the repository's addopts import crsbench (which sets the modes) before it.
+    assert _crsbench_before_numpy(folder=tmp_path)
+    # The control: without that option numpy comes first, so the check above could fail.
+    assert not _crsbench_before_numpy("-o", "addopts=-ra", folder=tmp_path)
