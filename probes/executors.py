@@ -90,12 +90,12 @@ class InProcessExecutor:
             blas.restore_original_limits()
 
 
-# A child interpreter costs about a second of CPU to import torch and the probes: worth it from a
-# few chunks per core on (the demo's grid runs ~90 chunks on 2 cores), and only when the chunks hold
+# A child interpreter costs a few seconds of CPU to import torch and the probes: worth it from a few
+# chunks per core on (the demo's grid runs ~90 chunks on 2 cores), and only when the chunks hold
 # enough work. The work is counted in image-fits (each fit's dataset size, summed): 32 fits on
-# datasets of ~110 images (3,500 image-fits, the fault tests' grid at one fit per chunk) took 14.1 s of
-# CPU in children against 8.7 s on threads (`tests/probes/test_executors.py` names the measurement);
-# the demo's grid is ~440,000 image-fits.
+# datasets of 80-120 images (3,500 image-fits, the fault tests' grid at one fit per chunk) took
+# 14.8 s of machine CPU in children against 9.0 s on threads (`benchmarks/small_grid.py`); the
+# demo's grid is ~440,000 image-fits.
 MIN_CHUNKS_PER_CHILD = 4
 MIN_IMAGE_FITS_PER_CHILD = 10_000
 
