@@ -4,7 +4,7 @@
 
 The grid is the fault suite's: 2 encoders x 3 synthetic datasets of 80-120 images, 2 probes x 2
 fractions x 2 seeds at one depth, one fit per batch (32 fits, 3,500 image-fits). Each side is a
-fresh `crsbench probe` process on its own copy of one warehouse, `processes` forced on or off;
+fresh interpreter calling `Bench.probe` on its own copy of one warehouse, `ProbeConfig.processes` forced on or off;
 the two alternate. Reported: wall time, and the CPU the whole machine spent while it ran (the
 children's interpreters included, which `getrusage` misses when a pool outlives its waits). The
 run records of the two sides must be equal (fit times aside).
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import _tests_support  # noqa: F401  (tests/ on sys.path: support.fault_support, support.synthetic)
 import duckdb
-from support.fault_support import PROBE_ARGS, load_synthetic_datasets
+from support.fault_support import load_synthetic_datasets
 from support.synthetic import write_features
 
 from crsbench.warehouse.connection import Warehouse
@@ -32,13 +32,10 @@ from crsbench.warehouse.grid import restrict_grid
 
 ENCODERS = ("enc1", "enc2")
 COMPARED = "select run_id, auroc, ece, brier, nll, accuracy from runs order by run_id"
-# The probe command with the executor forced: `processes` is ProbeConfig's switch, not a CLI option.
+# The probe in a fresh interpreter, through the library's door, with the executor forced (ProbeConfig.processes).
 FORCED = (
-    "import sys, crsbench.probes.executors as x\n"
-    "_pick = x.local_executor\n"
-    "x.local_executor = lambda n, b, w, processes=None: _pick(n, b, w, {processes})\n"
-    "import crsbench.probes.grid as g\ng.local_executor = x.local_executor\n"
-    "from crsbench.cli import main\nsys.exit(main(sys.argv[1:]))"
+    "import sys\nfrom crsbench import Bench\nfrom crsbench.pipeline.probe import ProbeConfig\n"
+    "Bench(sys.argv[1], store=sys.argv[2]).probe(sys.argv[3:], config=ProbeConfig(batch_size=1, processes={processes}))"
 )
 
 
@@ -66,10 +63,10 @@ def build(folder: Path) -> tuple[Path, str]:
 
 def probe_once(layout: Path, store: str, target: Path, processes: bool) -> tuple[float, float, object]:
     shutil.copy2(layout, target)
-    argv = [*PROBE_ARGS, *[a for e in ENCODERS for a in ("--encoder", e)], "--db", str(target), "--store", store]
+    argv = [str(target), store, *ENCODERS]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     busy, started = busy_seconds(), time.perf_counter()
-    proc = subprocess.run([sys.executable, "-c", FORCED.format(processes=processes), "--quiet", *argv], env=env,
+    proc = subprocess.run([sys.executable, "-c", FORCED.format(processes=processes), *argv], env=env,
                           capture_output=True, text=True)  # fmt: skip
     wall, cpu = time.perf_counter() - started, busy_seconds() - busy
     if proc.returncode != 0:

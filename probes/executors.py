@@ -94,7 +94,7 @@ class InProcessExecutor:
 # chunks per core on (the demo's grid runs ~90 chunks on 2 cores), and only when the chunks hold
 # enough work. The work is counted in image-fits (each fit's dataset size, summed): 32 fits on
 # datasets of 80-120 images (3,500 image-fits, the fault tests' grid at one fit per chunk) took
-# 14.8 s of machine CPU in children against 9.0 s on threads (`benchmarks/small_grid.py`); the
+# 17.0 s of machine CPU in children against 10.1 s on threads (`benchmarks/small_grid.py`); the
 # demo's grid is ~440,000 image-fits.
 MIN_CHUNKS_PER_CHILD = 4
 MIN_IMAGE_FITS_PER_CHILD = 10_000

@@ -41,7 +41,7 @@ class ProbeConfig:
     `compact` (the default) the parts are folded into the file when the sweep ends, unless another
     sweep still writes (then they stay pending: `crsbench warehouse compact` folds them later).
     `processes`: without a scheduler, fit in child processes (True), on threads (False), or chosen
-    by the grid's size (None: children from a few chunks per core on, probes.executors).
+    by the grid's size (None: children from a few chunks and image-fits per core on, probes.executors).
     """
 
     probes: tuple[str, ...] = ()
