@@ -31,8 +31,9 @@ import torch
 import zarr
 from torch.utils.flop_counter import FlopCounterMode
 
+from crsbench.core import NOT_MEASURED
+
 COST_ATTR = "cost"
-NOT_MEASURED = "not measured"
 TIMED_BATCH = 8
 TIMED_REPEATS = 3
 # The fields that time one run: they differ between two runs that store identical bytes otherwise.

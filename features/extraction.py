@@ -54,6 +54,7 @@ from crsbench.features.extraction_sets import (
     finish_screened_set,
     group_array,
     open_feature_group,
+    present_arrays,
     set_done,
 )
 from crsbench.features.hooks import DepthTap
@@ -362,7 +363,7 @@ def _run_chunks(
     names = [f"{depth_key(d)}/{c}" for d in tap.depths for c in settings["conditions"]]
     # No DIGEST_ARRAY in a set started before checksums.
     extra = [PROGRESS_ARRAY, DIGEST_ARRAY, CLEAN_PROGRESS_ARRAY]
-    arrays = {name: group_array(group, name) for name in [*names, *extra] if name in group}
+    arrays = present_arrays(group, [*names, *extra])
     pending = pending_parts(group, opts.screen)
     target = CLEAN_PART if opts.screen else ALL
     n_chunks = int(arrays[PROGRESS_ARRAY].shape[0])

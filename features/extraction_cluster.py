@@ -51,7 +51,7 @@ from crsbench.features.extraction_dist import (
     weights_hash as worker_weights_hash,
 )
 from crsbench.features.extraction_result import ExtractionResult, StoredAttrs
-from crsbench.features.extraction_sets import PROGRESS_ARRAY, finish_feature_set, group_array
+from crsbench.features.extraction_sets import PROGRESS_ARRAY, finish_feature_set, present_arrays
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.registry import EncoderEntry
 from crsbench.features.repair import RepairPlan, as_made, count_repair, plan_repair
@@ -335,7 +335,7 @@ def _finish(
     stored = group.attrs.get("depths")
     keys = [str(k) for k in stored] if isinstance(stored, list) else [depth_key(d) for d in DEPTHS]
     names = [f"{key}/{c}" for key in keys for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
-    arrays = {name: group_array(group, name) for name in names if name in group}
+    arrays = present_arrays(group, names)
     test_mask = ds.images["split"].to_numpy() == "test"
     if plan is not None:
         count_repair(group, plan)  # before `complete` flips back on

@@ -42,7 +42,14 @@ from crsbench.features.conditions import registered_conditions
 from crsbench.features.extract_options import ExtractOptions
 from crsbench.features.extraction import check_same_weights, resolve_device, settings_attrs, weights_source
 from crsbench.features.extraction_chunks import ChunkExtractor
-from crsbench.features.extraction_sets import COMPUTE_DTYPES, DTYPES, PROGRESS_ARRAY, group_array, open_feature_group
+from crsbench.features.extraction_sets import (
+    COMPUTE_DTYPES,
+    DTYPES,
+    PROGRESS_ARRAY,
+    group_array,
+    open_feature_group,
+    present_arrays,
+)
 from crsbench.features.hooks import DepthTap
 from crsbench.features.integrity import DIGEST_ARRAY
 from crsbench.features.loaders import build_model, state_dict_hash
@@ -228,7 +235,7 @@ def compute_chunk(
         dev = resolve_device(options.device)
         conditions = list(settings["conditions"])
         names = [f"{depth_key(d)}/{c}" for d in built.tap.depths for c in conditions] + [PROGRESS_ARRAY, DIGEST_ARRAY]
-        arrays = {name: group_array(node, name) for name in names if name in node}
+        arrays = present_arrays(node, names)
         extra = {"np_dtype": DTYPES[settings["dtype"]], "store_url": store.url}
         with built.lock:
             ex = ChunkExtractor(ds, entry, ref, built.tap, dev, {**settings, **extra}, options.workers, no_progress)

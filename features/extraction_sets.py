@@ -13,7 +13,7 @@ holds the same files whether or not it was screened first.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -63,6 +63,20 @@ def group_array(group: zarr.Group, name: str) -> zarr.Array[Any]:
     node = group[name]
     assert isinstance(node, zarr.Array)
     return node
+
+
+def present_arrays(group: zarr.Group, names: Iterable[str]) -> dict[str, zarr.Array[Any]]:
+    """The arrays among `names` that the group holds, each opened with one metadata read (a
+    membership test then an open would read it twice: two requests per array on an object store)."""
+    arrays: dict[str, zarr.Array[Any]] = {}
+    for name in names:
+        try:
+            node = group[name]
+        except KeyError:
+            continue
+        assert isinstance(node, zarr.Array)
+        arrays[name] = node
+    return arrays
 
 
 def stale_settings(group: zarr.Group, settings: dict[str, Any]) -> list[str]:

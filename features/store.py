@@ -81,12 +81,26 @@ class FeatureSetRef:
         return f"{self.dataset}/{self.key}"
 
 
+# s3fs reads a whole object by first asking its size (a HEAD), so that it could split a large one
+# into concurrent ranged GETs. A feature store's objects (metadata, row chunks of a few MB) are far
+# below its 50 MB block, so that HEAD only doubled every read's requests (and turned a missing key
+# into a HEAD and a LIST): one GET per read instead. The caller's own options win.
+S3_STORE_DEFAULTS: dict[str, Any] = {"max_concurrency": 1}
+
+
+def store_options(url: str, given: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The fsspec storage options a store at `url` opens with: `given` over the defaults for its scheme."""
+    if url.split("://", 1)[0] in ("s3", "s3a"):
+        return {**S3_STORE_DEFAULTS, **(given or {})}
+    return given
+
+
 class FeatureStore:
     """Access to one feature store root (any fsspec URL)."""
 
     def __init__(self, url: str, storage_options: dict[str, Any] | None = None) -> None:
         self.url = str(url)
-        self.storage_options = storage_options
+        self.storage_options = store_options(self.url, storage_options)
         # {set path: {array: CRC-32C per row chunk}}: the digests the warehouse recorded for this
         # store (`feature_chunks`), set by the pipeline; reads check chunks against them too.
         self.recorded: dict[str, dict[str, list[int]]] = {}

@@ -13,7 +13,7 @@ from support.runs_factory import encoder_runs, frame
 
 import crsbench
 from crsbench.cli import main
-from crsbench.features.cost import NOT_MEASURED
+from crsbench.core import NOT_MEASURED
 from crsbench.features.store import FeatureSetRef
 from crsbench.reads.cost import cost_text, pareto_front
 from crsbench.warehouse import catalog

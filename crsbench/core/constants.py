@@ -93,6 +93,9 @@ def lora_regime(seed: int) -> str:
     return f"{LORA}-s{int(seed)}"
 
 
+# What a cost field reads where it was not measured (a set extracted before cost was measured): never zero.
+NOT_MEASURED: Final = "not measured"
+
 # The warehouse file used when neither --db nor $CRSBENCH_DB names one.
 DEFAULT_DB: Final[str] = "crsbench.duckdb"
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from crsbench.features.cost import NOT_MEASURED
+from crsbench.core import NOT_MEASURED
 from crsbench.warehouse.connection import Warehouse
 
 # The board's cost columns (from view encoder_cost), in order.

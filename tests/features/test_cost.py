@@ -11,8 +11,9 @@ import torch
 import zarr
 from torch import nn
 
+from crsbench.core import NOT_MEASURED
 from crsbench.features import extract, extraction_sets, get_encoder
-from crsbench.features.cost import COST_ATTR, NOT_MEASURED, count_flops, gflops, measure_compute, stored_bytes
+from crsbench.features.cost import COST_ATTR, count_flops, gflops, measure_compute, stored_bytes
 from crsbench.features.extraction_result import StoredAttrs
 from crsbench.features.hooks import DepthTap
 from crsbench.features.loaders import build_model

@@ -56,6 +56,7 @@ def local_eight(tmp_path_factory: pytest.TempPathFactory, dataset: Dataset) -> F
 
 def _sweeps(claims: FileClaims) -> int:
     """How many clients (sweeps) hold `claims`' folder open, `claims` included."""
+    claims.fs.invalidate_cache(claims.folder)  # s3fs keeps a listing until this process writes beside it
     return sum(1 for p in claims.fs.ls(claims.folder, detail=False) if p.rsplit("/", 1)[-1].startswith(MARKER_PREFIX))
 
 
