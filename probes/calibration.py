@@ -24,17 +24,18 @@ NLL minimisation uses scipy L-BFGS-B with analytic gradients (both problems are 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol, overload
+from typing import TYPE_CHECKING, Protocol, overload
 
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_softmax, softmax
-from sklearn.isotonic import IsotonicRegression
-from sklearn.linear_model import LogisticRegression
 
 from crsbench.core import InputError, Registry
 from crsbench.ingest.types import Task
 from crsbench.probes.checks import check_targets, first_offender
+
+if TYPE_CHECKING:
+    from sklearn.linear_model import LogisticRegression
 
 # Scaling maps act on log p, so the floor only guards log(0): it must not merge small but
 # distinct probabilities (that would break the order temperature scaling keeps).
@@ -199,6 +200,8 @@ class IsotonicCalibration:
     def fit(self, p: np.ndarray, y: np.ndarray) -> IsotonicCalibration:
         p, y = _check(p, y, self.task)
         targets = y if self.task is Task.MULTILABEL else np.eye(p.shape[1])[y.astype(int)]
+        from sklearn.isotonic import IsotonicRegression  # scikit-learn loads when a calibrator fits
+
         self.maps = [
             IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip").fit(p[:, j], targets[:, j])
             for j in range(p.shape[1])
@@ -233,6 +236,8 @@ class DirichletCalibration:
         return np.column_stack([np.log(p[:, j]), np.log1p(-p[:, j])])
 
     def _fit_one(self, x: np.ndarray, y: np.ndarray) -> LogisticRegression | None:
+        from sklearn.linear_model import LogisticRegression  # scikit-learn loads when a calibrator fits
+
         if len(np.unique(y)) < 2:
             return None  # one class only in calib: nothing to learn, keep p unchanged
         return LogisticRegression(C=self.c, max_iter=2000).fit(x, y)

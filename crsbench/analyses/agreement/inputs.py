@@ -15,7 +15,6 @@ import pandas as pd
 
 from crsbench.core import CLEAN, SPLITS, CrsbenchError, EncoderKey
 from crsbench.features.store import FeatureSetRef, FeatureStore, depth_key
-from crsbench.probes.reader import read_rows
 from crsbench.warehouse.catalog import resolve_url
 from crsbench.warehouse.connection import Warehouse
 from crsbench.warehouse.integrity import recorded_manifests
@@ -136,6 +135,8 @@ def check_rows(source: FeatureSource, imgs: DatasetImages) -> None:
 
 def clean_features(source: FeatureSource, depth: float, rows: np.ndarray) -> np.ndarray:
     """The clean features of `rows` at `depth`, float32 (an exact copy of the float16 store)."""
+    from crsbench.probes.reader import read_rows  # dask and zarr: loaded when an analysis reads features
+
     x = read_rows(source.store, source.ref, depth, CLEAN, rows)
     out: np.ndarray = x.astype(np.float32) if source_dtype_fits(x) else x
     return out

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
 from crsbench.analyses.agreement import measures as m
-from crsbench.probes.knn import SearchStats
+
+if TYPE_CHECKING:
+    from crsbench.probes.knn import SearchStats
 
 MUTUAL_KNN = "mutual_knn"
 CKA = "cka"

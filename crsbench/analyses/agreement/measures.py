@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-import torch
 
 from crsbench.core import CrsbenchError
-from crsbench.probes import knn as knn_search
+
+if TYPE_CHECKING:
+    from crsbench.probes.knn import SearchStats
 
 BOOT_BLOCK = 100  # replicates drawn (and multiplied) together
 # float32 candidates beyond k + 1 that are re-ranked in float64. The answer does not depend on it
@@ -50,8 +52,14 @@ def check_k(k: int, n: int, what: str = "the dataset") -> None:
         raise CrsbenchError(f"{what} has {n} images, fewer than 2k = {2 * k}; pass a smaller --k")
 
 
-def neighbour_lists(x: np.ndarray, k: int, stats: knn_search.SearchStats | None = None) -> np.ndarray:
+def neighbour_lists(x: np.ndarray, k: int, stats: SearchStats | None = None) -> np.ndarray:
     """(n, k) row indices of each row's k nearest other rows (cosine, exact, ties to the lower index)."""
+    # Loaded here, not with the module: the analysis registry (read by `analyze --help` and every
+    # `analyze`) imports every analysis, and torch costs seconds where this one does not run.
+    import torch
+
+    from crsbench.probes import knn as knn_search
+
     n = x.shape[0]
     check_k(k, n)
     u = torch.as_tensor(normalise(x))

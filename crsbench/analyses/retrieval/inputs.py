@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import zarr
 
 from crsbench.analyses.agreement.inputs import FeatureSource
 from crsbench.analyses.common import label_targets
@@ -16,7 +15,6 @@ from crsbench.core import CLEAN
 from crsbench.features.conditions import registered_conditions
 from crsbench.features.store import key_depth
 from crsbench.ingest.types import Task
-from crsbench.probes.reader import read_rows
 from crsbench.warehouse.connection import Warehouse
 
 
@@ -50,6 +48,8 @@ class Gallery:
 def gallery(source: FeatureSource, depth_key: str, rows: np.ndarray) -> Gallery:
     """The clean train features at one depth, standardised with their own mean and standard deviation
     (a constant column keeps scale 1)."""
+    from crsbench.probes.reader import read_rows  # dask, zarr: loaded on a read, not with the registry
+
     x = read_rows(source.store, source.ref, key_depth(depth_key), CLEAN, rows)
     mean = x.mean(axis=0)
     std = x.std(axis=0)
@@ -59,6 +59,8 @@ def gallery(source: FeatureSource, depth_key: str, rows: np.ndarray) -> Gallery:
 
 def queries(source: FeatureSource, depth_key: str, condition: str, rows: np.ndarray, by: Gallery) -> np.ndarray:
     """The test features in `condition`, standardised as the gallery was."""
+    from crsbench.probes.reader import read_rows  # dask, zarr: loaded on a read, not with the registry
+
     x = read_rows(source.store, source.ref, key_depth(depth_key), condition, rows)
     out: np.ndarray = (x - by.mean) / by.scale
     return out
@@ -67,6 +69,8 @@ def queries(source: FeatureSource, depth_key: str, condition: str, rows: np.ndar
 def stored_conditions(source: FeatureSource, depth_key: str) -> tuple[str, ...]:
     """The conditions whose arrays the feature set holds at this depth: clean first, then the
     registered perturbed ones in registry order."""
+    import zarr
+
     node = source.store.group(source.ref)[depth_key]
     held = set(node.array_keys()) if isinstance(node, zarr.Group) else set()
     return tuple(c for c in registered_conditions() if c in held)

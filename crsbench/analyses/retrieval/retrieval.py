@@ -24,7 +24,6 @@ from crsbench.analyses.uncertainty.resample import draw_images, eval_images
 from crsbench.core import CLEAN, CrsbenchError, EncoderKey
 from crsbench.features.store import key_depth
 from crsbench.probes.retrieval.relevance import Relevance, relevances_for
-from crsbench.probes.retrieval.score import check_ks, query_metrics
 from crsbench.warehouse.connection import Warehouse
 
 PARAMS: dict[str, Param] = {
@@ -94,6 +93,8 @@ def source_rows(
     source: FeatureSource, splits: inputs.RetrievalSplits, ks: tuple[int, ...], weights: np.ndarray
 ) -> list[dict[str, Any]]:
     """Every depth and stored condition of one encoder on one dataset."""
+    from crsbench.probes.retrieval.score import query_metrics  # torch: loaded to rank, not with the registry
+
     relevances = relevances_for(splits.task)
     rows: list[dict[str, Any]] = []
     for depth_key in source.depths:
@@ -121,6 +122,8 @@ def query_weights(wh: Warehouse, dataset_id: str, replicates: int, seed: int, no
 
 def dataset_rows(wh: Warehouse, dataset_id: str, encoders: list[str] | None, ks: tuple[int, ...], params: Mapping[str, Any],
                  notes: list[str]) -> list[dict[str, Any]]:  # fmt: skip
+    from crsbench.probes.retrieval.score import check_ks  # torch: loaded to rank, not with the registry
+
     sources = feature_sources(wh, dataset_id)
     names = sorted(sources) if not encoders else [str(EncoderKey.parse(e)) for e in encoders]
     chosen = [sources[n] for n in names if n in sources]

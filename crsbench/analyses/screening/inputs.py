@@ -17,7 +17,6 @@ from crsbench.analyses.common import label_targets
 from crsbench.core import CrsbenchError, EncoderKey
 from crsbench.features.store import key_depth
 from crsbench.ingest.types import Task
-from crsbench.probes.reader import read_rows
 from crsbench.warehouse.catalog import screen_hint
 from crsbench.warehouse.connection import Warehouse
 
@@ -67,6 +66,8 @@ def standardised_train(source: FeatureSource, depth_key: str, rows: np.ndarray) 
     Memory: the (n, D) float64 result and one block of READ_ROWS rows; the rows are read lazily a
     block at a time and standardised in place, so no second (n, D) array is formed (at n = 250,000,
     D = 1,024 the result alone is 2 GB)."""
+    from crsbench.probes.reader import read_rows  # dask, zarr: loaded on a read, not with the registry
+
     depth = key_depth(depth_key)
     first = read_rows(source.store, source.ref, depth, "clean", rows[:READ_ROWS])
     x = np.empty((len(rows), first.shape[1]))

@@ -19,7 +19,6 @@ import math
 from collections.abc import Callable, Iterator
 
 import numpy as np
-import torch
 from scipy.stats import norm, rankdata
 
 from crsbench.core import PRIMARY_PROBE, CrsbenchError
@@ -69,6 +68,8 @@ def one_thread() -> Iterator[None]:
     """Torch on one thread meanwhile: these fits are small (n ~ 10^2-10^4), where more threads only
     add synchronisation (measured 10-60x slower on a loaded 2-core machine); the probe sweep's
     workers do the same (`probes.executors`)."""
+    import torch  # loaded when folds are fitted, not with the analysis registry
+
     previous = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
