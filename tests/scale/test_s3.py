@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import zarr
 from support.scale_support import BUCKET, SECRET, SECRET_KEY_ID, moto_server, s3_environment
 from support.store_files import store_files, untimed_files
 
@@ -38,10 +39,16 @@ GRID = dict(probes=("logreg",), fractions=(0.25, 1.0), seeds=(0,), depths=(1.0,)
 
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
+def s3_server(tmp_path_factory):
+    """The moto endpoint and the file it logs every request to."""
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     with moto_server(log) as endpoint, s3_environment(endpoint):
-        yield endpoint
+        yield endpoint, log
+
+
+@pytest.fixture(scope="module")
+def s3(s3_server):
+    return s3_server[0]
 
 
 @pytest.fixture(scope="module")
@@ -295,3 +302,31 @@ def test_store_url_with_embedded_credentials_is_refused(ingested_db, capsys):
     err = capsys.readouterr().err
     assert code == 1 and "embeds credentials" in err
     assert SECRET not in err and SECRET_KEY_ID not in err
+
+
+def _requests_for(log, prefix: str) -> list[str]:
+    """The methods of the requests the server logged for keys under `prefix`, in order."""
+    time.sleep(0.3)  # the server writes a request's line after answering it
+    return [line.split('"', 1)[1].split()[0] for line in log.read_text(errors="replace").splitlines()
+            if f" /{BUCKET}/{prefix}/" in line]  # fmt: skip
+
+
+def test_a_store_read_is_one_get_per_object(s3_server):
+    """s3fs asks an object's size (a HEAD) before reading it whole, so that it could split a large
+    object into ranged GETs; a store opens S3 with one GET per read (features.store.S3_STORE_DEFAULTS).
+    The control opens with s3fs's own default and pays the HEADs."""
+    _, log = s3_server
+    reads = {}
+    for prefix, options in (("one-get", None), ("s3fs-default", {"max_concurrency": 10})):
+        url = f"s3://{BUCKET}/{prefix}/features.zarr"
+        values = np.arange(64 * 4, dtype="float32").reshape(64, 4)
+        FeatureStore(url, options).root(writable=True).create_array(
+            "a", shape=(64, 4), chunks=(16, 4), dtype="float32"
+        )[:] = values
+        before = len(_requests_for(log, prefix))
+        fresh = FeatureStore(url, options)  # opened anew: root and array metadata, then the 4 chunks
+        node = fresh.root()["a"]
+        assert isinstance(node, zarr.Array) and np.array_equal(node[:], values)
+        reads[prefix] = _requests_for(log, prefix)[before:]
+    assert reads["one-get"] == ["GET"] * 6, reads["one-get"]
+    assert reads["s3fs-default"].count("HEAD") >= 4 and reads["s3fs-default"].count("GET") == 6, reads["s3fs-default"]

@@ -28,4 +28,5 @@ def assert_same_bytes(local: FeatureStore, remote: FeatureStore, ref: FeatureSet
 
 def leftover_claims(store_url: str, ref: FeatureSetRef) -> list[str]:
     fs, root = fsspec.core.url_to_fs(claims_url(store_url, ref) + "/claims")
+    fs.invalidate_cache(root)  # s3fs would answer from a listing this process made earlier
     return [p for p in fs.ls(root, detail=False) if "/.clock-" not in p] if fs.exists(root) else []
